@@ -1,0 +1,29 @@
+#include "common/log.h"
+
+#include <cstdarg>
+#include <cstdio>
+
+namespace nvshare {
+
+namespace {
+LogLevel g_max_level = LogLevel::Info;
+}
+
+void set_log_level(LogLevel max_level) { g_max_level = max_level; }
+
+LogLevel log_level() { return g_max_level; }
+
+void log(LogLevel level, const char* format, ...)
+{
+    if (static_cast<int>(level) > static_cast<int>(g_max_level))
+        return;
+    char line[1024];
+    va_list ap;
+    va_start(ap, format);
+    vsnprintf(line, sizeof line, format, ap);
+    va_end(ap);
+    // One write per line keeps lines whole when several processes share stderr.
+    fprintf(stderr, "<%d>%s\n", static_cast<int>(level), line);
+}
+
+}  // namespace nvshare

@@ -1,0 +1,250 @@
+// The nvshare wire protocol: fixed-layout frames over a local SOCK_STREAM
+// Unix socket. This header is the single source of the format; nvshare(7)
+// describes it for humans. It is shared by nvshared, nvsharectl, the tests and
+// libnvshare.so, so it uses only <cstdint>/<cstring>: no allocation, no
+// exceptions, no C++ runtime (the preload library links nothing but libc).
+//
+// Integers are in host byte order: both ends always run on the same host.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+namespace nvshare::proto {
+
+inline constexpr uint32_t kMagic = 0x4853564eu;  // "NVSH" in little-endian memory order
+inline constexpr uint16_t kVersion = 1;
+
+// Largest payload the daemon accepts from a client. Every client message is
+// far smaller; the bound is what keeps a lying length field harmless.
+inline constexpr uint32_t kMaxClientPayload = 4096;
+// Largest payload a client accepts from the daemon (status reports are JSON).
+inline constexpr uint32_t kMaxDaemonPayload = 1u << 20;
+
+// GPUs a single client may name; client-local GPU indices fit a 64-bit mask.
+inline constexpr uint32_t kMaxGpusPerClient = 32;
+inline constexpr size_t kUuidBytes = 16;
+inline constexpr size_t kCommBytes = 16;
+inline constexpr size_t kGpuNameBytes = 64;
+
+enum class MsgType : uint16_t {
+    // client -> daemon
+    Hello = 1,        // register: process name and the GPUs it uses
+    Request = 2,      // ask for the lock on a set of GPUs
+    Released = 3,     // gave back the lock (after Drop, or early on its own)
+    Memory = 4,       // bytes this client has allocated on one GPU
+    StatusQuery = 5,  // ask for a JSON status report (any peer, even unregistered)
+    // daemon -> client
+    Welcome = 16,    // reply to Hello: client id and current settings
+    Grant = 17,      // the client now holds the lock on these GPUs
+    Drop = 18,       // give the lock back within the grace period
+    Revoked = 19,    // the lock was taken away (grace expired or an admin said so)
+    Settings = 20,   // mode, time quantum or a capacity changed
+    Contended = 21,  // another client is waiting for GPUs this client holds
+    Status = 22,     // JSON text answering StatusQuery
+    Error = 23,      // the daemon refused a message; the connection is closed after it
+};
+
+struct FrameHeader {
+    uint32_t magic;
+    uint16_t version;
+    uint16_t type;
+    uint32_t length;  // payload bytes that follow the header
+    uint32_t reserved;
+};
+static_assert(sizeof(FrameHeader) == 16);
+
+enum class Mode : uint32_t { On = 0, Off = 1, Auto = 2 };
+
+// ---- payloads ----------------------------------------------------------
+
+struct HelloGpu {
+    uint8_t uuid[kUuidBytes];
+    uint64_t physical_memory;  // bytes, as the driver reports
+    char name[kGpuNameBytes];  // NUL-padded; informational
+};
+static_assert(sizeof(HelloGpu) == 88);
+
+// Followed by gpu_count HelloGpu records.
+struct HelloFixed {
+    uint32_t flags;  // reserved, 0
+    uint32_t gpu_count;
+    char comm[kCommBytes];  // NUL-padded process name; informational only
+};
+static_assert(sizeof(HelloFixed) == 24);
+
+// Followed by gpu_count uint64_t capacities, in the client's Hello order.
+struct SettingsFixed {
+    uint32_t mode;  // Mode
+    uint32_t gpu_count;
+    uint64_t time_quantum_us;
+};
+static_assert(sizeof(SettingsFixed) == 16);
+
+struct WelcomeFixed {
+    uint64_t client_id;
+    SettingsFixed settings;
+};
+static_assert(sizeof(WelcomeFixed) == 24);
+
+struct GpuMaskPayload {  // Request, Released, Revoked, Contended
+    uint64_t gpus;       // bit i = the i-th GPU of this client's Hello
+};
+
+inline constexpr uint32_t kGrantExclusive = 1u;  // no other client runs on these GPUs
+inline constexpr uint32_t kGrantContended = 2u;  // someone already waits for them
+
+struct GrantPayload {
+    uint64_t gpus;
+    uint32_t flags;
+    uint32_t reserved;
+};
+static_assert(sizeof(GrantPayload) == 16);
+
+struct DropPayload {
+    uint64_t gpus;
+    uint64_t grace_us;  // revoked if not Released within this
+};
+static_assert(sizeof(DropPayload) == 16);
+
+struct MemoryPayload {
+    uint32_t gpu;  // client-local index
+    uint32_t reserved;
+    uint64_t managed_bytes;  // pageable: may be evicted to host memory
+    uint64_t pinned_bytes;   // never evicted: contexts, mapped and pool memory
+};
+static_assert(sizeof(MemoryPayload) == 24);
+
+enum class ErrorCode : uint32_t {
+    BadMagic = 1,
+    BadVersion = 2,
+    TooLarge = 3,
+    BadType = 4,
+    BadLength = 5,
+    BadOrder = 6,   // e.g. Request before Hello, or a second Hello
+    BadValue = 7,   // e.g. a GPU index the client never named
+    Refused = 8,    // limits: too many clients, too many GPUs
+};
+
+// Followed by a message (UTF-8, not NUL-terminated) filling the payload.
+struct ErrorFixed {
+    uint32_t code;  // ErrorCode
+    uint32_t reserved;
+};
+
+// ---- codec --------------------------------------------------------------
+
+enum class DecodeStatus {
+    Ok,
+    NeedMore,
+    BadMagic,
+    BadVersion,
+    TooLarge,
+};
+
+// Looks at the start of a byte stream. On Ok, *out holds the header and the
+// frame occupies sizeof(FrameHeader) + out->length bytes (maybe not all here
+// yet: check frame_complete). Magic and version are checked before the
+// length, so a peer speaking another protocol is told so precisely.
+inline DecodeStatus decode_header(const uint8_t* data, size_t size, uint32_t max_payload,
+                                  FrameHeader* out)
+{
+    if (size < sizeof(FrameHeader))
+        return DecodeStatus::NeedMore;
+    std::memcpy(out, data, sizeof(FrameHeader));
+    if (out->magic != kMagic)
+        return DecodeStatus::BadMagic;
+    if (out->version != kVersion)
+        return DecodeStatus::BadVersion;
+    if (out->length > max_payload)
+        return DecodeStatus::TooLarge;
+    return DecodeStatus::Ok;
+}
+
+inline bool frame_complete(const FrameHeader& h, size_t size)
+{
+    return size >= sizeof(FrameHeader) + h.length;
+}
+
+// Writes header + payload into buf; returns the frame size, or 0 if it does
+// not fit.
+inline size_t encode(MsgType type, const void* payload, uint32_t length, uint8_t* buf,
+                     size_t capacity)
+{
+    const size_t total = sizeof(FrameHeader) + length;
+    if (total > capacity)
+        return 0;
+    const FrameHeader h{kMagic, kVersion, static_cast<uint16_t>(type), length, 0};
+    std::memcpy(buf, &h, sizeof h);
+    if (length != 0)
+        std::memcpy(buf + sizeof h, payload, length);
+    return total;
+}
+
+// Expected payload size for fixed-size types; variable-size types (Hello,
+// Welcome, Settings, Status, Error) are checked by their parsers.
+inline bool fixed_payload_size(MsgType type, uint32_t* size)
+{
+    switch (type) {
+    case MsgType::Request:
+    case MsgType::Released:
+    case MsgType::Revoked:
+    case MsgType::Contended:
+        *size = sizeof(GpuMaskPayload);
+        return true;
+    case MsgType::Grant:
+        *size = sizeof(GrantPayload);
+        return true;
+    case MsgType::Drop:
+        *size = sizeof(DropPayload);
+        return true;
+    case MsgType::Memory:
+        *size = sizeof(MemoryPayload);
+        return true;
+    case MsgType::StatusQuery:
+        *size = 0;
+        return true;
+    default:
+        return false;
+    }
+}
+
+inline bool is_known_type(uint16_t t)
+{
+    return (t >= 1 && t <= 5) || (t >= 16 && t <= 23);
+}
+
+// Hello carries gpu_count records after the fixed part; the count must match
+// the length exactly and stay within kMaxGpusPerClient.
+inline bool hello_length_valid(const uint8_t* payload, uint32_t length, HelloFixed* out)
+{
+    if (length < sizeof(HelloFixed))
+        return false;
+    std::memcpy(out, payload, sizeof(HelloFixed));
+    if (out->gpu_count > kMaxGpusPerClient)
+        return false;
+    return length == sizeof(HelloFixed) + out->gpu_count * sizeof(HelloGpu);
+}
+
+// Settings and Welcome carry gpu_count capacities after the fixed part.
+inline bool settings_length_valid(uint32_t fixed_size, const SettingsFixed& s, uint32_t length)
+{
+    return s.gpu_count <= kMaxGpusPerClient &&
+           length == fixed_size + s.gpu_count * sizeof(uint64_t);
+}
+
+inline const char* mode_name(Mode m)
+{
+    switch (m) {
+    case Mode::On:
+        return "on";
+    case Mode::Off:
+        return "off";
+    case Mode::Auto:
+        return "auto";
+    }
+    return "?";
+}
+
+}  // namespace nvshare::proto

@@ -1,0 +1,151 @@
+#include "daemon/options.h"
+
+#include <getopt.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string_view>
+
+#include "build-config.h"
+#include "common/mode.h"
+#include "common/units.h"
+
+namespace nvshare::daemon {
+
+namespace {
+
+constexpr const char* kUsage =
+    "Usage: nvshared [OPTIONS]\n"
+    "\n"
+    "Arbitrates the GPU lock for processes running under libnvshare.so.\n"
+    "Started by systemd through nvshare.socket, or by hand.\n"
+    "\n"
+    "Options:\n"
+    "  -s, --socket PATH           socket to bind when not socket-activated\n"
+    "                              (default " NVSHARE_DEFAULT_SOCKET ")\n"
+    "  -q, --time-quantum DURATION longest hold while others wait (default 30s)\n"
+    "  -g, --grace DURATION        time to release after a drop request before\n"
+    "                              the lock is revoked (default 10s)\n"
+    "  -m, --anti-thrashing MODE   on: GPU work always takes turns;\n"
+    "                              off: everybody runs at once;\n"
+    "                              auto: take turns only while the memory clients\n"
+    "                              report exceeds the GPU's capacity (default)\n"
+    "  -c, --capacity [UUID=]SIZE  memory the clients of a GPU may use together\n"
+    "                              (default: its physical memory); repeatable\n"
+    "      --idle-exit DURATION    exit after this long with no clients\n"
+    "                              (socket activation starts it again)\n"
+    "      --max-clients N         connections served at once (default 4096)\n"
+    "  -v, --verbose               log debug messages\n"
+    "  -h, --help                  show this help\n"
+    "      --version               show the version\n"
+    "\n"
+    "DURATION: 30s, 500ms, 2min or plain seconds. SIZE: 16G, 512M, or bytes.\n"
+    "See nvshared(8).\n";
+
+enum LongOnly { kIdleExit = 256, kMaxClients, kVersion };
+
+constexpr option kLongOptions[] = {
+    {"socket", required_argument, nullptr, 's'},
+    {"time-quantum", required_argument, nullptr, 'q'},
+    {"grace", required_argument, nullptr, 'g'},
+    {"anti-thrashing", required_argument, nullptr, 'm'},
+    {"capacity", required_argument, nullptr, 'c'},
+    {"idle-exit", required_argument, nullptr, kIdleExit},
+    {"max-clients", required_argument, nullptr, kMaxClients},
+    {"verbose", no_argument, nullptr, 'v'},
+    {"help", no_argument, nullptr, 'h'},
+    {"version", no_argument, nullptr, kVersion},
+    {nullptr, 0, nullptr, 0},
+};
+
+ParsedOptions fail(const char* what, const char* value)
+{
+    fprintf(stderr, "nvshared: invalid %s: '%s' (see nvshared --help)\n", what, value);
+    return {false, 2, {}};
+}
+
+}  // namespace
+
+ParsedOptions parse_options(int argc, char** argv)
+{
+    ParsedOptions r;
+    r.options.socket_path = NVSHARE_DEFAULT_SOCKET;
+    optind = 1;
+    int opt;
+    while ((opt = getopt_long(argc, argv, "s:q:g:m:c:vh", kLongOptions, nullptr)) != -1) {
+        switch (opt) {
+        case 's':
+            if (optarg[0] != '/')
+                return fail("socket path (must be absolute)", optarg);
+            r.options.socket_path = optarg;
+            break;
+        case 'q': {
+            auto d = parse_duration(optarg);
+            if (!d || d->count() <= 0)
+                return fail("time quantum", optarg);
+            r.options.scheduler.time_quantum = *d;
+            break;
+        }
+        case 'g': {
+            auto d = parse_duration(optarg);
+            if (!d || d->count() <= 0)
+                return fail("grace period", optarg);
+            r.options.scheduler.grace = *d;
+            break;
+        }
+        case 'm': {
+            auto m = parse_mode(optarg);
+            if (!m)
+                return fail("anti-thrashing mode (on, off or auto)", optarg);
+            r.options.scheduler.mode = *m;
+            break;
+        }
+        case 'c': {
+            std::string_view arg(optarg);
+            const auto eq = arg.find('=');
+            auto size = parse_size(eq == std::string_view::npos ? arg : arg.substr(eq + 1));
+            if (!size || *size == 0)
+                return fail("capacity", optarg);
+            if (eq == std::string_view::npos)
+                r.options.default_capacity = *size;
+            else
+                r.options.capacities.emplace_back(std::string(arg.substr(0, eq)), *size);
+            break;
+        }
+        case kIdleExit: {
+            auto d = parse_duration(optarg);
+            if (!d)
+                return fail("idle exit time", optarg);
+            if (d->count() > 0)
+                r.options.idle_exit = *d;
+            break;
+        }
+        case kMaxClients: {
+            char* end = nullptr;
+            const long n = strtol(optarg, &end, 10);
+            if (*end != '\0' || n < 1 || n > 1000000)
+                return fail("client limit", optarg);
+            r.options.max_clients = static_cast<size_t>(n);
+            break;
+        }
+        case 'v':
+            r.options.log_level = LogLevel::Debug;
+            break;
+        case 'h':
+            fputs(kUsage, stdout);
+            return {false, 0, {}};
+        case kVersion:
+            puts("nvshared " NVSHARE_VERSION);
+            return {false, 0, {}};
+        default:
+            fputs("nvshared: see nvshared --help\n", stderr);
+            return {false, 2, {}};
+        }
+    }
+    if (optind < argc)
+        return fail("argument", argv[optind]);
+    r.run = true;
+    return r;
+}
+
+}  // namespace nvshare::daemon

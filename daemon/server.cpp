@@ -1,0 +1,701 @@
+#include "daemon/server.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "common/log.h"
+#include "common/uuid.h"
+#include "daemon/status.h"
+
+namespace nvshare::daemon {
+
+namespace {
+
+// A client that lets this much pile up unread is stuck; drop it rather than
+// let it grow the daemon's memory.
+constexpr size_t kMaxOutBuffer = 256 * 1024;
+
+uint64_t to_usec(TimePoint t)
+{
+    return static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count());
+}
+
+// steady_clock is CLOCK_MONOTONIC on Linux, the clock sd-event timers use.
+static_assert(Clock::is_steady);
+
+std::string bounded_string(const char* s, size_t max)
+{
+    std::string out(s, strnlen(s, max));
+    for (char& ch : out)
+        if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f)
+            ch = '?';  // keep logs and status one line per client
+    return out;
+}
+
+}  // namespace
+
+Server::Server(Options options) : options_(std::move(options)), scheduler_(options_.scheduler)
+{
+    scheduler_.set_default_capacity(options_.default_capacity);
+    for (const auto& [uuid, bytes] : options_.capacities)
+        scheduler_.set_capacity_override(uuid, bytes);
+}
+
+Server::~Server()
+{
+    for (auto& [serial, c] : connections_) {
+        sd_event_source_disable_unref(c->source);
+        close(c->fd);
+    }
+    sd_event_source_disable_unref(listen_source_);
+    sd_event_source_disable_unref(timer_source_);
+    sd_event_source_disable_unref(idle_source_);
+    if (listen_fd_ >= 0)
+        close(listen_fd_);
+    if (own_socket_)
+        unlink(options_.socket_path.c_str());
+    sd_event_unref(event_);
+}
+
+bool Server::init()
+{
+    int r = sd_event_default(&event_);
+    if (r < 0) {
+        NVS_ERROR("cannot create event loop: %s", strerror(-r));
+        return false;
+    }
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGINT);
+    sigprocmask(SIG_BLOCK, &mask, nullptr);
+    // A NULL handler makes sd-event leave the loop: a clean exit.
+    sd_event_add_signal(event_, nullptr, SIGTERM, nullptr, nullptr);
+    sd_event_add_signal(event_, nullptr, SIGINT, nullptr, nullptr);
+    signal(SIGPIPE, SIG_IGN);
+    // Pings WATCHDOG=1 from the loop itself when WATCHDOG_USEC is set, so a
+    // hung loop really trips systemd's watchdog.
+    sd_event_set_watchdog(event_, 1);
+
+    if (!open_listener())
+        return false;
+    r = sd_event_add_io(event_, &listen_source_, listen_fd_, EPOLLIN, on_listener, this);
+    if (r < 0) {
+        NVS_ERROR("cannot watch the socket: %s", strerror(-r));
+        return false;
+    }
+    r = sd_event_add_time(event_, &timer_source_, CLOCK_MONOTONIC, UINT64_MAX, 1000, on_timer,
+                          this);
+    if (r < 0)
+        return false;
+    sd_event_source_set_enabled(timer_source_, SD_EVENT_OFF);
+    if (options_.idle_exit) {
+        r = sd_event_add_time(event_, &idle_source_, CLOCK_MONOTONIC, UINT64_MAX, 100000,
+                              on_idle_timer, this);
+        if (r < 0)
+            return false;
+        update_idle_timer();
+    }
+    return true;
+}
+
+bool Server::open_listener()
+{
+    const int n = sd_listen_fds(1);
+    if (n > 1) {
+        NVS_ERROR("expected one socket from systemd, got %d", n);
+        return false;
+    }
+    if (n == 1) {
+        listen_fd_ = SD_LISTEN_FDS_START;
+        if (sd_is_socket_unix(listen_fd_, SOCK_STREAM, 1, nullptr, 0) <= 0) {
+            NVS_ERROR("the socket passed by systemd is not a listening Unix stream socket");
+            return false;
+        }
+        fcntl(listen_fd_, F_SETFL, fcntl(listen_fd_, F_GETFL) | O_NONBLOCK);
+        NVS_INFO("using the socket passed by systemd");
+        return true;
+    }
+
+    const std::string& path = options_.socket_path;
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    if (path.size() >= sizeof addr.sun_path) {
+        NVS_ERROR("socket path too long: %s", path.c_str());
+        return false;
+    }
+    memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+
+    // Create the directory (one level, like systemd's DirectoryMode=0755).
+    const auto slash = path.rfind('/');
+    if (slash != std::string::npos && slash > 0) {
+        const std::string dir = path.substr(0, slash);
+        if (mkdir(dir.c_str(), 0755) < 0 && errno != EEXIST) {
+            NVS_ERROR("cannot create %s: %s", dir.c_str(), strerror(errno));
+            return false;
+        }
+    }
+    listen_fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (listen_fd_ < 0) {
+        NVS_ERROR("socket: %s", strerror(errno));
+        return false;
+    }
+    // A socket file left by a dead daemon is removed; a live one is not taken over.
+    struct stat st{};
+    if (lstat(path.c_str(), &st) == 0) {
+        if (!S_ISSOCK(st.st_mode)) {
+            NVS_ERROR("%s exists and is not a socket", path.c_str());
+            return false;
+        }
+        const int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        const bool alive =
+            probe >= 0 && connect(probe, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+        if (probe >= 0)
+            close(probe);
+        if (alive) {
+            NVS_ERROR("another nvshared is already listening on %s", path.c_str());
+            return false;
+        }
+        unlink(path.c_str());
+    }
+    if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) < 0) {
+        NVS_ERROR("cannot bind %s: %s", path.c_str(), strerror(errno));
+        return false;
+    }
+    own_socket_ = true;
+    // Every local user may connect; the daemon decides what each may do.
+    chmod(path.c_str(), 0666);
+    if (listen(listen_fd_, SOMAXCONN) < 0) {
+        NVS_ERROR("listen: %s", strerror(errno));
+        return false;
+    }
+    NVS_INFO("listening on %s", path.c_str());
+    return true;
+}
+
+int Server::run()
+{
+    update_status();
+    sd_notify(0, "READY=1");
+    const int r = sd_event_loop(event_);
+    sd_notify(0, "STOPPING=1");
+    if (r < 0) {
+        NVS_ERROR("event loop failed: %s", strerror(-r));
+        return 1;
+    }
+    NVS_INFO("exiting");
+    return 0;
+}
+
+// ---- event handlers -------------------------------------------------------------
+
+int Server::on_listener(sd_event_source*, int, uint32_t, void* self)
+{
+    auto* s = static_cast<Server*>(self);
+    s->accept_clients();
+    s->after_change();
+    return 0;
+}
+
+int Server::on_connection(sd_event_source*, int, uint32_t revents, void* conn)
+{
+    auto* c = static_cast<Connection*>(conn);
+    Server* s = c->server;
+    if (revents & EPOLLOUT)
+        s->flush(*c);
+    if ((revents & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !c->dead)
+        s->read_from(*c);
+    s->after_change();  // may destroy c
+    return 0;
+}
+
+int Server::on_timer(sd_event_source*, uint64_t, void* self)
+{
+    auto* s = static_cast<Server*>(self);
+    s->scheduler_.tick(Clock::now());
+    s->after_change();
+    return 0;
+}
+
+int Server::on_idle_timer(sd_event_source*, uint64_t, void* self)
+{
+    auto* s = static_cast<Server*>(self);
+    if (s->connections_.empty()) {
+        NVS_INFO("no clients for %lld s: exiting until the socket is used again",
+                 static_cast<long long>(s->options_.idle_exit->count() / 1000000));
+        sd_event_exit(s->event_, 0);
+    }
+    return 0;
+}
+
+// ---- connections ---------------------------------------------------------------
+
+void Server::accept_clients()
+{
+    for (;;) {
+        const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED)
+                continue;
+            if (errno == EMFILE || errno == ENFILE)
+                NVS_WARN("out of file descriptors; new clients wait in the backlog");
+            return;
+        }
+        auto c = std::make_unique<Connection>();
+        c->server = this;
+        c->serial = next_serial_++;
+        c->fd = fd;
+        socklen_t len = sizeof c->peer;
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &c->peer, &len) < 0) {
+            close(fd);
+            continue;
+        }
+        if (sd_event_add_io(event_, &c->source, fd, EPOLLIN, on_connection, c.get()) < 0) {
+            close(fd);
+            continue;
+        }
+        Connection& ref = *c;
+        connections_.emplace(c->serial, std::move(c));
+        if (connections_.size() > options_.max_clients) {
+            fail(ref, proto::ErrorCode::Refused, "too many clients");
+            continue;
+        }
+        NVS_DEBUG("connection %llu from pid %d uid %u", static_cast<unsigned long long>(ref.serial),
+                  ref.peer.pid, ref.peer.uid);
+    }
+}
+
+void Server::read_from(Connection& c)
+{
+    uint8_t buf[8192];
+    for (;;) {
+        const ssize_t n = ::read(c.fd, buf, sizeof buf);
+        if (n > 0) {
+            if (!c.closing)
+                c.in.insert(c.in.end(), buf, buf + n);
+            // Decode whole frames; the buffer never holds more than one
+            // maximal frame plus one read, whatever the client sends.
+            size_t off = 0;
+            while (!c.closing && !c.dead) {
+                proto::FrameHeader h{};
+                const auto st = proto::decode_header(c.in.data() + off, c.in.size() - off,
+                                                     proto::kMaxClientPayload, &h);
+                if (st == proto::DecodeStatus::NeedMore)
+                    break;
+                if (st == proto::DecodeStatus::BadMagic) {
+                    fail(c, proto::ErrorCode::BadMagic, "not an nvshare client (bad magic)");
+                    break;
+                }
+                if (st == proto::DecodeStatus::BadVersion) {
+                    fail(c, proto::ErrorCode::BadVersion,
+                         "protocol version " + std::to_string(h.version) +
+                             " not supported; this nvshared speaks version " +
+                             std::to_string(proto::kVersion));
+                    break;
+                }
+                if (st == proto::DecodeStatus::TooLarge) {
+                    fail(c, proto::ErrorCode::TooLarge,
+                         "frame of " + std::to_string(h.length) + " bytes exceeds the limit");
+                    break;
+                }
+                if (!proto::frame_complete(h, c.in.size() - off))
+                    break;
+                const uint8_t* payload = c.in.data() + off + sizeof h;
+                off += sizeof h + h.length;
+                if (!handle_frame(c, h, payload))
+                    break;
+            }
+            c.in.erase(c.in.begin(), c.in.begin() + static_cast<ptrdiff_t>(std::min(off, c.in.size())));
+            if (c.dead)
+                return;
+            continue;
+        }
+        if (n == 0) {
+            mark_dead(c);  // peer closed: a holder releases at once
+            return;
+        }
+        if (errno == EINTR)
+            continue;
+        if (errno != EAGAIN)
+            mark_dead(c);
+        return;
+    }
+}
+
+bool Server::handle_frame(Connection& c, const proto::FrameHeader& h, const uint8_t* payload)
+{
+    using proto::MsgType;
+    if (!proto::is_known_type(h.type)) {
+        fail(c, proto::ErrorCode::BadType, "unknown message type " + std::to_string(h.type));
+        return false;
+    }
+    const auto type = static_cast<MsgType>(h.type);
+    if (type == MsgType::Hello) {
+        handle_hello(c, payload, h.length);
+        return !c.closing;
+    }
+    uint32_t expected = 0;
+    if (!proto::fixed_payload_size(type, &expected) || static_cast<uint16_t>(type) >= 16) {
+        fail(c, proto::ErrorCode::BadType,
+             "message type " + std::to_string(h.type) + " is not sent by clients");
+        return false;
+    }
+    if (h.length != expected) {
+        fail(c, proto::ErrorCode::BadLength,
+             "message type " + std::to_string(h.type) + " must carry " + std::to_string(expected) +
+                 " bytes, not " + std::to_string(h.length));
+        return false;
+    }
+    const auto now = Clock::now();
+    if (type == MsgType::StatusQuery) {
+        const std::string text = status_json(scheduler_, connections_.size(), now).dump();
+        send(c, MsgType::Status, text.data(), static_cast<uint32_t>(text.size()));
+        return true;
+    }
+    if (!c.registered) {
+        fail(c, proto::ErrorCode::BadOrder, "Hello must come first");
+        return false;
+    }
+    const Client* client = scheduler_.client(c.serial);
+    if (type == MsgType::Memory) {
+        proto::MemoryPayload m;
+        memcpy(&m, payload, sizeof m);
+        if (m.gpu >= client->gpus.size()) {
+            fail(c, proto::ErrorCode::BadValue, "memory report for unknown GPU index");
+            return false;
+        }
+        scheduler_.report_memory(c.serial, client->gpus[m.gpu], {m.managed_bytes, m.pinned_bytes},
+                                 now);
+        return true;
+    }
+    proto::GpuMaskPayload m;
+    memcpy(&m, payload, sizeof m);
+    const auto set = client->to_global(m.gpus);
+    if (!set) {
+        fail(c, proto::ErrorCode::BadValue, "GPU mask names a GPU the client did not register");
+        return false;
+    }
+    if (type == MsgType::Request)
+        scheduler_.request(c.serial, *set, now);
+    else
+        scheduler_.release(c.serial, *set, now);
+    return true;
+}
+
+void Server::handle_hello(Connection& c, const uint8_t* payload, uint32_t length)
+{
+    if (c.registered) {
+        fail(c, proto::ErrorCode::BadOrder, "second Hello on one connection");
+        return;
+    }
+    proto::HelloFixed hello{};
+    if (!proto::hello_length_valid(payload, length, &hello)) {
+        fail(c, proto::ErrorCode::BadLength, "malformed Hello");
+        return;
+    }
+    std::vector<GpuIndex> gpus;
+    for (uint32_t i = 0; i < hello.gpu_count; ++i) {
+        proto::HelloGpu g;
+        memcpy(&g, payload + sizeof hello + i * sizeof g, sizeof g);
+        char text[kUuidTextSize];
+        format_gpu_uuid(g.uuid, text);
+        const auto index =
+            scheduler_.ensure_gpu({text, bounded_string(g.name, sizeof g.name), g.physical_memory});
+        if (!index) {
+            fail(c, proto::ErrorCode::Refused, "too many GPUs on this host");
+            return;
+        }
+        for (GpuIndex existing : gpus) {
+            if (existing == *index) {
+                fail(c, proto::ErrorCode::BadValue, "the same GPU is named twice");
+                return;
+            }
+        }
+        gpus.push_back(*index);
+    }
+    ClientInfo info{c.peer.pid, c.peer.uid, bounded_string(hello.comm, sizeof hello.comm)};
+    if (!scheduler_.connect(c.serial, info, gpus)) {
+        fail(c, proto::ErrorCode::Refused, "cannot register");
+        return;
+    }
+    c.registered = true;
+    NVS_INFO("client %llu registered: pid %d uid %u (%s), %zu GPU(s)",
+             static_cast<unsigned long long>(c.serial), c.peer.pid, c.peer.uid, info.comm.c_str(),
+             gpus.size());
+    send_settings(c, true);
+}
+
+void Server::fail(Connection& c, proto::ErrorCode code, const std::string& message)
+{
+    NVS_WARN("client %llu (pid %d): %s; disconnecting", static_cast<unsigned long long>(c.serial),
+             c.peer.pid, message.c_str());
+    std::vector<uint8_t> p(sizeof(proto::ErrorFixed) + message.size());
+    const proto::ErrorFixed e{static_cast<uint32_t>(code), 0};
+    memcpy(p.data(), &e, sizeof e);
+    memcpy(p.data() + sizeof e, message.data(), message.size());
+    send(c, proto::MsgType::Error, p.data(), static_cast<uint32_t>(p.size()));
+    c.closing = true;
+    c.in.clear();
+    if (c.registered) {
+        // Whatever it held is given back now, not when the socket closes.
+        scheduler_.disconnect(c.serial, Clock::now());
+        c.registered = false;
+    }
+    if (c.out.size() == c.out_sent)
+        mark_dead(c);
+}
+
+void Server::send(Connection& c, proto::MsgType type, const void* payload, uint32_t length)
+{
+    if (c.dead)
+        return;
+    const size_t old = c.out.size();
+    c.out.resize(old + sizeof(proto::FrameHeader) + length);
+    proto::encode(type, payload, length, c.out.data() + old, c.out.size() - old);
+    if (c.out.size() - c.out_sent > kMaxOutBuffer) {
+        NVS_WARN("client %llu (pid %d) does not read its messages; disconnecting",
+                 static_cast<unsigned long long>(c.serial), c.peer.pid);
+        mark_dead(c);
+        return;
+    }
+    flush(c);
+}
+
+void Server::flush(Connection& c)
+{
+    while (c.out_sent < c.out.size()) {
+        const ssize_t n =
+            ::send(c.fd, c.out.data() + c.out_sent, c.out.size() - c.out_sent, MSG_NOSIGNAL);
+        if (n > 0) {
+            c.out_sent += static_cast<size_t>(n);
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN) {
+            sd_event_source_set_io_events(c.source, EPOLLIN | EPOLLOUT);
+            return;
+        }
+        mark_dead(c);
+        return;
+    }
+    c.out.clear();
+    c.out_sent = 0;
+    sd_event_source_set_io_events(c.source, EPOLLIN);
+    if (c.closing)
+        mark_dead(c);
+}
+
+void Server::send_settings(Connection& c, bool welcome)
+{
+    const Client* client = scheduler_.client(c.serial);
+    if (client == nullptr)
+        return;
+    const auto& s = scheduler_.settings();
+    proto::SettingsFixed fixed{
+        static_cast<uint32_t>(s.mode), static_cast<uint32_t>(client->gpus.size()),
+        static_cast<uint64_t>(
+            std::chrono::duration_cast<std::chrono::microseconds>(s.time_quantum).count())};
+    std::vector<uint8_t> p;
+    auto append = [&p](const void* data, size_t n) {
+        const auto* b = static_cast<const uint8_t*>(data);
+        p.insert(p.end(), b, b + n);
+    };
+    if (welcome) {
+        const uint64_t id = c.serial;
+        append(&id, sizeof id);
+    }
+    append(&fixed, sizeof fixed);
+    for (GpuIndex g : client->gpus) {
+        const uint64_t cap = scheduler_.gpus()[g].capacity;
+        append(&cap, sizeof cap);
+    }
+    send(c, welcome ? proto::MsgType::Welcome : proto::MsgType::Settings, p.data(),
+         static_cast<uint32_t>(p.size()));
+}
+
+void Server::broadcast_settings()
+{
+    for (auto& [serial, c] : connections_)
+        if (c->registered)
+            send_settings(*c, false);
+}
+
+Connection* Server::by_client(ClientId id)
+{
+    auto it = connections_.find(id);
+    return it == connections_.end() ? nullptr : it->second.get();
+}
+
+void Server::dispatch_actions()
+{
+    for (const Action& a : scheduler_.take_actions()) {
+        Connection* c = by_client(a.client);
+        const Client* client = scheduler_.client(a.client);
+        if (c == nullptr || client == nullptr)
+            continue;
+        const uint64_t local = client->to_local(a.gpus);
+        switch (a.kind) {
+        case ActionKind::Grant: {
+            const proto::GrantPayload p{local, (a.exclusive ? proto::kGrantExclusive : 0u) |
+                                                   (a.contended ? proto::kGrantContended : 0u),
+                                        0};
+            NVS_DEBUG("grant %llu to client %llu", static_cast<unsigned long long>(local),
+                      static_cast<unsigned long long>(a.client));
+            send(*c, proto::MsgType::Grant, &p, sizeof p);
+            break;
+        }
+        case ActionKind::Drop: {
+            const proto::DropPayload p{
+                local, static_cast<uint64_t>(
+                           std::chrono::duration_cast<std::chrono::microseconds>(a.grace).count())};
+            NVS_DEBUG("drop request to client %llu", static_cast<unsigned long long>(a.client));
+            send(*c, proto::MsgType::Drop, &p, sizeof p);
+            break;
+        }
+        case ActionKind::Revoke: {
+            NVS_WARN("revoked the lock of client %llu (pid %d %s)",
+                     static_cast<unsigned long long>(a.client), client->info.pid,
+                     client->info.comm.c_str());
+            const proto::GpuMaskPayload p{local};
+            send(*c, proto::MsgType::Revoked, &p, sizeof p);
+            break;
+        }
+        case ActionKind::Contended: {
+            const proto::GpuMaskPayload p{local};
+            send(*c, proto::MsgType::Contended, &p, sizeof p);
+            break;
+        }
+        }
+    }
+}
+
+void Server::after_change()
+{
+    // Closing connections may free locks, which yields more actions: loop.
+    for (int round = 0; round < 8; ++round) {
+        dispatch_actions();
+        if (doomed_.empty())
+            break;
+        reap();
+    }
+    rearm_timer();
+    update_idle_timer();
+    update_status();
+    if (observer_)
+        observer_();
+}
+
+void Server::mark_dead(Connection& c)
+{
+    if (!c.dead) {
+        c.dead = true;
+        doomed_.push_back(c.serial);
+    }
+}
+
+void Server::reap()
+{
+    std::vector<uint64_t> doomed;
+    doomed.swap(doomed_);
+    for (uint64_t serial : doomed)
+        if (auto it = connections_.find(serial); it != connections_.end())
+            destroy(*it->second);
+}
+
+void Server::destroy(Connection& c)
+{
+    if (c.registered) {
+        NVS_INFO("client %llu (pid %d) disconnected", static_cast<unsigned long long>(c.serial),
+                 c.peer.pid);
+        scheduler_.disconnect(c.serial, Clock::now());
+    }
+    sd_event_source_disable_unref(c.source);
+    close(c.fd);
+    connections_.erase(c.serial);
+}
+
+void Server::rearm_timer()
+{
+    const auto next = scheduler_.next_deadline();
+    if (!next) {
+        sd_event_source_set_enabled(timer_source_, SD_EVENT_OFF);
+        return;
+    }
+    sd_event_source_set_time(timer_source_, to_usec(*next));
+    sd_event_source_set_enabled(timer_source_, SD_EVENT_ONESHOT);
+}
+
+void Server::update_idle_timer()
+{
+    if (idle_source_ == nullptr)
+        return;
+    if (!connections_.empty()) {
+        sd_event_source_set_enabled(idle_source_, SD_EVENT_OFF);
+        return;
+    }
+    int enabled = 0;
+    sd_event_source_get_enabled(idle_source_, &enabled);
+    if (enabled != 0)
+        return;  // already counting since the last client left
+    const auto deadline = Clock::now() + *options_.idle_exit;
+    sd_event_source_set_time(idle_source_, to_usec(deadline));
+    sd_event_source_set_enabled(idle_source_, SD_EVENT_ONESHOT);
+}
+
+void Server::update_status()
+{
+    size_t holders = 0, waiters = 0;
+    for (const auto& [id, c] : scheduler_.clients()) {
+        holders += c.phase == Phase::Holding;
+        waiters += c.phase == Phase::Waiting;
+    }
+    char line[256];
+    snprintf(line, sizeof line, "STATUS=%zu client(s), %zu holding, %zu waiting on %zu GPU(s); mode %s",
+             scheduler_.clients().size(), holders, waiters, scheduler_.gpus().size(),
+             proto::mode_name(scheduler_.settings().mode));
+    if (last_status_ != line) {
+        last_status_ = line;
+        sd_notify(0, line);
+    }
+}
+
+// ---- control plane --------------------------------------------------------------------
+
+void Server::set_mode(Mode mode)
+{
+    scheduler_.set_mode(mode, Clock::now());
+    broadcast_settings();
+    after_change();
+}
+
+void Server::set_time_quantum(Duration tq)
+{
+    scheduler_.set_time_quantum(tq, Clock::now());
+    broadcast_settings();
+    after_change();
+}
+
+void Server::set_capacity(GpuIndex gpu, uint64_t bytes)
+{
+    scheduler_.set_capacity(gpu, bytes, Clock::now());
+    broadcast_settings();
+    after_change();
+}
+
+bool Server::revoke(ClientId id)
+{
+    const bool done = scheduler_.revoke(id, Clock::now());
+    after_change();
+    return done;
+}
+
+}  // namespace nvshare::daemon

@@ -1,0 +1,104 @@
+// The I/O shell of nvshared: one sd-event loop that accepts clients on the
+// lock socket, turns their frames into scheduler events and the scheduler's
+// actions into frames. Single-threaded, non-blocking; all decisions are the
+// Scheduler's.
+#pragma once
+
+#include <systemd/sd-event.h>
+#include <sys/socket.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/protocol.h"
+#include "daemon/options.h"
+#include "daemon/scheduler.h"
+
+namespace nvshare::daemon {
+
+class Server;
+
+struct Connection {
+    Server* server = nullptr;  // for the event callback, which gets only this
+    uint64_t serial = 0;  // also the ClientId once registered
+    int fd = -1;
+    ucred peer{};  // from SO_PEERCRED: who the client really is
+    sd_event_source* source = nullptr;
+    std::vector<uint8_t> in;
+    std::vector<uint8_t> out;
+    size_t out_sent = 0;
+    bool registered = false;
+    bool closing = false;  // stop reading; close once `out` is flushed
+    bool dead = false;     // close at the next reap
+};
+
+class Server {
+public:
+    explicit Server(Options options);
+    ~Server();
+    Server(const Server&) = delete;
+    Server& operator=(const Server&) = delete;
+
+    // Sets up the loop and the socket; false (logged) on failure.
+    bool init();
+    // Runs until SIGTERM/SIGINT or idle exit; returns the exit status.
+    int run();
+
+    // For the control plane (D-Bus): the state, and a way to change settings
+    // that also tells every client and re-arms the timers.
+    sd_event* event() const { return event_; }
+    const Scheduler& scheduler() const { return scheduler_; }
+    void set_mode(Mode mode);
+    void set_time_quantum(Duration tq);
+    void set_capacity(GpuIndex gpu, uint64_t bytes);
+    bool revoke(ClientId id);
+    // Called after every batch of changes (client events, timers, settings).
+    void set_state_observer(std::function<void()> observer) { observer_ = std::move(observer); }
+    size_t connection_count() const { return connections_.size(); }
+
+private:
+    bool open_listener();
+    static int on_listener(sd_event_source* s, int fd, uint32_t revents, void* self);
+    static int on_connection(sd_event_source* s, int fd, uint32_t revents, void* conn);
+    static int on_timer(sd_event_source* s, uint64_t usec, void* self);
+    static int on_idle_timer(sd_event_source* s, uint64_t usec, void* self);
+
+    void accept_clients();
+    void read_from(Connection& c);
+    bool handle_frame(Connection& c, const proto::FrameHeader& h, const uint8_t* payload);
+    void handle_hello(Connection& c, const uint8_t* payload, uint32_t length);
+    void fail(Connection& c, proto::ErrorCode code, const std::string& message);
+    void send(Connection& c, proto::MsgType type, const void* payload, uint32_t length);
+    void flush(Connection& c);
+    void send_settings(Connection& c, bool welcome);
+    void broadcast_settings();
+    void dispatch_actions();
+    void after_change();  // dispatch, re-arm timers, notify observer, reap
+    void mark_dead(Connection& c);
+    void reap();
+    void destroy(Connection& c);
+    void rearm_timer();
+    void update_status();
+    void update_idle_timer();
+    Connection* by_client(ClientId id);
+
+    Options options_;
+    Scheduler scheduler_;
+    sd_event* event_ = nullptr;
+    int listen_fd_ = -1;
+    bool own_socket_ = false;  // bound by us (not socket-activated): unlink on exit
+    sd_event_source* listen_source_ = nullptr;
+    sd_event_source* timer_source_ = nullptr;
+    sd_event_source* idle_source_ = nullptr;
+    std::map<uint64_t, std::unique_ptr<Connection>> connections_;
+    uint64_t next_serial_ = 1;
+    std::vector<uint64_t> doomed_;  // connections to close at the next reap
+    std::function<void()> observer_;
+    std::string last_status_;
+};
+
+}  // namespace nvshare::daemon
