@@ -1,0 +1,506 @@
+#include "daemon/scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <set>
+
+using namespace nvshare::daemon;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr uint64_t GiB = 1ull << 30;
+
+class SchedulerTest : public ::testing::Test {
+protected:
+    SchedulerTest() : s_(SchedulerSettings{Mode::On, 30s, 10s}) {}
+
+    GpuIndex gpu(int n, uint64_t memory = 80 * GiB)
+    {
+        return *s_.ensure_gpu({"GPU-" + std::to_string(n), "test", memory});
+    }
+    void client(ClientId id, std::vector<GpuIndex> gpus = {0})
+    {
+        ASSERT_TRUE(s_.connect(id, {static_cast<int32_t>(id), 1000, "c"}, gpus));
+    }
+    void advance(Duration d)
+    {
+        now_ += d;
+        s_.tick(now_);
+    }
+    // Actions since the last call, as "G1" (grant to 1), "D1", "R1", "C1".
+    std::vector<std::string> actions()
+    {
+        std::vector<std::string> out;
+        for (const Action& a : s_.take_actions()) {
+            const char* k = a.kind == ActionKind::Grant  ? "G"
+                            : a.kind == ActionKind::Drop ? "D"
+                            : a.kind == ActionKind::Revoke ? "R"
+                                                           : "C";
+            out.push_back(k + std::to_string(a.client));
+        }
+        return out;
+    }
+    using V = std::vector<std::string>;
+
+    Scheduler s_;
+    TimePoint now_{std::chrono::seconds(1000)};
+};
+
+TEST_F(SchedulerTest, GrantsAFreeGpuAtOnce)
+{
+    gpu(0);
+    client(1);
+    s_.request(1, gpu_bit(0), now_);
+    EXPECT_EQ(actions(), V{"G1"});
+    EXPECT_EQ(s_.client(1)->phase, Phase::Holding);
+    EXPECT_EQ(s_.gpus()[0].holders, std::vector<ClientId>{1});
+}
+
+TEST_F(SchedulerTest, FirstComeFirstServed)
+{
+    gpu(0);
+    for (ClientId id : {1, 2, 3, 4})
+        client(id);
+    for (ClientId id : {3, 1, 4, 2})
+        s_.request(id, gpu_bit(0), now_);
+    EXPECT_EQ(actions(), (V{"G3", "C3"}));
+    EXPECT_EQ(s_.queue(0), (std::vector<ClientId>{1, 4, 2}));
+    for (ClientId expected : {1, 4, 2}) {
+        const ClientId holder = s_.gpus()[0].holders.at(0);
+        s_.release(holder, gpu_bit(0), now_);
+        auto a = actions();
+        ASSERT_FALSE(a.empty());
+        EXPECT_EQ(a[0], "G" + std::to_string(expected));
+    }
+}
+
+TEST_F(SchedulerTest, QuantumExpiryWithoutWaitersChangesNothing)
+{
+    gpu(0);
+    client(1);
+    s_.request(1, gpu_bit(0), now_);
+    actions();
+    advance(10min);
+    EXPECT_TRUE(actions().empty());
+    EXPECT_FALSE(s_.next_deadline());
+    EXPECT_EQ(s_.client(1)->phase, Phase::Holding);
+}
+
+TEST_F(SchedulerTest, QuantumExpiryWithAWaiterSendsOneDrop)
+{
+    gpu(0);
+    client(1);
+    client(2);
+    s_.request(1, gpu_bit(0), now_);
+    s_.request(2, gpu_bit(0), now_ + 1s);
+    EXPECT_EQ(actions(), (V{"G1", "C1"}));
+    EXPECT_EQ(s_.next_deadline(), now_ + 30s);
+    advance(29s);
+    EXPECT_TRUE(actions().empty());
+    advance(1s);
+    EXPECT_EQ(actions(), V{"D1"});
+    advance(1s);
+    EXPECT_TRUE(actions().empty()) << "the drop request is sent once";
+    s_.release(1, gpu_bit(0), now_);
+    EXPECT_EQ(actions(), V{"G2"});
+}
+
+TEST_F(SchedulerTest, AWaiterArrivingAfterTheQuantumGetsTheGpuAfterOneDrop)
+{
+    gpu(0);
+    client(1);
+    client(2);
+    s_.request(1, gpu_bit(0), now_);
+    advance(5min);
+    s_.request(2, gpu_bit(0), now_);
+    EXPECT_EQ(actions(), (V{"G1", "C1", "D1"}));
+}
+
+TEST_F(SchedulerTest, EarlyReleaseHandsOverImmediately)
+{
+    gpu(0);
+    client(1);
+    client(2);
+    s_.request(1, gpu_bit(0), now_);
+    s_.request(2, gpu_bit(0), now_);
+    actions();
+    advance(50ms);
+    s_.release(1, gpu_bit(0), now_);
+    EXPECT_EQ(actions(), V{"G2"});
+    EXPECT_EQ(s_.client(1)->held_total, 50ms);
+    EXPECT_EQ(s_.client(2)->waited_total, 50ms);
+}
+
+TEST_F(SchedulerTest, RevokesAHolderThatIgnoresTheDrop)
+{
+    gpu(0);
+    client(1);
+    client(2);
+    s_.request(1, gpu_bit(0), now_);
+    s_.request(2, gpu_bit(0), now_);
+    actions();
+    advance(30s);
+    EXPECT_EQ(actions(), V{"D1"});
+    EXPECT_EQ(s_.next_deadline(), now_ + 10s);
+    advance(9s);
+    EXPECT_TRUE(actions().empty());
+    advance(1s);
+    EXPECT_EQ(actions(), (V{"R1", "G2"}));
+    EXPECT_EQ(s_.client(1)->revocations, 1u);
+    EXPECT_EQ(s_.client(1)->phase, Phase::Idle);
+    // A late Released from the revoked client changes nothing.
+    s_.release(1, gpu_bit(0), now_);
+    EXPECT_TRUE(actions().empty());
+    EXPECT_EQ(s_.gpus()[0].holders, std::vector<ClientId>{2});
+}
+
+TEST_F(SchedulerTest, DeathOfTheHolderReleasesAtOnce)
+{
+    gpu(0);
+    client(1);
+    client(2);
+    s_.request(1, gpu_bit(0), now_);
+    s_.request(2, gpu_bit(0), now_);
+    actions();
+    s_.disconnect(1, now_);
+    EXPECT_EQ(actions(), V{"G2"});
+    EXPECT_EQ(s_.client(1), nullptr);
+}
+
+TEST_F(SchedulerTest, DeathOfAWaiterLeavesTheQueue)
+{
+    gpu(0);
+    for (ClientId id : {1, 2, 3})
+        client(id);
+    for (ClientId id : {1, 2, 3})
+        s_.request(id, gpu_bit(0), now_);
+    actions();
+    s_.disconnect(2, now_);
+    EXPECT_EQ(s_.queue(0), std::vector<ClientId>{3});
+    s_.release(1, gpu_bit(0), now_);
+    EXPECT_EQ(actions(), V{"G3"});
+}
+
+TEST_F(SchedulerTest, AdminRevocation)
+{
+    gpu(0);
+    client(1);
+    client(2);
+    s_.request(1, gpu_bit(0), now_);
+    s_.request(2, gpu_bit(0), now_);
+    actions();
+    EXPECT_FALSE(s_.revoke(2, now_)) << "2 only waits";
+    EXPECT_TRUE(s_.revoke(1, now_));
+    EXPECT_EQ(actions(), (V{"R1", "G2"}));
+}
+
+TEST_F(SchedulerTest, ChangingTheQuantumAppliesToTheRunningOne)
+{
+    gpu(0);
+    client(1);
+    client(2);
+    s_.request(1, gpu_bit(0), now_);
+    s_.request(2, gpu_bit(0), now_);
+    actions();
+    advance(10s);
+    s_.set_time_quantum(5s, now_);
+    EXPECT_EQ(actions(), V{"D1"}) << "already past the new quantum";
+    s_.release(1, gpu_bit(0), now_);
+    EXPECT_EQ(actions(), V{"G2"});
+    s_.set_time_quantum(1min, now_);
+    s_.request(1, gpu_bit(0), now_);
+    actions();
+    EXPECT_EQ(s_.next_deadline(), now_ + 1min);
+}
+
+TEST_F(SchedulerTest, ModeOffLetsEveryoneRunAndOnSerializesAgain)
+{
+    gpu(0);
+    for (ClientId id : {1, 2, 3})
+        client(id);
+    s_.request(1, gpu_bit(0), now_);
+    s_.request(2, gpu_bit(0), now_);
+    s_.request(3, gpu_bit(0), now_);
+    actions();
+    s_.set_mode(Mode::Off, now_);
+    EXPECT_EQ(actions(), (V{"G2", "G3"})) << "waiters run at once";
+    EXPECT_FALSE(s_.serializing(0));
+    EXPECT_FALSE(s_.next_deadline()) << "no quanta when not serializing";
+
+    advance(1s);
+    s_.set_mode(Mode::On, now_);
+    // The first granted keeps running; the others must let go.
+    EXPECT_EQ(actions(), (V{"D2", "D3"}));
+    s_.release(2, gpu_bit(0), now_);
+    s_.release(3, gpu_bit(0), now_);
+    EXPECT_TRUE(actions().empty());
+    EXPECT_EQ(s_.gpus()[0].holders, std::vector<ClientId>{1});
+}
+
+TEST_F(SchedulerTest, ModeSwitchWhileHoldingAndWaitingKeepsOrder)
+{
+    gpu(0);
+    for (ClientId id : {1, 2})
+        client(id);
+    s_.set_mode(Mode::Off, now_);
+    s_.request(1, gpu_bit(0), now_);
+    s_.request(2, gpu_bit(0), now_);
+    EXPECT_EQ(actions(), (V{"G1", "G2"}));
+    s_.set_mode(Mode::On, now_);
+    EXPECT_EQ(actions(), V{"D2"});
+    // 2 ignores it: revoked after the grace, 1 keeps the GPU.
+    advance(10s);
+    EXPECT_EQ(actions(), V{"R2"});
+    EXPECT_EQ(s_.gpus()[0].holders, std::vector<ClientId>{1});
+}
+
+TEST_F(SchedulerTest, AutoSerializesOnlyWhileMemoryExceedsCapacity)
+{
+    s_.set_mode(Mode::Auto, now_);
+    gpu(0, 80 * GiB);
+    client(1);
+    client(2);
+    s_.report_memory(1, 0, {30 * GiB, 0}, now_);
+    s_.report_memory(2, 0, {30 * GiB, 0}, now_);
+    EXPECT_FALSE(s_.serializing(0));
+    s_.request(1, gpu_bit(0), now_);
+    s_.request(2, gpu_bit(0), now_);
+    EXPECT_EQ(actions(), (V{"G1", "G2"})) << "60 GiB fit in 80: both run";
+
+    advance(1s);
+    s_.report_memory(2, 0, {40 * GiB, 10 * GiB}, now_);  // 80 GiB: still fits
+    EXPECT_FALSE(s_.serializing(0));
+    EXPECT_TRUE(actions().empty());
+    s_.report_memory(2, 0, {45 * GiB, 10 * GiB}, now_);  // 85 GiB: over
+    EXPECT_TRUE(s_.serializing(0));
+    EXPECT_EQ(actions(), V{"D2"});
+    s_.release(2, gpu_bit(0), now_);
+    s_.request(2, gpu_bit(0), now_);
+    EXPECT_EQ(actions(), V{"C1"}) << "2 now waits for 1";
+
+    s_.report_memory(2, 0, {10 * GiB, 0}, now_);  // back under capacity
+    EXPECT_FALSE(s_.serializing(0));
+    EXPECT_EQ(actions(), V{"G2"});
+}
+
+TEST_F(SchedulerTest, CapacityIsConfigurableAndAppliesToAuto)
+{
+    s_.set_mode(Mode::Auto, now_);
+    s_.set_capacity_override("GPU-0", 10 * GiB);
+    gpu(0, 80 * GiB);
+    EXPECT_EQ(s_.gpus()[0].capacity, 10 * GiB);
+    client(1);
+    s_.report_memory(1, 0, {12 * GiB, 0}, now_);
+    EXPECT_TRUE(s_.serializing(0));
+    s_.set_capacity(0, 20 * GiB, now_);
+    EXPECT_FALSE(s_.serializing(0));
+}
+
+TEST_F(SchedulerTest, DefaultCapacityAppliesToNewGpus)
+{
+    s_.set_default_capacity(4 * GiB);
+    gpu(0, 80 * GiB);
+    EXPECT_EQ(s_.gpus()[0].capacity, 4 * GiB);
+}
+
+TEST_F(SchedulerTest, GpusAreIndependent)
+{
+    gpu(0);
+    gpu(1);
+    client(1, {0});
+    client(2, {1});
+    client(3, {0});
+    s_.request(1, gpu_bit(0), now_);
+    s_.request(2, gpu_bit(1), now_);
+    s_.request(3, gpu_bit(0), now_);
+    EXPECT_EQ(actions(), (V{"G1", "G2", "C1"}));
+    advance(30s);
+    EXPECT_EQ(actions(), V{"D1"}) << "2 has no contender on GPU 1";
+}
+
+TEST_F(SchedulerTest, MultiGpuRequestsNeverDeadlock)
+{
+    gpu(0);
+    gpu(1);
+    client(1, {0, 1});
+    client(2, {0, 1});
+    client(3, {1});
+    s_.request(3, gpu_bit(1), now_);
+    s_.request(1, gpu_bit(0) | gpu_bit(1), now_);
+    s_.request(2, gpu_bit(0), now_);
+    // 1 waits for GPU 1 and reserves GPU 0, so 2 may not overtake it there.
+    EXPECT_EQ(actions(), (V{"G3", "C3"}));
+    EXPECT_EQ(s_.gpus()[0].holders.size(), 0u);
+    s_.release(3, gpu_bit(1), now_);
+    EXPECT_EQ(actions(), (V{"G1", "C1"}));
+    EXPECT_EQ(s_.gpus()[0].holders, std::vector<ClientId>{1});
+    EXPECT_EQ(s_.gpus()[1].holders, std::vector<ClientId>{1});
+    s_.release(1, gpu_bit(0) | gpu_bit(1), now_);
+    EXPECT_EQ(actions(), V{"G2"});
+}
+
+TEST_F(SchedulerTest, RequestingMoreWhileHoldingGivesUpWhatIsHeld)
+{
+    gpu(0);
+    gpu(1);
+    client(1, {0, 1});
+    client(2, {1});
+    s_.request(1, gpu_bit(0), now_);
+    s_.request(2, gpu_bit(1), now_);
+    actions();
+    s_.request(1, gpu_bit(0) | gpu_bit(1), now_);  // no hold-and-wait
+    EXPECT_EQ(s_.client(1)->phase, Phase::Waiting);
+    EXPECT_TRUE(s_.gpus()[0].holders.empty());
+    EXPECT_EQ(actions(), V{"C2"});
+}
+
+TEST_F(SchedulerTest, RequestForWhatIsHeldIsAnsweredAgain)
+{
+    gpu(0);
+    client(1);
+    s_.request(1, gpu_bit(0), now_);
+    actions();
+    s_.request(1, gpu_bit(0), now_);
+    EXPECT_EQ(actions(), V{"G1"});
+    EXPECT_EQ(s_.client(1)->grants, 1u);
+}
+
+TEST_F(SchedulerTest, IgnoresGpusTheClientDidNotRegister)
+{
+    gpu(0);
+    gpu(1);
+    client(1, {0});
+    s_.request(1, gpu_bit(1), now_);
+    EXPECT_TRUE(actions().empty());
+    EXPECT_EQ(s_.client(1)->phase, Phase::Idle);
+    s_.report_memory(1, 1, {GiB, 0}, now_);
+    EXPECT_EQ(s_.requested_memory(1), 0u);
+    EXPECT_FALSE(s_.connect(2, {}, {7})) << "unknown GPU index";
+    EXPECT_FALSE(s_.connect(1, {}, {0})) << "id in use";
+}
+
+TEST_F(SchedulerTest, ReleaseWhileWaitingCancelsTheRequest)
+{
+    gpu(0);
+    client(1);
+    client(2);
+    s_.request(1, gpu_bit(0), now_);
+    s_.request(2, gpu_bit(0), now_);
+    actions();
+    s_.release(2, gpu_bit(0), now_);
+    EXPECT_EQ(s_.client(2)->phase, Phase::Idle);
+    advance(1h);
+    EXPECT_TRUE(actions().empty()) << "no contender left: no drop";
+}
+
+TEST_F(SchedulerTest, GpuRegistryDeduplicatesAndIsBounded)
+{
+    EXPECT_EQ(gpu(5), gpu(5));
+    for (int i = 0; i < static_cast<int>(kMaxGpus) + 5; ++i)
+        s_.ensure_gpu({"GPU-x" + std::to_string(i), "", GiB});
+    EXPECT_EQ(s_.gpus().size(), kMaxGpus);
+    EXPECT_FALSE(s_.ensure_gpu({"GPU-one-too-many", "", GiB}));
+}
+
+TEST(ClientMasks, TranslateBetweenLocalAndGlobal)
+{
+    Client c;
+    c.gpus = {4, 1, 7};
+    EXPECT_EQ(c.to_global(0b101), gpu_bit(4) | gpu_bit(7));
+    EXPECT_FALSE(c.to_global(0b1000));
+    EXPECT_EQ(c.to_local(gpu_bit(1) | gpu_bit(7) | gpu_bit(9)), 0b110u);
+}
+
+// Random event sequences: the invariants hold whatever happens.
+TEST(SchedulerProperties, InvariantsHoldUnderRandomEvents)
+{
+    std::mt19937 rng(12345);
+    for (int round = 0; round < 40; ++round) {
+        const Mode mode = static_cast<Mode>(round % 3);
+        Scheduler s(SchedulerSettings{mode, 5s, 2s});
+        TimePoint now{std::chrono::seconds(1)};
+        const GpuIndex gpus = 3;
+        for (GpuIndex g = 0; g < gpus; ++g)
+            s.ensure_gpu({"GPU-" + std::to_string(g), "", 16 * GiB});
+        std::set<ClientId> alive;
+        ClientId next = 1;
+        std::map<ClientId, TimePoint> waiting_since;
+        for (int step = 0; step < 2000; ++step) {
+            const int what = static_cast<int>(rng() % 8);
+            now += std::chrono::milliseconds(rng() % 1500);
+            if (what == 0 || alive.empty()) {
+                std::vector<GpuIndex> mine;
+                for (GpuIndex g = 0; g < gpus; ++g)
+                    if (rng() % 2)
+                        mine.push_back(g);
+                if (mine.empty())
+                    mine.push_back(0);
+                ASSERT_TRUE(s.connect(next, {}, mine));
+                alive.insert(next++);
+                continue;
+            }
+            auto it = alive.begin();
+            std::advance(it, static_cast<long>(rng() % alive.size()));
+            const ClientId id = *it;
+            const Client* c = s.client(id);
+            switch (what) {
+            case 1:
+            case 2:
+                s.request(id, c->registered() & (rng() | 1), now);
+                break;
+            case 3:
+            case 4:
+                s.release(id, c->registered(), now);
+                break;
+            case 5:
+                s.report_memory(id, c->gpus[0], {(rng() % 20) * GiB, 0}, now);
+                break;
+            case 6:
+                s.disconnect(id, now);
+                alive.erase(id);
+                break;
+            default:
+                s.tick(now);
+            }
+            s.take_actions();
+            // Exclusivity: a serializing GPU has at most one holder, except
+            // while the extra holders are being asked to let go.
+            for (GpuIndex g = 0; g < gpus; ++g) {
+                const auto& holders = s.gpus()[g].holders;
+                size_t not_dropping = 0;
+                for (ClientId h : holders) {
+                    const Client* hc = s.client(h);
+                    ASSERT_NE(hc, nullptr);
+                    ASSERT_EQ(hc->phase, Phase::Holding);
+                    ASSERT_TRUE(hc->held & gpu_bit(g));
+                    not_dropping += !hc->drop_sent;
+                }
+                if (s.serializing(g)) {
+                    ASSERT_LE(not_dropping, 1u) << "GPU " << g;
+                }
+            }
+            // Progress: no waiter is stuck behind a free GPU.
+            for (const auto& [cid, cl] : s.clients()) {
+                if (cl.phase != Phase::Waiting)
+                    continue;
+                bool blocked = false;
+                for (GpuIndex g = 0; g < gpus; ++g)
+                    if ((cl.wanted & gpu_bit(g)) && s.serializing(g) &&
+                        (!s.gpus()[g].holders.empty() || s.queue(g).front() != cid))
+                        blocked = true;
+                ASSERT_TRUE(blocked) << "client " << cid << " waits for free GPUs";
+            }
+            // Bounded waiting: deadlines exist whenever someone waits on a held GPU.
+            for (const auto& [cid, cl] : s.clients()) {
+                if (cl.phase == Phase::Holding && !s.queue(0).empty() && (cl.held & gpu_bit(0)) &&
+                    s.serializing(0)) {
+                    ASSERT_TRUE(s.next_deadline().has_value());
+                }
+            }
+        }
+    }
+}
+
+}  // namespace
