@@ -22,7 +22,8 @@ constexpr const char* kUsage =
     "\n"
     "Options:\n"
     "  -s, --socket PATH           socket to bind when not socket-activated\n"
-    "                              (default " NVSHARE_DEFAULT_SOCKET ")\n"
+    "                              (default " NVSHARE_DEFAULT_SOCKET
+    ")\n"
     "  -q, --time-quantum DURATION longest hold while others wait (default 30s)\n"
     "  -g, --grace DURATION        time to release after a drop request before\n"
     "                              the lock is revoked (default 10s)\n"
@@ -74,72 +75,72 @@ ParsedOptions parse_options(int argc, char** argv)
     int opt;
     while ((opt = getopt_long(argc, argv, "s:q:g:m:c:vh", kLongOptions, nullptr)) != -1) {
         switch (opt) {
-        case 's':
-            if (optarg[0] != '/')
-                return fail("socket path (must be absolute)", optarg);
-            r.options.socket_path = optarg;
-            break;
-        case 'q': {
-            auto d = parse_duration(optarg);
-            if (!d || d->count() <= 0)
-                return fail("time quantum", optarg);
-            r.options.scheduler.time_quantum = *d;
-            break;
-        }
-        case 'g': {
-            auto d = parse_duration(optarg);
-            if (!d || d->count() <= 0)
-                return fail("grace period", optarg);
-            r.options.scheduler.grace = *d;
-            break;
-        }
-        case 'm': {
-            auto m = parse_mode(optarg);
-            if (!m)
-                return fail("anti-thrashing mode (on, off or auto)", optarg);
-            r.options.scheduler.mode = *m;
-            break;
-        }
-        case 'c': {
-            std::string_view arg(optarg);
-            const auto eq = arg.find('=');
-            auto size = parse_size(eq == std::string_view::npos ? arg : arg.substr(eq + 1));
-            if (!size || *size == 0)
-                return fail("capacity", optarg);
-            if (eq == std::string_view::npos)
-                r.options.default_capacity = *size;
-            else
-                r.options.capacities.emplace_back(std::string(arg.substr(0, eq)), *size);
-            break;
-        }
-        case kIdleExit: {
-            auto d = parse_duration(optarg);
-            if (!d)
-                return fail("idle exit time", optarg);
-            if (d->count() > 0)
-                r.options.idle_exit = *d;
-            break;
-        }
-        case kMaxClients: {
-            char* end = nullptr;
-            const long n = strtol(optarg, &end, 10);
-            if (*end != '\0' || n < 1 || n > 1000000)
-                return fail("client limit", optarg);
-            r.options.max_clients = static_cast<size_t>(n);
-            break;
-        }
-        case 'v':
-            r.options.log_level = LogLevel::Debug;
-            break;
-        case 'h':
-            fputs(kUsage, stdout);
-            return {false, 0, {}};
-        case kVersion:
-            puts("nvshared " NVSHARE_VERSION);
-            return {false, 0, {}};
-        default:
-            fputs("nvshared: see nvshared --help\n", stderr);
-            return {false, 2, {}};
+            case 's':
+                if (optarg[0] != '/')
+                    return fail("socket path (must be absolute)", optarg);
+                r.options.socket_path = optarg;
+                break;
+            case 'q': {
+                auto d = parse_duration(optarg);
+                if (!d || d->count() <= 0)
+                    return fail("time quantum", optarg);
+                r.options.scheduler.time_quantum = *d;
+                break;
+            }
+            case 'g': {
+                auto d = parse_duration(optarg);
+                if (!d || d->count() <= 0)
+                    return fail("grace period", optarg);
+                r.options.scheduler.grace = *d;
+                break;
+            }
+            case 'm': {
+                auto m = parse_mode(optarg);
+                if (!m)
+                    return fail("anti-thrashing mode (on, off or auto)", optarg);
+                r.options.scheduler.mode = *m;
+                break;
+            }
+            case 'c': {
+                std::string_view arg(optarg);
+                const auto eq = arg.find('=');
+                auto size = parse_size(eq == std::string_view::npos ? arg : arg.substr(eq + 1));
+                if (!size || *size == 0)
+                    return fail("capacity", optarg);
+                if (eq == std::string_view::npos)
+                    r.options.default_capacity = *size;
+                else
+                    r.options.capacities.emplace_back(std::string(arg.substr(0, eq)), *size);
+                break;
+            }
+            case kIdleExit: {
+                auto d = parse_duration(optarg);
+                if (!d)
+                    return fail("idle exit time", optarg);
+                if (d->count() > 0)
+                    r.options.idle_exit = *d;
+                break;
+            }
+            case kMaxClients: {
+                char* end = nullptr;
+                const long n = strtol(optarg, &end, 10);
+                if (*end != '\0' || n < 1 || n > 1000000)
+                    return fail("client limit", optarg);
+                r.options.max_clients = static_cast<size_t>(n);
+                break;
+            }
+            case 'v':
+                r.options.log_level = LogLevel::Debug;
+                break;
+            case 'h':
+                fputs(kUsage, stdout);
+                return {false, 0, {}};
+            case kVersion:
+                puts("nvshared " NVSHARE_VERSION);
+                return {false, 0, {}};
+            default:
+                fputs("nvshared: see nvshared --help\n", stderr);
+                return {false, 2, {}};
         }
     }
     if (optind < argc)
