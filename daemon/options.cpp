@@ -36,6 +36,8 @@ constexpr const char* kUsage =
     "      --idle-exit DURATION    exit after this long with no clients\n"
     "                              (socket activation starts it again)\n"
     "      --max-clients N         connections served at once (default 4096)\n"
+    "      --gpu-info-dir DIR      where the driver lists the host's GPUs\n"
+    "                              (default /proc/driver/nvidia/gpus)\n"
     "  -v, --verbose               log debug messages\n"
     "  -h, --help                  show this help\n"
     "      --version               show the version\n"
@@ -43,7 +45,7 @@ constexpr const char* kUsage =
     "DURATION: 30s, 500ms, 2min or plain seconds. SIZE: 16G, 512M, or bytes.\n"
     "See nvshared(8).\n";
 
-enum LongOnly { kIdleExit = 256, kMaxClients, kVersion };
+enum LongOnly { kIdleExit = 256, kMaxClients, kGpuInfoDir, kVersion };
 
 constexpr option kLongOptions[] = {
     {"socket", required_argument, nullptr, 's'},
@@ -53,6 +55,7 @@ constexpr option kLongOptions[] = {
     {"capacity", required_argument, nullptr, 'c'},
     {"idle-exit", required_argument, nullptr, kIdleExit},
     {"max-clients", required_argument, nullptr, kMaxClients},
+    {"gpu-info-dir", required_argument, nullptr, kGpuInfoDir},
     {"verbose", no_argument, nullptr, 'v'},
     {"help", no_argument, nullptr, 'h'},
     {"version", no_argument, nullptr, kVersion},

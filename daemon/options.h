@@ -20,6 +20,7 @@ struct Options {
     std::vector<std::pair<std::string, uint64_t>> capacities;  // --capacity UUID=SIZE
     std::optional<std::chrono::microseconds> idle_exit;        // exit when unused this long
     size_t max_clients = 4096;
+    std::string gpu_info_dir = "/proc/driver/nvidia/gpus";  // where the driver lists GPUs
     LogLevel log_level = LogLevel::Info;
 };
 

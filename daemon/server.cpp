@@ -12,6 +12,7 @@
 
 #include "common/log.h"
 #include "common/uuid.h"
+#include "daemon/gpu_discovery.h"
 #include "daemon/status.h"
 
 namespace nvshare::daemon {
@@ -84,6 +85,11 @@ bool Server::init()
     // Pings WATCHDOG=1 from the loop itself when WATCHDOG_USEC is set, so a
     // hung loop really trips systemd's watchdog.
     sd_event_set_watchdog(event_, 1);
+
+    // Known GPUs get stable indices now; others are added as clients name them.
+    for (const auto& gpu : discover_gpus(options_.gpu_info_dir))
+        if (scheduler_.ensure_gpu(gpu))
+            NVS_INFO("GPU %s: %s", gpu.uuid.c_str(), gpu.name.c_str());
 
     if (!open_listener())
         return false;
