@@ -52,7 +52,9 @@ std::string fill_api(Api* api, const std::string& route, bool per_thread)
             CUdriverProcAddressQueryResult status;
             const cuuint64_t flags = per_thread ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM
                                                 : CU_GET_PROC_ADDRESS_LEGACY_STREAM;
-            if (gpa(n.base, &p, n.version, flags, &status) != CUDA_SUCCESS)
+            // Like cudart: per-thread variants exist since CUDA 7.0.
+            const int version = per_thread && n.version < 7000 ? 7000 : n.version;
+            if (gpa(n.base, &p, version, flags, &status) != CUDA_SUCCESS)
                 p = nullptr;
         } else {
             p = dlsym(lib, per_thread ? n.ptds : n.plain);
