@@ -43,6 +43,10 @@ std::atomic<int> g_event_fd{-1};
 std::atomic<int> g_socket_fd{-1};
 std::atomic<bool> g_want{false};
 std::atomic<uint32_t> g_ready{0};  // futex word: 1 once settings arrived or we failed open
+// While the client thread drains: when the drain should be over at the latest
+// (0: not draining). Waiting threads fail open past it (see gate.cpp).
+std::atomic<uint64_t> g_drain_deadline{0};
+constexpr uint64_t kIdleDrainLimitNs = 10ull * 1000 * 1000 * 1000;
 bool g_atfork_registered = false;
 
 uint64_t now_ns()
@@ -89,6 +93,7 @@ private:
     bool handle(proto::MsgType type, const uint8_t* payload, uint32_t length);
     void apply_settings(const proto::SettingsFixed& s, const uint8_t* capacities);
     void release();
+    bool drain(uint64_t deadline);
     void work(uint64_t now);
     int timeout_ms(uint64_t now) const;
     void wait_event(int timeout);
@@ -311,6 +316,14 @@ bool Client::read_frames()
     }
 }
 
+bool Client::drain(uint64_t deadline)
+{
+    g_drain_deadline.store(deadline, std::memory_order_release);
+    const bool done = contexts::drain_all();
+    g_drain_deadline.store(0, std::memory_order_release);
+    return done;
+}
+
 void Client::release()
 {
     send_mask(proto::MsgType::Released);
@@ -325,7 +338,8 @@ void Client::work(uint64_t now)
     // first (synchronising would invalidate them) unless the grace runs out.
     if (s_.drop_pending) {
         if (contexts::active_captures() == 0 || now >= s_.drop_deadline) {
-            contexts::drain_all();
+            drain(s_.drop_deadline + kCapturePollNs);
+            gate_close();  // a waiter may have failed open during a stuck drain
             release();
             log_debug("released after a drop request");
         }
@@ -341,7 +355,7 @@ void Client::work(uint64_t now)
             // never release (and sync) in the middle of a capture
         } else if (st & kGateActive) {
             g_gate.fetch_and(~kGateActive, std::memory_order_acq_rel);
-        } else if (contexts::drain_all()) {
+        } else if (drain(now + kIdleDrainLimitNs)) {
             uint32_t expected = kGateOpen;  // still idle: nobody set ACTIVE
             if (g_gate.compare_exchange_strong(expected, 0, std::memory_order_acq_rel)) {
                 release();
@@ -431,7 +445,7 @@ void Client::run()
         // A context on a new GPU: register again with every GPU.
         if (devices::generation() != s_.generation) {
             if (s_.holding)
-                contexts::drain_all();
+                drain(now_ns() + kIdleDrainLimitNs);
             gate_close();
             disconnect();
             continue;
@@ -535,6 +549,12 @@ bool ensure_started()
     while ((state = g_started.load(std::memory_order_acquire)) == kStarting)
         sched_yield();
     return state == kRunning;
+}
+
+bool drain_overdue()
+{
+    const uint64_t deadline = g_drain_deadline.load(std::memory_order_acquire);
+    return deadline != 0 && now_ns() > deadline;
 }
 
 void want_lock()

@@ -13,6 +13,10 @@ bool ensure_started();
 // An application thread waits at the closed gate: ask for the lock.
 void want_lock();
 
+// The client thread has been draining for longer than the grace allows:
+// GPU work it waits for is probably held back at our own gate.
+bool drain_overdue();
+
 // Something changed (memory, GPUs): wake the client thread.
 void poke();
 

@@ -10,12 +10,15 @@
 #include "preload/client.h"
 #include "preload/contexts.h"
 #include "preload/env.h"
+#include "preload/log.h"
 
 namespace nvshare::preload {
 
 std::atomic<uint32_t> g_gate{0};
 
 namespace {
+
+std::atomic<bool> g_warned_stuck{false};
 
 void futex_wait(std::atomic<uint32_t>* word, uint32_t expected, long timeout_ns)
 {
@@ -57,7 +60,18 @@ void gate_slow(CUstream stream)
         if (v & kGateOpen)
             return;
         client::want_lock();
-        // Woken by the client thread; the timeout only bounds a lost wake-up.
+        // A drain that cannot finish (queued work waits for work we hold
+        // back) must not hang the process: let the work through.
+        if (client::drain_overdue()) {
+            if (!g_warned_stuck.exchange(true))
+                log_warn(
+                    "giving the GPU back takes longer than the grace period: GPU work "
+                    "goes through unscheduled meanwhile");
+            gate_open();
+            return;
+        }
+        // Woken by the client thread; the timeout bounds a lost wake-up and
+        // the check above.
         futex_wait(&g_gate, v, 200 * 1000 * 1000);
     }
 }
