@@ -348,6 +348,46 @@ TEST(Processes, NonCudaProcessIsUntouched)
     EXPECT_EQ(daemon.status()["connections"].get<int>(), before);
 }
 
+// dlsym answers like glibc for everything but the driver names we wrap, and
+// RTLD_NEXT still means "after the caller" (our override forwards by tail
+// call, so glibc sees the real caller).
+TEST(Dlsym, AnswersLikeGlibcExceptForWrappedDriverNames)
+{
+    TempDir dir;
+    const char* probe = getenv("NVSHARE_TEST_DLSYM_PROBE");
+    const char* q = getenv("NVSHARE_TEST_NEXT_PROBE_Q");
+    ASSERT_TRUE(probe != nullptr && q != nullptr);
+    auto run = [&](const std::map<std::string, std::string>& extra) {
+        std::map<std::string, std::string> env = {{"LD_PRELOAD", Paths::get().library + " " + q},
+                                                  {"LD_LIBRARY_PATH", Paths::get().fake_dir},
+                                                  {"NVSHARE_SOCKET", dir.file("absent.sock")}};
+        for (const auto& [k, v] : extra)
+            env[k] = v;
+        Process p = spawn(probe, {}, env, dir.file("probe.out"), dir.file("probe.err"));
+        EXPECT_EQ(p.wait(), 0) << p.err();
+        EXPECT_EQ(p.err(), "");
+        return p.out();
+    };
+    EXPECT_EQ(run({}),
+              "rtld_next=2\n"
+              "default_before_load=null\n"
+              "wrapped=libnvshare\n"
+              "wrapped_ptsz=libnvshare\n"
+              "default_after_load=libnvshare\n"
+              "unwrapped=libcuda\n"
+              "absent_in_driver=null\n"
+              "missing=null\n");
+    EXPECT_EQ(run({{"NVSHARE_DISABLE", "1"}}),
+              "rtld_next=2\n"
+              "default_before_load=null\n"
+              "wrapped=libcuda\n"
+              "wrapped_ptsz=libcuda\n"
+              "default_after_load=libcuda\n"
+              "unwrapped=libcuda\n"
+              "absent_in_driver=null\n"
+              "missing=null\n");
+}
+
 // ---- memory ---------------------------------------------------------------------------
 
 TEST(Memory, SingleProcessLimit)
