@@ -126,7 +126,7 @@ TEST(Honesty, WithoutTheLibraryWorkOverlaps)
 {
     TempDir dir;
     Daemon daemon(dir, {"--anti-thrashing", "on"});
-    ClientRun run{{"--kernels", "5", "--kernel-us", "40000", "--alloc", "1M"},
+    ClientRun run{{"--kernels", "8", "--kernel-us", "50000", "--alloc", "1M"},
                   {{"NVSHARE_DISABLE", "1"}},
                   false};
     Pair p = run_pair(dir, daemon.socket(), run);
@@ -145,7 +145,7 @@ TEST(Modes, OffRunsConcurrently)
     TempDir dir;
     Daemon daemon(dir, {"--anti-thrashing", "off"});
     Pair p =
-        run_pair(dir, daemon.socket(), {{"--kernels", "5", "--kernel-us", "40000"}, {}, false});
+        run_pair(dir, daemon.socket(), {{"--kernels", "8", "--kernel-us", "50000"}, {}, false});
     expect_clean_exit(p.a);
     expect_clean_exit(p.b);
     EXPECT_TRUE(overlapped(read_work(dir.file("fake.log")), p.a.pid(), p.b.pid()));
@@ -156,7 +156,7 @@ TEST(Modes, AutoRunsConcurrentlyWhenMemoryFits)
     TempDir dir;
     Daemon daemon(dir, {"--anti-thrashing", "auto", "--capacity", "4G"});
     Pair p = run_pair(dir, daemon.socket(),
-                      {{"--kernels", "5", "--kernel-us", "40000", "--alloc", "1G"}, {}, false});
+                      {{"--kernels", "8", "--kernel-us", "50000", "--alloc", "1G"}, {}, false});
     expect_clean_exit(p.a);
     expect_clean_exit(p.b);
     EXPECT_TRUE(overlapped(read_work(dir.file("fake.log")), p.a.pid(), p.b.pid()));
@@ -190,9 +190,12 @@ TEST(Release, DropsAtTheEndOfTheTimeQuantum)
     TempDir dir;
     Daemon daemon(dir, {"--anti-thrashing", "on", "--time-quantum", "300ms", "--grace", "10s"});
     const std::string stop = dir.file("stop");
-    Process a =
-        start_client(dir, daemon.socket(),
-                     {{"--kernels", "2", "--kernel-us", "20000", "--until", stop}, {}, false}, "a");
+    // No early release: only the quantum's drop request may take the lock.
+    Process a = start_client(dir, daemon.socket(),
+                             {{"--kernels", "2", "--kernel-us", "20000", "--until", stop},
+                              {{"NVSHARE_IDLE_RELEASE_MS", "0"}},
+                              false},
+                             "a");
     ASSERT_TRUE(
         eventually([&] { return count_events(dir.file("fake.log"), a.pid(), "end") >= 2; }));
     Process b = start_client(dir, daemon.socket(),
