@@ -363,14 +363,10 @@ void Client::work(uint64_t now)
             }
         }
     }
-    if (g_want.load() && !s_.holding && !s_.requested) {
-        if (s_.gpu_count == 0) {
-            gate_open();  // nothing to schedule
-        } else if (send_mask(proto::MsgType::Request)) {
-            s_.requested = true;
-        }
-    }
-    if (now - s_.last_report >= kReportPeriodNs) {
+    // Memory first: in auto mode the daemon decides from it whether this
+    // request may run alongside others, so it must not learn it too late.
+    const bool requesting = g_want.load() && !s_.holding && !s_.requested;
+    if (requesting || now - s_.last_report >= kReportPeriodNs) {
         bool sent = false;
         for (uint32_t i = 0; i < s_.gpu_count; ++i) {
             devices::Gpu& g = devices::at(i);
@@ -384,6 +380,13 @@ void Client::work(uint64_t now)
         }
         if (sent)
             s_.last_report = now;
+    }
+    if (requesting) {
+        if (s_.gpu_count == 0) {
+            gate_open();  // nothing to schedule
+        } else if (send_mask(proto::MsgType::Request)) {
+            s_.requested = true;
+        }
     }
 }
 
