@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -480,12 +481,26 @@ void Client::run()
     }
 }
 
-// The Client holds a 64 KiB buffer: static storage, not the thread's stack,
-// constructed when the thread starts (no static constructor in the library).
-alignas(Client) unsigned char g_client_storage[sizeof(Client)];
+// The Client holds a 64 KiB buffer: mapped when the thread first starts, not
+// static storage, because every process on the host maps the library's
+// zero-filled data at exec time and most never use CUDA. Kept across fork
+// (the child's thread reuses the inherited mapping).
+void* g_client_storage = nullptr;
 
 void* thread_main(void*)
 {
+    if (g_client_storage == nullptr) {
+        void* m = mmap(nullptr, sizeof(Client), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                       -1, 0);
+        if (m == MAP_FAILED) {
+            // Fail open: run unscheduled rather than block the program.
+            gate_open();
+            set_ready();
+            log_warn("out of memory for the nvshared connection: GPU work runs unscheduled");
+            return nullptr;
+        }
+        g_client_storage = m;
+    }
     Client* client = new (g_client_storage) Client();
     client->run();
     return nullptr;

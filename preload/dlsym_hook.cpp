@@ -21,14 +21,14 @@ bool answer_driver_name(void* handle, const char* name, void** out)
     if (dl == nullptr)
         return false;
     void* found = dl(handle, name);
-    if (found == g_hooks[i].wrapper) {
+    if (found == hook_wrapper(static_cast<size_t>(i))) {
         // The global scope found our own export (RTLD_DEFAULT): the name
         // exists only if the driver is loaded and has it, as without us.
         void* driver = loaded_driver();
         found = driver != nullptr ? dl(driver, name) : nullptr;
     }
     // NVSHARE_DISABLE: the driver's own function, as if we were not here.
-    *out = found == nullptr || config().disabled ? found : g_hooks[i].wrapper;
+    *out = found == nullptr || config().disabled ? found : hook_wrapper(static_cast<size_t>(i));
     return true;
 }
 

@@ -23,12 +23,10 @@ enum class HookId : unsigned {
 
 inline constexpr size_t kHookCount = static_cast<size_t>(HookId::Count);
 
-struct HookEntry {
-    const char* name;
-    void* wrapper;  // nullptr: not exported (the library only calls it)
-};
-
-extern const HookEntry g_hooks[kHookCount];
+// Name and wrapper of entry i. The table holds no pointers, so loading the
+// library relocates nothing for it: every process on the host loads it.
+const char* hook_name(size_t i);
+void* hook_wrapper(size_t i);  // nullptr: not exported (the library only calls it)
 
 // Index of an exported hook by exact name, or -1.
 int find_exported_hook(const char* name);

@@ -19,7 +19,7 @@ const char* const* exported_names()
     static std::atomic<bool> ready{false};
     if (!ready.load(std::memory_order_acquire)) {
         for (size_t i = 0; i < kHookCount; ++i)
-            names[i] = g_hooks[i].wrapper != nullptr ? g_hooks[i].name : nullptr;
+            names[i] = hook_wrapper(i) != nullptr ? hook_name(i) : nullptr;
         ready.store(true, std::memory_order_release);
     }
     return names;
@@ -35,13 +35,13 @@ std::atomic<bool> g_warned_unknown{false};
 void* wrap_resolved(const char* symbol, void* pointer)
 {
     for (size_t i = 0; i < kHookCount; ++i)
-        if (g_hooks[i].wrapper == pointer)
+        if (hook_wrapper(i) == pointer)
             return pointer;  // already ours (asked through a wrapper we returned)
     bool any = false;
     const int i =
         match_variant(symbol, pointer, exported_names(), kHookCount, lookup_real, nullptr, &any);
     if (i >= 0)
-        return g_hooks[i].wrapper;
+        return hook_wrapper(static_cast<size_t>(i));
     if (any) {
         // A variant we do not wrap (legacy 32-bit ABI) is a plain export of
         // the driver; anything else is a tool's trampoline we cannot bind.
