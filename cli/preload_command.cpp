@@ -1,0 +1,213 @@
+// `nvsharectl preload`: puts libnvshare.so into every new process through
+// /etc/ld.so.preload, or takes it out. The drop-in /etc/ld.so.preload.d/
+// nvshare.conf says whether nvshare wants to be there; `merge` regenerates
+// /etc/ld.so.preload from all drop-ins (nvshare-preload.path runs it when
+// any drop-in changes). nvshare(7) describes the scheme.
+#include "cli/preload_command.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "build-config.h"
+#include "cli/exit_codes.h"
+#include "cli/preload_files.h"
+#include "common/preload_merge.h"
+
+namespace nvshare::cli {
+
+namespace {
+
+// /etc/ld.so.preload lists a few libraries; anything this big is not one.
+constexpr size_t kMaxPreloadFileBytes = 1 << 20;
+
+int report(const FileError& error)
+{
+    fprintf(stderr, "nvsharectl: %s\n", error.message.c_str());
+    if (error.error == EACCES || error.error == EPERM) {
+        fprintf(stderr, "nvsharectl: changing /etc/ld.so.preload needs root\n");
+        return kAccessDenied;
+    }
+    return kFailed;
+}
+
+std::string count(size_t n, const char* one, const char* many)
+{
+    return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+void warn(const std::string& text)
+{
+    fprintf(stderr, "nvsharectl: warning: %s\n", text.c_str());
+}
+
+// Regenerates the file from the drop-ins; `retired` entries go as well.
+// Called with the drop-in lock held.
+int merge_locked(const PreloadPaths& paths, const std::vector<std::string>& retired)
+{
+    FileError error;
+    std::vector<preload::DropIn> drop_ins;
+    std::vector<std::string> warnings;
+    if (!read_drop_ins(paths.dir, &drop_ins, &warnings, &error))
+        return report(error);
+    for (const auto& w : warnings)
+        warn(w);
+    const size_t drop_in_count = drop_ins.size();
+    preload::CollectedEntries collected = preload::collect_entries(std::move(drop_ins));
+    for (const auto& w : collected.warnings)
+        warn(paths.dir + "/" + w);
+    // A library that is not there would make every program print an error:
+    // it is listed once it exists (the library before the line).
+    std::vector<std::string> entries;
+    for (auto& entry : collected.entries) {
+        if (library_present(entry))
+            entries.push_back(std::move(entry));
+        else
+            warn(entry +
+                 ": no such library; left out until it is installed (then run "
+                 "'nvsharectl preload merge')");
+    }
+
+    std::string current;
+    bool exists = false;
+    if (!read_regular_file(paths.file, kMaxPreloadFileBytes, &current, &exists, &error))
+        return report(error);
+    const preload::MergeResult merged = preload::merge(current, entries, retired);
+    for (const auto& w : merged.warnings)
+        warn(paths.file + ": " + w);
+    if (!merged.changed) {
+        printf("%s is up to date (%s from %s)\n", paths.file.c_str(),
+               count(entries.size(), "entry", "entries").c_str(),
+               count(drop_in_count, "drop-in", "drop-ins").c_str());
+        return kOk;
+    }
+    const bool ok = merged.text.empty() ? remove_file(paths.file, &error)
+                                        : replace_file(paths.file, merged.text, &error);
+    if (!ok)
+        return report(error);
+    if (merged.text.empty())
+        printf("%s removed: nothing left in it\n", paths.file.c_str());
+    else
+        printf("%s updated (%zu entries from %zu drop-ins)\n", paths.file.c_str(), entries.size(),
+               drop_in_count);
+    return kOk;
+}
+
+int merge(const PreloadPaths& paths, const std::vector<std::string>& retired = {})
+{
+    DropInLock lock;
+    FileError error;
+    if (!lock.acquire(paths.dir, &error))
+        return report(error);
+    return merge_locked(paths, retired);
+}
+
+int enable(const PreloadPaths& paths)
+{
+    const auto checked = preload::collect_entries({{"entry", paths.entry}});
+    if (checked.entries != std::vector<std::string>{paths.entry}) {
+        fprintf(stderr, "nvsharectl: '%s' cannot be listed in /etc/ld.so.preload%s%s\n",
+                paths.entry.c_str(), checked.warnings.empty() ? "" : ": ",
+                checked.warnings.empty() ? "" : checked.warnings[0].c_str());
+        return kUsage;
+    }
+    if (!library_present(paths.entry)) {
+        fprintf(stderr,
+                "nvsharectl: %s is not installed; install libnvshare.so before enabling it\n",
+                paths.entry.c_str());
+        return kNotFound;
+    }
+    DropInLock lock;
+    FileError error;
+    if (!lock.acquire(paths.dir, &error))
+        return report(error);
+    std::string text;
+    bool exists = false;
+    if (!read_regular_file(paths.drop_in, preload::kMaxDropInBytes, &text, &exists, &error))
+        return report(error);
+    // An existing drop-in is kept as it is: an administrator may have edited it.
+    if (!exists && !replace_file(paths.drop_in, preload::drop_in_text(paths.entry), &error))
+        return report(error);
+    return merge_locked(paths, {});
+}
+
+int disable(const PreloadPaths& paths)
+{
+    DropInLock lock;
+    FileError error;
+    if (!lock.acquire(paths.dir, &error))
+        return report(error);
+    if (!remove_file(paths.drop_in, &error))
+        return report(error);
+    // The line goes even if someone had added it by hand: disable means off.
+    return merge_locked(paths, {paths.entry});
+}
+
+int status(const GlobalOptions& options, const PreloadPaths& paths)
+{
+    FileError error;
+    std::string current;
+    bool file_exists = false;
+    if (!read_regular_file(paths.file, kMaxPreloadFileBytes, &current, &file_exists, &error))
+        return report(error);
+    struct stat st {};
+    const bool drop_in_exists = stat(paths.drop_in.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+    const auto active_entries = preload::glibc_entries(current);
+    const bool active = std::find(active_entries.begin(), active_entries.end(), paths.entry) !=
+                        active_entries.end();
+    const bool present = library_present(paths.entry);
+    const std::string library = preload::expand_lib_token(paths.entry, NVSHARE_LD_LIB);
+
+    if (options.json) {
+        const nlohmann::json j = {
+            {"entry", paths.entry},
+            {"library", library.empty() ? paths.entry : library},
+            {"library_installed", present},
+            {"drop_in", paths.drop_in},
+            {"drop_in_present", drop_in_exists},
+            {"file", paths.file},
+            {"active", active},
+        };
+        printf("%s\n", j.dump(2).c_str());
+        return kOk;
+    }
+    printf("Entry:   %s\n", paths.entry.c_str());
+    printf("Library: %s (%s)\n", library.empty() ? paths.entry.c_str() : library.c_str(),
+           present ? "installed" : "missing");
+    printf("Drop-in: %s (%s)\n", paths.drop_in.c_str(), drop_in_exists ? "present" : "absent");
+    printf("Active:  %s\n", active ? "yes: every new process loads libnvshare.so"
+                                   : "no: processes run without libnvshare.so");
+    if (active && !present)
+        warn("every program start prints an ld.so error; run 'nvsharectl preload disable'");
+    else if (drop_in_exists && !active && present)
+        warn(paths.file + " is out of step with its drop-ins; run 'nvsharectl preload merge'");
+    return kOk;
+}
+
+}  // namespace
+
+int run_preload(const GlobalOptions& options, const std::vector<std::string>& args)
+{
+    if (args.size() != 1) {
+        fprintf(stderr, "nvsharectl: usage: nvsharectl preload enable|disable|status|merge\n");
+        return kUsage;
+    }
+    const PreloadPaths paths = preload_paths();
+    const std::string& verb = args[0];
+    if (verb == "enable")
+        return enable(paths);
+    if (verb == "disable")
+        return disable(paths);
+    if (verb == "status")
+        return status(options, paths);
+    if (verb == "merge")
+        return merge(paths);
+    fprintf(stderr, "nvsharectl: unknown preload command '%s' (enable, disable, status, merge)\n",
+            verb.c_str());
+    return kUsage;
+}
+
+}  // namespace nvshare::cli
