@@ -91,8 +91,9 @@ int merge_locked(const PreloadPaths& paths, const std::vector<std::string>& reti
     if (merged.text.empty())
         printf("%s removed: nothing left in it\n", paths.file.c_str());
     else
-        printf("%s updated (%zu entries from %zu drop-ins)\n", paths.file.c_str(), entries.size(),
-               drop_in_count);
+        printf("%s updated (%s from %s)\n", paths.file.c_str(),
+               count(entries.size(), "entry", "entries").c_str(),
+               count(drop_in_count, "drop-in", "drop-ins").c_str());
     return kOk;
 }
 
