@@ -71,29 +71,53 @@ int merge_locked(const PreloadPaths& paths, const std::vector<std::string>& reti
                  "'nvsharectl preload merge')");
     }
 
+    // What earlier merges wrote: theirs to take out again.
+    std::string state;
+    bool state_exists = false;
+    if (!read_regular_file(paths.state, preload::kMaxDropInBytes, &state, &state_exists, &error))
+        return report(error);
+    std::vector<std::string> owned = preload::list_entries(state);
+    owned.insert(owned.end(), retired.begin(), retired.end());
+
     std::string current;
     bool exists = false;
     if (!read_regular_file(paths.file, kMaxPreloadFileBytes, &current, &exists, &error))
         return report(error);
-    const preload::MergeResult merged = preload::merge(current, entries, retired);
+    const preload::MergeResult merged = preload::merge(current, entries, owned);
     for (const auto& w : merged.warnings)
         warn(paths.file + ": " + w);
-    if (!merged.changed) {
-        printf("%s is up to date (%s from %s)\n", paths.file.c_str(),
-               count(entries.size(), "entry", "entries").c_str(),
-               count(drop_in_count, "drop-in", "drop-ins").c_str());
-        return kOk;
-    }
-    const bool ok = merged.text.empty() ? remove_file(paths.file, &error)
-                                        : replace_file(paths.file, merged.text, &error);
-    if (!ok)
+
+    // The state never lags behind the file: before the file gains an entry
+    // the state lists it, and it forgets entries only once the file has.
+    const std::string final_state = entries.empty() ? "" : preload::state_text(entries);
+    std::vector<std::string> superset = preload::list_entries(state);
+    for (const auto& e : entries)
+        if (std::find(superset.begin(), superset.end(), e) == superset.end())
+            superset.push_back(e);
+    if (superset != preload::list_entries(state) &&
+        !replace_file(paths.state, preload::state_text(superset), &error))
         return report(error);
-    if (merged.text.empty())
+    if (merged.changed) {
+        const bool ok = merged.text.empty() ? remove_file(paths.file, &error)
+                                            : replace_file(paths.file, merged.text, &error);
+        if (!ok)
+            return report(error);
+    }
+    if (final_state != state || (final_state.empty() && state_exists)) {
+        const bool ok = final_state.empty() ? remove_file(paths.state, &error)
+                                            : replace_file(paths.state, final_state, &error);
+        if (!ok)
+            return report(error);
+    }
+
+    const std::string summary = "(" + count(entries.size(), "entry", "entries") + " from " +
+                                count(drop_in_count, "drop-in", "drop-ins") + ")";
+    if (!merged.changed)
+        printf("%s is up to date %s\n", paths.file.c_str(), summary.c_str());
+    else if (merged.text.empty())
         printf("%s removed: nothing left in it\n", paths.file.c_str());
     else
-        printf("%s updated (%s from %s)\n", paths.file.c_str(),
-               count(entries.size(), "entry", "entries").c_str(),
-               count(drop_in_count, "drop-in", "drop-ins").c_str());
+        printf("%s updated %s\n", paths.file.c_str(), summary.c_str());
     return kOk;
 }
 
@@ -171,6 +195,7 @@ int status(const GlobalOptions& options, const PreloadPaths& paths)
             {"drop_in_present", drop_in_exists},
             {"file", paths.file},
             {"active", active},
+            {"listed", active_entries},
         };
         printf("%s\n", j.dump(2).c_str());
         return kOk;
@@ -179,6 +204,10 @@ int status(const GlobalOptions& options, const PreloadPaths& paths)
     printf("Library: %s (%s)\n", library.empty() ? paths.entry.c_str() : library.c_str(),
            present ? "installed" : "missing");
     printf("Drop-in: %s (%s)\n", paths.drop_in.c_str(), drop_in_exists ? "present" : "absent");
+    std::string listed;
+    for (const auto& e : active_entries)
+        listed += (listed.empty() ? "" : " ") + e;
+    printf("Listed:  %s\n", listed.empty() ? "(nothing)" : listed.c_str());
     printf("Active:  %s\n", active ? "yes: every new process loads libnvshare.so"
                                    : "no: processes run without libnvshare.so");
     if (active && !present)

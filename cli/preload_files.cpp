@@ -89,6 +89,7 @@ PreloadPaths preload_paths()
     p.dir = env_or("NVSHARE_LD_SO_PRELOAD_D", "/etc/ld.so.preload.d");
     p.entry = env_or("NVSHARE_PRELOAD_ENTRY", NVSHARE_PRELOAD_ENTRY);
     p.drop_in = p.dir + "/nvshare.conf";
+    p.state = p.dir + "/.merged";
     return p;
 }
 

@@ -15,6 +15,7 @@ struct PreloadPaths {
     std::string dir;      // /etc/ld.so.preload.d    ($NVSHARE_LD_SO_PRELOAD_D)
     std::string entry;    // how the file names libnvshare.so ($NVSHARE_PRELOAD_ENTRY)
     std::string drop_in;  // dir + "/nvshare.conf"
+    std::string state;    // dir + "/.merged": what the merge wrote (hidden: not a drop-in)
 };
 
 // The built-in paths, or the environment's overrides (for tests and for

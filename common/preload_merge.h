@@ -1,11 +1,14 @@
 // /etc/ld.so.preload from /etc/ld.so.preload.d/*.conf: the pure part (text in,
 // text out). glibc reads only /etc/ld.so.preload, a file other products edit
-// too, so the merge owns exactly two kinds of lines and keeps every other
-// byte as it was:
-//   - the block between kBeginMarker and kEndMarker, which it regenerates;
-//   - a line holding nothing but one of the entries it is about to write (or
-//     one it is told to retire), which it takes into the block so no entry is
-//     listed twice.
+// too, so the merge owns nothing but lines that hold exactly one entry it
+// manages: an entry a drop-in lists now, or one it wrote before (the state
+// it keeps next to the drop-ins). Every other byte stays as it was.
+//
+// It writes no comments and no marker lines, and always appends: glibc's
+// comment parser (rtld.c) searches for '#' in a window that shrinks with every
+// comment it removes, so comments late in the file are read as library names,
+// and anything inserted before a comment can push it out of that window.
+// Appending at the end and deleting whole lines never does.
 // nvsharectl preload does the file I/O; nvshare(7) describes the scheme.
 #pragma once
 
@@ -15,19 +18,19 @@
 
 namespace nvshare::preload {
 
-// First line of the managed block (matched as a prefix, so its wording may
-// change between versions) and its last line (matched exactly, ignoring
-// trailing blanks).
-inline constexpr std::string_view kBeginMarker = "# >>> ld.so.preload.d";
-inline constexpr std::string_view kEndMarker = "# <<< ld.so.preload.d";
-
 // Drop-ins larger than this are refused: they are lists of a few paths.
 inline constexpr size_t kMaxDropInBytes = 64 * 1024;
 
 // The names ld.so would try to preload from this text, in order, following
-// glibc's rtld.c exactly: '#' comments to end of line; separators are space,
-// tab, newline and ':'; a NUL byte ends the list.
+// glibc's rtld.c (2.36) exactly, including its quirks: separators are space,
+// tab, newline and ':'; a '#' comment runs to the end of its line, but only
+// comments inside rtld.c's shrinking search window are removed (see above);
+// a NUL byte ends the list.
 std::vector<std::string> glibc_entries(std::string_view text);
+
+// The entries of a list in the same format, read as intended: every '#'
+// starts a comment. Used for the drop-ins and the merge state.
+std::vector<std::string> list_entries(std::string_view text);
 
 // A drop-in file of /etc/ld.so.preload.d: only "*.conf" names that do not
 // start with a dot count (editors' and our own temporary files do not).
@@ -43,8 +46,8 @@ struct CollectedEntries {
     std::vector<std::string> warnings;  // entries or files that were ignored, and why
 };
 
-// Entries of the drop-ins, read like /etc/ld.so.preload itself, in the
-// byte order of their file names. Entries that are not absolute paths are
+// Entries of the drop-ins (list_entries), in the byte order of their file
+// names. Entries that are not absolute paths are
 // ignored with a warning: in setuid programs ld.so refuses to search for
 // bare names and would print an error at every start.
 CollectedEntries collect_entries(std::vector<DropIn> drop_ins);
@@ -55,12 +58,17 @@ struct MergeResult {
     std::vector<std::string> warnings;
 };
 
-// The new /etc/ld.so.preload: `current` with the managed block listing
-// `entries` (no block when there are none). `retired` names entries to take
-// out even though no drop-in lists them any more (nvsharectl preload disable
-// passes nvshare's own). Idempotent: merge(merge(x).text) leaves it unchanged.
+// The new /etc/ld.so.preload: `current` without the lines that hold exactly
+// one of `entries` or `owned` (blanks around it allowed), then `entries`, one
+// per line, at the end. `owned`: what the merge wrote before (its state) and
+// what must go although no drop-in lists it (nvsharectl preload disable adds
+// nvshare's own entry). Idempotent: merging the result again changes nothing.
 MergeResult merge(std::string_view current, const std::vector<std::string>& entries,
-                  const std::vector<std::string>& retired = {});
+                  const std::vector<std::string>& owned);
+
+// The merge state, kept in the drop-in directory as ".merged": the entries
+// last written, so they can be taken out once no drop-in lists them.
+std::string state_text(const std::vector<std::string>& entries);
 
 // `entry` with ld.so's $LIB / ${LIB} token replaced by `lib` (e.g.
 // "lib/x86_64-linux-gnu"); empty if the entry holds a dynamic string token

@@ -11,11 +11,7 @@ using ::testing::IsEmpty;
 namespace {
 
 const std::vector<std::string> kNvshare = {"/usr/$LIB/libnvshare.so"};
-
-std::string block(const std::vector<std::string>& entries)
-{
-    return merge("", entries).text;
-}
+const std::vector<std::string> kNone;
 
 }  // namespace
 
@@ -29,8 +25,37 @@ TEST(GlibcEntries, SplitsOnBlanksNewlinesAndColons)
 
 TEST(GlibcEntries, CommentsRunToEndOfLine)
 {
-    EXPECT_THAT(glibc_entries("# all of this\n/a.so # not /b.so\n#/c.so\n/d.so#x\n"),
-                ElementsAre("/a.so", "/d.so"));
+    EXPECT_THAT(glibc_entries("# all of this\n/a.so\n"), ElementsAre("/a.so"));
+    EXPECT_THAT(glibc_entries("/a.so # not /b.so\n/d.so\n"), ElementsAre("/a.so", "/d.so"));
+}
+
+// rtld.c searches for '#' in [file, file + rest): after each comment, rest
+// loses the comment's offset and the bytes it blanked.
+TEST(GlibcEntries, LateCommentsAreReadAsNames)
+{
+    // 26 bytes. "# one" at 0: rest 26 - 0 - 5 = 21. "# two" at 12 < 21:
+    // rest 21 - 12 - 5 = 4. "# three" at 18 is outside [0, 4).
+    EXPECT_THAT(glibc_entries("# one\n/a.so\n# two\n# three\n"),
+                ElementsAre("/a.so", "#", "three"));
+    // "# c" at 12: rest 26 - 12 - 3 = 11; "# e" at 22 is outside.
+    EXPECT_THAT(glibc_entries("/a.so\n/b.so\n# c\n/d.so\n# e\n"),
+                ElementsAre("/a.so", "/b.so", "/d.so", "#", "e"));
+    // A comment after other comments on the same line's text: "# not" is cut.
+    EXPECT_THAT(glibc_entries("# all of this\n/a.so # not /b.so\n/d.so\n"),
+                ElementsAre("/a.so", "/b.so", "/d.so"));
+}
+
+TEST(GlibcEntries, CommentCutShortWhenTheWindowEnds)
+{
+    // 18 bytes. "# one": rest 13. "#abcdefghij" at 6: rest 7, so only
+    // "#abcdef" is blanked.
+    EXPECT_THAT(glibc_entries("# one\n#abcdefghij\n"), ElementsAre("ghij"));
+}
+
+TEST(ListEntries, ReadsEveryCommentAsOne)
+{
+    EXPECT_THAT(list_entries("# one\n/a.so\n# two\n/b.so # three\n/c.so:/d.so\n# four"),
+                ElementsAre("/a.so", "/b.so", "/c.so", "/d.so"));
 }
 
 TEST(GlibcEntries, LastEntryWithoutNewline)
@@ -98,20 +123,17 @@ TEST(DropIns, RejectsWhatLdSoCouldNotLoadEverywhere)
 
 // ---- the merge ---------------------------------------------------------------------
 
-TEST(Merge, CreatesTheBlockInAnEmptyFile)
+TEST(Merge, AppendsToAnEmptyFile)
 {
-    const auto r = merge("", kNvshare);
+    const auto r = merge("", kNvshare, kNone);
     EXPECT_TRUE(r.changed);
     EXPECT_THAT(r.warnings, IsEmpty());
-    EXPECT_EQ(r.text.rfind(std::string(kBeginMarker), 0), 0u);
-    EXPECT_THAT(r.text, HasSubstr("\n/usr/$LIB/libnvshare.so\n"));
-    EXPECT_EQ(r.text.substr(r.text.size() - kEndMarker.size() - 1), std::string(kEndMarker) + "\n");
-    EXPECT_THAT(glibc_entries(r.text), ElementsAre("/usr/$LIB/libnvshare.so"));
+    EXPECT_EQ(r.text, "/usr/$LIB/libnvshare.so\n");
 }
 
 TEST(Merge, NothingToDoLeavesAMissingFileMissing)
 {
-    const auto r = merge("", {});
+    const auto r = merge("", kNone, kNone);
     EXPECT_FALSE(r.changed);
     EXPECT_EQ(r.text, "");
 }
@@ -120,20 +142,52 @@ TEST(Merge, KeepsForeignLinesByteForByte)
 {
     const std::string foreign =
         "# security agent\n/opt/agent/libagent.so   # keep me\n\n/lib/a.so:/lib/b.so\n";
-    const auto added = merge(foreign, kNvshare);
-    EXPECT_EQ(added.text, foreign + block(kNvshare));
-    const auto removed = merge(added.text, {});
+    const auto added = merge(foreign, kNvshare, kNone);
+    EXPECT_EQ(added.text, foreign + "/usr/$LIB/libnvshare.so\n");
+    const auto removed = merge(added.text, kNone, kNvshare);
     EXPECT_TRUE(removed.changed);
     EXPECT_EQ(removed.text, foreign);
 }
 
-TEST(Merge, KeepsTheBlockWhereItIs)
+TEST(Merge, OwnedLinesLeaveWhereverTheyAreAndEntriesGoLast)
 {
-    const std::string before = "/first.so\n";
-    const std::string after = "/last.so\n# trailing comment\n";
-    const std::string file = before + block({"/old.so"}) + after;
-    const auto r = merge(file, {"/new.so", "/newer.so"});
-    EXPECT_EQ(r.text, before + block({"/new.so", "/newer.so"}) + after);
+    // Inserting before a foreign comment could push it out of rtld.c's window;
+    // deleting lines and appending never can.
+    const std::string file = "/old.so\n# foreign\n/x.so\n  /new.so\t\n/last.so\n";
+    const auto r = merge(file, {"/new.so", "/newer.so"}, {"/old.so"});
+    EXPECT_EQ(r.text, "# foreign\n/x.so\n/last.so\n/new.so\n/newer.so\n");
+}
+
+TEST(Merge, NeverBreaksAFileLdSoReadsAsIntended)
+{
+    // Appending only widens rtld.c's comment window, so a foreign file that
+    // ld.so read as meant is still read so, with the entries after it.
+    const std::vector<std::string> foreign_files = {
+        "# a\n/f1.so\n# b\n/f2.so\n",
+        "/f1.so\n#x\n/f2.so\n",
+        "#\n/f1.so:/f2.so\n",
+        "/f1.so\n/f2.so",
+    };
+    for (const auto& foreign : foreign_files) {
+        ASSERT_EQ(glibc_entries(foreign), list_entries(foreign)) << foreign;
+        std::vector<std::string> expected = list_entries(foreign);
+        expected.insert(expected.end(), {"/n1.so", "/n2.so"});
+        const auto added = merge(foreign, {"/n1.so", "/n2.so"}, kNone);
+        EXPECT_EQ(glibc_entries(added.text), expected) << foreign;
+        EXPECT_EQ(glibc_entries(merge(added.text, kNone, {"/n1.so", "/n2.so"}).text),
+                  list_entries(foreign));
+    }
+}
+
+TEST(Merge, AppendingCanOnlyHelpAMisreadFile)
+{
+    // "# b" lies outside the window of this short file; the entry's bytes
+    // widen the window (rtld.c's quirk), and removing it restores the bytes.
+    const std::string foreign = "# a\n/x\n# b\n";
+    EXPECT_THAT(glibc_entries(foreign), ElementsAre("/x", "b"));
+    const auto added = merge(foreign, kNvshare, kNone);
+    EXPECT_THAT(glibc_entries(added.text), ElementsAre("/x", "/usr/$LIB/libnvshare.so"));
+    EXPECT_EQ(merge(added.text, kNone, kNvshare).text, foreign);
 }
 
 TEST(Merge, IsIdempotent)
@@ -143,15 +197,14 @@ TEST(Merge, IsIdempotent)
         "/foreign.so",
         "/foreign.so\n",
         "# c\n/usr/$LIB/libnvshare.so\n/x.so\n",
-        "/a.so\n" + block({"/b.so"}) + "/c.so",
-        std::string(kBeginMarker) + "\n/foreign.so\n",
-        "junk \x01\x02\xff\n" + std::string(kEndMarker) + "\n",
+        "/usr/$LIB/libnvshare.so\n/b.so\n/usr/$LIB/libnvshare.so\n",
+        "junk \x01\x02\xff\n\t\n",
     };
+    const std::vector<std::vector<std::string>> entry_sets = {kNone, kNvshare, {"/b.so", "/d.so"}};
     for (const auto& in : inputs) {
-        for (const auto& entries :
-             {std::vector<std::string>{}, kNvshare, std::vector<std::string>{"/b.so", "/d.so"}}) {
-            const auto once = merge(in, entries);
-            const auto twice = merge(once.text, entries);
+        for (const auto& entries : entry_sets) {
+            const auto once = merge(in, entries, kNvshare);
+            const auto twice = merge(once.text, entries, entries);
             EXPECT_FALSE(twice.changed) << "input: " << in;
             EXPECT_EQ(twice.text, once.text);
         }
@@ -160,67 +213,60 @@ TEST(Merge, IsIdempotent)
 
 TEST(Merge, EndsALastLineThatHadNoNewline)
 {
-    const auto r = merge("/foreign.so", kNvshare);
-    EXPECT_EQ(r.text, "/foreign.so\n" + block(kNvshare));
+    const auto r = merge("/foreign.so", kNvshare, kNone);
+    EXPECT_EQ(r.text, "/foreign.so\n/usr/$LIB/libnvshare.so\n");
     EXPECT_THAT(glibc_entries(r.text), ElementsAre("/foreign.so", "/usr/$LIB/libnvshare.so"));
+    EXPECT_EQ(merge("/foreign.so", kNone, kNone).text, "/foreign.so");
 }
 
-TEST(Merge, TakesOverAStandaloneCopyOfAnEntry)
+TEST(Merge, TakesOverStandaloneCopiesOfAnEntry)
 {
-    // Someone added the line by hand before the drop-in existed: one copy stays,
-    // inside the block, where the hand-made line was.
-    const auto r = merge("/a.so\n  /usr/$LIB/libnvshare.so\t\n/b.so\n", kNvshare);
-    EXPECT_EQ(r.text, "/a.so\n" + block(kNvshare) + "/b.so\n");
+    // Someone added the line by hand before the drop-in existed: one copy stays.
+    const auto r = merge("/a.so\n  /usr/$LIB/libnvshare.so\t\n/b.so\n/usr/$LIB/libnvshare.so",
+                         kNvshare, kNone);
+    EXPECT_EQ(r.text, "/a.so\n/b.so\n/usr/$LIB/libnvshare.so\n");
 }
 
 TEST(Merge, LeavesEntriesInsideForeignLinesAlone)
 {
-    // Not a line of its own (a comment or another name shares it): not ours.
-    const std::string file = "/usr/$LIB/libnvshare.so /x.so\n/usr/$LIB/libnvshare.so # mine\n";
-    EXPECT_EQ(merge(file, {}).text, file);
-    EXPECT_EQ(merge(file, kNvshare).text, file + block(kNvshare));
+    // Not a line of its own (a comment, a separator or another name shares it).
+    const std::string file =
+        "/usr/$LIB/libnvshare.so /x.so\n/usr/$LIB/libnvshare.so # mine\n/usr/$LIB/libnvshare.so:\n";
+    EXPECT_EQ(merge(file, kNone, kNvshare).text, file);
+    EXPECT_EQ(merge(file, kNvshare, kNone).text, file + "/usr/$LIB/libnvshare.so\n");
 }
 
-TEST(Merge, RetiredEntriesGoEvenWithoutADropIn)
+TEST(Merge, OnlyOwnedOrListedEntriesGo)
 {
-    const auto r = merge("/a.so\n/usr/$LIB/libnvshare.so\n", {}, kNvshare);
-    EXPECT_EQ(r.text, "/a.so\n");
-}
-
-TEST(Merge, UnterminatedBlockKeepsWhatFollows)
-{
-    const std::string file = "/a.so\n" + std::string(kBeginMarker) + " old\n/foreign.so\n";
-    const auto r = merge(file, kNvshare);
-    EXPECT_EQ(r.text, "/a.so\n" + block(kNvshare) + "/foreign.so\n");
-    ASSERT_EQ(r.warnings.size(), 1u);
-    EXPECT_THAT(r.warnings[0], HasSubstr("without its end marker"));
-}
-
-TEST(Merge, StrayEndMarkerAndSeveralBlocksCollapseIntoOne)
-{
-    const std::string file = "/a.so\n" + block({"/x.so"}) + "/b.so\n" + block({"/y.so"}) +
-                             std::string(kEndMarker) + "  \n/c.so\n";
-    const auto r = merge(file, kNvshare);
-    EXPECT_EQ(r.text, "/a.so\n" + block(kNvshare) + "/b.so\n/c.so\n");
+    const std::string file = "/a.so\n/usr/$LIB/libnvshare.so\n/b.so\n";
+    EXPECT_EQ(merge(file, kNone, kNone).text, file);  // hand-made and never ours
+    EXPECT_EQ(merge(file, kNone, kNvshare).text, "/a.so\n/b.so\n");
 }
 
 TEST(Merge, KeepsBinaryJunkAndWarnsAboutNul)
 {
     using namespace std::string_literals;
     const std::string junk = "\xff\xfe garbage\r\n\0\0tail"s;
-    const auto r = merge(junk, kNvshare);
-    EXPECT_EQ(r.text, junk + "\n" + block(kNvshare));
+    const auto r = merge(junk, kNvshare, kNone);
+    EXPECT_EQ(r.text, junk + "\n/usr/$LIB/libnvshare.so\n");
     ASSERT_EQ(r.warnings.size(), 2u);
     EXPECT_THAT(r.warnings[0], HasSubstr("NUL byte"));
     EXPECT_THAT(r.warnings[1], HasSubstr("'/usr/$LIB/libnvshare.so' is listed but ld.so will not"));
-    EXPECT_EQ(merge(r.text, {}).text, junk + "\n");
+    EXPECT_EQ(merge(r.text, kNone, kNvshare).text, junk + "\n");
 }
 
-TEST(Merge, RemovingTheOnlyBlockEmptiesTheFile)
+TEST(Merge, RemovingTheOnlyEntryEmptiesTheFile)
 {
-    const auto r = merge(block(kNvshare), {});
+    const auto r = merge("/usr/$LIB/libnvshare.so\n", kNone, kNvshare);
     EXPECT_TRUE(r.changed);
     EXPECT_EQ(r.text, "");
+}
+
+TEST(MergeState, ListsTheEntriesAndNothingElse)
+{
+    EXPECT_THAT(list_entries(state_text({"/a.so", "/usr/$LIB/b.so"})),
+                ElementsAre("/a.so", "/usr/$LIB/b.so"));
+    EXPECT_THAT(list_entries(state_text({})), IsEmpty());
 }
 
 // ---- $LIB and the drop-in text -----------------------------------------------------
@@ -245,6 +291,6 @@ TEST(ExpandLib, UnknownDollarIsLiteralOthersUncheckable)
 TEST(DropInText, ListsTheEntryOnItsOwnLine)
 {
     const std::string text = drop_in_text("/usr/$LIB/libnvshare.so");
-    EXPECT_THAT(glibc_entries(text), ElementsAre("/usr/$LIB/libnvshare.so"));
+    EXPECT_THAT(list_entries(text), ElementsAre("/usr/$LIB/libnvshare.so"));
     EXPECT_THAT(collect_entries({{"nvshare.conf", text}}).warnings, IsEmpty());
 }
