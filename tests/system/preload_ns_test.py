@@ -4,8 +4,9 @@ inside a private mount namespace with a tmpfs over /etc, so the host's /etc
 is never touched. A test library (preload_marker.cpp) stands in for
 libnvshare.so and announces itself on stderr in every process that loads it.
 
-usage: preload_ns_test.py NVSHARECTL MARKER_LIBRARY LD_LIB_TOKEN
-(LD_LIB_TOKEN: what ld.so's $LIB expands to here, or '' if unknown)
+usage: preload_ns_test.py NVSHARECTL MARKER_LIBRARY LD_LIB_TOKEN INSTALL_SCRIPT
+(LD_LIB_TOKEN: what ld.so's $LIB expands to here, or '' if unknown;
+INSTALL_SCRIPT: systemd/preload-merge-on-install.sh)
 """
 import fcntl
 import json
@@ -17,7 +18,7 @@ import tempfile
 import unittest
 
 SKIP = 77
-NVSHARECTL, MARKER, LIB_TOKEN = sys.argv[1], sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else ""
+NVSHARECTL, MARKER, LIB_TOKEN, INSTALL_SCRIPT = sys.argv[1:5]
 PRELOAD = "/etc/ld.so.preload"
 DROP_IN_DIR = "/etc/ld.so.preload.d"
 DROP_IN = DROP_IN_DIR + "/nvshare.conf"
@@ -348,6 +349,26 @@ class PreloadTest(unittest.TestCase):
         self.assertIn("not installed", r.stderr)
         self.assertFalse(os.path.lexists(DROP_IN))
         self.assertFalse(os.path.lexists(PRELOAD))
+
+    def test_install_step_merges_only_for_a_real_install_under_usr(self):
+        os.makedirs(DROP_IN_DIR)
+        write(DROP_IN, self.entry.encode() + b"\n")
+
+        def install_step(library, prefix, destdir=None):
+            env = {k: v for k, v in os.environ.items() if k != "DESTDIR"}
+            if destdir:
+                env["DESTDIR"] = destdir
+            r = subprocess.run(["sh", INSTALL_SCRIPT, NVSHARECTL, library, prefix], env=env,
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            return r.stdout
+
+        self.assertIn("DESTDIR is set", install_step(self.library, "/usr", destdir=self.tmp))
+        self.assertIn("not /usr", install_step(self.library, "/usr/local"))
+        self.assertIn("not installed", install_step(self.tmp + "/libnvshare.so", "/usr"))
+        self.assertFalse(os.path.lexists(PRELOAD))
+        self.assertIn("updated", install_step(self.library, "/usr"))
+        self.assertEqual(read(PRELOAD), self.entry.encode() + b"\n")
 
     def test_status_reports_the_state(self):
         off = json.loads(self.ctl("--json", "preload", "status").stdout)

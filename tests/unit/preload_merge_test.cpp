@@ -3,6 +3,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "build-config.h"
+
 using namespace nvshare::preload;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
@@ -293,4 +299,16 @@ TEST(DropInText, ListsTheEntryOnItsOwnLine)
     const std::string text = drop_in_text("/usr/$LIB/libnvshare.so");
     EXPECT_THAT(list_entries(text), ElementsAre("/usr/$LIB/libnvshare.so"));
     EXPECT_THAT(collect_entries({{"nvshare.conf", text}}).warnings, IsEmpty());
+}
+
+TEST(DropInText, IsWhatMesonInstalls)
+{
+    // systemd/nvshare-preload.conf.in, as configured for this build.
+    const char* path = getenv("NVSHARE_TEST_DROP_IN");
+    ASSERT_NE(path, nullptr) << "run through meson test";
+    std::ifstream file(path, std::ios::binary);
+    ASSERT_TRUE(file) << path;
+    std::stringstream content;
+    content << file.rdbuf();
+    EXPECT_EQ(content.str(), drop_in_text(NVSHARE_PRELOAD_ENTRY));
 }
