@@ -6,8 +6,10 @@
 
 #include <cstddef>
 
-// Where the administrator's list lives.
+// Where the administrator's list lives, and how much of it is read: the
+// buffer to pass to nvshare_load_exclusion_list (nvshare(7) documents both).
 extern const char* const nvshare_exclusion_list_path;
+inline constexpr size_t nvshare_exclusion_list_max = 4096;
 
 // True if the process is excluded. `exe_path` is its executable
 // (/proc/self/exe, may be null), `comm` its name (/proc/self/comm, at most 15
