@@ -110,14 +110,16 @@ int merge_locked(const PreloadPaths& paths, const std::vector<std::string>& reti
             return report(error);
     }
 
-    const std::string summary = "(" + count(entries.size(), "entry", "entries") + " from " +
-                                count(drop_in_count, "drop-in", "drop-ins") + ")";
+    const std::string entry_count = count(entries.size(), "entry", "entries");
+    const std::string drop_in_summary = count(drop_in_count, "drop-in", "drop-ins");
     if (!merged.changed)
-        printf("%s is up to date %s\n", paths.file.c_str(), summary.c_str());
+        printf("%s is up to date (%s from %s)\n", paths.file.c_str(), entry_count.c_str(),
+               drop_in_summary.c_str());
     else if (merged.text.empty())
         printf("%s removed: nothing left in it\n", paths.file.c_str());
     else
-        printf("%s updated %s\n", paths.file.c_str(), summary.c_str());
+        printf("%s updated (%s from %s)\n", paths.file.c_str(), entry_count.c_str(),
+               drop_in_summary.c_str());
     return kOk;
 }
 
