@@ -154,10 +154,27 @@ def check_tree():
 
 # ---- verify and security -------------------------------------------------------------
 
+SEARCH_PATH = ["/etc/systemd/system", "/usr/local/lib/systemd/system", "/usr/lib/systemd/system",
+               "/lib/systemd/system"]
+
+
 def verification_root():
-    """The DESTDIR tree plus the host's targets, which the units depend on."""
+    """The DESTDIR tree plus the host's targets, which the units depend on.
+    Returns (root, unit directory inside it)."""
     root = tempfile.mkdtemp(prefix="nvshare-root-")
     install(root)
+    unitdir = under(root, UNITDIR)
+    if UNITDIR.rstrip("/") not in SEARCH_PATH:
+        # -Dsystemdsystemunitdir outside systemd's search path (a packager's
+        # staging choice): verify the same files from /etc/systemd/system.
+        unitdir = under(root, "/etc/systemd/system")
+        os.makedirs(unitdir, exist_ok=True)
+        for name in UNITS + [ALIAS]:
+            src = under(root, UNITDIR + "/" + name)
+            if os.path.islink(src):
+                os.symlink(os.readlink(src), os.path.join(unitdir, name))
+            else:
+                shutil.copy(src, unitdir)
     targets = os.path.join(root, "usr/lib/systemd/system")
     os.makedirs(targets, exist_ok=True)
     host_units = next((d for d in ("/lib/systemd/system", "/usr/lib/systemd/system")
@@ -168,13 +185,13 @@ def verification_root():
     for name in os.listdir(host_units):
         if name.endswith(".target") and not os.path.exists(os.path.join(targets, name)):
             shutil.copy(os.path.join(host_units, name), targets, follow_symlinks=True)
-    return root
+    return root, unitdir
 
 
 def check_verify():
-    root = verification_root()
+    root, unitdir = verification_root()
     try:
-        units = [under(root, UNITDIR + "/" + u) for u in UNITS + [ALIAS]]
+        units = [os.path.join(unitdir, u) for u in UNITS + [ALIAS]]
         r = subprocess.run(["systemd-analyze", "verify", "--man=no", "--root=" + root] + units,
                            capture_output=True, text=True, timeout=120)
         print(r.stdout + r.stderr)
@@ -184,7 +201,7 @@ def check_verify():
         # It does check that the programs exist: without nvshared it must fail.
         os.unlink(under(root, SBINDIR + "/nvshared"))
         r = subprocess.run(["systemd-analyze", "verify", "--man=no", "--root=" + root,
-                            under(root, UNITDIR + "/nvshare.service")],
+                            os.path.join(unitdir, "nvshare.service")],
                            capture_output=True, text=True, timeout=120)
         check(r.returncode != 0 and "nvshared" in r.stderr,
               "verify did not notice a missing ExecStart= program")
@@ -194,10 +211,10 @@ def check_verify():
 
 
 def check_security():
-    root = verification_root()
+    root, unitdir = verification_root()
     try:
         for unit in ("nvshare.service", "nvshare-preload.service"):
-            path = under(root, UNITDIR + "/" + unit)
+            path = os.path.join(unitdir, unit)
             r = subprocess.run(["systemd-analyze", "security", "--offline=yes", "--threshold=20",
                                 "--root=" + root, path], capture_output=True, text=True,
                                timeout=120)
