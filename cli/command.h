@@ -8,7 +8,7 @@
 namespace nvshare::cli {
 
 struct GlobalOptions {
-    bool json = false;       // --json: machine-readable output
+    bool json = false;        // --json: machine-readable output
     std::string socket_path;  // --socket: the lock socket (status without D-Bus)
 };
 

@@ -6,11 +6,11 @@ namespace nvshare::cli {
 
 enum ExitCode : int {
     kOk = 0,
-    kFailed = 1,         // the operation failed for another reason
-    kUsage = 2,          // bad command line or invalid value
-    kNotRunning = 3,     // nvshared is not running / not reachable
-    kAccessDenied = 4,   // the operation needs root
-    kNotFound = 5,       // no such client or GPU
+    kFailed = 1,        // the operation failed for another reason
+    kUsage = 2,         // bad command line or invalid value
+    kNotRunning = 3,    // nvshared is not running / not reachable
+    kAccessDenied = 4,  // the operation needs root
+    kNotFound = 5,      // no such client or GPU
 };
 
 }  // namespace nvshare::cli

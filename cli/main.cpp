@@ -17,13 +17,15 @@ void usage(FILE* out)
         std::string left = std::string(c.name) + (c.synopsis[0] ? " " : "") + c.synopsis;
         fprintf(out, "  %-28s %s\n", left.c_str(), c.summary);
     }
-    fputs("\nOptions:\n"
-          "      --json         machine-readable output\n"
-          "  -s, --socket PATH  lock socket (default " NVSHARE_DEFAULT_SOCKET ")\n"
-          "  -h, --help         show this help\n"
-          "      --version      show the version\n"
-          "\nSee nvsharectl(1).\n",
-          out);
+    fputs(
+        "\nOptions:\n"
+        "      --json         machine-readable output\n"
+        "  -s, --socket PATH  lock socket (default " NVSHARE_DEFAULT_SOCKET
+        ")\n"
+        "  -h, --help         show this help\n"
+        "      --version      show the version\n"
+        "\nSee nvsharectl(1).\n",
+        out);
 }
 
 }  // namespace
@@ -45,21 +47,21 @@ int main(int argc, char** argv)
     // '+': stop at the command name; its own arguments follow.
     while ((opt = getopt_long(argc, argv, "+s:h", long_options, nullptr)) != -1) {
         switch (opt) {
-        case kJson:
-            options.json = true;
-            break;
-        case 's':
-            options.socket_path = optarg;
-            break;
-        case 'h':
-            usage(stdout);
-            return kOk;
-        case kVersion:
-            puts("nvsharectl " NVSHARE_VERSION);
-            return kOk;
-        default:
-            usage(stderr);
-            return kUsage;
+            case kJson:
+                options.json = true;
+                break;
+            case 's':
+                options.socket_path = optarg;
+                break;
+            case 'h':
+                usage(stdout);
+                return kOk;
+            case kVersion:
+                puts("nvsharectl " NVSHARE_VERSION);
+                return kOk;
+            default:
+                usage(stderr);
+                return kUsage;
         }
     }
     if (optind >= argc) {

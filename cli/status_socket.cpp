@@ -1,10 +1,11 @@
 // `nvsharectl socket-status`: the daemon's state read straight from the lock
 // socket, for hosts without D-Bus (and for debugging the daemon itself).
+#include "cli/status_socket.h"
+
 #include <cstdio>
 
 #include "cli/command.h"
 #include "cli/exit_codes.h"
-#include "cli/status_socket.h"
 #include "common/lock_client.h"
 
 namespace nvshare::cli {

@@ -29,7 +29,10 @@ GpuSpec test_gpu(uint8_t number, uint64_t physical_memory)
     return g;
 }
 
-LockClient::~LockClient() { close(); }
+LockClient::~LockClient()
+{
+    close();
+}
 
 LockClient::LockClient(LockClient&& other) noexcept
     : fd_(other.fd_), eof_(other.eof_), buffer_(std::move(other.buffer_))
@@ -103,7 +106,8 @@ bool LockClient::hello(const std::string& comm, const std::vector<GpuSpec>& gpus
 {
     proto::HelloFixed fixed{};
     fixed.gpu_count = static_cast<uint32_t>(gpus.size());
-    std::memcpy(fixed.comm, comm.data(), std::min(comm.size(), sizeof fixed.comm));  // NUL-padded, may fill
+    std::memcpy(fixed.comm, comm.data(),
+                std::min(comm.size(), sizeof fixed.comm));  // NUL-padded, may fill
     std::vector<uint8_t> p(sizeof fixed + gpus.size() * sizeof(proto::HelloGpu));
     std::memcpy(p.data(), &fixed, sizeof fixed);
     for (size_t i = 0; i < gpus.size(); ++i) {

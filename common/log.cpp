@@ -9,9 +9,15 @@ namespace {
 LogLevel g_max_level = LogLevel::Info;
 }
 
-void set_log_level(LogLevel max_level) { g_max_level = max_level; }
+void set_log_level(LogLevel max_level)
+{
+    g_max_level = max_level;
+}
 
-LogLevel log_level() { return g_max_level; }
+LogLevel log_level()
+{
+    return g_max_level;
+}
 
 void log(LogLevel level, const char* format, ...)
 {

@@ -122,9 +122,9 @@ enum class ErrorCode : uint32_t {
     TooLarge = 3,
     BadType = 4,
     BadLength = 5,
-    BadOrder = 6,   // e.g. Request before Hello, or a second Hello
-    BadValue = 7,   // e.g. a GPU index the client never named
-    Refused = 8,    // limits: too many clients, too many GPUs
+    BadOrder = 6,  // e.g. Request before Hello, or a second Hello
+    BadValue = 7,  // e.g. a GPU index the client never named
+    Refused = 8,   // limits: too many clients, too many GPUs
 };
 
 // Followed by a message (UTF-8, not NUL-terminated) filling the payload.
@@ -187,26 +187,26 @@ inline size_t encode(MsgType type, const void* payload, uint32_t length, uint8_t
 inline bool fixed_payload_size(MsgType type, uint32_t* size)
 {
     switch (type) {
-    case MsgType::Request:
-    case MsgType::Released:
-    case MsgType::Revoked:
-    case MsgType::Contended:
-        *size = sizeof(GpuMaskPayload);
-        return true;
-    case MsgType::Grant:
-        *size = sizeof(GrantPayload);
-        return true;
-    case MsgType::Drop:
-        *size = sizeof(DropPayload);
-        return true;
-    case MsgType::Memory:
-        *size = sizeof(MemoryPayload);
-        return true;
-    case MsgType::StatusQuery:
-        *size = 0;
-        return true;
-    default:
-        return false;
+        case MsgType::Request:
+        case MsgType::Released:
+        case MsgType::Revoked:
+        case MsgType::Contended:
+            *size = sizeof(GpuMaskPayload);
+            return true;
+        case MsgType::Grant:
+            *size = sizeof(GrantPayload);
+            return true;
+        case MsgType::Drop:
+            *size = sizeof(DropPayload);
+            return true;
+        case MsgType::Memory:
+            *size = sizeof(MemoryPayload);
+            return true;
+        case MsgType::StatusQuery:
+            *size = 0;
+            return true;
+        default:
+            return false;
     }
 }
 
@@ -237,12 +237,12 @@ inline bool settings_length_valid(uint32_t fixed_size, const SettingsFixed& s, u
 inline const char* mode_name(Mode m)
 {
     switch (m) {
-    case Mode::On:
-        return "on";
-    case Mode::Off:
-        return "off";
-    case Mode::Auto:
-        return "auto";
+        case Mode::On:
+            return "on";
+        case Mode::Off:
+            return "off";
+        case Mode::Auto:
+            return "auto";
     }
     return "?";
 }

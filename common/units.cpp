@@ -62,9 +62,8 @@ std::optional<double> scale(std::string_view text, const Unit (&units)[N])
 std::optional<std::chrono::microseconds> parse_duration(std::string_view text)
 {
     static constexpr Unit units[] = {
-        {"", 1e6},          {"s", 1e6},     {"sec", 1e6},  {"us", 1},     {"usec", 1},
-        {"ms", 1e3},        {"msec", 1e3},  {"m", 60e6},   {"min", 60e6}, {"h", 3600e6},
-        {"hr", 3600e6},
+        {"", 1e6},     {"s", 1e6},  {"sec", 1e6},  {"us", 1},     {"usec", 1},    {"ms", 1e3},
+        {"msec", 1e3}, {"m", 60e6}, {"min", 60e6}, {"h", 3600e6}, {"hr", 3600e6},
     };
     const auto us = scale(text, units);
     if (!us || *us > static_cast<double>(std::numeric_limits<int64_t>::max() / 2))
@@ -76,9 +75,20 @@ std::optional<uint64_t> parse_size(std::string_view text)
 {
     static constexpr double K = 1024.0;
     static constexpr Unit units[] = {
-        {"", 1},        {"B", 1},          {"K", K},         {"KiB", K},       {"KB", 1e3},
-        {"M", K * K},   {"MiB", K * K},    {"MB", 1e6},      {"G", K * K * K}, {"GiB", K * K * K},
-        {"GB", 1e9},    {"T", K * K * K * K}, {"TiB", K * K * K * K}, {"TB", 1e12},
+        {"", 1},
+        {"B", 1},
+        {"K", K},
+        {"KiB", K},
+        {"KB", 1e3},
+        {"M", K * K},
+        {"MiB", K * K},
+        {"MB", 1e6},
+        {"G", K * K * K},
+        {"GiB", K * K * K},
+        {"GB", 1e9},
+        {"T", K * K * K * K},
+        {"TiB", K * K * K * K},
+        {"TB", 1e12},
     };
     const auto bytes = scale(text, units);
     if (!bytes || *bytes >= 18446744073709551615.0)

@@ -22,7 +22,8 @@ constexpr const char* kUsage =
     "\n"
     "Options:\n"
     "  -s, --socket PATH           socket to bind when not socket-activated\n"
-    "                              (default " NVSHARE_DEFAULT_SOCKET ")\n"
+    "                              (default " NVSHARE_DEFAULT_SOCKET
+    ")\n"
     "  -q, --time-quantum DURATION longest hold while others wait (default 30s)\n"
     "  -g, --grace DURATION        time to release after a drop request before\n"
     "                              the lock is revoked (default 10s)\n"
@@ -35,6 +36,8 @@ constexpr const char* kUsage =
     "      --idle-exit DURATION    exit after this long with no clients\n"
     "                              (socket activation starts it again)\n"
     "      --max-clients N         connections served at once (default 4096)\n"
+    "      --gpu-info-dir DIR      where the driver lists the host's GPUs\n"
+    "                              (default /proc/driver/nvidia/gpus)\n"
     "  -v, --verbose               log debug messages\n"
     "  -h, --help                  show this help\n"
     "      --version               show the version\n"
@@ -42,7 +45,7 @@ constexpr const char* kUsage =
     "DURATION: 30s, 500ms, 2min or plain seconds. SIZE: 16G, 512M, or bytes.\n"
     "See nvshared(8).\n";
 
-enum LongOnly { kIdleExit = 256, kMaxClients, kVersion };
+enum LongOnly { kIdleExit = 256, kMaxClients, kGpuInfoDir, kVersion };
 
 constexpr option kLongOptions[] = {
     {"socket", required_argument, nullptr, 's'},
@@ -52,6 +55,7 @@ constexpr option kLongOptions[] = {
     {"capacity", required_argument, nullptr, 'c'},
     {"idle-exit", required_argument, nullptr, kIdleExit},
     {"max-clients", required_argument, nullptr, kMaxClients},
+    {"gpu-info-dir", required_argument, nullptr, kGpuInfoDir},
     {"verbose", no_argument, nullptr, 'v'},
     {"help", no_argument, nullptr, 'h'},
     {"version", no_argument, nullptr, kVersion},
@@ -74,72 +78,72 @@ ParsedOptions parse_options(int argc, char** argv)
     int opt;
     while ((opt = getopt_long(argc, argv, "s:q:g:m:c:vh", kLongOptions, nullptr)) != -1) {
         switch (opt) {
-        case 's':
-            if (optarg[0] != '/')
-                return fail("socket path (must be absolute)", optarg);
-            r.options.socket_path = optarg;
-            break;
-        case 'q': {
-            auto d = parse_duration(optarg);
-            if (!d || d->count() <= 0)
-                return fail("time quantum", optarg);
-            r.options.scheduler.time_quantum = *d;
-            break;
-        }
-        case 'g': {
-            auto d = parse_duration(optarg);
-            if (!d || d->count() <= 0)
-                return fail("grace period", optarg);
-            r.options.scheduler.grace = *d;
-            break;
-        }
-        case 'm': {
-            auto m = parse_mode(optarg);
-            if (!m)
-                return fail("anti-thrashing mode (on, off or auto)", optarg);
-            r.options.scheduler.mode = *m;
-            break;
-        }
-        case 'c': {
-            std::string_view arg(optarg);
-            const auto eq = arg.find('=');
-            auto size = parse_size(eq == std::string_view::npos ? arg : arg.substr(eq + 1));
-            if (!size || *size == 0)
-                return fail("capacity", optarg);
-            if (eq == std::string_view::npos)
-                r.options.default_capacity = *size;
-            else
-                r.options.capacities.emplace_back(std::string(arg.substr(0, eq)), *size);
-            break;
-        }
-        case kIdleExit: {
-            auto d = parse_duration(optarg);
-            if (!d)
-                return fail("idle exit time", optarg);
-            if (d->count() > 0)
-                r.options.idle_exit = *d;
-            break;
-        }
-        case kMaxClients: {
-            char* end = nullptr;
-            const long n = strtol(optarg, &end, 10);
-            if (*end != '\0' || n < 1 || n > 1000000)
-                return fail("client limit", optarg);
-            r.options.max_clients = static_cast<size_t>(n);
-            break;
-        }
-        case 'v':
-            r.options.log_level = LogLevel::Debug;
-            break;
-        case 'h':
-            fputs(kUsage, stdout);
-            return {false, 0, {}};
-        case kVersion:
-            puts("nvshared " NVSHARE_VERSION);
-            return {false, 0, {}};
-        default:
-            fputs("nvshared: see nvshared --help\n", stderr);
-            return {false, 2, {}};
+            case 's':
+                if (optarg[0] != '/')
+                    return fail("socket path (must be absolute)", optarg);
+                r.options.socket_path = optarg;
+                break;
+            case 'q': {
+                auto d = parse_duration(optarg);
+                if (!d || d->count() <= 0)
+                    return fail("time quantum", optarg);
+                r.options.scheduler.time_quantum = *d;
+                break;
+            }
+            case 'g': {
+                auto d = parse_duration(optarg);
+                if (!d || d->count() <= 0)
+                    return fail("grace period", optarg);
+                r.options.scheduler.grace = *d;
+                break;
+            }
+            case 'm': {
+                auto m = parse_mode(optarg);
+                if (!m)
+                    return fail("anti-thrashing mode (on, off or auto)", optarg);
+                r.options.scheduler.mode = *m;
+                break;
+            }
+            case 'c': {
+                std::string_view arg(optarg);
+                const auto eq = arg.find('=');
+                auto size = parse_size(eq == std::string_view::npos ? arg : arg.substr(eq + 1));
+                if (!size || *size == 0)
+                    return fail("capacity", optarg);
+                if (eq == std::string_view::npos)
+                    r.options.default_capacity = *size;
+                else
+                    r.options.capacities.emplace_back(std::string(arg.substr(0, eq)), *size);
+                break;
+            }
+            case kIdleExit: {
+                auto d = parse_duration(optarg);
+                if (!d)
+                    return fail("idle exit time", optarg);
+                if (d->count() > 0)
+                    r.options.idle_exit = *d;
+                break;
+            }
+            case kMaxClients: {
+                char* end = nullptr;
+                const long n = strtol(optarg, &end, 10);
+                if (*end != '\0' || n < 1 || n > 1000000)
+                    return fail("client limit", optarg);
+                r.options.max_clients = static_cast<size_t>(n);
+                break;
+            }
+            case 'v':
+                r.options.log_level = LogLevel::Debug;
+                break;
+            case 'h':
+                fputs(kUsage, stdout);
+                return {false, 0, {}};
+            case kVersion:
+                puts("nvshared " NVSHARE_VERSION);
+                return {false, 0, {}};
+            default:
+                fputs("nvshared: see nvshared --help\n", stderr);
+                return {false, 2, {}};
         }
     }
     if (optind < argc)

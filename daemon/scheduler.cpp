@@ -55,25 +55,25 @@ uint64_t Client::to_local(GpuSet set) const
     return m;
 }
 
-// ---- Scheduler: GPUs and settings ---------------------------------------------
+// ---- GPUs and settings ----------------------------------------------------------
 
 Scheduler::Scheduler(SchedulerSettings settings) : settings_(settings) {}
 
 std::optional<GpuIndex> Scheduler::ensure_gpu(const GpuDescription& description)
 {
     for (GpuIndex g = 0; g < gpus_.size(); ++g) {
-        if (gpus_[g].description.uuid == description.uuid) {
-            // Fill in what an earlier client may not have known.
-            auto& d = gpus_[g].description;
-            if (d.name.empty())
-                d.name = description.name;
-            if (d.physical_memory == 0 && description.physical_memory != 0) {
-                d.physical_memory = description.physical_memory;
-                if (gpus_[g].capacity == 0)
-                    gpus_[g].capacity = description.physical_memory;
-            }
-            return g;
+        if (gpus_[g].description.uuid != description.uuid)
+            continue;
+        // Fill in what an earlier client may not have known.
+        auto& d = gpus_[g].description;
+        if (d.name.empty())
+            d.name = description.name;
+        if (d.physical_memory == 0 && description.physical_memory != 0) {
+            d.physical_memory = description.physical_memory;
+            if (gpus_[g].capacity == 0)
+                gpus_[g].capacity = description.physical_memory;
         }
+        return g;
     }
     if (gpus_.size() >= kMaxGpus)
         return std::nullopt;
@@ -86,6 +86,9 @@ std::optional<GpuIndex> Scheduler::ensure_gpu(const GpuDescription& description)
     else
         gpu.capacity = description.physical_memory;
     gpus_.push_back(std::move(gpu));
+    queues_.emplace_back();
+    // A new GPU has no clients yet; only `on` mode makes it exclusive.
+    exclusive_ = compute_exclusive();
     return static_cast<GpuIndex>(gpus_.size() - 1);
 }
 
@@ -94,7 +97,10 @@ void Scheduler::set_capacity_override(const std::string& uuid, uint64_t bytes)
     capacity_overrides_[uuid] = bytes;
 }
 
-void Scheduler::set_default_capacity(std::optional<uint64_t> bytes) { default_capacity_ = bytes; }
+void Scheduler::set_default_capacity(std::optional<uint64_t> bytes)
+{
+    default_capacity_ = bytes;
+}
 
 void Scheduler::set_capacity(GpuIndex gpu, uint64_t bytes, TimePoint now)
 {
@@ -102,23 +108,31 @@ void Scheduler::set_capacity(GpuIndex gpu, uint64_t bytes, TimePoint now)
         return;
     gpus_[gpu].capacity = bytes;
     capacity_overrides_[gpus_[gpu].description.uuid] = bytes;
-    schedule(now);
+    refresh_exclusive(now);
+    tick(now);
 }
 
 void Scheduler::set_mode(Mode mode, TimePoint now)
 {
     settings_.mode = mode;
-    schedule(now);
+    refresh_exclusive(now);
+    tick(now);
 }
 
 void Scheduler::set_time_quantum(Duration tq, TimePoint now)
 {
     // Deadlines derive from granted_at + TQ, so the running quantum follows.
     settings_.time_quantum = tq;
+    for (auto& [id, c] : clients_)
+        if (c.phase == Phase::Holding)
+            update_deadline(c);
     tick(now);
 }
 
-void Scheduler::set_grace(Duration grace) { settings_.grace = grace; }
+void Scheduler::set_grace(Duration grace)
+{
+    settings_.grace = grace;
+}
 
 // ---- views --------------------------------------------------------------------
 
@@ -136,66 +150,20 @@ Client* Scheduler::find(ClientId id)
 
 uint64_t Scheduler::requested_memory(GpuIndex gpu) const
 {
-    uint64_t sum = 0;
-    for (const auto& [id, c] : clients_)
-        if (auto it = c.memory.find(gpu); it != c.memory.end())
-            sum += it->second.total();
-    return sum;
+    return gpu < queues_.size() ? queues_[gpu].requested : 0;
 }
 
 bool Scheduler::serializing(GpuIndex gpu) const
 {
-    switch (settings_.mode) {
-    case Mode::On:
-        return true;
-    case Mode::Off:
-        return false;
-    case Mode::Auto:
-        return gpu < gpus_.size() && requested_memory(gpu) > gpus_[gpu].capacity;
-    }
-    return true;
-}
-
-GpuSet Scheduler::exclusive_set() const
-{
-    GpuSet s = 0;
-    for (GpuIndex g = 0; g < gpus_.size(); ++g)
-        if (serializing(g))
-            s |= gpu_bit(g);
-    return s;
-}
-
-std::vector<Client*> Scheduler::waiters_in_order()
-{
-    std::vector<Client*> w;
-    for (auto& [id, c] : clients_)
-        if (c.phase == Phase::Waiting)
-            w.push_back(&c);
-    std::sort(w.begin(), w.end(),
-              [](const Client* a, const Client* b) { return a->sequence < b->sequence; });
-    return w;
-}
-
-GpuSet Scheduler::wanted_by_waiters() const
-{
-    GpuSet s = 0;
-    for (const auto& [id, c] : clients_)
-        if (c.phase == Phase::Waiting)
-            s |= c.wanted;
-    return s;
+    return (exclusive_ & gpu_bit(gpu)) != 0;
 }
 
 std::vector<ClientId> Scheduler::queue(GpuIndex gpu) const
 {
-    std::vector<const Client*> w;
-    for (const auto& [id, c] : clients_)
-        if (c.phase == Phase::Waiting && (c.wanted & gpu_bit(gpu)))
-            w.push_back(&c);
-    std::sort(w.begin(), w.end(),
-              [](const Client* a, const Client* b) { return a->sequence < b->sequence; });
     std::vector<ClientId> ids;
-    for (const Client* c : w)
-        ids.push_back(c->id);
+    if (gpu < queues_.size())
+        for (const auto& [seq, id] : queues_[gpu].waiting)
+            ids.push_back(id);
     return ids;
 }
 
@@ -204,6 +172,13 @@ std::vector<Action> Scheduler::take_actions()
     std::vector<Action> out;
     out.swap(actions_);
     return out;
+}
+
+std::optional<TimePoint> Scheduler::next_deadline() const
+{
+    if (deadlines_.empty())
+        return std::nullopt;
+    return deadlines_.begin()->first;
 }
 
 // ---- client events ---------------------------------------------------------------
@@ -231,22 +206,43 @@ void Scheduler::request(ClientId id, GpuSet gpus, TimePoint now)
     gpus &= c->registered();
     if (gpus == 0)
         return;
+    GpuSet freed = 0;
     if (c->phase == Phase::Holding) {
         if ((gpus & ~c->held) == 0) {
             // Already held: answer again so a confused client resynchronises.
-            actions_.push_back({ActionKind::Grant, id, c->held,
-                                (c->held & exclusive_set()) == c->held, c->contended_sent, {}});
+            actions_.push_back({ActionKind::Grant,
+                                id,
+                                c->held,
+                                (c->held & exclusive_) == c->held,
+                                c->contended_sent,
+                                {}});
             return;
         }
-        end_hold(*c, c->held, now);
+        // Never hold some GPUs while waiting for others: give up what is held.
+        freed = end_hold(*c, c->held, now);
     }
-    if (c->phase == Phase::Idle) {
+    if (c->phase == Phase::Waiting) {
+        const GpuSet old = c->wanted;
+        dequeue(*c);
+        c->wanted = gpus;
+        enqueue(*c);  // keeps its place: same sequence number
+        freed |= old & ~gpus;
+        update_holder_deadlines(old & ~gpus);
+    } else {
+        c->phase = Phase::Waiting;
         c->sequence = next_sequence_++;
         c->waiting_since = now;
+        c->wanted = gpus;
+        enqueue(*c);
     }
-    c->phase = Phase::Waiting;
-    c->wanted = gpus;
-    schedule(now);
+    try_heads(freed, now);
+    if (c->phase == Phase::Waiting) {
+        if (grantable(*c))
+            grant(*c, now);
+        else
+            notify_contention(c->wanted, now);
+    }
+    tick(now);
 }
 
 void Scheduler::release(ClientId id, GpuSet gpus, TimePoint now)
@@ -255,13 +251,17 @@ void Scheduler::release(ClientId id, GpuSet gpus, TimePoint now)
     if (c == nullptr)
         return;
     if (c->phase == Phase::Waiting && (c->wanted & gpus) != 0) {
+        const GpuSet wanted = c->wanted;
+        dequeue(*c);
         c->waited_total += now - c->waiting_since;
         c->phase = Phase::Idle;
         c->wanted = 0;
+        update_holder_deadlines(wanted);
+        try_heads(wanted, now);
     } else if (c->phase == Phase::Holding && (c->held & gpus) != 0) {
-        end_hold(*c, c->held & gpus, now);
+        try_heads(end_hold(*c, c->held & gpus, now), now);
     }
-    schedule(now);
+    tick(now);
 }
 
 void Scheduler::report_memory(ClientId id, GpuIndex gpu, MemoryUse use, TimePoint now)
@@ -269,8 +269,11 @@ void Scheduler::report_memory(ClientId id, GpuIndex gpu, MemoryUse use, TimePoin
     Client* c = find(id);
     if (c == nullptr || (c->registered() & gpu_bit(gpu)) == 0)
         return;
-    c->memory[gpu] = use;
-    schedule(now);
+    MemoryUse& slot = c->memory[gpu];
+    queues_[gpu].requested += use.total() - slot.total();
+    slot = use;
+    refresh_exclusive(now);
+    tick(now);
 }
 
 void Scheduler::disconnect(ClientId id, TimePoint now)
@@ -278,10 +281,24 @@ void Scheduler::disconnect(ClientId id, TimePoint now)
     Client* c = find(id);
     if (c == nullptr)
         return;
+    GpuSet affected = 0;
     if (c->phase == Phase::Holding)
-        end_hold(*c, c->held, now);
+        affected = end_hold(*c, c->held, now);
+    if (c->phase == Phase::Waiting) {
+        affected = c->wanted;
+        dequeue(*c);
+    }
+    for (const auto& [g, m] : c->memory)
+        queues_[g].requested -= m.total();
+    if (c->deadline)
+        deadlines_.erase({*c->deadline, id});
     clients_.erase(id);
-    schedule(now);
+    update_holder_deadlines(affected);
+    const GpuSet before = exclusive_;
+    refresh_exclusive(now);
+    if (before == exclusive_)
+        try_heads(affected, now);
+    tick(now);
 }
 
 bool Scheduler::revoke(ClientId id, TimePoint now)
@@ -289,41 +306,103 @@ bool Scheduler::revoke(ClientId id, TimePoint now)
     Client* c = find(id);
     if (c == nullptr || c->phase != Phase::Holding)
         return false;
-    revoke_hold(*c, now);
-    schedule(now);
+    try_heads(revoke_hold(*c, now), now);
+    tick(now);
     return true;
 }
 
 // ---- internals ----------------------------------------------------------------------
 
+GpuSet Scheduler::compute_exclusive() const
+{
+    GpuSet s = 0;
+    for (GpuIndex g = 0; g < gpus_.size(); ++g) {
+        const bool excl = settings_.mode == Mode::On || (settings_.mode == Mode::Auto &&
+                                                         queues_[g].requested > gpus_[g].capacity);
+        if (excl)
+            s |= gpu_bit(g);
+    }
+    return s;
+}
+
+void Scheduler::refresh_exclusive(TimePoint now)
+{
+    const GpuSet e = compute_exclusive();
+    if (e == exclusive_)
+        return;
+    exclusive_ = e;
+    reschedule_all(now);
+}
+
+void Scheduler::enqueue(Client& c)
+{
+    for_each_gpu(c.wanted, [&](GpuIndex g) { queues_[g].waiting.insert({c.sequence, c.id}); });
+    waiting_++;
+}
+
+void Scheduler::dequeue(Client& c)
+{
+    for_each_gpu(c.wanted, [&](GpuIndex g) { queues_[g].waiting.erase({c.sequence, c.id}); });
+    waiting_--;
+}
+
+// First come, first served: a waiter may take its exclusive GPUs only when
+// they are free and nobody who came earlier wants them. (An earlier waiter
+// either got them, or still waits and so holds its place.) This is what
+// keeps multi-GPU requests from starving or deadlocking.
+bool Scheduler::grantable(const Client& c) const
+{
+    bool ok = true;
+    for_each_gpu(c.wanted & exclusive_, [&](GpuIndex g) {
+        const auto& waiting = queues_[g].waiting;
+        if (!gpus_[g].holders.empty() || waiting.empty() || waiting.begin()->second != c.id)
+            ok = false;
+    });
+    return ok;
+}
+
+bool Scheduler::contended(const Client& c) const
+{
+    bool any = false;
+    for_each_gpu(c.held & exclusive_, [&](GpuIndex g) { any |= !queues_[g].waiting.empty(); });
+    return any;
+}
+
 void Scheduler::grant(Client& c, TimePoint now)
 {
+    dequeue(c);
     c.phase = Phase::Holding;
+    holding_++;
     c.held = c.wanted;
     c.wanted = 0;
     c.granted_at = now;
     c.waited_total += now - c.waiting_since;
     c.grants++;
     c.drop_sent = false;
-    c.contended_sent = false;
+    c.contended_sent = contended(c);
     for_each_gpu(c.held, [&](GpuIndex g) {
         gpus_[g].holders.push_back(c.id);
         gpus_[g].grants++;
     });
-    const GpuSet excl = exclusive_set();
-    actions_.push_back({ActionKind::Grant, c.id, c.held, (c.held & excl) == c.held, false, {}});
+    actions_.push_back(
+        {ActionKind::Grant, c.id, c.held, (c.held & exclusive_) == c.held, c.contended_sent, {}});
+    update_deadline(c);
 }
 
-void Scheduler::end_hold(Client& c, GpuSet gpus, TimePoint now)
+GpuSet Scheduler::end_hold(Client& c, GpuSet gpus, TimePoint now)
 {
-    for_each_gpu(gpus & c.held, [&](GpuIndex g) { erase_value(gpus_[g].holders, c.id); });
+    gpus &= c.held;
+    for_each_gpu(gpus, [&](GpuIndex g) { erase_value(gpus_[g].holders, c.id); });
     c.held &= ~gpus;
     if (c.held == 0) {
         c.held_total += now - c.granted_at;
         c.phase = Phase::Idle;
+        holding_--;
         c.drop_sent = false;
         c.contended_sent = false;
     }
+    update_deadline(c);
+    return gpus;
 }
 
 void Scheduler::send_drop(Client& c, TimePoint now)
@@ -334,26 +413,86 @@ void Scheduler::send_drop(Client& c, TimePoint now)
     c.drop_deadline = now + settings_.grace;
     c.drops++;
     actions_.push_back({ActionKind::Drop, c.id, c.held, false, false, settings_.grace});
+    update_deadline(c);
 }
 
-void Scheduler::revoke_hold(Client& c, TimePoint now)
+GpuSet Scheduler::revoke_hold(Client& c, TimePoint now)
 {
     const GpuSet held = c.held;
     c.revocations++;
     end_hold(c, held, now);
     actions_.push_back({ActionKind::Revoke, c.id, held, false, false, {}});
+    return held;
 }
 
-void Scheduler::schedule(TimePoint now)
+// GPUs were freed or a waiter left: the first waiter of each such GPU may now go.
+void Scheduler::try_heads(GpuSet freed, TimePoint now)
 {
-    const GpuSet excl = exclusive_set();
+    for_each_gpu(freed & exclusive_, [&](GpuIndex g) {
+        const auto& waiting = queues_[g].waiting;
+        if (!gpus_[g].holders.empty() || waiting.empty())
+            return;
+        Client& head = clients_.at(waiting.begin()->second);
+        if (grantable(head))
+            grant(head, now);
+    });
+}
 
+// Tell holders of exclusive GPUs that somebody waits, once per grant, so that
+// an idle holder hands over at once instead of at the end of its quantum.
+void Scheduler::notify_contention(GpuSet gpus, TimePoint /*now*/)
+{
+    for_each_gpu(gpus & exclusive_, [&](GpuIndex g) {
+        if (queues_[g].waiting.empty())
+            return;
+        for (ClientId h : gpus_[g].holders) {
+            Client& holder = clients_.at(h);
+            if (!holder.contended_sent) {
+                holder.contended_sent = true;
+                actions_.push_back(
+                    {ActionKind::Contended, h, holder.held & exclusive_, false, true, {}});
+            }
+            update_deadline(holder);
+        }
+    });
+}
+
+void Scheduler::update_deadline(Client& c)
+{
+    std::optional<TimePoint> want;
+    if (c.phase == Phase::Holding) {
+        if (c.drop_sent)
+            want = c.drop_deadline;
+        else if (contended(c))
+            want = c.granted_at + settings_.time_quantum;
+    }
+    if (want == c.deadline)
+        return;
+    if (c.deadline)
+        deadlines_.erase({*c.deadline, c.id});
+    c.deadline = want;
+    if (want)
+        deadlines_.insert({*want, c.id});
+}
+
+void Scheduler::update_holder_deadlines(GpuSet gpus)
+{
+    for_each_gpu(gpus, [&](GpuIndex g) {
+        for (ClientId h : gpus_[g].holders)
+            update_deadline(clients_.at(h));
+    });
+}
+
+// The set of exclusive GPUs changed (mode, capacity or reported memory):
+// look at everybody.
+void Scheduler::reschedule_all(TimePoint now)
+{
     // A GPU that became exclusive while several clients run on it keeps the
     // one granted first; the others are asked to let go.
-    for (GpuIndex g = 0; g < gpus_.size(); ++g) {
+    for_each_gpu(exclusive_, [&](GpuIndex g) {
         auto& holders = gpus_[g].holders;
-        if ((excl & gpu_bit(g)) == 0 || holders.size() <= 1)
-            continue;
+        if (holders.size() <= 1)
+            return;
         auto first = std::min_element(holders.begin(), holders.end(), [&](ClientId a, ClientId b) {
             return clients_.at(a).granted_at < clients_.at(b).granted_at;
         });
@@ -361,30 +500,26 @@ void Scheduler::schedule(TimePoint now)
         for (ClientId h : std::vector<ClientId>(holders))
             if (h != keep)
                 send_drop(clients_.at(h), now);
-    }
+    });
 
-    // First come, first served. A waiter that cannot be granted reserves its
-    // exclusive GPUs, so later arrivals never overtake it there.
-    GpuSet reserved = 0;
-    for (Client* w : waiters_in_order()) {
-        bool can = true;
-        for_each_gpu(w->wanted & excl, [&](GpuIndex g) {
-            if (!gpus_[g].holders.empty() || (reserved & gpu_bit(g)))
-                can = false;
-        });
-        if (can)
+    std::vector<Client*> waiters;
+    for (auto& [id, c] : clients_)
+        if (c.phase == Phase::Waiting)
+            waiters.push_back(&c);
+    std::sort(waiters.begin(), waiters.end(),
+              [](const Client* a, const Client* b) { return a->sequence < b->sequence; });
+    for (Client* w : waiters)
+        if (grantable(*w))
             grant(*w, now);
-        else
-            reserved |= w->wanted & excl;
-    }
 
-    // Tell holders of contended exclusive GPUs, once per grant, so that an
-    // idle holder can hand over at once instead of at the end of its quantum.
-    const GpuSet contended = wanted_by_waiters() & excl;
     for (auto& [id, c] : clients_) {
-        if (c.phase == Phase::Holding && !c.contended_sent && (c.held & contended) != 0) {
-            c.contended_sent = true;
-            actions_.push_back({ActionKind::Contended, id, c.held & contended, false, true, {}});
+        if (c.phase == Phase::Holding) {
+            if (!c.contended_sent && contended(c)) {
+                c.contended_sent = true;
+                actions_.push_back(
+                    {ActionKind::Contended, id, c.held & exclusive_, false, true, {}});
+            }
+            update_deadline(c);
         }
     }
     tick(now);
@@ -392,41 +527,24 @@ void Scheduler::schedule(TimePoint now)
 
 void Scheduler::tick(TimePoint now)
 {
-    const GpuSet contended = wanted_by_waiters() & exclusive_set();
-    bool changed = false;
-    for (auto& [id, c] : clients_) {
+    while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
+        const ClientId id = deadlines_.begin()->second;
+        deadlines_.erase(deadlines_.begin());
+        Client& c = clients_.at(id);
+        c.deadline.reset();
         if (c.phase != Phase::Holding)
             continue;
         if (c.drop_sent) {
-            if (now >= c.drop_deadline) {
-                revoke_hold(c, now);
-                changed = true;
-            }
-        } else if ((c.held & contended) != 0 && now >= c.granted_at + settings_.time_quantum) {
+            if (now >= c.drop_deadline)
+                try_heads(revoke_hold(c, now), now);
+            else
+                update_deadline(c);
+        } else if (contended(c) && now >= c.granted_at + settings_.time_quantum) {
             send_drop(c, now);
+        } else {
+            update_deadline(c);
         }
     }
-    if (changed)
-        schedule(now);
-}
-
-std::optional<TimePoint> Scheduler::next_deadline() const
-{
-    const GpuSet contended = wanted_by_waiters() & exclusive_set();
-    std::optional<TimePoint> next;
-    auto consider = [&](TimePoint t) {
-        if (!next || t < *next)
-            next = t;
-    };
-    for (const auto& [id, c] : clients_) {
-        if (c.phase != Phase::Holding)
-            continue;
-        if (c.drop_sent)
-            consider(c.drop_deadline);
-        else if ((c.held & contended) != 0)
-            consider(c.granted_at + settings_.time_quantum);
-    }
-    return next;
 }
 
 }  // namespace nvshare::daemon

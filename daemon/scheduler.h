@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -25,7 +26,10 @@ using GpuSet = uint64_t;    // bit i = GpuIndex i
 
 inline constexpr GpuIndex kMaxGpus = 64;
 
-inline constexpr GpuSet gpu_bit(GpuIndex g) { return GpuSet{1} << g; }
+inline constexpr GpuSet gpu_bit(GpuIndex g)
+{
+    return GpuSet{1} << g;
+}
 
 struct SchedulerSettings {
     Mode mode = Mode::Auto;
@@ -41,9 +45,9 @@ struct GpuDescription {
 
 struct Gpu {
     GpuDescription description;
-    uint64_t capacity = 0;       // bytes the scheduler lets clients use together
+    uint64_t capacity = 0;  // bytes the scheduler lets clients use together
     std::vector<ClientId> holders;
-    uint64_t grants = 0;          // lock grants on this GPU so far
+    uint64_t grants = 0;  // lock grants on this GPU so far
 };
 
 struct MemoryUse {
@@ -76,6 +80,7 @@ struct Client {
     bool contended_sent = false;
     bool drop_sent = false;
     TimePoint drop_deadline{};
+    std::optional<TimePoint> deadline;  // next time tick() must look at this holder
 
     // Statistics over the client's life.
     Duration held_total{};
@@ -158,23 +163,46 @@ public:
     bool serializing(GpuIndex gpu) const;
     // Waiting clients that want this GPU, first come first.
     std::vector<ClientId> queue(GpuIndex gpu) const;
+    size_t holding_count() const { return holding_; }
+    size_t waiting_count() const { return waiting_; }
 
 private:
+    // Every event touches only the GPUs and clients it concerns, so the cost
+    // of an event does not grow with the number of clients: waiters sit in
+    // per-GPU queues ordered by arrival, deadlines in one ordered set.
+    using QueueKey = std::pair<uint64_t, ClientId>;  // (sequence, client)
+    struct GpuQueue {
+        std::set<QueueKey> waiting;
+        uint64_t requested = 0;  // memory reported by the GPU's clients
+    };
+
     Client* find(ClientId id);
+    GpuSet compute_exclusive() const;
+    void refresh_exclusive(TimePoint now);
+    void enqueue(Client& c);
+    void dequeue(Client& c);
+    bool grantable(const Client& c) const;
+    bool contended(const Client& c) const;
     void grant(Client& c, TimePoint now);
-    void end_hold(Client& c, GpuSet gpus, TimePoint now);
+    GpuSet end_hold(Client& c, GpuSet gpus, TimePoint now);
     void send_drop(Client& c, TimePoint now);
-    void revoke_hold(Client& c, TimePoint now);
-    std::vector<Client*> waiters_in_order();
-    GpuSet exclusive_set() const;
-    GpuSet wanted_by_waiters() const;
-    void schedule(TimePoint now);
+    GpuSet revoke_hold(Client& c, TimePoint now);
+    void try_heads(GpuSet freed, TimePoint now);
+    void notify_contention(GpuSet gpus, TimePoint now);
+    void update_deadline(Client& c);
+    void update_holder_deadlines(GpuSet gpus);
+    void reschedule_all(TimePoint now);
 
     SchedulerSettings settings_;
     std::vector<Gpu> gpus_;
+    std::vector<GpuQueue> queues_;  // parallel to gpus_
     std::map<std::string, uint64_t> capacity_overrides_;
     std::optional<uint64_t> default_capacity_;
     std::map<ClientId, Client> clients_;
+    std::set<std::pair<TimePoint, ClientId>> deadlines_;
+    GpuSet exclusive_ = 0;  // GPUs whose clients take turns
+    size_t holding_ = 0;
+    size_t waiting_ = 0;
     uint64_t next_sequence_ = 1;
     std::vector<Action> actions_;
 };

@@ -12,6 +12,7 @@
 
 #include "common/log.h"
 #include "common/uuid.h"
+#include "daemon/gpu_discovery.h"
 #include "daemon/status.h"
 
 namespace nvshare::daemon {
@@ -85,6 +86,11 @@ bool Server::init()
     // hung loop really trips systemd's watchdog.
     sd_event_set_watchdog(event_, 1);
 
+    // Known GPUs get stable indices now; others are added as clients name them.
+    for (const auto& gpu : discover_gpus(options_.gpu_info_dir))
+        if (scheduler_.ensure_gpu(gpu))
+            NVS_INFO("GPU %s: %s", gpu.uuid.c_str(), gpu.name.c_str());
+
     if (!open_listener())
         return false;
     r = sd_event_add_io(event_, &listen_source_, listen_fd_, EPOLLIN, on_listener, this);
@@ -149,7 +155,7 @@ bool Server::open_listener()
         return false;
     }
     // A socket file left by a dead daemon is removed; a live one is not taken over.
-    struct stat st{};
+    struct stat st {};
     if (lstat(path.c_str(), &st) == 0) {
         if (!S_ISSOCK(st.st_mode)) {
             NVS_ERROR("%s exists and is not a socket", path.c_str());
@@ -313,7 +319,8 @@ void Server::read_from(Connection& c)
                 if (!handle_frame(c, h, payload))
                     break;
             }
-            c.in.erase(c.in.begin(), c.in.begin() + static_cast<ptrdiff_t>(std::min(off, c.in.size())));
+            c.in.erase(c.in.begin(),
+                       c.in.begin() + static_cast<ptrdiff_t>(std::min(off, c.in.size())));
             if (c.dead)
                 return;
             continue;
@@ -544,36 +551,38 @@ void Server::dispatch_actions()
             continue;
         const uint64_t local = client->to_local(a.gpus);
         switch (a.kind) {
-        case ActionKind::Grant: {
-            const proto::GrantPayload p{local, (a.exclusive ? proto::kGrantExclusive : 0u) |
-                                                   (a.contended ? proto::kGrantContended : 0u),
-                                        0};
-            NVS_DEBUG("grant %llu to client %llu", static_cast<unsigned long long>(local),
-                      static_cast<unsigned long long>(a.client));
-            send(*c, proto::MsgType::Grant, &p, sizeof p);
-            break;
-        }
-        case ActionKind::Drop: {
-            const proto::DropPayload p{
-                local, static_cast<uint64_t>(
-                           std::chrono::duration_cast<std::chrono::microseconds>(a.grace).count())};
-            NVS_DEBUG("drop request to client %llu", static_cast<unsigned long long>(a.client));
-            send(*c, proto::MsgType::Drop, &p, sizeof p);
-            break;
-        }
-        case ActionKind::Revoke: {
-            NVS_WARN("revoked the lock of client %llu (pid %d %s)",
-                     static_cast<unsigned long long>(a.client), client->info.pid,
-                     client->info.comm.c_str());
-            const proto::GpuMaskPayload p{local};
-            send(*c, proto::MsgType::Revoked, &p, sizeof p);
-            break;
-        }
-        case ActionKind::Contended: {
-            const proto::GpuMaskPayload p{local};
-            send(*c, proto::MsgType::Contended, &p, sizeof p);
-            break;
-        }
+            case ActionKind::Grant: {
+                const proto::GrantPayload p{local,
+                                            (a.exclusive ? proto::kGrantExclusive : 0u) |
+                                                (a.contended ? proto::kGrantContended : 0u),
+                                            0};
+                NVS_DEBUG("grant %llu to client %llu", static_cast<unsigned long long>(local),
+                          static_cast<unsigned long long>(a.client));
+                send(*c, proto::MsgType::Grant, &p, sizeof p);
+                break;
+            }
+            case ActionKind::Drop: {
+                const proto::DropPayload p{
+                    local,
+                    static_cast<uint64_t>(
+                        std::chrono::duration_cast<std::chrono::microseconds>(a.grace).count())};
+                NVS_DEBUG("drop request to client %llu", static_cast<unsigned long long>(a.client));
+                send(*c, proto::MsgType::Drop, &p, sizeof p);
+                break;
+            }
+            case ActionKind::Revoke: {
+                NVS_WARN("revoked the lock of client %llu (pid %d %s)",
+                         static_cast<unsigned long long>(a.client), client->info.pid,
+                         client->info.comm.c_str());
+                const proto::GpuMaskPayload p{local};
+                send(*c, proto::MsgType::Revoked, &p, sizeof p);
+                break;
+            }
+            case ActionKind::Contended: {
+                const proto::GpuMaskPayload p{local};
+                send(*c, proto::MsgType::Contended, &p, sizeof p);
+                break;
+            }
         }
     }
 }
@@ -653,13 +662,10 @@ void Server::update_idle_timer()
 
 void Server::update_status()
 {
-    size_t holders = 0, waiters = 0;
-    for (const auto& [id, c] : scheduler_.clients()) {
-        holders += c.phase == Phase::Holding;
-        waiters += c.phase == Phase::Waiting;
-    }
+    const size_t holders = scheduler_.holding_count(), waiters = scheduler_.waiting_count();
     char line[256];
-    snprintf(line, sizeof line, "STATUS=%zu client(s), %zu holding, %zu waiting on %zu GPU(s); mode %s",
+    snprintf(line, sizeof line,
+             "STATUS=%zu client(s), %zu holding, %zu waiting on %zu GPU(s); mode %s",
              scheduler_.clients().size(), holders, waiters, scheduler_.gpus().size(),
              proto::mode_name(scheduler_.settings().mode));
     if (last_status_ != line) {

@@ -4,8 +4,8 @@
 // Scheduler's.
 #pragma once
 
-#include <systemd/sd-event.h>
 #include <sys/socket.h>
+#include <systemd/sd-event.h>
 
 #include <cstdint>
 #include <functional>
@@ -24,7 +24,7 @@ class Server;
 
 struct Connection {
     Server* server = nullptr;  // for the event callback, which gets only this
-    uint64_t serial = 0;  // also the ClientId once registered
+    uint64_t serial = 0;       // also the ClientId once registered
     int fd = -1;
     ucred peer{};  // from SO_PEERCRED: who the client really is
     sd_event_source* source = nullptr;

@@ -14,12 +14,12 @@ uint64_t usec(Duration d)
 const char* phase_name(Phase p)
 {
     switch (p) {
-    case Phase::Idle:
-        return "idle";
-    case Phase::Waiting:
-        return "waiting";
-    case Phase::Holding:
-        return "holding";
+        case Phase::Idle:
+            return "idle";
+        case Phase::Waiting:
+            return "waiting";
+        case Phase::Holding:
+            return "holding";
     }
     return "?";
 }

@@ -57,7 +57,8 @@ TEST(Protocol, RejectsBadMagicVersionAndLength)
     EXPECT_EQ(decode_header(bad.data(), bad.size(), kMaxClientPayload, &h), DecodeStatus::BadMagic);
     bad = buf;
     bad[4] = 99;
-    EXPECT_EQ(decode_header(bad.data(), bad.size(), kMaxClientPayload, &h), DecodeStatus::BadVersion);
+    EXPECT_EQ(decode_header(bad.data(), bad.size(), kMaxClientPayload, &h),
+              DecodeStatus::BadVersion);
     EXPECT_EQ(h.version, 99);
     bad = buf;
     const uint32_t huge = kMaxClientPayload + 1;

@@ -1,0 +1,249 @@
+#!/usr/bin/env python3
+"""The gpu suite: real CUDA programs under nvshared on a real GPU.
+
+Each scenario starts nvshared on a private socket, runs two (or more)
+programs at once with libnvshare.so preloaded, and checks (1) that every
+program's results are right (gpu_work verifies its data; train.py's loss must
+equal a run without nvshare) and (2) from the GPU's own clock (%globaltimer,
+recorded by gpu_work's kernels) that the two processes' kernels never
+overlapped when nvshare serializes, and did overlap when it lets them run
+together.
+
+Safety: every program's memory is small (a few hundred MiB); oversubscription
+is emulated with --capacity far below the card's real memory.
+
+Usage: run_suite.py --nvshared BIN --lib LIBNVSHARE --work BIN --work-ptds BIN
+                    --train train.py [--only NAME] [--out DIR]
+Exit status 0 when every scenario passed; one line per scenario on stdout.
+"""
+import argparse
+import json
+import os
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+MAGIC, VERSION = 0x4853564E, 1
+STATUS_QUERY, STATUS = 5, 22
+
+
+def query_status(path):
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(5)
+    s.connect(path)
+    s.sendall(struct.pack("<IHHII", MAGIC, VERSION, STATUS_QUERY, 0, 0))
+    head = b""
+    while len(head) < 16:
+        head += s.recv(16 - len(head))
+    _, _, typ, length, _ = struct.unpack("<IHHII", head)
+    body = b""
+    while len(body) < length:
+        body += s.recv(length - len(body))
+    s.close()
+    assert typ == STATUS, typ
+    return json.loads(body)
+
+
+class Daemon:
+    def __init__(self, binary, workdir, args):
+        self.sock = os.path.join(workdir, "nvshare.sock")
+        self.log = open(os.path.join(workdir, "nvshared.log"), "w")
+        self.proc = subprocess.Popen([binary, "--socket", self.sock, "-v"] + args,
+                                     stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            try:
+                query_status(self.sock)
+                return
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("nvshared did not come up")
+
+    def stop(self):
+        self.proc.terminate()
+        rc = self.proc.wait(timeout=10)
+        self.log.close()
+        return rc
+
+
+def overlaps(a, b):
+    """Pairs of [start, end] intervals from a and b that intersect."""
+    return sum(1 for s1, e1 in a for s2, e2 in b if s1 < e2 and s2 < e1)
+
+
+def read_intervals(path):
+    out = []
+    with open(path) as f:
+        for line in f:
+            _, start, end = line.split()
+            out.append((int(start), int(end)))
+    return out
+
+
+class Runner:
+    def __init__(self, args):
+        self.a = args
+        self.results = []
+        self.baseline_loss = None
+
+    def env(self, sock, preload=True, extra=None):
+        e = dict(os.environ)
+        if preload:
+            e["LD_PRELOAD"] = self.a.lib
+            e["NVSHARE_SOCKET"] = sock
+        e.update(extra or {})
+        return e
+
+    def run_all(self, procs, timeout):
+        outs = []
+        for p in procs:
+            try:
+                out, _ = p.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                out, _ = p.communicate()
+                out = (out or "") + "\n<timed out>"
+            outs.append((p.returncode, out))
+        return outs
+
+    def record(self, name, ok, detail):
+        self.results.append((name, ok, detail))
+        print(f"{'PASS' if ok else 'FAIL'} {name}: {detail}", flush=True)
+
+    def work_pair(self, name, daemon_args, expect_overlap, work_args, binaries=None,
+                  timeout=120):
+        with tempfile.TemporaryDirectory(dir=self.a.out) as wd:
+            d = Daemon(self.a.nvshared, wd, daemon_args)
+            binaries = binaries or [self.a.work, self.a.work]
+            logs = [os.path.join(wd, f"iv{i}.txt") for i in range(len(binaries))]
+            t0 = time.time()
+            procs = [subprocess.Popen([b, "--log", log] + work_args, env=self.env(d.sock),
+                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                     for b, log in zip(binaries, logs)]
+            peak_mem, peak_clients, serializing = 0, 0, False
+            while any(p.poll() is None for p in procs) and time.time() - t0 < timeout:
+                try:
+                    st = query_status(d.sock)
+                    peak_clients = max(peak_clients, len(st["clients"]))
+                    for g in st["gpus"]:
+                        peak_mem = max(peak_mem, g["requested_memory"])
+                        serializing |= g["serializing"]
+                except OSError:
+                    pass
+                time.sleep(0.1)
+            outs = self.run_all(procs, timeout)
+            elapsed = time.time() - t0
+            rc = d.stop()
+            ok = all(code == 0 and "RESULT OK" in out for code, out in outs)
+            detail = f"{elapsed:.1f}s"
+            if not ok:
+                detail += " program failed: " + " | ".join(out.strip()[-300:] for _, out in outs)
+                with open(os.path.join(wd, "nvshared.log")) as f:
+                    detail += " | daemon: " + f.read()[-600:]
+                self.record(name, False, detail)
+                return
+            iv = [read_intervals(l) for l in logs]
+            span = [(min(s for s, _ in x), max(e for _, e in x)) for x in iv]
+            concurrent_runs = span[0][0] < span[1][1] and span[1][0] < span[0][1]
+            n_overlap = overlaps(iv[0], iv[1])
+            detail += (f", kernels overlapping across processes: {n_overlap} of "
+                       f"{len(iv[0])}x{len(iv[1])}, runs concurrent: {concurrent_runs}, "
+                       f"peak clients {peak_clients}, peak reported memory "
+                       f"{peak_mem >> 20} MiB, serialized: {serializing}, daemon exit {rc}")
+            good = (rc == 0 and concurrent_runs and peak_clients >= 2 and peak_mem > 0 and
+                    ((n_overlap > 0) if expect_overlap else (n_overlap == 0)))
+            self.record(name, good, detail)
+
+    def train_baseline(self):
+        p = subprocess.run([sys.executable, self.a.train], env=self.env("", preload=False),
+                           capture_output=True, text=True, timeout=300)
+        line = [l for l in p.stdout.splitlines() if "LOSS" in l]
+        ok = p.returncode == 0 and line
+        self.baseline_loss = line[0].split()[2] if ok else None
+        self.record("train-baseline", bool(ok), (line[0] if ok else p.stderr[-500:]))
+
+    def train_pair(self, name, daemon_args):
+        if self.baseline_loss is None:
+            self.record(name, False, "no baseline")
+            return
+        with tempfile.TemporaryDirectory(dir=self.a.out) as wd:
+            d = Daemon(self.a.nvshared, wd, daemon_args)
+            t0 = time.time()
+            procs = [subprocess.Popen([sys.executable, self.a.train], env=self.env(d.sock),
+                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                     for _ in range(2)]
+            peak_clients, grants = 0, 0
+            while any(p.poll() is None for p in procs) and time.time() - t0 < 300:
+                try:
+                    st = query_status(d.sock)
+                    peak_clients = max(peak_clients, len(st["clients"]))
+                    grants = max(grants, sum(g["grants"] for g in st["gpus"]))
+                except OSError:
+                    pass
+                time.sleep(0.1)
+            outs = self.run_all(procs, 300)
+            rc = d.stop()
+            losses = []
+            for code, out in outs:
+                line = [l for l in out.splitlines() if "LOSS" in l]
+                losses.append(line[0].split()[2] if code == 0 and line else None)
+            ok = rc == 0 and all(l == self.baseline_loss for l in losses) and peak_clients >= 2
+            self.record(name, ok, f"{time.time() - t0:.1f}s losses {losses} vs baseline "
+                                  f"{self.baseline_loss}, peak clients {peak_clients}, "
+                                  f"grants {grants}, daemon exit {rc}"
+                        + ("" if ok else " | " + " | ".join(o[-300:] for _, o in outs)))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--nvshared", required=True)
+    ap.add_argument("--lib", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--work-ptds", required=True)
+    ap.add_argument("--train", required=True)
+    ap.add_argument("--only")
+    ap.add_argument("--out", default=tempfile.gettempdir())
+    a = ap.parse_args()
+    r = Runner(a)
+    # Bursts separated by CPU phases: serialized processes alternate by early
+    # release; a continuous stream of bursts (gap 0) overlaps when unserialized.
+    alt = ["--bursts", "6", "--burst-us", "40000", "--gap-us", "150000", "--mem-mib", "256"]
+    busy = ["--bursts", "20", "--burst-us", "30000", "--gap-us", "0", "--mem-mib", "256"]
+    scenarios = {
+        "on-serializes": lambda: r.work_pair(
+            "on-serializes", ["--anti-thrashing", "on", "--time-quantum", "2s"], False, alt),
+        "on-serializes-ptds": lambda: r.work_pair(
+            "on-serializes-ptds", ["--anti-thrashing", "on", "--time-quantum", "2s"], False, alt,
+            [a.work_ptds, a.work_ptds]),
+        "on-busy-takes-turns-at-tq": lambda: r.work_pair(
+            "on-busy-takes-turns-at-tq", ["--anti-thrashing", "on", "--time-quantum", "200ms"],
+            False, busy),
+        "off-runs-together": lambda: r.work_pair(
+            "off-runs-together", ["--anti-thrashing", "off"], True, busy),
+        "auto-fits-runs-together": lambda: r.work_pair(
+            "auto-fits-runs-together", ["--anti-thrashing", "auto"], True, busy),
+        "auto-oversubscribed-serializes": lambda: r.work_pair(
+            "auto-oversubscribed-serializes",
+            ["--anti-thrashing", "auto", "--capacity", "384M", "--time-quantum", "200ms"],
+            False, busy),
+        "train-baseline": r.train_baseline,
+        "train-on": lambda: r.train_pair("train-on", ["--anti-thrashing", "on",
+                                                      "--time-quantum", "500ms"]),
+    }
+    for name, fn in scenarios.items():
+        if a.only and a.only not in name:
+            continue
+        try:
+            fn()
+        except Exception as e:  # a scenario's crash is its failure, not the suite's
+            r.record(name, False, f"exception: {e!r}")
+    passed = sum(1 for _, ok, _ in r.results if ok)
+    print(f"{passed} passed, {len(r.results) - passed} failed")
+    return 0 if passed == len(r.results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

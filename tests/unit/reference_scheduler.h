@@ -1,0 +1,185 @@
+// Test oracle: the first, simple O(clients) scheduler that rescans everything on every event.
+// Pure logic: events in (with the current time), actions out. No I/O, no
+// clock of its own, so tests drive it exhaustively and deterministically.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/protocol.h"
+
+namespace nvshare::reference {
+
+using Clock = std::chrono::steady_clock;
+using TimePoint = Clock::time_point;
+using Duration = std::chrono::nanoseconds;
+using Mode = proto::Mode;
+
+using ClientId = uint64_t;
+using GpuIndex = uint32_t;  // daemon-wide, in order of discovery
+using GpuSet = uint64_t;    // bit i = GpuIndex i
+
+inline constexpr GpuIndex kMaxGpus = 64;
+
+inline constexpr GpuSet gpu_bit(GpuIndex g)
+{
+    return GpuSet{1} << g;
+}
+
+struct SchedulerSettings {
+    Mode mode = Mode::Auto;
+    Duration time_quantum = std::chrono::seconds(30);
+    Duration grace = std::chrono::seconds(10);
+};
+
+struct GpuDescription {
+    std::string uuid;  // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"
+    std::string name;
+    uint64_t physical_memory = 0;
+};
+
+struct Gpu {
+    GpuDescription description;
+    uint64_t capacity = 0;  // bytes the scheduler lets clients use together
+    std::vector<ClientId> holders;
+    uint64_t grants = 0;  // lock grants on this GPU so far
+};
+
+struct MemoryUse {
+    uint64_t managed = 0;  // pageable
+    uint64_t pinned = 0;   // never evicted
+    uint64_t total() const { return managed + pinned; }
+};
+
+enum class Phase { Idle, Waiting, Holding };
+
+struct ClientInfo {
+    int32_t pid = 0;
+    uint32_t uid = 0;
+    std::string comm;
+};
+
+struct Client {
+    ClientId id = 0;
+    ClientInfo info;
+    std::vector<GpuIndex> gpus;  // in the client's Hello order: local index -> GpuIndex
+    std::map<GpuIndex, MemoryUse> memory;
+
+    Phase phase = Phase::Idle;
+    GpuSet wanted = 0;  // while Waiting
+    uint64_t sequence = 0;
+    TimePoint waiting_since{};
+
+    GpuSet held = 0;  // while Holding
+    TimePoint granted_at{};
+    bool contended_sent = false;
+    bool drop_sent = false;
+    TimePoint drop_deadline{};
+
+    // Statistics over the client's life.
+    Duration held_total{};
+    Duration waited_total{};
+    uint64_t grants = 0;
+    uint64_t drops = 0;
+    uint64_t revocations = 0;
+
+    GpuSet registered() const;
+    // Client-local masks (bit i = i-th GPU of its Hello) <-> daemon-wide sets.
+    // to_global returns nullopt if the mask names a GPU the client never did.
+    std::optional<GpuSet> to_global(uint64_t local_mask) const;
+    uint64_t to_local(GpuSet set) const;
+};
+
+enum class ActionKind {
+    Grant,      // client now holds `gpus`
+    Drop,       // client must release `gpus` within the grace period
+    Revoke,     // client's hold on `gpus` was taken away
+    Contended,  // somebody waits for GPUs the client holds exclusively
+};
+
+struct Action {
+    ActionKind kind;
+    ClientId client;
+    GpuSet gpus;
+    bool exclusive = false;  // Grant: no other client runs on these GPUs
+    bool contended = false;  // Grant: somebody already waits for them
+    Duration grace{};        // Drop
+};
+
+enum class RevokeReason { GraceExpired, Admin };
+
+class Scheduler {
+public:
+    explicit Scheduler(SchedulerSettings settings = {});
+
+    // ---- GPUs -----------------------------------------------------------
+    // Finds or adds a GPU by UUID; nullopt when kMaxGpus are known already.
+    std::optional<GpuIndex> ensure_gpu(const GpuDescription& description);
+    // Capacity for GPUs not yet seen: by UUID, else the default, else physical.
+    void set_capacity_override(const std::string& uuid, uint64_t bytes);
+    void set_default_capacity(std::optional<uint64_t> bytes);
+    void set_capacity(GpuIndex gpu, uint64_t bytes, TimePoint now);
+
+    // ---- settings --------------------------------------------------------
+    void set_mode(Mode mode, TimePoint now);
+    void set_time_quantum(Duration tq, TimePoint now);
+    void set_grace(Duration grace);
+    const SchedulerSettings& settings() const { return settings_; }
+
+    // ---- client events ---------------------------------------------------
+    // Returns false if the id is in use or a GPU index is unknown.
+    bool connect(ClientId id, ClientInfo info, std::vector<GpuIndex> gpus);
+    // A Request replaces what the client holds or waits for: holding some GPUs
+    // while waiting for others is never allowed, so multi-GPU clients cannot
+    // deadlock each other.
+    void request(ClientId id, GpuSet gpus, TimePoint now);
+    void release(ClientId id, GpuSet gpus, TimePoint now);
+    void report_memory(ClientId id, GpuIndex gpu, MemoryUse use, TimePoint now);
+    void disconnect(ClientId id, TimePoint now);
+    // Takes the lock away from a holder now. False if it holds nothing.
+    bool revoke(ClientId id, TimePoint now);
+
+    // ---- time -------------------------------------------------------------
+    // Acts on quanta and grace periods that have run out by `now`.
+    void tick(TimePoint now);
+    // When tick() next has something to do, if ever.
+    std::optional<TimePoint> next_deadline() const;
+
+    // Actions produced since the last call, in order.
+    std::vector<Action> take_actions();
+
+    // ---- views -------------------------------------------------------------
+    const std::vector<Gpu>& gpus() const { return gpus_; }
+    const std::map<ClientId, Client>& clients() const { return clients_; }
+    const Client* client(ClientId id) const;
+    uint64_t requested_memory(GpuIndex gpu) const;
+    // Whether clients of this GPU currently take turns rather than run together.
+    bool serializing(GpuIndex gpu) const;
+    // Waiting clients that want this GPU, first come first.
+    std::vector<ClientId> queue(GpuIndex gpu) const;
+
+private:
+    Client* find(ClientId id);
+    void grant(Client& c, TimePoint now);
+    void end_hold(Client& c, GpuSet gpus, TimePoint now);
+    void send_drop(Client& c, TimePoint now);
+    void revoke_hold(Client& c, TimePoint now);
+    std::vector<Client*> waiters_in_order();
+    GpuSet exclusive_set() const;
+    GpuSet wanted_by_waiters() const;
+    void schedule(TimePoint now);
+
+    SchedulerSettings settings_;
+    std::vector<Gpu> gpus_;
+    std::map<std::string, uint64_t> capacity_overrides_;
+    std::optional<uint64_t> default_capacity_;
+    std::map<ClientId, Client> clients_;
+    uint64_t next_sequence_ = 1;
+    std::vector<Action> actions_;
+};
+
+}  // namespace nvshare::reference
