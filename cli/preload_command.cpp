@@ -44,34 +44,67 @@ void warn(const std::string& text)
     fprintf(stderr, "nvsharectl: warning: %s\n", text.c_str());
 }
 
-// Regenerates the file from the drop-ins; `retired` entries go as well.
-// Called with the drop-in lock held.
-int merge_locked(const PreloadPaths& paths, const std::vector<std::string>& retired)
+// The drop-ins' entries whose libraries exist, with warnings printed for
+// the rest: a missing library would make every program print an error, so it
+// is listed once it exists (the library before the line).
+bool usable_entries(const PreloadPaths& paths, std::vector<std::string>* entries,
+                    size_t* drop_in_count, FileError* error)
 {
-    FileError error;
     std::vector<preload::DropIn> drop_ins;
     std::vector<std::string> warnings;
-    if (!read_drop_ins(paths.dir, &drop_ins, &warnings, &error))
-        return report(error);
+    if (!read_drop_ins(paths.dir, &drop_ins, &warnings, error))
+        return false;
     for (const auto& w : warnings)
         warn(w);
-    const size_t drop_in_count = drop_ins.size();
+    *drop_in_count = drop_ins.size();
     preload::CollectedEntries collected = preload::collect_entries(std::move(drop_ins));
     for (const auto& w : collected.warnings)
         warn(paths.dir + "/" + w);
-    // A library that is not there would make every program print an error:
-    // it is listed once it exists (the library before the line).
-    std::vector<std::string> entries;
     for (auto& entry : collected.entries) {
         if (library_present(entry))
-            entries.push_back(std::move(entry));
+            entries->push_back(std::move(entry));
         else
             warn(entry +
                  ": no such library; left out until it is installed (then run "
                  "'nvsharectl preload merge')");
     }
+    return true;
+}
 
-    // What earlier merges wrote: theirs to take out again.
+// Writes the merged file and the state in an order that keeps the state a
+// superset of what the file holds: before the file gains an entry the state
+// lists it, and the state forgets an entry only once the file has.
+bool write_merge(const PreloadPaths& paths, const std::string& old_state,
+                 const std::vector<std::string>& entries, const preload::MergeResult& merged,
+                 FileError* error)
+{
+    const std::vector<std::string> old_entries = preload::list_entries(old_state);
+    std::vector<std::string> superset = old_entries;
+    for (const auto& e : entries)
+        if (std::find(superset.begin(), superset.end(), e) == superset.end())
+            superset.push_back(e);
+    if (superset != old_entries && !replace_file(paths.state, preload::state_text(superset), error))
+        return false;
+    if (merged.changed && !(merged.text.empty() ? remove_file(paths.file, error)
+                                                : replace_file(paths.file, merged.text, error)))
+        return false;
+    if (entries.empty())
+        return remove_file(paths.state, error);
+    const std::string new_state = preload::state_text(entries);
+    return new_state == old_state || replace_file(paths.state, new_state, error);
+}
+
+// Regenerates the file from the drop-ins; `retired` entries go as well.
+// Called with the drop-in lock held.
+int merge_locked(const PreloadPaths& paths, const std::vector<std::string>& retired)
+{
+    FileError error;
+    std::vector<std::string> entries;
+    size_t drop_in_count = 0;
+    if (!usable_entries(paths, &entries, &drop_in_count, &error))
+        return report(error);
+
+    // What earlier merges wrote is theirs to take out again.
     std::string state;
     bool state_exists = false;
     if (!read_regular_file(paths.state, preload::kMaxDropInBytes, &state, &state_exists, &error))
@@ -86,29 +119,8 @@ int merge_locked(const PreloadPaths& paths, const std::vector<std::string>& reti
     const preload::MergeResult merged = preload::merge(current, entries, owned);
     for (const auto& w : merged.warnings)
         warn(paths.file + ": " + w);
-
-    // The state never lags behind the file: before the file gains an entry
-    // the state lists it, and it forgets entries only once the file has.
-    const std::string final_state = entries.empty() ? "" : preload::state_text(entries);
-    std::vector<std::string> superset = preload::list_entries(state);
-    for (const auto& e : entries)
-        if (std::find(superset.begin(), superset.end(), e) == superset.end())
-            superset.push_back(e);
-    if (superset != preload::list_entries(state) &&
-        !replace_file(paths.state, preload::state_text(superset), &error))
+    if (!write_merge(paths, state, entries, merged, &error))
         return report(error);
-    if (merged.changed) {
-        const bool ok = merged.text.empty() ? remove_file(paths.file, &error)
-                                            : replace_file(paths.file, merged.text, &error);
-        if (!ok)
-            return report(error);
-    }
-    if (final_state != state || (final_state.empty() && state_exists)) {
-        const bool ok = final_state.empty() ? remove_file(paths.state, &error)
-                                            : replace_file(paths.state, final_state, &error);
-        if (!ok)
-            return report(error);
-    }
 
     const std::string entry_count = count(entries.size(), "entry", "entries");
     const std::string drop_in_summary = count(drop_in_count, "drop-in", "drop-ins");
@@ -134,11 +146,12 @@ int merge(const PreloadPaths& paths, const std::vector<std::string>& retired = {
 
 int enable(const PreloadPaths& paths)
 {
-    const auto checked = preload::collect_entries({{"entry", paths.entry}});
+    // Only NVSHARE_PRELOAD_ENTRY can make the entry unusable: say so in its name.
+    const auto checked = preload::collect_entries({{"NVSHARE_PRELOAD_ENTRY", paths.entry}});
     if (checked.entries != std::vector<std::string>{paths.entry}) {
-        fprintf(stderr, "nvsharectl: '%s' cannot be listed in /etc/ld.so.preload%s%s\n",
-                paths.entry.c_str(), checked.warnings.empty() ? "" : ": ",
-                checked.warnings.empty() ? "" : checked.warnings[0].c_str());
+        fprintf(stderr, "nvsharectl: %s\n",
+                checked.warnings.empty() ? "NVSHARE_PRELOAD_ENTRY: not a single library"
+                                         : checked.warnings[0].c_str());
         return kUsage;
     }
     if (!library_present(paths.entry)) {
