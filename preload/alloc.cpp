@@ -1,0 +1,328 @@
+// cuMemAlloc/cuMemAllocPitch become managed allocations, so system memory
+// backs what does not fit on the GPU; every allocation kind is accounted per
+// GPU and reported to nvshared (managed: pageable; async/pool/VMM: pinned).
+#include "preload/alloc.h"
+
+#include <pthread.h>
+
+#include <atomic>
+
+#include "preload/alloc_table.h"
+#include "preload/client.h"
+#include "preload/contexts.h"
+#include "preload/devices.h"
+#include "preload/env.h"
+#include "preload/hook_table.h"
+#include "preload/log.h"
+
+namespace nvshare::preload::alloc {
+
+namespace {
+
+using devices::Kind;
+
+AllocTable g_pointers;  // device pointers
+AllocTable g_handles;   // cuMemCreate handles
+pthread_mutex_t g_mutex = PTHREAD_MUTEX_INITIALIZER;
+std::atomic<bool> g_warned_unmanaged{false};
+
+constexpr size_t kPitchAlignment = 512;
+// Give the first allocation a chance to learn nvshared's capacity.
+constexpr int kReadyTimeoutMs = 2000;
+
+void track(AllocTable& table, uint64_t key, uint64_t size, int gpu, Kind kind)
+{
+    pthread_mutex_lock(&g_mutex);
+    const bool ok = table.insert(key, size, gpu, static_cast<uint16_t>(kind));
+    pthread_mutex_unlock(&g_mutex);
+    if (ok)
+        devices::add_usage(static_cast<uint32_t>(gpu), kind, static_cast<int64_t>(size));
+}
+
+// Removes before the real free: once freed, the address may be handed out
+// again at once to another thread and tracked anew.
+bool untrack(AllocTable& table, uint64_t key, AllocTable::Entry* out)
+{
+    pthread_mutex_lock(&g_mutex);
+    const bool found = table.remove(key, out);
+    pthread_mutex_unlock(&g_mutex);
+    if (found)
+        devices::add_usage(static_cast<uint32_t>(out->gpu), static_cast<Kind>(out->kind),
+                           -static_cast<int64_t>(out->size));
+    return found;
+}
+
+void retrack(AllocTable& table, const AllocTable::Entry& e)
+{
+    track(table, e.key, e.size, e.gpu, static_cast<Kind>(e.kind));
+}
+
+// The GPU an allocation lands on, registered, with the daemon connection
+// started (and its settings awaited, briefly) on the first allocation.
+int prepare(int ordinal)
+{
+    if (ordinal < 0)
+        return -1;
+    const int gpu = devices::index_of(ordinal, true);
+    if (gpu >= 0 && client::ensure_started())
+        client::wait_ready(kReadyTimeoutMs);
+    return gpu;
+}
+
+int prepare_current()
+{
+    contexts::note_current();
+    return prepare(contexts::current_device());
+}
+
+// A single process may not allocate beyond the GPU's capacity, as with
+// plain device memory, unless NVSHARE_ENABLE_SINGLE_OVERSUB=1.
+bool over_limit(int gpu, uint64_t bytes)
+{
+    if (config().single_oversub)
+        return false;
+    const uint64_t cap = devices::capacity(static_cast<uint32_t>(gpu));
+    const uint64_t used = devices::used(static_cast<uint32_t>(gpu));
+    if (used + bytes <= cap && used + bytes >= used)
+        return false;
+    log_debug(
+        "refusing %llu bytes on GPU %d: %llu of %llu in use "
+        "(NVSHARE_ENABLE_SINGLE_OVERSUB=1 allows it)",
+        static_cast<unsigned long long>(bytes), devices::at(static_cast<uint32_t>(gpu)).ordinal,
+        static_cast<unsigned long long>(used), static_cast<unsigned long long>(cap));
+    return true;
+}
+
+// Managed allocation in place of device memory; plain device memory where
+// the GPU cannot do managed memory.
+CUresult allocate_managed(CUdeviceptr* dptr, size_t bytes, int gpu)
+{
+    auto managed = NVS_REAL(cuMemAllocManaged);
+    auto plain = NVS_REAL(cuMemAlloc_v2);
+    CUresult r =
+        managed != nullptr ? managed(dptr, bytes, CU_MEM_ATTACH_GLOBAL) : CUDA_ERROR_NOT_SUPPORTED;
+    Kind kind = Kind::Managed;
+    if (r == CUDA_ERROR_NOT_SUPPORTED && plain != nullptr) {
+        if (!g_warned_unmanaged.exchange(true))
+            log_warn("this GPU has no managed memory: allocations stay in device memory");
+        r = plain(dptr, bytes);
+        kind = Kind::Pinned;
+    }
+    if (r == CUDA_SUCCESS)
+        track(g_pointers, *dptr, bytes, gpu, kind);
+    return r;
+}
+
+bool is_device_location(const CUmemAllocationProp* prop)
+{
+    return prop != nullptr && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE;
+}
+
+}  // namespace
+
+void reset_after_fork()
+{
+    pthread_mutex_init(&g_mutex, nullptr);
+    g_pointers.clear();
+    g_handles.clear();
+}
+
+// Stream-ordered allocations (plain and from a pool) share this logic.
+template <typename Call>
+CUresult allocate_async(CUdeviceptr* dptr, size_t bytes, CUstream stream, int per_thread, Call call)
+{
+    if (config().disabled)
+        return call();
+    // Inside a capture this becomes graph memory, freed by the graph: not ours.
+    if (contexts::stream_capturing(per_thread != 0 && stream == nullptr ? CU_STREAM_PER_THREAD
+                                                                        : stream))
+        return call();
+    const int gpu = prepare_current();
+    if (gpu < 0)
+        return call();
+    if (over_limit(gpu, bytes))
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    const CUresult r = call();
+    if (r == CUDA_SUCCESS && dptr != nullptr)
+        track(g_pointers, *dptr, bytes, gpu, Kind::Pinned);
+    return r;
+}
+
+template <typename Call>
+CUresult free_tracked(CUdeviceptr dptr, Call call)
+{
+    AllocTable::Entry e{};
+    const bool found = untrack(g_pointers, dptr, &e);
+    const CUresult r = call();
+    if (r != CUDA_SUCCESS && found)
+        retrack(g_pointers, e);
+    return r;
+}
+
+}  // namespace nvshare::preload::alloc
+
+// ---- exported wrappers ---------------------------------------------------------
+
+using namespace nvshare::preload::alloc;  // NOLINT: the wrappers below are thin
+using nvshare::preload::config;
+
+#define NVS_EXPORT extern "C" __attribute__((visibility("default")))
+#define NVS_REQUIRE(var, name) \
+    auto var = NVS_REAL(name); \
+    if (var == nullptr)        \
+    return CUDA_ERROR_NOT_FOUND
+
+NVS_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize)
+{
+    NVS_REQUIRE(real, cuMemAlloc_v2);
+    if (config().disabled || dptr == nullptr || bytesize == 0)
+        return real(dptr, bytesize);
+    const int gpu = prepare_current();
+    if (gpu < 0)
+        return real(dptr, bytesize);  // no context: the driver reports it
+    if (over_limit(gpu, bytesize))
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    return allocate_managed(dptr, bytesize, gpu);
+}
+
+NVS_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, size_t WidthInBytes,
+                                       size_t Height, unsigned int ElementSizeBytes)
+{
+    NVS_REQUIRE(real, cuMemAllocPitch_v2);
+    const bool valid = dptr != nullptr && pPitch != nullptr && WidthInBytes != 0 && Height != 0 &&
+                       (ElementSizeBytes == 4 || ElementSizeBytes == 8 || ElementSizeBytes == 16);
+    if (config().disabled || !valid)
+        return real(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
+    const size_t pitch = (WidthInBytes + kPitchAlignment - 1) / kPitchAlignment * kPitchAlignment;
+    if (pitch < WidthInBytes || Height > SIZE_MAX / pitch)
+        return CUDA_ERROR_INVALID_VALUE;
+    const size_t bytes = pitch * Height;
+    const int gpu = prepare_current();
+    if (gpu < 0)
+        return real(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
+    if (over_limit(gpu, bytes))
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    const CUresult r = allocate_managed(dptr, bytes, gpu);
+    if (r == CUDA_SUCCESS)
+        *pPitch = pitch;
+    return r;
+}
+
+NVS_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
+{
+    NVS_REQUIRE(real, cuMemFree_v2);
+    return free_tracked(dptr, [&] { return real(dptr); });
+}
+
+NVS_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsigned int flags)
+{
+    NVS_REQUIRE(real, cuMemAllocManaged);
+    if (config().disabled)
+        return real(dptr, bytesize, flags);
+    const int gpu = prepare_current();
+    const CUresult r = real(dptr, bytesize, flags);
+    if (r == CUDA_SUCCESS && gpu >= 0)
+        track(g_pointers, *dptr, bytesize, gpu, nvshare::preload::devices::Kind::Managed);
+    return r;
+}
+
+NVS_EXPORT CUresult cuMemAllocAsync(CUdeviceptr* dptr, size_t bytesize, CUstream hStream)
+{
+    NVS_REQUIRE(real, cuMemAllocAsync);
+    return allocate_async(dptr, bytesize, hStream, 0,
+                          [&] { return real(dptr, bytesize, hStream); });
+}
+
+NVS_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUstream hStream)
+{
+    NVS_REQUIRE(real, cuMemAllocAsync_ptsz);
+    return allocate_async(dptr, bytesize, hStream, 1,
+                          [&] { return real(dptr, bytesize, hStream); });
+}
+
+NVS_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool,
+                                            CUstream hStream)
+{
+    NVS_REQUIRE(real, cuMemAllocFromPoolAsync);
+    return allocate_async(dptr, bytesize, hStream, 0,
+                          [&] { return real(dptr, bytesize, pool, hStream); });
+}
+
+NVS_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytesize,
+                                                 CUmemoryPool pool, CUstream hStream)
+{
+    NVS_REQUIRE(real, cuMemAllocFromPoolAsync_ptsz);
+    return allocate_async(dptr, bytesize, hStream, 1,
+                          [&] { return real(dptr, bytesize, pool, hStream); });
+}
+
+NVS_EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
+{
+    NVS_REQUIRE(real, cuMemFreeAsync);
+    return free_tracked(dptr, [&] { return real(dptr, hStream); });
+}
+
+NVS_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)
+{
+    NVS_REQUIRE(real, cuMemFreeAsync_ptsz);
+    return free_tracked(dptr, [&] { return real(dptr, hStream); });
+}
+
+// VMM memory cannot be managed and is never evicted: accounted as pinned.
+NVS_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size,
+                                const CUmemAllocationProp* prop, unsigned long long flags)
+{
+    NVS_REQUIRE(real, cuMemCreate);
+    if (config().disabled || !is_device_location(prop) || handle == nullptr)
+        return real(handle, size, prop, flags);
+    const int gpu = prepare(prop->location.id);
+    if (gpu < 0)
+        return real(handle, size, prop, flags);
+    if (over_limit(gpu, size))
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    const CUresult r = real(handle, size, prop, flags);
+    if (r == CUDA_SUCCESS)
+        track(g_handles, *handle, size, gpu, nvshare::preload::devices::Kind::Pinned);
+    return r;
+}
+
+NVS_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
+{
+    NVS_REQUIRE(real, cuMemRelease);
+    nvshare::preload::AllocTable::Entry e{};
+    const bool found = untrack(g_handles, handle, &e);
+    const CUresult r = real(handle);
+    if (r != CUDA_SUCCESS && found)
+        retrack(g_handles, e);
+    return r;
+}
+
+// The GPU as nvshared shares it: its capacity, less what this process uses.
+NVS_EXPORT CUresult cuMemGetInfo_v2(size_t* free, size_t* total)
+{
+    NVS_REQUIRE(real, cuMemGetInfo_v2);
+    const CUresult r = real(free, total);
+    if (r != CUDA_SUCCESS || config().disabled || free == nullptr || total == nullptr)
+        return r;
+    const int ordinal = nvshare::preload::contexts::current_device();
+    const int gpu = ordinal >= 0 ? nvshare::preload::devices::index_of(ordinal, true) : -1;
+    if (gpu < 0)
+        return r;
+    const uint64_t cap = nvshare::preload::devices::capacity(static_cast<uint32_t>(gpu));
+    const uint64_t used = nvshare::preload::devices::used(static_cast<uint32_t>(gpu));
+    *total = cap;
+    *free = cap > used ? cap - used : 0;
+    return r;
+}
+
+NVS_EXPORT CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev)
+{
+    NVS_REQUIRE(real, cuDeviceTotalMem_v2);
+    const CUresult r = real(bytes, dev);
+    if (r != CUDA_SUCCESS || config().disabled || bytes == nullptr)
+        return r;
+    const int gpu = nvshare::preload::devices::index_of(dev, false);
+    if (gpu >= 0)
+        *bytes = nvshare::preload::devices::capacity(static_cast<uint32_t>(gpu));
+    return r;
+}

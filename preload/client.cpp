@@ -1,0 +1,595 @@
+#include "preload/client.h"
+
+#include <errno.h>
+#include <linux/futex.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <climits>
+#include <cstring>
+#include <new>
+
+#include "common/protocol.h"
+#include "preload/alloc.h"
+#include "preload/contexts.h"
+#include "preload/devices.h"
+#include "preload/env.h"
+#include "preload/gate.h"
+#include "preload/log.h"
+
+namespace nvshare::preload::client {
+
+namespace {
+
+constexpr uint32_t kBackoffFirstMs = 500;
+constexpr uint32_t kBackoffMaxMs = 10000;
+constexpr uint64_t kReportPeriodNs = 20ull * 1000 * 1000;
+constexpr uint64_t kWelcomeTimeoutNs = 5ull * 1000 * 1000 * 1000;
+constexpr uint64_t kCapturePollNs = 5ull * 1000 * 1000;
+
+enum Started { kNotStarted = 0, kStarting = 1, kRunning = 2, kFailed = 3 };
+
+std::atomic<int> g_started{kNotStarted};
+std::atomic<int> g_event_fd{-1};
+std::atomic<int> g_socket_fd{-1};
+std::atomic<bool> g_want{false};
+std::atomic<uint32_t> g_ready{0};  // futex word: 1 once settings arrived or we failed open
+// While the client thread drains: when the drain should be over at the latest
+// (0: not draining). Waiting threads fail open past it (see gate.cpp).
+std::atomic<uint64_t> g_drain_deadline{0};
+constexpr uint64_t kIdleDrainLimitNs = 10ull * 1000 * 1000 * 1000;
+bool g_atfork_registered = false;
+
+uint64_t now_ns()
+{
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+void set_ready()
+{
+    if (g_ready.exchange(1) == 0)
+        syscall(SYS_futex, reinterpret_cast<uint32_t*>(&g_ready), FUTEX_WAKE_PRIVATE, INT_MAX,
+                nullptr, nullptr, 0);
+}
+
+// Everything one connection to nvshared knows.
+struct Session {
+    int fd = -1;
+    bool welcomed = false;
+    bool holding = false;
+    bool requested = false;
+    bool contended = false;
+    bool drop_pending = false;
+    uint32_t gpu_count = 0;   // GPUs named in our Hello
+    uint32_t generation = 0;  // devices::generation() at Hello
+    uint64_t connected_at = 0;
+    uint64_t drop_deadline = 0;
+    uint64_t next_idle_check = 0;
+    uint64_t last_report = 0;
+};
+
+class Client {
+public:
+    void run();
+
+private:
+    bool connect_and_hello();
+    void disconnect();
+    void fail_open(const char* reason);
+    bool send_frame(proto::MsgType type, const void* payload, uint32_t length);
+    bool send_mask(proto::MsgType type);
+    bool read_frames();
+    bool handle(proto::MsgType type, const uint8_t* payload, uint32_t length);
+    void apply_settings(const proto::SettingsFixed& s, const uint8_t* capacities);
+    void release();
+    bool drain(uint64_t deadline);
+    void work(uint64_t now);
+    int timeout_ms(uint64_t now) const;
+    void wait_event(int timeout);
+
+    Session s_;
+    size_t in_len_ = 0;
+    uint8_t in_[64 * 1024];
+    bool failing_ = false;
+    uint32_t backoff_ms_ = kBackoffFirstMs;
+    uint64_t retry_at_ = 0;
+};
+
+bool Client::send_frame(proto::MsgType type, const void* payload, uint32_t length)
+{
+    uint8_t buf[sizeof(proto::FrameHeader) + sizeof(proto::HelloFixed) +
+                devices::kMaxGpus * sizeof(proto::HelloGpu)];
+    const size_t n = proto::encode(type, payload, length, buf, sizeof buf);
+    size_t sent = 0;
+    while (n != 0 && sent < n) {
+        const ssize_t w = ::send(s_.fd, buf + sent, n - sent, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return false;
+        sent += static_cast<size_t>(w);
+    }
+    return n != 0;
+}
+
+bool Client::send_mask(proto::MsgType type)
+{
+    const proto::GpuMaskPayload p{s_.gpu_count >= 64 ? ~0ull : (1ull << s_.gpu_count) - 1};
+    return send_frame(type, &p, sizeof p);
+}
+
+bool Client::connect_and_hello()
+{
+    const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return false;
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    static_assert(sizeof addr.sun_path == sizeof config().socket_path);
+    memcpy(addr.sun_path, config().socket_path, sizeof addr.sun_path);
+    if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) < 0) {
+        log_debug("cannot connect to %s: %s", addr.sun_path, strerror(errno));
+        close(fd);
+        return false;
+    }
+    s_ = Session{};
+    in_len_ = 0;
+    s_.fd = fd;
+    g_socket_fd.store(fd);
+    s_.connected_at = now_ns();
+    s_.generation = devices::generation();
+    s_.gpu_count = devices::count();
+
+    uint8_t payload[sizeof(proto::HelloFixed) + devices::kMaxGpus * sizeof(proto::HelloGpu)] = {};
+    proto::HelloFixed hello{};
+    hello.gpu_count = s_.gpu_count;
+    char comm[17] = {};
+    prctl(PR_GET_NAME, comm);
+    memcpy(hello.comm, comm, sizeof hello.comm);
+    memcpy(payload, &hello, sizeof hello);
+    for (uint32_t i = 0; i < s_.gpu_count; ++i) {
+        const devices::Gpu& g = devices::at(i);
+        proto::HelloGpu h{};
+        memcpy(h.uuid, g.uuid, sizeof h.uuid);
+        h.physical_memory = g.physical_memory;
+        memcpy(h.name, g.name, sizeof h.name);
+        memcpy(payload + sizeof hello + i * sizeof h, &h, sizeof h);
+        devices::at(i).dirty.store(true);  // the new session gets every report
+    }
+    const auto length =
+        static_cast<uint32_t>(sizeof hello + s_.gpu_count * sizeof(proto::HelloGpu));
+    if (!send_frame(proto::MsgType::Hello, payload, length)) {
+        disconnect();
+        return false;
+    }
+    log_debug("registered with %s: %u GPU(s)", addr.sun_path, s_.gpu_count);
+    return true;
+}
+
+void Client::disconnect()
+{
+    if (s_.fd >= 0) {
+        g_socket_fd.store(-1);
+        close(s_.fd);
+    }
+    s_.fd = -1;
+    s_.welcomed = s_.holding = s_.requested = s_.drop_pending = false;
+}
+
+void Client::fail_open(const char* reason)
+{
+    gate_open();
+    set_ready();
+    if (!failing_) {
+        failing_ = true;
+        log_warn("%s (%s): GPU work runs unscheduled until nvshared is back", reason,
+                 config().socket_path);
+    }
+}
+
+void Client::apply_settings(const proto::SettingsFixed& s, const uint8_t* capacities)
+{
+    for (uint32_t i = 0; i < s.gpu_count && i < s_.gpu_count; ++i) {
+        uint64_t cap = 0;
+        memcpy(&cap, capacities + i * sizeof cap, sizeof cap);
+        devices::at(i).capacity.store(cap, std::memory_order_release);
+    }
+    log_debug("settings: mode %s, time quantum %llu us",
+              proto::mode_name(static_cast<proto::Mode>(s.mode)),
+              static_cast<unsigned long long>(s.time_quantum_us));
+}
+
+bool Client::handle(proto::MsgType type, const uint8_t* p, uint32_t length)
+{
+    using proto::MsgType;
+    const uint64_t now = now_ns();
+    uint32_t expected = 0;
+    if (proto::fixed_payload_size(type, &expected) && expected != length)
+        return false;
+    switch (type) {
+        case MsgType::Welcome:
+        case MsgType::Settings: {
+            const uint32_t fixed = type == MsgType::Welcome ? sizeof(proto::WelcomeFixed)
+                                                            : sizeof(proto::SettingsFixed);
+            if (length < fixed)
+                return false;
+            proto::SettingsFixed s{};
+            memcpy(&s, p + fixed - sizeof s, sizeof s);
+            if (!proto::settings_length_valid(fixed, s, length))
+                return false;
+            apply_settings(s, p + fixed);
+            if (type == MsgType::Welcome) {
+                s_.welcomed = true;
+                set_ready();
+            }
+            return true;
+        }
+        case MsgType::Grant: {
+            proto::GrantPayload g{};
+            memcpy(&g, p, sizeof g);
+            s_.holding = true;
+            s_.requested = false;
+            s_.drop_pending = false;
+            s_.contended = (g.flags & proto::kGrantContended) != 0;
+            s_.next_idle_check = now + config().idle_release_ms * 1000000ull;
+            g_want.store(false);
+            gate_open();
+            log_debug("lock granted%s", s_.contended ? " (contended)" : "");
+            return true;
+        }
+        case MsgType::Drop: {
+            proto::DropPayload d{};
+            memcpy(&d, p, sizeof d);
+            gate_close();  // stop admitting work at once; drained in work()
+            if (s_.holding) {
+                s_.drop_pending = true;
+                s_.drop_deadline = now + d.grace_us * 1000 * 3 / 4;
+            }
+            log_debug("drop requested (grace %llu us)",
+                      static_cast<unsigned long long>(d.grace_us));
+            return true;
+        }
+        case MsgType::Revoked:
+            gate_close();
+            s_.holding = s_.requested = s_.drop_pending = false;
+            log_warn("nvshared revoked the GPU lock (not released in time)");
+            return true;
+        case MsgType::Contended:
+            s_.contended = true;
+            return true;
+        case MsgType::Error: {
+            proto::ErrorFixed e{};
+            if (length >= sizeof e)
+                memcpy(&e, p, sizeof e);
+            char text[160] = {};
+            const size_t n = length > sizeof e ? length - sizeof e : 0;
+            memcpy(text, p + sizeof e, n < sizeof text - 1 ? n : sizeof text - 1);
+            log_warn("nvshared refused this process: %s", text);
+            return false;
+        }
+        default:
+            return true;  // Status and future types: nothing to do
+    }
+}
+
+// false: the connection is gone or spoke nonsense.
+bool Client::read_frames()
+{
+    {
+        ssize_t n;
+        do
+            n = ::read(s_.fd, in_ + in_len_, sizeof in_ - in_len_);
+        while (n < 0 && errno == EINTR);
+        if (n <= 0)
+            return false;
+        in_len_ += static_cast<size_t>(n);
+        size_t off = 0;
+        for (;;) {
+            proto::FrameHeader h{};
+            const auto st =
+                proto::decode_header(in_ + off, in_len_ - off, sizeof in_ - sizeof h, &h);
+            if (st == proto::DecodeStatus::NeedMore)
+                break;
+            if (st != proto::DecodeStatus::Ok)
+                return false;
+            if (!proto::frame_complete(h, in_len_ - off))
+                break;
+            if (!handle(static_cast<proto::MsgType>(h.type), in_ + off + sizeof h, h.length))
+                return false;
+            off += sizeof h + h.length;
+        }
+        memmove(in_, in_ + off, in_len_ - off);
+        in_len_ -= off;
+        // One read per wake-up is enough: poll tells us when there is more.
+        return true;
+    }
+}
+
+bool Client::drain(uint64_t deadline)
+{
+    g_drain_deadline.store(deadline, std::memory_order_release);
+    const bool done = contexts::drain_all();
+    g_drain_deadline.store(0, std::memory_order_release);
+    return done;
+}
+
+void Client::release()
+{
+    send_mask(proto::MsgType::Released);
+    s_.holding = s_.requested = s_.drop_pending = false;
+}
+
+void Client::work(uint64_t now)
+{
+    if (!s_.welcomed)
+        return;
+    // A drop: drain every context, then say so; wait for captures to end
+    // first (synchronising would invalidate them) unless the grace runs out.
+    if (s_.drop_pending) {
+        if (contexts::active_captures() == 0 || now >= s_.drop_deadline) {
+            drain(s_.drop_deadline + kCapturePollNs);
+            gate_close();  // a waiter may have failed open during a stuck drain
+            release();
+            log_debug("released after a drop request");
+        }
+    }
+    // Early release: when others wait and nothing was submitted for an idle
+    // period, hand the GPU on now rather than at the end of the quantum.
+    const uint64_t period = config().idle_release_ms * 1000000ull;
+    if (s_.holding && !s_.drop_pending && s_.contended && period != 0 &&
+        now >= s_.next_idle_check) {
+        s_.next_idle_check = now + period;
+        const uint32_t st = g_gate.load(std::memory_order_acquire);
+        if (contexts::active_captures() > 0) {
+            // never release (and sync) in the middle of a capture
+        } else if (st & kGateActive) {
+            g_gate.fetch_and(~kGateActive, std::memory_order_acq_rel);
+        } else if (drain(now + kIdleDrainLimitNs)) {
+            uint32_t expected = kGateOpen;  // still idle: nobody set ACTIVE
+            if (g_gate.compare_exchange_strong(expected, 0, std::memory_order_acq_rel)) {
+                release();
+                log_debug("released early: idle for %u ms", config().idle_release_ms);
+            }
+        }
+    }
+    // Memory first: in auto mode the daemon decides from it whether this
+    // request may run alongside others, so it must not learn it too late.
+    const bool requesting = g_want.load() && !s_.holding && !s_.requested;
+    if (requesting || now - s_.last_report >= kReportPeriodNs) {
+        bool sent = false;
+        for (uint32_t i = 0; i < s_.gpu_count; ++i) {
+            devices::Gpu& g = devices::at(i);
+            if (!g.dirty.exchange(false))
+                continue;
+            const int64_t m = g.managed.load(), pin = g.pinned.load();
+            const proto::MemoryPayload r{i, 0, static_cast<uint64_t>(m > 0 ? m : 0),
+                                         static_cast<uint64_t>(pin > 0 ? pin : 0)};
+            send_frame(proto::MsgType::Memory, &r, sizeof r);
+            sent = true;
+        }
+        if (sent)
+            s_.last_report = now;
+    }
+    if (requesting) {
+        if (s_.gpu_count == 0) {
+            gate_open();  // nothing to schedule
+        } else if (send_mask(proto::MsgType::Request)) {
+            s_.requested = true;
+        }
+    }
+}
+
+int Client::timeout_ms(uint64_t now) const
+{
+    uint64_t next = UINT64_MAX;
+    auto consider = [&](uint64_t t) { next = t < next ? t : next; };
+    if (!s_.welcomed)
+        consider(s_.connected_at + kWelcomeTimeoutNs);
+    if (s_.drop_pending)
+        consider(now + kCapturePollNs);
+    if (s_.holding && s_.contended && config().idle_release_ms != 0)
+        consider(s_.next_idle_check);
+    for (uint32_t i = 0; i < s_.gpu_count; ++i)
+        if (devices::at(i).dirty.load())
+            consider(s_.last_report + kReportPeriodNs);
+    if (next == UINT64_MAX)
+        return -1;
+    if (next <= now)
+        return 0;
+    const uint64_t ms = (next - now + 999999) / 1000000;
+    return ms > 60000 ? 60000 : static_cast<int>(ms);
+}
+
+void Client::wait_event(int timeout)
+{
+    pollfd p{g_event_fd.load(), POLLIN, 0};
+    if (poll(&p, 1, timeout) > 0) {
+        uint64_t v;
+        ssize_t unused = read(p.fd, &v, sizeof v);
+        (void)unused;
+    }
+}
+
+void Client::run()
+{
+    for (;;) {
+        if (s_.fd < 0) {
+            const uint64_t now = now_ns();
+            if (failing_ && now < retry_at_) {
+                wait_event(static_cast<int>((retry_at_ - now + 999999) / 1000000));
+                continue;
+            }
+            if (!connect_and_hello()) {
+                fail_open("cannot reach nvshared");
+                retry_at_ = now_ns() + backoff_ms_ * 1000000ull;
+                backoff_ms_ = backoff_ms_ * 2 > kBackoffMaxMs ? kBackoffMaxMs : backoff_ms_ * 2;
+                continue;
+            }
+            backoff_ms_ = kBackoffFirstMs;
+            if (failing_) {
+                failing_ = false;
+                log_debug("connected to nvshared again: GPU work is scheduled");
+                // Back to gating; ask at once if work is under way.
+                if (gate_close() & kGateActive)
+                    g_want.store(true);
+            }
+        }
+        // A context on a new GPU: register again with every GPU.
+        if (devices::generation() != s_.generation) {
+            if (s_.holding)
+                drain(now_ns() + kIdleDrainLimitNs);
+            gate_close();
+            disconnect();
+            continue;
+        }
+        uint64_t now = now_ns();
+        if (!s_.welcomed && now >= s_.connected_at + kWelcomeTimeoutNs) {
+            disconnect();
+            fail_open("nvshared does not answer");
+            retry_at_ = now + backoff_ms_ * 1000000ull;
+            continue;
+        }
+        work(now);
+        pollfd p[2] = {{s_.fd, POLLIN, 0}, {g_event_fd.load(), POLLIN, 0}};
+        const int r = poll(p, 2, timeout_ms(now_ns()));
+        if (r < 0 && errno != EINTR)
+            continue;
+        if (p[1].revents & POLLIN) {
+            uint64_t v;
+            ssize_t unused = read(p[1].fd, &v, sizeof v);
+            (void)unused;
+        }
+        if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+            if (!read_frames()) {
+                disconnect();
+                fail_open("lost the connection to nvshared");
+                retry_at_ = now_ns() + backoff_ms_ * 1000000ull;
+            }
+        }
+    }
+}
+
+// The Client holds a 64 KiB buffer: static storage, not the thread's stack,
+// constructed when the thread starts (no static constructor in the library).
+alignas(Client) unsigned char g_client_storage[sizeof(Client)];
+
+void* thread_main(void*)
+{
+    Client* client = new (g_client_storage) Client();
+    client->run();
+    return nullptr;
+}
+
+void child_after_fork()
+{
+    // Only the forking thread exists in the child: no client thread, and the
+    // parent's connection must not stay open here. The child registers anew
+    // on its own first use.
+    const int sock = g_socket_fd.exchange(-1);
+    if (sock >= 0)
+        close(sock);
+    const int efd = g_event_fd.exchange(-1);
+    if (efd >= 0)
+        close(efd);
+    g_started.store(kNotStarted);
+    g_want.store(false);
+    g_ready.store(0);
+    gate_reset();
+    contexts::reset_after_fork();
+    devices::reset_after_fork();
+    alloc::reset_after_fork();
+}
+
+}  // namespace
+
+bool ensure_started()
+{
+    int state = g_started.load(std::memory_order_acquire);
+    if (state == kRunning)
+        return true;
+    if (state == kFailed)
+        return false;
+    int expected = kNotStarted;
+    if (g_started.compare_exchange_strong(expected, kStarting, std::memory_order_acq_rel)) {
+        if (!g_atfork_registered) {
+            pthread_atfork(nullptr, nullptr, child_after_fork);
+            g_atfork_registered = true;
+        }
+        const int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        g_event_fd.store(efd);
+        // The thread must never take the application's signals.
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        pthread_t thread;
+        const int r = efd < 0 ? EMFILE : pthread_create(&thread, &attr, thread_main, nullptr);
+        pthread_attr_destroy(&attr);
+        pthread_sigmask(SIG_SETMASK, &old, nullptr);
+        if (r != 0) {
+            log_warn("cannot start the nvshared client (%s): GPU work runs unscheduled",
+                     strerror(r));
+            g_started.store(kFailed, std::memory_order_release);
+            set_ready();
+            return false;
+        }
+        g_started.store(kRunning, std::memory_order_release);
+        return true;
+    }
+    while ((state = g_started.load(std::memory_order_acquire)) == kStarting)
+        sched_yield();
+    return state == kRunning;
+}
+
+bool drain_overdue()
+{
+    const uint64_t deadline = g_drain_deadline.load(std::memory_order_acquire);
+    return deadline != 0 && now_ns() > deadline;
+}
+
+void want_lock()
+{
+    if (!g_want.exchange(true))
+        poke();
+}
+
+void poke()
+{
+    const int fd = g_event_fd.load(std::memory_order_acquire);
+    if (fd >= 0) {
+        const uint64_t one = 1;
+        ssize_t unused = write(fd, &one, sizeof one);
+        (void)unused;
+    }
+}
+
+void wait_ready(int timeout_ms)
+{
+    timespec ts{timeout_ms / 1000, (timeout_ms % 1000) * 1000000L};
+    const uint64_t deadline = now_ns() + static_cast<uint64_t>(timeout_ms) * 1000000ull;
+    while (g_ready.load(std::memory_order_acquire) == 0) {
+        const uint64_t now = now_ns();
+        if (now >= deadline)
+            return;
+        const uint64_t left = deadline - now;
+        ts.tv_sec = static_cast<time_t>(left / 1000000000ull);
+        ts.tv_nsec = static_cast<long>(left % 1000000000ull);
+        syscall(SYS_futex, reinterpret_cast<uint32_t*>(&g_ready), FUTEX_WAIT_PRIVATE, 0, &ts,
+                nullptr, 0);
+    }
+}
+
+}  // namespace nvshare::preload::client

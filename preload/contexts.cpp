@@ -1,0 +1,358 @@
+#include "preload/contexts.h"
+
+#include <pthread.h>
+
+#include <atomic>
+
+#include "preload/devices.h"
+#include "preload/env.h"
+#include "preload/hook_table.h"
+#include "preload/log.h"
+
+namespace nvshare::preload::contexts {
+
+namespace {
+
+struct Known {
+    CUcontext ctx;
+    CUdevice device;
+    int primary_refs;  // primary contexts: retains minus releases
+    bool primary;
+};
+
+constexpr int kMaxContexts = 256;
+Known g_known[kMaxContexts];
+int g_count = 0;
+pthread_mutex_t g_mutex = PTHREAD_MUTEX_INITIALIZER;
+std::atomic<int> g_captures{0};
+
+struct Lock {
+    Lock() { pthread_mutex_lock(&g_mutex); }
+    ~Lock() { pthread_mutex_unlock(&g_mutex); }
+    Lock(const Lock&) = delete;
+    Lock& operator=(const Lock&) = delete;
+};
+
+int find_locked(CUcontext ctx)
+{
+    for (int i = 0; i < g_count; ++i)
+        if (g_known[i].ctx == ctx)
+            return i;
+    return -1;
+}
+
+void remove_locked(int i)
+{
+    g_known[i] = g_known[--g_count];
+}
+
+void add(CUcontext ctx, CUdevice device, bool primary)
+{
+    if (ctx == nullptr)
+        return;
+    {
+        Lock lock;
+        const int i = find_locked(ctx);
+        if (i >= 0) {
+            if (primary)
+                g_known[i].primary_refs++;
+        } else if (g_count < kMaxContexts) {
+            g_known[g_count++] = {ctx, device, primary ? 1 : 0, primary};
+        } else {
+            log_warn("more than %d CUDA contexts: not all are drained on release", kMaxContexts);
+        }
+    }
+    devices::index_of(device, true);
+}
+
+void forget(CUcontext ctx)
+{
+    Lock lock;
+    const int i = find_locked(ctx);
+    if (i >= 0)
+        remove_locked(i);
+}
+
+void release_primary(CUdevice device, bool reset)
+{
+    Lock lock;
+    for (int i = 0; i < g_count; ++i) {
+        if (g_known[i].primary && g_known[i].device == device) {
+            if (reset || --g_known[i].primary_refs <= 0)
+                remove_locked(i);
+            return;
+        }
+    }
+}
+
+void capture_began(CUresult r)
+{
+    if (r == CUDA_SUCCESS)
+        g_captures.fetch_add(1, std::memory_order_acq_rel);
+}
+
+void capture_ended(CUresult r)
+{
+    if (r != CUDA_SUCCESS && r != CUDA_ERROR_STREAM_CAPTURE_INVALIDATED)
+        return;
+    int v = g_captures.load(std::memory_order_acquire);
+    while (v > 0 && !g_captures.compare_exchange_weak(v, v - 1, std::memory_order_acq_rel)) {
+    }
+}
+
+}  // namespace
+
+bool note_current()
+{
+    auto get_current = NVS_REAL(cuCtxGetCurrent);
+    auto get_device = NVS_REAL(cuCtxGetDevice);
+    CUcontext ctx = nullptr;
+    if (get_current == nullptr || get_device == nullptr || get_current(&ctx) != CUDA_SUCCESS ||
+        ctx == nullptr)
+        return false;
+    {
+        Lock lock;
+        if (find_locked(ctx) >= 0)
+            return true;
+    }
+    CUdevice device = 0;
+    if (get_device(&device) != CUDA_SUCCESS)
+        return false;
+    add(ctx, device, false);
+    return true;
+}
+
+int current_device()
+{
+    auto get_device = NVS_REAL(cuCtxGetDevice);
+    CUdevice device = 0;
+    if (get_device == nullptr || get_device(&device) != CUDA_SUCCESS)
+        return -1;
+    return device;
+}
+
+bool drain_all()
+{
+    if (g_captures.load(std::memory_order_acquire) > 0)
+        return false;
+    auto push = NVS_REAL(cuCtxPushCurrent_v2);
+    auto pop = NVS_REAL(cuCtxPopCurrent_v2);
+    auto sync = NVS_REAL(cuCtxSynchronize);
+    if (push == nullptr || pop == nullptr || sync == nullptr)
+        return true;
+    // Relaxed capture mode: another thread's global-mode capture must not
+    // make our synchronisation illegal (and we never sync a capturing stream).
+    static thread_local bool relaxed = false;
+    if (!relaxed) {
+        if (auto exchange = NVS_REAL(cuThreadExchangeStreamCaptureMode)) {
+            CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+            exchange(&mode);
+        }
+        relaxed = true;
+    }
+    Lock lock;  // a context cannot be destroyed while we sync it
+    for (int i = 0; i < g_count; ++i) {
+        if (push(g_known[i].ctx) != CUDA_SUCCESS)
+            continue;
+        const CUresult r = sync();
+        if (r != CUDA_SUCCESS)
+            log_debug("draining context %p: error %d", static_cast<void*>(g_known[i].ctx),
+                      static_cast<int>(r));
+        CUcontext popped = nullptr;
+        pop(&popped);
+    }
+    return true;
+}
+
+int active_captures()
+{
+    return g_captures.load(std::memory_order_acquire);
+}
+
+bool stream_capturing(CUstream stream)
+{
+    if (g_captures.load(std::memory_order_acquire) == 0)
+        return false;
+    auto is_capturing = NVS_REAL(cuStreamIsCapturing);
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    return is_capturing != nullptr && is_capturing(stream, &status) == CUDA_SUCCESS &&
+           status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+void reset_after_fork()
+{
+    pthread_mutex_init(&g_mutex, nullptr);
+    g_count = 0;
+    g_captures.store(0);
+}
+
+}  // namespace nvshare::preload::contexts
+
+// ---- exported wrappers ---------------------------------------------------------
+
+using nvshare::preload::contexts::add;
+using nvshare::preload::contexts::capture_began;
+using nvshare::preload::contexts::capture_ended;
+using nvshare::preload::contexts::forget;
+using nvshare::preload::contexts::release_primary;
+
+#define NVS_EXPORT extern "C" __attribute__((visibility("default")))
+#define NVS_CALL_REAL(name, ...)     \
+    auto real = NVS_REAL(name);      \
+    if (real == nullptr)             \
+        return CUDA_ERROR_NOT_FOUND; \
+    const CUresult r = real(__VA_ARGS__)
+
+NVS_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev)
+{
+    NVS_CALL_REAL(cuDevicePrimaryCtxRetain, pctx, dev);
+    if (r == CUDA_SUCCESS && !nvshare::preload::config().disabled)
+        add(*pctx, dev, true);
+    return r;
+}
+
+NVS_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
+{
+    NVS_CALL_REAL(cuDevicePrimaryCtxRelease, dev);
+    if (r == CUDA_SUCCESS)
+        release_primary(dev, false);
+    return r;
+}
+
+NVS_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+{
+    NVS_CALL_REAL(cuDevicePrimaryCtxRelease_v2, dev);
+    if (r == CUDA_SUCCESS)
+        release_primary(dev, false);
+    return r;
+}
+
+NVS_EXPORT CUresult cuDevicePrimaryCtxReset(CUdevice dev)
+{
+    NVS_CALL_REAL(cuDevicePrimaryCtxReset, dev);
+    if (r == CUDA_SUCCESS)
+        release_primary(dev, true);
+    return r;
+}
+
+NVS_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
+{
+    NVS_CALL_REAL(cuDevicePrimaryCtxReset_v2, dev);
+    if (r == CUDA_SUCCESS)
+        release_primary(dev, true);
+    return r;
+}
+
+NVS_EXPORT CUresult cuCtxCreate(CUcontext* pctx, unsigned int flags, CUdevice dev)
+{
+    NVS_CALL_REAL(cuCtxCreate, pctx, flags, dev);
+    if (r == CUDA_SUCCESS && !nvshare::preload::config().disabled)
+        add(*pctx, dev, false);
+    return r;
+}
+
+NVS_EXPORT CUresult cuCtxCreate_v2(CUcontext* pctx, unsigned int flags, CUdevice dev)
+{
+    NVS_CALL_REAL(cuCtxCreate_v2, pctx, flags, dev);
+    if (r == CUDA_SUCCESS && !nvshare::preload::config().disabled)
+        add(*pctx, dev, false);
+    return r;
+}
+
+NVS_EXPORT CUresult cuCtxCreate_v3(CUcontext* pctx, CUexecAffinityParam* paramsArray, int numParams,
+                                   unsigned int flags, CUdevice dev)
+{
+    NVS_CALL_REAL(cuCtxCreate_v3, pctx, paramsArray, numParams, flags, dev);
+    if (r == CUDA_SUCCESS && !nvshare::preload::config().disabled)
+        add(*pctx, dev, false);
+    return r;
+}
+
+NVS_EXPORT CUresult cuCtxCreate_v4(CUcontext* pctx, CUctxCreateParams* ctxCreateParams,
+                                   unsigned int flags, CUdevice dev)
+{
+    NVS_CALL_REAL(cuCtxCreate_v4, pctx, ctxCreateParams, flags, dev);
+    if (r == CUDA_SUCCESS && !nvshare::preload::config().disabled)
+        add(*pctx, dev, false);
+    return r;
+}
+
+// Forget before destroying: the client thread must never sync a dead context.
+NVS_EXPORT CUresult cuCtxDestroy(CUcontext ctx)
+{
+    forget(ctx);
+    NVS_CALL_REAL(cuCtxDestroy, ctx);
+    return r;
+}
+
+NVS_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
+{
+    forget(ctx);
+    NVS_CALL_REAL(cuCtxDestroy_v2, ctx);
+    return r;
+}
+
+NVS_EXPORT CUresult cuStreamBeginCapture(CUstream hStream)
+{
+    NVS_CALL_REAL(cuStreamBeginCapture, hStream);
+    capture_began(r);
+    return r;
+}
+
+NVS_EXPORT CUresult cuStreamBeginCapture_ptsz(CUstream hStream)
+{
+    NVS_CALL_REAL(cuStreamBeginCapture_ptsz, hStream);
+    capture_began(r);
+    return r;
+}
+
+NVS_EXPORT CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode)
+{
+    NVS_CALL_REAL(cuStreamBeginCapture_v2, hStream, mode);
+    capture_began(r);
+    return r;
+}
+
+NVS_EXPORT CUresult cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode)
+{
+    NVS_CALL_REAL(cuStreamBeginCapture_v2_ptsz, hStream, mode);
+    capture_began(r);
+    return r;
+}
+
+NVS_EXPORT CUresult cuStreamBeginCaptureToGraph(CUstream hStream, CUgraph hGraph,
+                                                const CUgraphNode* dependencies,
+                                                const CUgraphEdgeData* dependencyData,
+                                                size_t numDependencies, CUstreamCaptureMode mode)
+{
+    NVS_CALL_REAL(cuStreamBeginCaptureToGraph, hStream, hGraph, dependencies, dependencyData,
+                  numDependencies, mode);
+    capture_began(r);
+    return r;
+}
+
+NVS_EXPORT CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgraph hGraph,
+                                                     const CUgraphNode* dependencies,
+                                                     const CUgraphEdgeData* dependencyData,
+                                                     size_t numDependencies,
+                                                     CUstreamCaptureMode mode)
+{
+    NVS_CALL_REAL(cuStreamBeginCaptureToGraph_ptsz, hStream, hGraph, dependencies, dependencyData,
+                  numDependencies, mode);
+    capture_began(r);
+    return r;
+}
+
+NVS_EXPORT CUresult cuStreamEndCapture(CUstream hStream, CUgraph* phGraph)
+{
+    NVS_CALL_REAL(cuStreamEndCapture, hStream, phGraph);
+    capture_ended(r);
+    return r;
+}
+
+NVS_EXPORT CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph* phGraph)
+{
+    NVS_CALL_REAL(cuStreamEndCapture_ptsz, hStream, phGraph);
+    capture_ended(r);
+    return r;
+}

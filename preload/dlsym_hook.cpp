@@ -1,0 +1,63 @@
+// The exported dlsym: dlsym(handle, "cu...") answers our wrapper for names we
+// wrap, whatever the handle (XLA, Triton and old PyTorch look driver functions
+// up in a dlopen'ed libcuda). Everything else goes to glibc's dlsym.
+#include <dlfcn.h>
+
+#include "preload/env.h"
+#include "preload/glibc_version.h"
+#include "preload/hook_table.h"
+#include "preload/real_driver.h"
+
+namespace nvshare::preload {
+namespace {
+
+// true when the answer is decided (*out); false: forward to glibc.
+bool answer_driver_name(void* handle, const char* name, void** out)
+{
+    const int i = find_exported_hook(name);
+    if (i < 0)
+        return false;
+    DlsymFn dl = real_dlsym();
+    if (dl == nullptr)
+        return false;
+    void* found = dl(handle, name);
+    if (found == g_hooks[i].wrapper) {
+        // The global scope found our own export (RTLD_DEFAULT): the name
+        // exists only if the driver is loaded and has it, as without us.
+        void* driver = loaded_driver();
+        found = driver != nullptr ? dl(driver, name) : nullptr;
+    }
+    // NVSHARE_DISABLE: the driver's own function, as if we were not here.
+    *out = found == nullptr || config().disabled ? found : g_hooks[i].wrapper;
+    return true;
+}
+
+}  // namespace
+}  // namespace nvshare::preload
+
+extern "C" {
+
+void* nvs_dlsym(void* handle, const char* name);
+
+// Forwarding must be a tail call: glibc's dlsym takes its caller's return
+// address to resolve RTLD_NEXT, and that must be our caller's, not ours.
+// optimize("O2") keeps it a tail call in -O0 builds too (checked by the
+// Dlsym end-to-end test).
+__attribute__((visibility("default"), optimize("O2", "omit-frame-pointer"))) void* nvs_dlsym(
+    void* handle, const char* name)
+{
+    if (name != nullptr && name[0] == 'c' && name[1] == 'u') {
+        void* answer = nullptr;
+        if (nvshare::preload::answer_driver_name(handle, name, &answer))
+            return answer;
+    }
+    nvshare::preload::DlsymFn real = nvshare::preload::real_dlsym();
+    return real != nullptr ? real(handle, name) : nullptr;
+}
+
+__attribute__((visibility("default"), alias("nvs_dlsym"))) void* nvs_dlsym_base(void* handle,
+                                                                                const char* name);
+}
+
+__asm__(".symver nvs_dlsym, dlsym@@" NVS_GLIBC_DLSYM);
+__asm__(".symver nvs_dlsym_base, dlsym@" NVS_GLIBC_BASE);

@@ -1,0 +1,127 @@
+#include "preload/env.h"
+
+#include <strings.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+
+#include "build-config.h"
+#include "preload/log.h"
+
+namespace nvshare::preload {
+
+Flag parse_flag(const char* text)
+{
+    if (text == nullptr)
+        return Flag::Unset;
+    static const char* const kOn[] = {"1", "true", "yes", "on"};
+    static const char* const kOff[] = {"", "0", "false", "no", "off"};
+    for (const char* s : kOn)
+        if (strcasecmp(text, s) == 0)
+            return Flag::On;
+    for (const char* s : kOff)
+        if (strcasecmp(text, s) == 0)
+            return Flag::Off;
+    return Flag::Invalid;
+}
+
+bool parse_millis(const char* text, uint32_t max, uint32_t* out)
+{
+    if (text == nullptr || *text == '\0')
+        return false;
+    uint64_t v = 0;
+    for (const char* p = text; *p != '\0'; ++p) {
+        if (*p < '0' || *p > '9')
+            return false;
+        v = v * 10 + static_cast<uint64_t>(*p - '0');
+        if (v > max)
+            return false;
+    }
+    *out = static_cast<uint32_t>(v);
+    return true;
+}
+
+namespace {
+
+Config g_config;
+std::atomic<int> g_state{0};  // 0 unread, 1 reading, 2 ready
+
+// Problems are reported after the config is published: logging reads it.
+struct Problems {
+    const char* names[4];
+    const char* values[4];
+    int count = 0;
+    void add(const char* name, const char* value)
+    {
+        if (count < 4) {
+            names[count] = name;
+            values[count] = value;
+            ++count;
+        }
+    }
+};
+
+bool read_flag(const char* name, bool fallback, Problems* problems)
+{
+    const char* v = getenv(name);
+    switch (parse_flag(v)) {
+        case Flag::On:
+            return true;
+        case Flag::Off:
+            return false;
+        case Flag::Invalid:
+            problems->add(name, v);
+            return fallback;
+        case Flag::Unset:
+            break;
+    }
+    return fallback;
+}
+
+void load(Problems* problems)
+{
+    Config c;
+    c.disabled = read_flag("NVSHARE_DISABLE", false, problems);
+    c.debug = read_flag("NVSHARE_DEBUG", false, problems);
+    c.single_oversub = read_flag("NVSHARE_ENABLE_SINGLE_OVERSUB", false, problems);
+    if (const char* v = getenv("NVSHARE_IDLE_RELEASE_MS")) {
+        uint32_t ms = 0;
+        if (parse_millis(v, 3600 * 1000, &ms))
+            c.idle_release_ms = ms;
+        else
+            problems->add("NVSHARE_IDLE_RELEASE_MS", v);
+    }
+    const char* path = getenv("NVSHARE_SOCKET");
+    if (path != nullptr && (path[0] != '/' || strlen(path) >= sizeof c.socket_path)) {
+        problems->add("NVSHARE_SOCKET", path);
+        path = nullptr;
+    }
+    if (path == nullptr)
+        path = NVSHARE_DEFAULT_SOCKET;
+    strncpy(c.socket_path, path, sizeof c.socket_path - 1);
+    g_config = c;
+}
+
+}  // namespace
+
+const Config& config()
+{
+    if (g_state.load(std::memory_order_acquire) == 2)
+        return g_config;
+    int expected = 0;
+    if (g_state.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) {
+        Problems problems;
+        load(&problems);
+        g_state.store(2, std::memory_order_release);
+        for (int i = 0; i < problems.count; ++i)
+            log_warn("ignoring %s=%s: not a valid value", problems.names[i], problems.values[i]);
+        return g_config;
+    }
+    // Another thread is reading the environment: a few microseconds.
+    while (g_state.load(std::memory_order_acquire) != 2) {
+    }
+    return g_config;
+}
+
+}  // namespace nvshare::preload

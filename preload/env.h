@@ -1,0 +1,30 @@
+// libnvshare's environment variables, parsed by value ("0" means off) and
+// read once, on the first CUDA call, never in a constructor.
+#pragma once
+
+#include <cstdint>
+
+namespace nvshare::preload {
+
+enum class Flag { Unset, Off, On, Invalid };
+
+// "1", "true", "yes", "on" -> On; "0", "false", "no", "off", "" -> Off
+// (case-insensitive); nullptr -> Unset; anything else -> Invalid.
+Flag parse_flag(const char* text);
+
+// Plain decimal milliseconds up to `max`; false on anything else.
+bool parse_millis(const char* text, uint32_t max, uint32_t* out);
+
+inline constexpr uint32_t kDefaultIdleReleaseMs = 100;
+
+struct Config {
+    bool disabled = false;                             // NVSHARE_DISABLE: pass everything through
+    bool debug = false;                                // NVSHARE_DEBUG: debug messages on stderr
+    bool single_oversub = false;                       // NVSHARE_ENABLE_SINGLE_OVERSUB
+    uint32_t idle_release_ms = kDefaultIdleReleaseMs;  // NVSHARE_IDLE_RELEASE_MS, 0 = never
+    char socket_path[108] = {};                        // NVSHARE_SOCKET or the built-in default
+};
+
+const Config& config();
+
+}  // namespace nvshare::preload

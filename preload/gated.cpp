@@ -1,0 +1,17 @@
+// The gated wrappers: wait for the GPU lock, then call the real function.
+// Generated from hooks.def; each definition is checked against cuda.h.
+#include "preload/gate.h"
+#include "preload/hook_table.h"
+
+#define NVS_CUSTOM(name)
+#define NVS_INTERNAL(name)
+#define NVS_GATED(name, stream, per_thread, params, args)                  \
+    extern "C" __attribute__((visibility("default"))) CUresult name params \
+    {                                                                      \
+        auto real = NVS_REAL(name);                                        \
+        if (real == nullptr)                                               \
+            return CUDA_ERROR_NOT_FOUND;                                   \
+        ::nvshare::preload::gate_enter(stream, per_thread);                \
+        return real args;                                                  \
+    }
+#include "preload/hooks.def"

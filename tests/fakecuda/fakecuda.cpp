@@ -1,0 +1,1296 @@
+// A fake libcuda.so.1 for CI machines without a GPU. It implements the
+// subset of the driver API that libnvshare.so and the test programs use, with
+// the CUDA 13 prototypes, and behaves like the driver where it matters for the
+// tests:
+//  - "device memory" is host memory; plain device allocations are limited to
+//    the device's memory per process (like a real GPU), managed ones are not;
+//  - kernels, copies, memsets and prefetches run asynchronously on a worker
+//    thread per stream and take a duration (kernel parameter 0 in
+//    microseconds, else FAKECUDA_KERNEL_US; copies FAKECUDA_COPY_US);
+//  - synchronising a context while one of its streams is capturing fails
+//    and invalidates the capture, as on a real GPU;
+//  - cuGetProcAddress[_v2] answers per (name, version, flags) with the
+//    exported variant the real driver would choose.
+// Every allocation and every piece of GPU work is appended to $FAKECUDA_LOG
+// (one line per event: CLOCK_MONOTONIC ns, pid, event...), so tests can tell
+// from outside whether two processes' work overlapped.
+#define __CUDA_API_VERSION_INTERNAL 1
+#include <cuda.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#define FAKE_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+constexpr int kDriverVersion = 13000;
+
+uint64_t now_ns()
+{
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+uint64_t env_u64(const char* name, uint64_t fallback)
+{
+    const char* v = getenv(name);
+    return v != nullptr && *v != '\0' ? strtoull(v, nullptr, 10) : fallback;
+}
+
+void log_event(const char* format, ...) __attribute__((format(printf, 1, 2)));
+void log_event(const char* format, ...)
+{
+    const char* path = getenv("FAKECUDA_LOG");
+    if (path == nullptr)
+        return;
+    char line[512];
+    int n = snprintf(line, sizeof line, "%llu %d ", static_cast<unsigned long long>(now_ns()),
+                     static_cast<int>(getpid()));
+    va_list args;
+    va_start(args, format);
+    n += vsnprintf(line + n, sizeof line - static_cast<size_t>(n) - 1, format, args);
+    va_end(args);
+    line[n++] = '\n';
+    // O_APPEND + one write per line: lines of concurrent processes never mix.
+    const int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+        ssize_t unused = write(fd, line, static_cast<size_t>(n));
+        (void)unused;
+        close(fd);
+    }
+}
+
+struct Graph;
+struct Context;
+
+struct Op {
+    std::string name;
+    uint64_t duration_us = 0;
+    std::function<void()> action;
+};
+
+struct Stream {
+    Context* ctx = nullptr;
+    uint64_t id = 0;
+    std::mutex mutex;
+    std::condition_variable cv;
+    std::deque<Op> queue;
+    bool busy = false;
+    // capture
+    bool capturing = false;
+    bool invalidated = false;
+    Graph* graph = nullptr;
+};
+
+struct Graph {
+    std::vector<Op> ops;
+};
+
+struct Context {
+    CUdevice device = 0;
+    bool primary = false;
+    bool alive = true;
+    int refs = 0;
+    Stream* null_stream = nullptr;
+    std::set<Stream*> streams;  // includes null_stream
+};
+
+struct Allocation {
+    size_t size;
+    CUdevice device;
+    const char* kind;
+};
+
+struct State {
+    std::mutex mutex;
+    bool initialized = false;
+    int device_count = 1;
+    uint64_t memory = 16ull << 30;
+    std::map<CUdevice, Context*> primary;
+    std::map<CUdeviceptr, Allocation> allocations;
+    std::map<CUmemGenericAllocationHandle, Allocation> handles;
+    std::map<CUdevice, uint64_t> device_used;  // plain device memory in use
+    uint64_t next_stream_id = 1;
+    uint64_t next_handle = 1;
+    uint64_t next_op = 1;
+};
+
+// Leaked on purpose: worker threads may still run while the process exits.
+State* g_state = nullptr;
+pthread_once_t g_state_once = PTHREAD_ONCE_INIT;
+
+std::mutex g_primary_mutex;
+thread_local std::vector<Context*> t_stack;
+thread_local CUstreamCaptureMode t_capture_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+
+void reset_in_child()
+{
+    g_state = new State();
+    g_state->device_count = static_cast<int>(env_u64("FAKECUDA_DEVICES", 1));
+    g_state->memory = env_u64("FAKECUDA_MEMORY", 16ull << 30);
+    t_stack.clear();  // the parent's contexts do not exist here
+}
+
+void init_state()
+{
+    reset_in_child();
+    pthread_atfork(nullptr, nullptr, reset_in_child);
+}
+
+State& st()
+{
+    pthread_once(&g_state_once, init_state);
+    return *g_state;
+}
+
+Context* current()
+{
+    return t_stack.empty() ? nullptr : t_stack.back();
+}
+
+void worker(Stream* s)
+{
+    std::unique_lock<std::mutex> lock(s->mutex);
+    for (;;) {
+        s->cv.wait(lock, [s] { return !s->queue.empty(); });
+        Op op = std::move(s->queue.front());
+        s->queue.pop_front();
+        s->busy = true;
+        lock.unlock();
+        uint64_t id;
+        {
+            std::lock_guard<std::mutex> g(st().mutex);
+            id = st().next_op++;
+        }
+        log_event("start %llu %s stream=%llu us=%llu", static_cast<unsigned long long>(id),
+                  op.name.c_str(), static_cast<unsigned long long>(s->id),
+                  static_cast<unsigned long long>(op.duration_us));
+        if (op.duration_us != 0)
+            usleep(static_cast<useconds_t>(op.duration_us));
+        if (op.action)
+            op.action();
+        log_event("end %llu %s", static_cast<unsigned long long>(id), op.name.c_str());
+        lock.lock();
+        s->busy = false;
+        s->cv.notify_all();
+    }
+}
+
+Stream* new_stream(Context* ctx)
+{
+    auto* s = new Stream();
+    s->ctx = ctx;
+    {
+        std::lock_guard<std::mutex> g(st().mutex);
+        s->id = st().next_stream_id++;
+        ctx->streams.insert(s);
+    }
+    std::thread(worker, s).detach();
+    return s;
+}
+
+Context* new_context(CUdevice dev, bool primary)
+{
+    auto* c = new Context();
+    c->device = dev;
+    c->primary = primary;
+    c->null_stream = new_stream(c);
+    return c;
+}
+
+// The stream a handle means: 0, CU_STREAM_LEGACY and CU_STREAM_PER_THREAD are
+// the current context's default stream.
+Stream* resolve(CUstream h)
+{
+    if (h == nullptr || h == CU_STREAM_LEGACY || h == CU_STREAM_PER_THREAD) {
+        Context* c = current();
+        return c != nullptr ? c->null_stream : nullptr;
+    }
+    return reinterpret_cast<Stream*>(h);
+}
+
+void wait_idle(Stream* s)
+{
+    std::unique_lock<std::mutex> lock(s->mutex);
+    s->cv.wait(lock, [s] { return s->queue.empty() && !s->busy; });
+}
+
+uint64_t copy_us()
+{
+    return env_u64("FAKECUDA_COPY_US", 200);
+}
+
+// Puts work on a stream (or into its capture); waits for it if `sync`.
+CUresult submit(CUstream h, Op op, bool sync)
+{
+    if (!st().initialized)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    Stream* s = resolve(h);
+    if (s == nullptr)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    {
+        std::lock_guard<std::mutex> lock(s->mutex);
+        if (s->capturing) {
+            if (sync) {
+                s->invalidated = true;
+                return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+            }
+            s->graph->ops.push_back(std::move(op));
+            return CUDA_SUCCESS;
+        }
+        s->queue.push_back(std::move(op));
+        s->cv.notify_all();
+    }
+    if (sync)
+        wait_idle(s);
+    return CUDA_SUCCESS;
+}
+
+uint64_t kernel_us(void** params)
+{
+    if (params != nullptr && params[0] != nullptr)
+        return *static_cast<uint32_t*>(params[0]);
+    return env_u64("FAKECUDA_KERNEL_US", 2000);
+}
+
+void* map_memory(size_t size)
+{
+    void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    return p == MAP_FAILED ? nullptr : p;
+}
+
+CUresult allocate(CUdeviceptr* dptr, size_t size, const char* kind, bool device_memory,
+                  const char* api)
+{
+    if (!st().initialized)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (dptr == nullptr || size == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    Context* c = current();
+    if (c == nullptr)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    std::lock_guard<std::mutex> g(st().mutex);
+    if (device_memory && st().device_used[c->device] + size > st().memory)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    void* p = map_memory(size);
+    if (p == nullptr)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    if (device_memory)
+        st().device_used[c->device] += size;
+    *dptr = reinterpret_cast<CUdeviceptr>(p);
+    st().allocations[*dptr] = {size, c->device, kind};
+    log_event("alloc %s %zu %s", kind, size, api);
+    return CUDA_SUCCESS;
+}
+
+CUresult release(CUdeviceptr dptr, const char* api)
+{
+    if (!st().initialized)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    std::lock_guard<std::mutex> g(st().mutex);
+    auto it = st().allocations.find(dptr);
+    if (it == st().allocations.end())
+        return CUDA_ERROR_INVALID_VALUE;
+    if (strcmp(it->second.kind, "managed") != 0)
+        st().device_used[it->second.device] -= it->second.size;
+    log_event("free %s %zu %s", it->second.kind, it->second.size, api);
+    munmap(reinterpret_cast<void*>(dptr), it->second.size);
+    st().allocations.erase(it);
+    return CUDA_SUCCESS;
+}
+
+CUresult sync_context(Context* c)
+{
+    if (c == nullptr)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    std::vector<Stream*> streams;
+    {
+        std::lock_guard<std::mutex> g(st().mutex);
+        streams.assign(c->streams.begin(), c->streams.end());
+    }
+    for (Stream* s : streams) {
+        std::lock_guard<std::mutex> lock(s->mutex);
+        if (s->capturing) {
+            s->invalidated = true;  // a context sync is illegal during capture
+            return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+        }
+    }
+    for (Stream* s : streams)
+        wait_idle(s);
+    return CUDA_SUCCESS;
+}
+
+CUresult copy(CUstream stream, void* dst, const void* src, size_t n, const char* api, bool sync)
+{
+    return submit(stream, {api, copy_us(), [=] { memmove(dst, src, n); }}, sync);
+}
+
+CUresult set(CUstream stream, void* dst, const void* value, size_t element, size_t count,
+             const char* api, bool sync)
+{
+    uint64_t v = 0;
+    memcpy(&v, value, element);
+    return submit(stream,
+                  {api, copy_us(),
+                   [=] {
+                       auto* p = static_cast<unsigned char*>(dst);
+                       for (size_t i = 0; i < count; ++i)
+                           memcpy(p + i * element, &v, element);
+                   }},
+                  sync);
+}
+
+void* ptr(CUdeviceptr d)
+{
+    return reinterpret_cast<void*>(d);
+}
+
+}  // namespace
+
+// ---- initialisation and devices ---------------------------------------------------
+
+FAKE_EXPORT CUresult cuInit(unsigned int)
+{
+    st().initialized = true;
+    return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuDriverGetVersion(int* v)
+{
+    if (v == nullptr)
+        return CUDA_ERROR_INVALID_VALUE;
+    *v = kDriverVersion;
+    return CUDA_SUCCESS;
+}
+
+#define REQUIRE_INIT()     \
+    if (!st().initialized) \
+    return CUDA_ERROR_NOT_INITIALIZED
+
+#define REQUIRE_DEVICE(dev)                      \
+    REQUIRE_INIT();                              \
+    if ((dev) < 0 || (dev) >= st().device_count) \
+    return CUDA_ERROR_INVALID_DEVICE
+
+FAKE_EXPORT CUresult cuDeviceGetCount(int* count)
+{
+    REQUIRE_INIT();
+    *count = st().device_count;
+    return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuDeviceGet(CUdevice* dev, int ordinal)
+{
+    REQUIRE_DEVICE(ordinal);
+    *dev = ordinal;
+    return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuDeviceGetName(char* name, int len, CUdevice dev)
+{
+    REQUIRE_DEVICE(dev);
+    snprintf(name, static_cast<size_t>(len), "Fake GPU %d", dev);
+    return CUDA_SUCCESS;
+}
+
+static void fake_uuid(CUuuid* uuid, CUdevice dev)
+{
+    for (int i = 0; i < 16; ++i)
+        uuid->bytes[i] = static_cast<char>(0xf0 + i);
+    uuid->bytes[15] = static_cast<char>(dev);
+}
+
+FAKE_EXPORT CUresult cuDeviceGetUuid(CUuuid* uuid, CUdevice dev)
+{
+    REQUIRE_DEVICE(dev);
+    fake_uuid(uuid, dev);
+    return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuDeviceGetUuid_v2(CUuuid* uuid, CUdevice dev)
+{
+    REQUIRE_DEVICE(dev);
+    fake_uuid(uuid, dev);
+    return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev)
+{
+    REQUIRE_DEVICE(dev);
+    *bytes = st().memory;
+    return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuDeviceGetAttribute(int* value, CUdevice_attribute attr, CUdevice dev)
+{
+    REQUIRE_DEVICE(dev);
+    switch (attr) {
+        case CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS:
+        case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY:
+            *value = 1;
+            break;
+        case CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT:
+            *value = 32;
+            break;
+        default:
+            *value = 0;
+    }
+    return CUDA_SUCCESS;
+}
+
+// ---- contexts ----------------------------------------------------------------------
+
+FAKE_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev)
+{
+    REQUIRE_DEVICE(dev);
+    std::lock_guard<std::mutex> g(g_primary_mutex);  // new_context takes st().mutex itself
+    Context*& c = st().primary[dev];
+    if (c == nullptr)
+        c = new_context(dev, true);
+    c->refs++;
+    c->alive = true;
+    *pctx = reinterpret_cast<CUcontext>(c);
+    return CUDA_SUCCESS;
+}
+
+static CUresult primary_release(CUdevice dev)
+{
+    REQUIRE_DEVICE(dev);
+    std::lock_guard<std::mutex> g(g_primary_mutex);
+    Context* c = st().primary[dev];
+    if (c == nullptr || c->refs == 0)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (--c->refs == 0)
+        c->alive = false;
+    return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+{
+    return primary_release(dev);
+}
+
+static CUresult create_context(CUcontext* pctx, CUdevice dev)
+{
+    REQUIRE_DEVICE(dev);
+    if (pctx == nullptr)
+        return CUDA_ERROR_INVALID_VALUE;
+    Context* c = new_context(dev, false);
+    t_stack.push_back(c);
+    *pctx = reinterpret_cast<CUcontext>(c);
+    return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuCtxCreate_v2(CUcontext* pctx, unsigned int, CUdevice dev)
+{
+    return create_context(pctx, dev);
+}
+
+FAKE_EXPORT CUresult cuCtxCreate_v4(CUcontext* pctx, CUctxCreateParams*, unsigned int, CUdevice dev)
+{
+    return create_context(pctx, dev);
+}
+
+FAKE_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
+{
+    REQUIRE_INIT();
+    auto* c = reinterpret_cast<Context*>(ctx);
+    if (c == nullptr || !c->alive)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    sync_context(c);
+    c->alive = false;
+    for (auto it = t_stack.begin(); it != t_stack.end();)
+        it = *it == c ? t_stack.erase(it) : it + 1;
+    return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuCtxGetCurrent(CUcontext* pctx)
+{
+    REQUIRE_INIT();
+    *pctx = reinterpret_cast<CUcontext>(current());
+    return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuCtxSetCurrent(CUcontext ctx)
+{
+    REQUIRE_INIT();
+    if (ctx == nullptr) {
+        if (!t_stack.empty())
+            t_stack.pop_back();
+        return CUDA_SUCCESS;
+    }
+    if (t_stack.empty())
+        t_stack.push_back(reinterpret_cast<Context*>(ctx));
+    else
+        t_stack.back() = reinterpret_cast<Context*>(ctx);
+    return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuCtxPushCurrent_v2(CUcontext ctx)
+{
+    REQUIRE_INIT();
+    auto* c = reinterpret_cast<Context*>(ctx);
+    if (c == nullptr || !c->alive)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    t_stack.push_back(c);
+    return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuCtxPopCurrent_v2(CUcontext* pctx)
+{
+    REQUIRE_INIT();
+    if (t_stack.empty())
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (pctx != nullptr)
+        *pctx = reinterpret_cast<CUcontext>(t_stack.back());
+    t_stack.pop_back();
+    return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuCtxGetDevice(CUdevice* dev)
+{
+    REQUIRE_INIT();
+    Context* c = current();
+    if (c == nullptr)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    *dev = c->device;
+    return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuCtxSynchronize()
+{
+    REQUIRE_INIT();
+    return sync_context(current());
+}
+
+// ---- streams and capture ------------------------------------------------------------
+
+FAKE_EXPORT CUresult cuStreamCreate(CUstream* ps, unsigned int)
+{
+    REQUIRE_INIT();
+    Context* c = current();
+    if (c == nullptr)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    *ps = reinterpret_cast<CUstream>(new_stream(c));
+    return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuStreamDestroy_v2(CUstream s)
+{
+    REQUIRE_INIT();
+    Stream* str = resolve(s);
+    if (str == nullptr)
+        return CUDA_ERROR_INVALID_HANDLE;
+    wait_idle(str);
+    std::lock_guard<std::mutex> g(st().mutex);
+    str->ctx->streams.erase(str);  // the worker thread stays parked (leaked)
+    return CUDA_SUCCESS;
+}
+
+static CUresult stream_sync(CUstream s)
+{
+    REQUIRE_INIT();
+    Stream* str = resolve(s);
+    if (str == nullptr)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    {
+        std::lock_guard<std::mutex> lock(str->mutex);
+        if (str->capturing) {
+            str->invalidated = true;
+            return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+        }
+    }
+    wait_idle(str);
+    return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuStreamSynchronize(CUstream s)
+{
+    return stream_sync(s);
+}
+FAKE_EXPORT CUresult cuStreamSynchronize_ptsz(CUstream s)
+{
+    return stream_sync(s == nullptr ? CU_STREAM_PER_THREAD : s);
+}
+
+static CUresult stream_query(CUstream s)
+{
+    REQUIRE_INIT();
+    Stream* str = resolve(s);
+    if (str == nullptr)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    std::lock_guard<std::mutex> lock(str->mutex);
+    return str->queue.empty() && !str->busy ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
+
+FAKE_EXPORT CUresult cuStreamQuery(CUstream s)
+{
+    return stream_query(s);
+}
+FAKE_EXPORT CUresult cuStreamQuery_ptsz(CUstream s)
+{
+    return stream_query(s);
+}
+
+static CUresult begin_capture(CUstream s, CUstreamCaptureMode)
+{
+    REQUIRE_INIT();
+    if (s == nullptr || s == CU_STREAM_LEGACY)
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;  // the legacy stream cannot capture
+    Stream* str = resolve(s);
+    std::lock_guard<std::mutex> lock(str->mutex);
+    if (str->capturing)
+        return CUDA_ERROR_ILLEGAL_STATE;
+    str->capturing = true;
+    str->invalidated = false;
+    str->graph = new Graph();
+    return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuStreamBeginCapture(CUstream s)
+{
+    return begin_capture(s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+}
+FAKE_EXPORT CUresult cuStreamBeginCapture_ptsz(CUstream s)
+{
+    return begin_capture(s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+}
+FAKE_EXPORT CUresult cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode mode)
+{
+    return begin_capture(s, mode);
+}
+FAKE_EXPORT CUresult cuStreamBeginCapture_v2_ptsz(CUstream s, CUstreamCaptureMode mode)
+{
+    return begin_capture(s, mode);
+}
+
+static CUresult end_capture(CUstream s, CUgraph* graph)
+{
+    REQUIRE_INIT();
+    Stream* str = resolve(s);
+    if (str == nullptr)
+        return CUDA_ERROR_INVALID_HANDLE;
+    std::lock_guard<std::mutex> lock(str->mutex);
+    if (!str->capturing)
+        return CUDA_ERROR_ILLEGAL_STATE;
+    str->capturing = false;
+    if (str->invalidated) {
+        delete str->graph;
+        str->graph = nullptr;
+        return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    }
+    *graph = reinterpret_cast<CUgraph>(str->graph);
+    str->graph = nullptr;
+    return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuStreamEndCapture(CUstream s, CUgraph* g)
+{
+    return end_capture(s, g);
+}
+FAKE_EXPORT CUresult cuStreamEndCapture_ptsz(CUstream s, CUgraph* g)
+{
+    return end_capture(s, g);
+}
+
+static CUresult is_capturing(CUstream s, CUstreamCaptureStatus* status)
+{
+    REQUIRE_INIT();
+    Stream* str = resolve(s);
+    if (str == nullptr || status == nullptr)
+        return CUDA_ERROR_INVALID_VALUE;
+    std::lock_guard<std::mutex> lock(str->mutex);
+    *status = !str->capturing    ? CU_STREAM_CAPTURE_STATUS_NONE
+              : str->invalidated ? CU_STREAM_CAPTURE_STATUS_INVALIDATED
+                                 : CU_STREAM_CAPTURE_STATUS_ACTIVE;
+    return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus* status)
+{
+    return is_capturing(s, status);
+}
+FAKE_EXPORT CUresult cuStreamIsCapturing_ptsz(CUstream s, CUstreamCaptureStatus* status)
+{
+    return is_capturing(s, status);
+}
+
+FAKE_EXPORT CUresult cuStreamGetCaptureInfo(CUstream s, CUstreamCaptureStatus* status,
+                                            cuuint64_t* id)
+{
+    if (id != nullptr)
+        *id = 0;
+    return is_capturing(s, status);
+}
+
+FAKE_EXPORT CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode* mode)
+{
+    if (mode == nullptr)
+        return CUDA_ERROR_INVALID_VALUE;
+    const CUstreamCaptureMode old = t_capture_mode;
+    t_capture_mode = *mode;
+    *mode = old;
+    return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec* exec, CUgraph graph,
+                                                 unsigned long long)
+{
+    REQUIRE_INIT();
+    *exec = reinterpret_cast<CUgraphExec>(new Graph(*reinterpret_cast<Graph*>(graph)));
+    return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuGraphDestroy(CUgraph graph)
+{
+    delete reinterpret_cast<Graph*>(graph);
+    return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuGraphExecDestroy(CUgraphExec exec)
+{
+    delete reinterpret_cast<Graph*>(exec);
+    return CUDA_SUCCESS;
+}
+
+static CUresult graph_launch(CUgraphExec exec, CUstream s, const char* api)
+{
+    auto* g = reinterpret_cast<Graph*>(exec);
+    if (g == nullptr)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (const Op& op : g->ops) {
+        Op copy = op;
+        copy.name = std::string(api) + ":" + op.name;
+        const CUresult r = submit(s, std::move(copy), false);
+        if (r != CUDA_SUCCESS)
+            return r;
+    }
+    return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuGraphLaunch(CUgraphExec e, CUstream s)
+{
+    return graph_launch(e, s, "cuGraphLaunch");
+}
+FAKE_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec e, CUstream s)
+{
+    return graph_launch(e, s == nullptr ? CU_STREAM_PER_THREAD : s, "cuGraphLaunch_ptsz");
+}
+
+// ---- memory -------------------------------------------------------------------------
+
+FAKE_EXPORT CUresult cuMemAlloc(CUdeviceptr_v1*, unsigned int)
+{
+    return CUDA_ERROR_NOT_SUPPORTED;  // the 32-bit ABI of CUDA < 3.2
+}
+
+FAKE_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t size)
+{
+    return allocate(dptr, size, "device", true, "cuMemAlloc_v2");
+}
+
+FAKE_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pitch, size_t width,
+                                        size_t height, unsigned int element)
+{
+    if (pitch == nullptr || (element != 4 && element != 8 && element != 16))
+        return CUDA_ERROR_INVALID_VALUE;
+    *pitch = (width + 511) / 512 * 512;
+    return allocate(dptr, *pitch * height, "device", true, "cuMemAllocPitch_v2");
+}
+
+FAKE_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t size, unsigned int)
+{
+    return allocate(dptr, size, "managed", false, "cuMemAllocManaged");
+}
+
+FAKE_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
+{
+    return release(dptr, "cuMemFree_v2");
+}
+
+FAKE_EXPORT CUresult cuMemGetInfo_v2(size_t* free, size_t* total)
+{
+    REQUIRE_INIT();
+    Context* c = current();
+    if (c == nullptr)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    std::lock_guard<std::mutex> g(st().mutex);
+    *total = st().memory;
+    *free = st().memory - st().device_used[c->device];
+    return CUDA_SUCCESS;
+}
+
+static CUresult alloc_async(CUdeviceptr* dptr, size_t size, CUstream s, const char* api)
+{
+    REQUIRE_INIT();
+    Stream* str = resolve(s);
+    bool captured = false;
+    if (str != nullptr) {
+        std::lock_guard<std::mutex> lock(str->mutex);
+        captured = str->capturing;
+    }
+    return allocate(dptr, size, captured ? "graph" : "async", true, api);
+}
+
+FAKE_EXPORT CUresult cuMemAllocAsync(CUdeviceptr* d, size_t n, CUstream s)
+{
+    return alloc_async(d, n, s, "cuMemAllocAsync");
+}
+FAKE_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr* d, size_t n, CUstream s)
+{
+    return alloc_async(d, n, s == nullptr ? CU_STREAM_PER_THREAD : s, "cuMemAllocAsync_ptsz");
+}
+FAKE_EXPORT CUresult cuMemFreeAsync(CUdeviceptr d, CUstream)
+{
+    return release(d, "cuMemFreeAsync");
+}
+FAKE_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr d, CUstream)
+{
+    return release(d, "cuMemFreeAsync_ptsz");
+}
+
+FAKE_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size,
+                                 const CUmemAllocationProp* prop, unsigned long long)
+{
+    REQUIRE_INIT();
+    if (handle == nullptr || prop == nullptr || size == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    std::lock_guard<std::mutex> g(st().mutex);
+    const bool device = prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE;
+    const CUdevice dev = device ? prop->location.id : -1;
+    if (device && st().device_used[dev] + size > st().memory)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    if (device)
+        st().device_used[dev] += size;
+    *handle = st().next_handle++;
+    st().handles[*handle] = {size, dev, device ? "vmm" : "vmm-host"};
+    log_event("alloc %s %zu cuMemCreate", device ? "vmm" : "vmm-host", size);
+    return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
+{
+    REQUIRE_INIT();
+    std::lock_guard<std::mutex> g(st().mutex);
+    auto it = st().handles.find(handle);
+    if (it == st().handles.end())
+        return CUDA_ERROR_INVALID_VALUE;
+    if (it->second.device >= 0)
+        st().device_used[it->second.device] -= it->second.size;
+    log_event("free %s %zu cuMemRelease", it->second.kind, it->second.size);
+    st().handles.erase(it);
+    return CUDA_SUCCESS;
+}
+
+// ---- GPU work --------------------------------------------------------------------------
+
+FAKE_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                    unsigned, unsigned, CUstream s, void** params, void**)
+{
+    if (f == nullptr)
+        return CUDA_ERROR_INVALID_HANDLE;
+    return submit(s, {"cuLaunchKernel", kernel_us(params), {}}, false);
+}
+
+FAKE_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned, unsigned, unsigned, unsigned,
+                                         unsigned, unsigned, unsigned, CUstream s, void** params,
+                                         void**)
+{
+    if (f == nullptr)
+        return CUDA_ERROR_INVALID_HANDLE;
+    return submit(s == nullptr ? CU_STREAM_PER_THREAD : s,
+                  {"cuLaunchKernel_ptsz", kernel_us(params), {}}, false);
+}
+
+FAKE_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void** params,
+                                      void**)
+{
+    if (f == nullptr || config == nullptr)
+        return CUDA_ERROR_INVALID_VALUE;
+    return submit(config->hStream, {"cuLaunchKernelEx", kernel_us(params), {}}, false);
+}
+
+FAKE_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig* config, CUfunction f,
+                                           void** params, void**)
+{
+    if (f == nullptr || config == nullptr)
+        return CUDA_ERROR_INVALID_VALUE;
+    return submit(config->hStream == nullptr ? CU_STREAM_PER_THREAD : config->hStream,
+                  {"cuLaunchKernelEx_ptsz", kernel_us(params), {}}, false);
+}
+
+FAKE_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned, unsigned, unsigned, unsigned,
+                                               unsigned, unsigned, unsigned, CUstream s,
+                                               void** params)
+{
+    if (f == nullptr)
+        return CUDA_ERROR_INVALID_HANDLE;
+    return submit(s, {"cuLaunchCooperativeKernel", kernel_us(params), {}}, false);
+}
+
+FAKE_EXPORT CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n)
+{
+    return copy(nullptr, ptr(dst), ptr(src), n, "cuMemcpy", true);
+}
+FAKE_EXPORT CUresult cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n)
+{
+    return copy(CU_STREAM_PER_THREAD, ptr(dst), ptr(src), n, "cuMemcpy_ptds", true);
+}
+FAKE_EXPORT CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
+{
+    return copy(s, ptr(dst), ptr(src), n, "cuMemcpyAsync", false);
+}
+FAKE_EXPORT CUresult cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
+{
+    return copy(s == nullptr ? CU_STREAM_PER_THREAD : s, ptr(dst), ptr(src), n,
+                "cuMemcpyAsync_ptsz", false);
+}
+FAKE_EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void* src, size_t n)
+{
+    return copy(nullptr, ptr(dst), src, n, "cuMemcpyHtoD_v2", true);
+}
+FAKE_EXPORT CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr dst, const void* src, size_t n)
+{
+    return copy(CU_STREAM_PER_THREAD, ptr(dst), src, n, "cuMemcpyHtoD_v2_ptds", true);
+}
+FAKE_EXPORT CUresult cuMemcpyDtoH_v2(void* dst, CUdeviceptr src, size_t n)
+{
+    return copy(nullptr, dst, ptr(src), n, "cuMemcpyDtoH_v2", true);
+}
+FAKE_EXPORT CUresult cuMemcpyDtoH_v2_ptds(void* dst, CUdeviceptr src, size_t n)
+{
+    return copy(CU_STREAM_PER_THREAD, dst, ptr(src), n, "cuMemcpyDtoH_v2_ptds", true);
+}
+FAKE_EXPORT CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n)
+{
+    return copy(nullptr, ptr(dst), ptr(src), n, "cuMemcpyDtoD_v2", true);
+}
+FAKE_EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void* src, size_t n, CUstream s)
+{
+    return copy(s, ptr(dst), src, n, "cuMemcpyHtoDAsync_v2", false);
+}
+FAKE_EXPORT CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dst, const void* src, size_t n,
+                                               CUstream s)
+{
+    return copy(s == nullptr ? CU_STREAM_PER_THREAD : s, ptr(dst), src, n,
+                "cuMemcpyHtoDAsync_v2_ptsz", false);
+}
+FAKE_EXPORT CUresult cuMemcpyDtoHAsync_v2(void* dst, CUdeviceptr src, size_t n, CUstream s)
+{
+    return copy(s, dst, ptr(src), n, "cuMemcpyDtoHAsync_v2", false);
+}
+FAKE_EXPORT CUresult cuMemcpyPeer(CUdeviceptr dst, CUcontext, CUdeviceptr src, CUcontext, size_t n)
+{
+    return copy(nullptr, ptr(dst), ptr(src), n, "cuMemcpyPeer", true);
+}
+
+static CUresult copy2d(const CUDA_MEMCPY2D* c, CUstream s, const char* api, bool sync)
+{
+    if (c == nullptr)
+        return CUDA_ERROR_INVALID_VALUE;
+    auto address = [](CUmemorytype type, const void* host, CUdeviceptr dev) {
+        return type == CU_MEMORYTYPE_HOST ? const_cast<void*>(host) : ptr(dev);
+    };
+    auto* src = static_cast<unsigned char*>(address(c->srcMemoryType, c->srcHost, c->srcDevice));
+    auto* dst = static_cast<unsigned char*>(address(c->dstMemoryType, c->dstHost, c->dstDevice));
+    const CUDA_MEMCPY2D d = *c;
+    return submit(s,
+                  {api, copy_us(),
+                   [=] {
+                       for (size_t y = 0; y < d.Height; ++y)
+                           memmove(dst + (d.dstY + y) * d.dstPitch + d.dstXInBytes,
+                                   src + (d.srcY + y) * d.srcPitch + d.srcXInBytes, d.WidthInBytes);
+                   }},
+                  sync);
+}
+
+FAKE_EXPORT CUresult cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D* c)
+{
+    return copy2d(c, nullptr, "cuMemcpy2DUnaligned_v2", true);
+}
+FAKE_EXPORT CUresult cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D* c)
+{
+    return copy2d(c, CU_STREAM_PER_THREAD, "cuMemcpy2DUnaligned_v2_ptds", true);
+}
+FAKE_EXPORT CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D* c, CUstream s)
+{
+    return copy2d(c, s, "cuMemcpy2DAsync_v2", false);
+}
+
+FAKE_EXPORT CUresult cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n)
+{
+    return set(nullptr, ptr(d), &v, 1, n, "cuMemsetD8_v2", true);
+}
+FAKE_EXPORT CUresult cuMemsetD8_v2_ptds(CUdeviceptr d, unsigned char v, size_t n)
+{
+    return set(CU_STREAM_PER_THREAD, ptr(d), &v, 1, n, "cuMemsetD8_v2_ptds", true);
+}
+FAKE_EXPORT CUresult cuMemsetD32_v2(CUdeviceptr d, unsigned int v, size_t n)
+{
+    return set(nullptr, ptr(d), &v, 4, n, "cuMemsetD32_v2", true);
+}
+FAKE_EXPORT CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream s)
+{
+    return set(s, ptr(d), &v, 1, n, "cuMemsetD8Async", false);
+}
+FAKE_EXPORT CUresult cuMemsetD8Async_ptsz(CUdeviceptr d, unsigned char v, size_t n, CUstream s)
+{
+    return set(s == nullptr ? CU_STREAM_PER_THREAD : s, ptr(d), &v, 1, n, "cuMemsetD8Async_ptsz",
+               false);
+}
+FAKE_EXPORT CUresult cuMemsetD32Async(CUdeviceptr d, unsigned int v, size_t n, CUstream s)
+{
+    return set(s, ptr(d), &v, 4, n, "cuMemsetD32Async", false);
+}
+
+// Prefetch: v1 takes a device ordinal, v2 a CUmemLocation; both are copies.
+FAKE_EXPORT CUresult cuMemPrefetchAsync(CUdeviceptr, size_t, CUdevice, CUstream s)
+{
+    return submit(s, {"cuMemPrefetchAsync", copy_us(), {}}, false);
+}
+FAKE_EXPORT CUresult cuMemPrefetchAsync_ptsz(CUdeviceptr, size_t, CUdevice, CUstream s)
+{
+    return submit(s == nullptr ? CU_STREAM_PER_THREAD : s,
+                  {"cuMemPrefetchAsync_ptsz", copy_us(), {}}, false);
+}
+FAKE_EXPORT CUresult cuMemPrefetchAsync_v2(CUdeviceptr, size_t, CUmemLocation, unsigned int flags,
+                                           CUstream s)
+{
+    if (flags != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    return submit(s, {"cuMemPrefetchAsync_v2", copy_us(), {}}, false);
+}
+FAKE_EXPORT CUresult cuMemPrefetchAsync_v2_ptsz(CUdeviceptr, size_t, CUmemLocation,
+                                                unsigned int flags, CUstream s)
+{
+    if (flags != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    return submit(s == nullptr ? CU_STREAM_PER_THREAD : s,
+                  {"cuMemPrefetchAsync_v2_ptsz", copy_us(), {}}, false);
+}
+
+// ---- errors --------------------------------------------------------------------------------
+
+FAKE_EXPORT CUresult cuGetErrorName(CUresult error, const char** name)
+{
+    switch (error) {
+        case CUDA_SUCCESS:
+            *name = "CUDA_SUCCESS";
+            break;
+        case CUDA_ERROR_INVALID_VALUE:
+            *name = "CUDA_ERROR_INVALID_VALUE";
+            break;
+        case CUDA_ERROR_OUT_OF_MEMORY:
+            *name = "CUDA_ERROR_OUT_OF_MEMORY";
+            break;
+        case CUDA_ERROR_NOT_INITIALIZED:
+            *name = "CUDA_ERROR_NOT_INITIALIZED";
+            break;
+        case CUDA_ERROR_INVALID_CONTEXT:
+            *name = "CUDA_ERROR_INVALID_CONTEXT";
+            break;
+        case CUDA_ERROR_NOT_FOUND:
+            *name = "CUDA_ERROR_NOT_FOUND";
+            break;
+        case CUDA_ERROR_NOT_SUPPORTED:
+            *name = "CUDA_ERROR_NOT_SUPPORTED";
+            break;
+        case CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED:
+            *name = "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED";
+            break;
+        case CUDA_ERROR_STREAM_CAPTURE_INVALIDATED:
+            *name = "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED";
+            break;
+        default:
+            *name = "CUDA_ERROR_UNKNOWN";
+            return CUDA_ERROR_INVALID_VALUE;
+    }
+    return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuGetErrorString(CUresult error, const char** text)
+{
+    return cuGetErrorName(error, text);
+}
+
+// ---- cuGetProcAddress ----------------------------------------------------------------------
+// Rows: base name, the CUDA version that introduced this ABI, whether it is
+// the per-thread-default-stream flavour, the exported function. The driver
+// picks, among rows of the base name with the requested stream flavour (or
+// the plain one where none exists), the newest ABI not newer than the
+// caller's version.
+
+#define ROW(base, version, ptds, fn)                           \
+    {                                                          \
+        base, version, ptds, #fn, reinterpret_cast<void*>(&fn) \
+    }
+
+FAKE_EXPORT CUresult cuGetProcAddress(const char*, void**, int, cuuint64_t);
+FAKE_EXPORT CUresult cuGetProcAddress_v2(const char*, void**, int, cuuint64_t,
+                                         CUdriverProcAddressQueryResult*);
+
+namespace {
+
+struct ProcRow {
+    const char* base;
+    int version;
+    bool ptds;
+    const char* name;
+    void* fn;
+};
+
+const ProcRow kProcRows[] = {
+    ROW("cuInit", 2000, false, cuInit),
+    ROW("cuDriverGetVersion", 2020, false, cuDriverGetVersion),
+    ROW("cuDeviceGet", 2000, false, cuDeviceGet),
+    ROW("cuDeviceGetCount", 2000, false, cuDeviceGetCount),
+    ROW("cuDeviceGetName", 2000, false, cuDeviceGetName),
+    ROW("cuDeviceGetUuid", 9020, false, cuDeviceGetUuid),
+    ROW("cuDeviceGetUuid", 11040, false, cuDeviceGetUuid_v2),
+    ROW("cuDeviceTotalMem", 3020, false, cuDeviceTotalMem_v2),
+    ROW("cuDeviceGetAttribute", 2000, false, cuDeviceGetAttribute),
+    ROW("cuDevicePrimaryCtxRetain", 7000, false, cuDevicePrimaryCtxRetain),
+    ROW("cuDevicePrimaryCtxRelease", 11000, false, cuDevicePrimaryCtxRelease_v2),
+    ROW("cuCtxCreate", 3020, false, cuCtxCreate_v2),
+    ROW("cuCtxCreate", 12050, false, cuCtxCreate_v4),
+    ROW("cuCtxDestroy", 4000, false, cuCtxDestroy_v2),
+    ROW("cuCtxGetCurrent", 4000, false, cuCtxGetCurrent),
+    ROW("cuCtxSetCurrent", 4000, false, cuCtxSetCurrent),
+    ROW("cuCtxPushCurrent", 4000, false, cuCtxPushCurrent_v2),
+    ROW("cuCtxPopCurrent", 4000, false, cuCtxPopCurrent_v2),
+    ROW("cuCtxGetDevice", 2000, false, cuCtxGetDevice),
+    ROW("cuCtxSynchronize", 2000, false, cuCtxSynchronize),
+    ROW("cuStreamCreate", 2000, false, cuStreamCreate),
+    ROW("cuStreamDestroy", 4000, false, cuStreamDestroy_v2),
+    ROW("cuStreamSynchronize", 2000, false, cuStreamSynchronize),
+    ROW("cuStreamSynchronize", 7000, true, cuStreamSynchronize_ptsz),
+    ROW("cuStreamQuery", 2000, false, cuStreamQuery),
+    ROW("cuStreamQuery", 7000, true, cuStreamQuery_ptsz),
+    ROW("cuStreamBeginCapture", 10000, false, cuStreamBeginCapture),
+    ROW("cuStreamBeginCapture", 10000, true, cuStreamBeginCapture_ptsz),
+    ROW("cuStreamBeginCapture", 10010, false, cuStreamBeginCapture_v2),
+    ROW("cuStreamBeginCapture", 10010, true, cuStreamBeginCapture_v2_ptsz),
+    ROW("cuStreamEndCapture", 10000, false, cuStreamEndCapture),
+    ROW("cuStreamEndCapture", 10000, true, cuStreamEndCapture_ptsz),
+    ROW("cuStreamIsCapturing", 10000, false, cuStreamIsCapturing),
+    ROW("cuStreamIsCapturing", 10000, true, cuStreamIsCapturing_ptsz),
+    ROW("cuThreadExchangeStreamCaptureMode", 10010, false, cuThreadExchangeStreamCaptureMode),
+    ROW("cuGraphInstantiate", 11040, false, cuGraphInstantiateWithFlags),
+    ROW("cuGraphLaunch", 10000, false, cuGraphLaunch),
+    ROW("cuGraphLaunch", 10000, true, cuGraphLaunch_ptsz),
+    ROW("cuGraphExecDestroy", 10000, false, cuGraphExecDestroy),
+    ROW("cuGraphDestroy", 10000, false, cuGraphDestroy),
+    ROW("cuMemAlloc", 2000, false, cuMemAlloc),
+    ROW("cuMemAlloc", 3020, false, cuMemAlloc_v2),
+    ROW("cuMemAllocPitch", 3020, false, cuMemAllocPitch_v2),
+    ROW("cuMemAllocManaged", 6000, false, cuMemAllocManaged),
+    ROW("cuMemFree", 3020, false, cuMemFree_v2),
+    ROW("cuMemGetInfo", 3020, false, cuMemGetInfo_v2),
+    ROW("cuMemAllocAsync", 11020, false, cuMemAllocAsync),
+    ROW("cuMemAllocAsync", 11020, true, cuMemAllocAsync_ptsz),
+    ROW("cuMemFreeAsync", 11020, false, cuMemFreeAsync),
+    ROW("cuMemFreeAsync", 11020, true, cuMemFreeAsync_ptsz),
+    ROW("cuMemCreate", 10020, false, cuMemCreate),
+    ROW("cuMemRelease", 10020, false, cuMemRelease),
+    ROW("cuLaunchKernel", 4000, false, cuLaunchKernel),
+    ROW("cuLaunchKernel", 7000, true, cuLaunchKernel_ptsz),
+    ROW("cuLaunchKernelEx", 11060, false, cuLaunchKernelEx),
+    ROW("cuLaunchKernelEx", 11060, true, cuLaunchKernelEx_ptsz),
+    ROW("cuLaunchCooperativeKernel", 9000, false, cuLaunchCooperativeKernel),
+    ROW("cuMemcpy", 4000, false, cuMemcpy),
+    ROW("cuMemcpy", 7000, true, cuMemcpy_ptds),
+    ROW("cuMemcpyAsync", 4000, false, cuMemcpyAsync),
+    ROW("cuMemcpyAsync", 7000, true, cuMemcpyAsync_ptsz),
+    ROW("cuMemcpyHtoD", 3020, false, cuMemcpyHtoD_v2),
+    ROW("cuMemcpyHtoD", 7000, true, cuMemcpyHtoD_v2_ptds),
+    ROW("cuMemcpyDtoH", 3020, false, cuMemcpyDtoH_v2),
+    ROW("cuMemcpyDtoH", 7000, true, cuMemcpyDtoH_v2_ptds),
+    ROW("cuMemcpyDtoD", 3020, false, cuMemcpyDtoD_v2),
+    ROW("cuMemcpyHtoDAsync", 3020, false, cuMemcpyHtoDAsync_v2),
+    ROW("cuMemcpyHtoDAsync", 7000, true, cuMemcpyHtoDAsync_v2_ptsz),
+    ROW("cuMemcpyDtoHAsync", 3020, false, cuMemcpyDtoHAsync_v2),
+    ROW("cuMemcpyPeer", 4000, false, cuMemcpyPeer),
+    ROW("cuMemcpy2DUnaligned", 3020, false, cuMemcpy2DUnaligned_v2),
+    ROW("cuMemcpy2DUnaligned", 7000, true, cuMemcpy2DUnaligned_v2_ptds),
+    ROW("cuMemcpy2DAsync", 3020, false, cuMemcpy2DAsync_v2),
+    ROW("cuMemsetD8", 3020, false, cuMemsetD8_v2),
+    ROW("cuMemsetD8", 7000, true, cuMemsetD8_v2_ptds),
+    ROW("cuMemsetD32", 3020, false, cuMemsetD32_v2),
+    ROW("cuMemsetD8Async", 3020, false, cuMemsetD8Async),
+    ROW("cuMemsetD8Async", 7000, true, cuMemsetD8Async_ptsz),
+    ROW("cuMemsetD32Async", 3020, false, cuMemsetD32Async),
+    ROW("cuMemPrefetchAsync", 8000, false, cuMemPrefetchAsync),
+    ROW("cuMemPrefetchAsync", 8000, true, cuMemPrefetchAsync_ptsz),
+    ROW("cuMemPrefetchAsync", 12020, false, cuMemPrefetchAsync_v2),
+    ROW("cuMemPrefetchAsync", 12020, true, cuMemPrefetchAsync_v2_ptsz),
+    ROW("cuGetErrorName", 6000, false, cuGetErrorName),
+    ROW("cuGetErrorString", 6000, false, cuGetErrorString),
+    ROW("cuGetProcAddress", 11030, false, cuGetProcAddress),
+    ROW("cuGetProcAddress", 12000, false, cuGetProcAddress_v2),
+};
+
+CUresult proc_address(const char* symbol, void** pfn, int version, cuuint64_t flags,
+                      CUdriverProcAddressQueryResult* status)
+{
+    if (symbol == nullptr || pfn == nullptr)
+        return CUDA_ERROR_INVALID_VALUE;
+    *pfn = nullptr;
+    const bool want_ptds = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
+    const ProcRow* best = nullptr;
+    bool known = false;
+    for (int pass = want_ptds ? 0 : 1; pass < 2 && best == nullptr; ++pass) {
+        const bool ptds = pass == 0;
+        for (const ProcRow& r : kProcRows) {
+            if (strcmp(r.base, symbol) != 0)
+                continue;
+            known = true;
+            if (r.ptds != ptds || r.version > version)
+                continue;
+            if (best == nullptr || r.version > best->version)
+                best = &r;
+        }
+    }
+    if (best == nullptr) {
+        if (status != nullptr)
+            *status = known ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT
+                            : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+        return CUDA_ERROR_NOT_FOUND;
+    }
+    *pfn = best->fn;
+    if (status != nullptr)
+        *status = CU_GET_PROC_ADDRESS_SUCCESS;
+    return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+FAKE_EXPORT CUresult cuGetProcAddress(const char* symbol, void** pfn, int version, cuuint64_t flags)
+{
+    return proc_address(symbol, pfn, version, flags, nullptr);
+}
+
+FAKE_EXPORT CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int version,
+                                         cuuint64_t flags, CUdriverProcAddressQueryResult* status)
+{
+    return proc_address(symbol, pfn, version, flags, status);
+}

@@ -1,0 +1,111 @@
+// Routes (b) dlopen + dlsym(handle, "cu...") and (c) cuGetProcAddress_v2.
+#include "api.h"
+
+#include <dlfcn.h>
+
+namespace {
+
+struct Name {
+    const char* base;
+    int version;        // CUDA version whose ABI the client was written for
+    const char* plain;  // exported name, legacy default stream
+    const char* ptds;   // exported name, per-thread default stream (or plain)
+};
+
+template <typename F>
+void set(F* slot, void* p)
+{
+    *slot = reinterpret_cast<F>(p);
+}
+
+}  // namespace
+
+std::string fill_api(Api* api, const std::string& route, bool per_thread)
+{
+    if (route == "direct")
+        return fill_direct(api, per_thread) ? "" : "this client is not linked with -lcuda";
+
+    void* lib = dlopen("libcuda.so.1", RTLD_NOW);
+    if (lib == nullptr)
+        return std::string("dlopen libcuda.so.1: ") + dlerror();
+
+    using Gpa = decltype(&cuGetProcAddress_v2);
+    Gpa gpa = nullptr;
+    if (route == "proc") {
+        // Like cudart: find the resolver, then ask it for itself.
+        gpa = reinterpret_cast<Gpa>(dlsym(lib, "cuGetProcAddress_v2"));
+        if (gpa == nullptr)
+            return "no cuGetProcAddress_v2";
+        void* self = nullptr;
+        CUdriverProcAddressQueryResult status;
+        if (gpa("cuGetProcAddress", &self, 12000, 0, &status) != CUDA_SUCCESS || self == nullptr)
+            return "cuGetProcAddress(\"cuGetProcAddress\") failed";
+        gpa = reinterpret_cast<Gpa>(self);
+    } else if (route != "dlsym") {
+        return "unknown route " + route;
+    }
+
+    std::string missing;
+    auto get = [&](const Name& n) -> void* {
+        void* p = nullptr;
+        if (gpa != nullptr) {
+            CUdriverProcAddressQueryResult status;
+            const cuuint64_t flags = per_thread ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM
+                                                : CU_GET_PROC_ADDRESS_LEGACY_STREAM;
+            // Like cudart: per-thread variants exist since CUDA 7.0.
+            const int version = per_thread && n.version < 7000 ? 7000 : n.version;
+            if (gpa(n.base, &p, version, flags, &status) != CUDA_SUCCESS)
+                p = nullptr;
+        } else {
+            p = dlsym(lib, per_thread ? n.ptds : n.plain);
+        }
+        if (p == nullptr)
+            missing += std::string(" ") + n.base;
+        return p;
+    };
+    set(&api->init, get({"cuInit", 2000, "cuInit", "cuInit"}));
+    set(&api->device_get, get({"cuDeviceGet", 2000, "cuDeviceGet", "cuDeviceGet"}));
+    set(&api->primary_retain, get({"cuDevicePrimaryCtxRetain", 7000, "cuDevicePrimaryCtxRetain",
+                                   "cuDevicePrimaryCtxRetain"}));
+    set(&api->ctx_set_current,
+        get({"cuCtxSetCurrent", 4000, "cuCtxSetCurrent", "cuCtxSetCurrent"}));
+    set(&api->ctx_synchronize,
+        get({"cuCtxSynchronize", 2000, "cuCtxSynchronize", "cuCtxSynchronize"}));
+    set(&api->stream_create, get({"cuStreamCreate", 2000, "cuStreamCreate", "cuStreamCreate"}));
+    set(&api->stream_synchronize,
+        get({"cuStreamSynchronize", 2000, "cuStreamSynchronize", "cuStreamSynchronize_ptsz"}));
+    set(&api->mem_alloc, get({"cuMemAlloc", 3020, "cuMemAlloc_v2", "cuMemAlloc_v2"}));
+    set(&api->mem_free, get({"cuMemFree", 3020, "cuMemFree_v2", "cuMemFree_v2"}));
+    set(&api->mem_alloc_managed,
+        get({"cuMemAllocManaged", 6000, "cuMemAllocManaged", "cuMemAllocManaged"}));
+    set(&api->mem_get_info, get({"cuMemGetInfo", 3020, "cuMemGetInfo_v2", "cuMemGetInfo_v2"}));
+    set(&api->device_total_mem,
+        get({"cuDeviceTotalMem", 3020, "cuDeviceTotalMem_v2", "cuDeviceTotalMem_v2"}));
+    set(&api->launch_kernel,
+        get({"cuLaunchKernel", 4000, "cuLaunchKernel", "cuLaunchKernel_ptsz"}));
+    set(&api->launch_kernel_ex,
+        get({"cuLaunchKernelEx", 11060, "cuLaunchKernelEx", "cuLaunchKernelEx_ptsz"}));
+    set(&api->memcpy_htod, get({"cuMemcpyHtoD", 3020, "cuMemcpyHtoD_v2", "cuMemcpyHtoD_v2_ptds"}));
+    set(&api->memcpy_dtoh, get({"cuMemcpyDtoH", 3020, "cuMemcpyDtoH_v2", "cuMemcpyDtoH_v2_ptds"}));
+    set(&api->memset_d8, get({"cuMemsetD8", 3020, "cuMemsetD8_v2", "cuMemsetD8_v2_ptds"}));
+    set(&api->memcpy_htod_async,
+        get({"cuMemcpyHtoDAsync", 3020, "cuMemcpyHtoDAsync_v2", "cuMemcpyHtoDAsync_v2_ptsz"}));
+    set(&api->begin_capture, get({"cuStreamBeginCapture", 10010, "cuStreamBeginCapture_v2",
+                                  "cuStreamBeginCapture_v2_ptsz"}));
+    set(&api->end_capture,
+        get({"cuStreamEndCapture", 10000, "cuStreamEndCapture", "cuStreamEndCapture_ptsz"}));
+    set(&api->graph_instantiate, get({"cuGraphInstantiate", 11040, "cuGraphInstantiateWithFlags",
+                                      "cuGraphInstantiateWithFlags"}));
+    set(&api->graph_launch, get({"cuGraphLaunch", 10000, "cuGraphLaunch", "cuGraphLaunch_ptsz"}));
+    set(&api->mem_alloc_async,
+        get({"cuMemAllocAsync", 11020, "cuMemAllocAsync", "cuMemAllocAsync_ptsz"}));
+    set(&api->mem_free_async,
+        get({"cuMemFreeAsync", 11020, "cuMemFreeAsync", "cuMemFreeAsync_ptsz"}));
+    set(&api->mem_create, get({"cuMemCreate", 10020, "cuMemCreate", "cuMemCreate"}));
+    set(&api->mem_release, get({"cuMemRelease", 10020, "cuMemRelease", "cuMemRelease"}));
+    set(&api->prefetch_v2,
+        get({"cuMemPrefetchAsync", 12020, "cuMemPrefetchAsync_v2", "cuMemPrefetchAsync_v2_ptsz"}));
+    set(&api->prefetch_v1,
+        get({"cuMemPrefetchAsync", 8000, "cuMemPrefetchAsync", "cuMemPrefetchAsync_ptsz"}));
+    return missing.empty() ? "" : "not found:" + missing;
+}

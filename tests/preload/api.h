@@ -1,0 +1,47 @@
+// The driver entry points the test client uses, filled through one of the
+// routes real programs take: direct symbols (linked with -lcuda),
+// dlopen + dlsym, or cuGetProcAddress_v2.
+#pragma once
+
+#include <cuda.h>
+
+#include <string>
+
+struct Api {
+    decltype(&cuInit) init = nullptr;
+    decltype(&cuDeviceGet) device_get = nullptr;
+    decltype(&cuDevicePrimaryCtxRetain) primary_retain = nullptr;
+    decltype(&cuCtxSetCurrent) ctx_set_current = nullptr;
+    decltype(&cuCtxSynchronize) ctx_synchronize = nullptr;
+    decltype(&cuStreamCreate) stream_create = nullptr;
+    decltype(&cuStreamSynchronize) stream_synchronize = nullptr;
+    decltype(&cuMemAlloc_v2) mem_alloc = nullptr;
+    decltype(&cuMemFree_v2) mem_free = nullptr;
+    decltype(&cuMemAllocManaged) mem_alloc_managed = nullptr;
+    decltype(&cuMemGetInfo_v2) mem_get_info = nullptr;
+    decltype(&cuDeviceTotalMem_v2) device_total_mem = nullptr;
+    decltype(&cuLaunchKernel) launch_kernel = nullptr;
+    decltype(&cuLaunchKernelEx) launch_kernel_ex = nullptr;
+    decltype(&cuMemcpyHtoD) memcpy_htod = nullptr;
+    decltype(&cuMemcpyDtoH) memcpy_dtoh = nullptr;
+    decltype(&cuMemsetD8) memset_d8 = nullptr;
+    decltype(&cuMemcpyHtoDAsync) memcpy_htod_async = nullptr;
+    decltype(&cuStreamBeginCapture) begin_capture = nullptr;
+    decltype(&cuStreamEndCapture) end_capture = nullptr;
+    decltype(&cuGraphInstantiateWithFlags) graph_instantiate = nullptr;
+    decltype(&cuGraphLaunch) graph_launch = nullptr;
+    decltype(&cuMemAllocAsync) mem_alloc_async = nullptr;
+    decltype(&cuMemFreeAsync) mem_free_async = nullptr;
+    decltype(&cuMemCreate) mem_create = nullptr;
+    decltype(&cuMemRelease) mem_release = nullptr;
+    decltype(&cuMemPrefetchAsync) prefetch_v2 = nullptr;
+    // The CUDA 8.0 ABI of cuMemPrefetchAsync (device ordinal, no flags).
+    CUresult (*prefetch_v1)(CUdeviceptr, size_t, CUdevice, CUstream) = nullptr;
+};
+
+// Fill `api` through `route` ("direct", "dlsym", "proc"); per_thread selects
+// the per-thread-default-stream variants. Returns an error text or "".
+std::string fill_api(Api* api, const std::string& route, bool per_thread);
+
+// Implemented only in the binary linked with -lcuda.
+bool fill_direct(Api* api, bool per_thread);

@@ -1,0 +1,51 @@
+#!/bin/sh
+# libnvshare.so lives in every process: it must need nothing but libc (and
+# the loader), export only the driver hooks and dlsym (at both glibc
+# versions), and run no constructor of its own.
+# Usage: check_elf.sh path/to/libnvshare.so
+set -u
+lib=$1
+fail=0
+err() { echo "FAIL: $*"; fail=1; }
+
+needed=$(readelf -d "$lib" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | sort | tr '\n' ' ')
+for n in $needed; do
+    case $n in
+    libc.so.6 | ld-linux-*.so.* ) ;;
+    *) err "NEEDED $n" ;;
+    esac
+done
+echo "NEEDED: $needed"
+
+exports=$(nm -D --defined-only "$lib" | awk '$2 != "A" {print $3}')
+for s in $exports; do
+    case $s in
+    cu[A-Z]*) ;;
+    dlsym@@GLIBC_2.34 | dlsym@GLIBC_2.2.5 | dlsym@GLIBC_2.17) ;;
+    *) err "unexpected export $s" ;;
+    esac
+done
+echo "$exports" | grep -qx 'dlsym@@GLIBC_2.34' || err "dlsym@@GLIBC_2.34 not exported"
+echo "$exports" | grep -qE '^dlsym@GLIBC_2\.(2\.5|17)$' || err "dlsym at the base glibc version not exported"
+# Every route to GPU work and allocation is hooked.
+for s in cuGetProcAddress cuGetProcAddress_v2 cuLaunchKernel cuLaunchKernel_ptsz \
+    cuLaunchKernelEx cuLaunchKernelEx_ptsz cuLaunchCooperativeKernel cuGraphLaunch \
+    cuGraphLaunch_ptsz cuMemcpy cuMemcpyAsync_ptsz cuMemcpyHtoD_v2 cuMemcpyHtoD_v2_ptds \
+    cuMemcpy2DUnaligned_v2 cuMemcpy3DPeerAsync cuMemcpyBatchAsync_v2 cuMemcpyPeer \
+    cuMemsetD8_v2 cuMemsetD8Async_ptsz cuMemsetD2D32_v2_ptds cuMemPrefetchAsync \
+    cuMemPrefetchAsync_v2_ptsz cuMemPrefetchBatchAsync cuStreamWriteValue32_v2 \
+    cuStreamBatchMemOp cuMemAlloc_v2 cuMemAllocPitch_v2 cuMemFree_v2 cuMemAllocManaged \
+    cuMemAllocAsync cuMemAllocFromPoolAsync_ptsz cuMemFreeAsync cuMemCreate cuMemRelease \
+    cuMemGetInfo_v2 cuDeviceTotalMem_v2 cuDevicePrimaryCtxRetain cuCtxCreate_v4 \
+    cuCtxDestroy_v2 cuStreamBeginCapture_v2 cuStreamEndCapture; do
+    echo "$exports" | grep -qE "^$s(@@NVSHARE_1)?\$" || err "$s not exported"
+done
+echo "exports: $(echo "$exports" | wc -l) symbols"
+
+# No C++ runtime and no static constructors.
+undef=$(nm -D --undefined-only "$lib" | awk '{print $2}')
+echo "$undef" | grep -E '^_Z|__cxa_(throw|guard|begin_catch|allocate)|__gxx_personality|_Unwind' \
+    && err "C++ runtime symbols are used"
+nm "$lib" | grep -q '_GLOBAL__sub_I' && err "static constructors"
+[ $fail -eq 0 ] && echo "OK"
+exit $fail

@@ -1,0 +1,495 @@
+// End-to-end: real nvshared processes, test clients under libnvshare.so and
+// the fake libcuda, checked from outside through the fake's event log and
+// nvshared's status.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include "harness.h"
+
+namespace nvshare::test {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+// Two clients that set up (register, allocate, report memory), wait at a
+// barrier, and are released together, so their GPU work would overlap unless
+// the library keeps them apart.
+struct Pair {
+    Process a, b;
+};
+
+Pair run_pair(const TempDir& dir, const std::string& socket, ClientRun run,
+              const std::function<void()>& before_go = {})
+{
+    run.args.push_back("--barrier");
+    run.args.push_back(dir.file("go"));
+    Pair p{start_client(dir, socket, run, "a"), start_client(dir, socket, run, "b")};
+    const bool ready = eventually([&] {
+        return file_exists(dir.file("go." + std::to_string(p.a.pid()))) &&
+               file_exists(dir.file("go." + std::to_string(p.b.pid())));
+    });
+    EXPECT_TRUE(ready) << p.a.out() << p.a.err() << p.b.out() << p.b.err();
+    if (before_go)
+        before_go();
+    touch(dir.file("go"));
+    return p;
+}
+
+void expect_clean_exit(Process& p)
+{
+    EXPECT_EQ(p.wait(), 0) << "stdout:\n" << p.out() << "stderr:\n" << p.err();
+}
+
+// ---- routes: every way a program reaches the driver is gated --------------------
+
+struct RouteCase {
+    const char* name;
+    std::vector<std::string> args;
+    bool dl_client;
+    const char* kernel;  // the driver export the kernels must reach
+};
+
+void PrintTo(const RouteCase& c, std::ostream* os)
+{
+    *os << c.name;
+}
+
+class Routes : public testing::TestWithParam<RouteCase> {};
+
+TEST_P(Routes, SerializeInOnModeAndRewriteAllocations)
+{
+    const RouteCase& c = GetParam();
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "on"});
+    ClientRun run{c.args, {}, c.dl_client};
+    for (const char* a : {"--kernels", "4", "--kernel-us", "30000", "--alloc", "1M", "--copies"})
+        run.args.push_back(a);
+    Pair p = run_pair(dir, daemon.socket(), run);
+    expect_clean_exit(p.a);
+    expect_clean_exit(p.b);
+
+    const auto work = read_work(dir.file("fake.log"));
+    EXPECT_FALSE(overlapped(work, p.a.pid(), p.b.pid())) << read_file(dir.file("fake.log"));
+    for (pid_t pid : {p.a.pid(), p.b.pid()}) {
+        int kernels = 0;
+        for (const Work& w : work_of(work, pid))
+            kernels += w.name.find(c.kernel) != std::string::npos;
+        EXPECT_GE(kernels, 4) << "kernels through " << c.kernel;
+        // cuMemAlloc became a managed allocation.
+        EXPECT_GE(count_events(dir.file("fake.log"), pid, "alloc managed 1048576"), 1);
+        EXPECT_EQ(count_events(dir.file("fake.log"), pid, "alloc device"), 0);
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    E2E, Routes,
+    testing::Values(
+        RouteCase{"direct", {"--route", "direct"}, false, "cuLaunchKernel"},
+        RouteCase{"direct_ptsz", {"--route", "direct", "--ptsz"}, false, "cuLaunchKernel_ptsz"},
+        RouteCase{
+            "direct_ex", {"--route", "direct", "--ex", "--stream"}, false, "cuLaunchKernelEx"},
+        RouteCase{"dlsym", {"--route", "dlsym"}, true, "cuLaunchKernel"},
+        RouteCase{"dlsym_ptsz", {"--route", "dlsym", "--ptsz"}, true, "cuLaunchKernel_ptsz"},
+        RouteCase{"proc", {"--route", "proc", "--prefetch"}, true, "cuLaunchKernel"},
+        RouteCase{
+            "proc_ptsz", {"--route", "proc", "--ptsz", "--prefetch"}, true, "cuLaunchKernel_ptsz"},
+        RouteCase{
+            "proc_ex_ptsz", {"--route", "proc", "--ex", "--ptsz"}, true, "cuLaunchKernelEx_ptsz"},
+        RouteCase{"proc_linked", {"--route", "proc", "--stream"}, false, "cuLaunchKernel"},
+        RouteCase{"graph", {"--route", "proc", "--graph"}, true, "cuGraphLaunch:cuLaunchKernel"}),
+    [](const testing::TestParamInfo<RouteCase>& p) { return std::string(p.param.name); });
+
+// cuGetProcAddress hands back the wrapper of exactly the variant the driver
+// chose for the caller's version and flags (the fake logs which it ran).
+TEST(ProcAddress, KeepsTheDriversVariantChoice)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "on"});
+    for (bool ptsz : {false, true}) {
+        ClientRun run{{"--route", "proc", "--prefetch", "--kernels", "1"}, {}, true};
+        if (ptsz)
+            run.args.push_back("--ptsz");
+        Process p = start_client(dir, daemon.socket(), run, ptsz ? "ptsz" : "legacy");
+        expect_clean_exit(p);
+        const std::string log = dir.file("fake.log");
+        const std::string s = ptsz ? "_ptsz stream=" : " stream=";
+        EXPECT_EQ(count_events(log, p.pid(), "cuMemPrefetchAsync"), 4);         // 2 starts, 2 ends
+        EXPECT_EQ(count_events(log, p.pid(), "cuMemPrefetchAsync" + s), 1);     // CUDA 8.0 ABI
+        EXPECT_EQ(count_events(log, p.pid(), "cuMemPrefetchAsync_v2" + s), 1);  // 12.2 ABI
+    }
+}
+
+// The fake and the overlap check are honest: without the library's gate the
+// same pair does overlap.
+TEST(Honesty, WithoutTheLibraryWorkOverlaps)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "on"});
+    ClientRun run{{"--kernels", "8", "--kernel-us", "50000", "--alloc", "1M"},
+                  {{"NVSHARE_DISABLE", "1"}},
+                  false};
+    Pair p = run_pair(dir, daemon.socket(), run);
+    expect_clean_exit(p.a);
+    expect_clean_exit(p.b);
+    EXPECT_TRUE(overlapped(read_work(dir.file("fake.log")), p.a.pid(), p.b.pid()));
+    // A pass-through: plain device memory, and nvshared never heard of them.
+    EXPECT_EQ(count_events(dir.file("fake.log"), p.a.pid(), "alloc device 1048576"), 1);
+    EXPECT_EQ(daemon.log().find("registered"), std::string::npos) << daemon.log();
+}
+
+// ---- modes ------------------------------------------------------------------------
+
+TEST(Modes, OffRunsConcurrently)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "off"});
+    Pair p =
+        run_pair(dir, daemon.socket(), {{"--kernels", "8", "--kernel-us", "50000"}, {}, false});
+    expect_clean_exit(p.a);
+    expect_clean_exit(p.b);
+    EXPECT_TRUE(overlapped(read_work(dir.file("fake.log")), p.a.pid(), p.b.pid()));
+}
+
+TEST(Modes, AutoRunsConcurrentlyWhenMemoryFits)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "auto", "--capacity", "4G"});
+    Pair p = run_pair(dir, daemon.socket(),
+                      {{"--kernels", "8", "--kernel-us", "50000", "--alloc", "1G"}, {}, false});
+    expect_clean_exit(p.a);
+    expect_clean_exit(p.b);
+    EXPECT_TRUE(overlapped(read_work(dir.file("fake.log")), p.a.pid(), p.b.pid()));
+}
+
+TEST(Modes, AutoSerializesWhenOversubscribed)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "auto", "--capacity", "1G"});
+    Pair p =
+        run_pair(dir, daemon.socket(),
+                 {{"--kernels", "4", "--kernel-us", "30000", "--alloc", "700M"}, {}, false}, [&] {
+                     // Both memory reports arrived: together they exceed the capacity.
+                     EXPECT_TRUE(eventually([&] {
+                         const auto s = daemon.status();
+                         return !s.is_null() && s["gpus"].size() == 1 &&
+                                s["gpus"][0]["requested_memory"].get<uint64_t>() >= 1400ull << 20;
+                     })) << daemon.status().dump();
+                 });
+    expect_clean_exit(p.a);
+    expect_clean_exit(p.b);
+    EXPECT_FALSE(overlapped(read_work(dir.file("fake.log")), p.a.pid(), p.b.pid()));
+}
+
+// ---- giving the lock back -----------------------------------------------------------
+
+// A busy holder is asked to drop at the end of its quantum and lets the
+// waiter run; it is never revoked.
+TEST(Release, DropsAtTheEndOfTheTimeQuantum)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "on", "--time-quantum", "300ms", "--grace", "10s"});
+    const std::string stop = dir.file("stop");
+    // No early release: only the quantum's drop request may take the lock.
+    Process a = start_client(dir, daemon.socket(),
+                             {{"--kernels", "2", "--kernel-us", "20000", "--until", stop},
+                              {{"NVSHARE_IDLE_RELEASE_MS", "0"}},
+                              false},
+                             "a");
+    ASSERT_TRUE(
+        eventually([&] { return count_events(dir.file("fake.log"), a.pid(), "end") >= 2; }));
+    Process b = start_client(dir, daemon.socket(),
+                             {{"--kernels", "3", "--kernel-us", "20000"}, {}, false}, "b");
+    EXPECT_EQ(b.wait(seconds(30)), 0) << b.out() << b.err();
+    EXPECT_TRUE(a.running()) << "b ran only after a finished";
+    const auto me = client_status(daemon.status(), a.pid());
+    touch(stop);
+    expect_clean_exit(a);
+    EXPECT_FALSE(overlapped(read_work(dir.file("fake.log")), a.pid(), b.pid()));
+    ASSERT_FALSE(me.is_null());
+    EXPECT_GE(me["drops"].get<int>(), 1);
+    EXPECT_EQ(me["revocations"].get<int>(), 0);
+}
+
+// An idle holder hands the GPU on after the idle period, long before its
+// quantum ends.
+TEST(Release, ReleasesEarlyWhenIdle)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "on", "--time-quantum", "10min"});
+    Process a = start_client(
+        dir, daemon.socket(),
+        {{"--kernels", "2", "--kernel-us", "20000", "--hold-ms", "60000"}, {}, false}, "a");
+    ASSERT_TRUE(
+        eventually([&] { return count_events(dir.file("fake.log"), a.pid(), "end") >= 2; }));
+    Process b = start_client(dir, daemon.socket(),
+                             {{"--kernels", "3", "--kernel-us", "20000"}, {}, false}, "b");
+    EXPECT_EQ(b.wait(seconds(30)), 0) << b.out() << b.err();
+    EXPECT_TRUE(a.running());
+    const auto me = client_status(daemon.status(), a.pid());
+    ASSERT_FALSE(me.is_null());
+    EXPECT_EQ(me["drops"].get<int>(), 0) << "released on its own, not asked to";
+    a.signal(SIGTERM);
+    a.wait();
+    EXPECT_FALSE(overlapped(read_work(dir.file("fake.log")), a.pid(), b.pid()));
+}
+
+// A holder that stops answering (stopped by a signal) loses the lock after
+// the grace period; the waiter runs; the holder carries on when resumed.
+TEST(Release, RevokesAClientThatStopsAnswering)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "on", "--time-quantum", "200ms", "--grace", "300ms"});
+    const std::string stop = dir.file("stop");
+    Process a =
+        start_client(dir, daemon.socket(),
+                     {{"--kernels", "2", "--kernel-us", "10000", "--until", stop}, {}, false}, "a");
+    ASSERT_TRUE(
+        eventually([&] { return count_events(dir.file("fake.log"), a.pid(), "end") >= 2; }));
+    a.signal(SIGSTOP);
+    Process b = start_client(dir, daemon.socket(),
+                             {{"--kernels", "3", "--kernel-us", "10000"}, {}, false}, "b");
+    EXPECT_EQ(b.wait(seconds(30)), 0) << b.out() << b.err();
+    const auto me = client_status(daemon.status(), a.pid());
+    a.signal(SIGCONT);
+    touch(stop);
+    expect_clean_exit(a);
+    ASSERT_FALSE(me.is_null());
+    EXPECT_GE(me["revocations"].get<int>(), 1);
+    EXPECT_NE(a.err().find("revoked"), std::string::npos) << a.err();
+}
+
+// ---- failing open ---------------------------------------------------------------------
+
+TEST(FailOpen, RunsWithoutADaemonWithOneWarning)
+{
+    TempDir dir;
+    Process p = start_client(dir, dir.file("absent.sock"),
+                             {{"--kernels", "3", "--kernel-us", "10000", "--alloc", "1M",
+                               "--copies", "--hold-ms", "1500"},
+                              {},
+                              false},
+                             "p");
+    expect_clean_exit(p);
+    const std::string err = p.err();
+    size_t lines = 0;
+    for (size_t at = err.find("[nvshare]"); at != std::string::npos;
+         at = err.find("[nvshare]", at + 1))
+        ++lines;
+    EXPECT_EQ(lines, 1u) << err;
+    EXPECT_NE(err.find("unscheduled"), std::string::npos) << err;
+    EXPECT_EQ(count_events(dir.file("fake.log"), p.pid(), "start"), 8);  // 3 kernels + 5 copies
+}
+
+TEST(FailOpen, RegistersAgainAfterADaemonRestart)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "on"});
+    const std::string stop = dir.file("stop");
+    Process a =
+        start_client(dir, daemon.socket(),
+                     {{"--kernels", "1", "--kernel-us", "5000", "--until", stop}, {}, false}, "a");
+    ASSERT_TRUE(eventually([&] { return !client_status(daemon.status(), a.pid()).is_null(); }));
+    daemon.stop();
+    // Keeps running unscheduled while the daemon is gone.
+    const int before = count_events(dir.file("fake.log"), a.pid(), "end");
+    EXPECT_TRUE(eventually(
+        [&] { return count_events(dir.file("fake.log"), a.pid(), "end") >= before + 5; }));
+    daemon.start();
+    EXPECT_TRUE(
+        eventually([&] { return !client_status(daemon.status(), a.pid()).is_null(); }, seconds(30)))
+        << a.err();
+    // And is scheduled again: it holds the lock on the new daemon.
+    EXPECT_TRUE(eventually([&] {
+        const auto me = client_status(daemon.status(), a.pid());
+        return !me.is_null() && me["grants"].get<int>() >= 1;
+    }));
+    touch(stop);
+    expect_clean_exit(a);
+    EXPECT_NE(a.err().find("unscheduled"), std::string::npos) << a.err();
+}
+
+// ---- processes ------------------------------------------------------------------------
+
+// A child forked while the parent holds the lock does not inherit it: it
+// registers on its own, and parent and child take turns.
+TEST(Processes, ForkChildRegistersAnew)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "on"});
+    Process p =
+        start_client(dir, daemon.socket(),
+                     {{"--kernels", "4", "--kernel-us", "30000", "--fork"}, {}, false}, "p");
+    expect_clean_exit(p);
+    EXPECT_NE(p.out().find("child=ok"), std::string::npos);
+    const auto work = read_work(dir.file("fake.log"));
+    pid_t child = 0;
+    for (const Work& w : work)
+        if (w.pid != p.pid())
+            child = w.pid;
+    ASSERT_NE(child, 0) << "the child ran no GPU work";
+    EXPECT_FALSE(overlapped(work, p.pid(), child)) << read_file(dir.file("fake.log"));
+    EXPECT_NE(daemon.log().find("pid " + std::to_string(child)), std::string::npos) << daemon.log();
+}
+
+TEST(Processes, NonCudaProcessIsUntouched)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "on"});
+    const auto before = daemon.status()["connections"].get<int>();
+    for (const char* program : {"/bin/true", "/bin/sh"}) {
+        Process p = spawn(program, {"-c", "exit 0"},
+                          {{"LD_PRELOAD", Paths::get().library},
+                           {"NVSHARE_SOCKET", daemon.socket()},
+                           {"NVSHARE_DEBUG", "1"}},
+                          dir.file("p.out"), dir.file("p.err"));
+        EXPECT_EQ(p.wait(), 0);
+        EXPECT_EQ(p.err(), "");
+        EXPECT_EQ(p.out(), "");
+    }
+    EXPECT_EQ(daemon.log().find("registered"), std::string::npos) << daemon.log();
+    EXPECT_EQ(daemon.status()["connections"].get<int>(), before);
+}
+
+// dlsym answers like glibc for everything but the driver names we wrap, and
+// RTLD_NEXT still means "after the caller" (our override forwards by tail
+// call, so glibc sees the real caller).
+TEST(Dlsym, AnswersLikeGlibcExceptForWrappedDriverNames)
+{
+    TempDir dir;
+    const char* probe = getenv("NVSHARE_TEST_DLSYM_PROBE");
+    const char* q = getenv("NVSHARE_TEST_NEXT_PROBE_Q");
+    ASSERT_TRUE(probe != nullptr && q != nullptr);
+    auto run = [&](const std::map<std::string, std::string>& extra) {
+        std::map<std::string, std::string> env = {{"LD_PRELOAD", Paths::get().library + " " + q},
+                                                  {"LD_LIBRARY_PATH", Paths::get().fake_dir},
+                                                  {"NVSHARE_SOCKET", dir.file("absent.sock")}};
+        for (const auto& [k, v] : extra)
+            env[k] = v;
+        Process p = spawn(probe, {}, env, dir.file("probe.out"), dir.file("probe.err"));
+        EXPECT_EQ(p.wait(), 0) << p.err();
+        EXPECT_EQ(p.err(), "");
+        return p.out();
+    };
+    EXPECT_EQ(run({}),
+              "rtld_next=2\n"
+              "default_before_load=null\n"
+              "wrapped=libnvshare\n"
+              "wrapped_ptsz=libnvshare\n"
+              "default_after_load=libnvshare\n"
+              "unwrapped=libcuda\n"
+              "absent_in_driver=null\n"
+              "missing=null\n");
+    EXPECT_EQ(run({{"NVSHARE_DISABLE", "1"}}),
+              "rtld_next=2\n"
+              "default_before_load=null\n"
+              "wrapped=libcuda\n"
+              "wrapped_ptsz=libcuda\n"
+              "default_after_load=libcuda\n"
+              "unwrapped=libcuda\n"
+              "absent_in_driver=null\n"
+              "missing=null\n");
+}
+
+// ---- memory ---------------------------------------------------------------------------
+
+TEST(Memory, SingleProcessLimit)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "auto", "--capacity", "1G"});
+    const ClientRun base{{"--kernels", "0", "--alloc", "600M", "--allocs", "2"}, {}, false};
+    auto run = [&](std::map<std::string, std::string> env, const char* name) {
+        ClientRun r = base;
+        r.env = std::move(env);
+        Process p = start_client(dir, daemon.socket(), r, name);
+        expect_clean_exit(p);
+        return p.out();
+    };
+    EXPECT_EQ(run({}, "limited"), "alloc=ok\nalloc=oom\ndone=ok\n");
+    EXPECT_EQ(run({{"NVSHARE_ENABLE_SINGLE_OVERSUB", "0"}}, "zero"),
+              "alloc=ok\nalloc=oom\ndone=ok\n");
+    EXPECT_EQ(run({{"NVSHARE_ENABLE_SINGLE_OVERSUB", "1"}}, "oversub"),
+              "alloc=ok\nalloc=ok\ndone=ok\n");
+}
+
+// Managed memory lets a process go beyond the GPU's memory: the fake refuses
+// plain device memory beyond its 16 GiB, as a GPU would.
+TEST(Memory, RewriteToManagedAllowsOversubscription)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "on"});
+    const ClientRun run{
+        {"--kernels", "1", "--alloc", "20G"}, {{"NVSHARE_ENABLE_SINGLE_OVERSUB", "1"}}, false};
+    Process p = start_client(dir, daemon.socket(), run, "managed");
+    expect_clean_exit(p);
+    EXPECT_EQ(p.out(), "alloc=ok\ndone=ok\n");
+    ClientRun plain = run;
+    plain.env["NVSHARE_DISABLE"] = "1";
+    Process q = start_client(dir, daemon.socket(), plain, "plain");
+    expect_clean_exit(q);
+    EXPECT_EQ(q.out(), "alloc=oom\ndone=ok\n");
+}
+
+TEST(Memory, MemInfoReportsTheCapacity)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "auto", "--capacity", "2G"});
+    Process p = start_client(dir, daemon.socket(),
+                             {{"--kernels", "0", "--alloc", "512M", "--meminfo"}, {}, false}, "p");
+    expect_clean_exit(p);
+    EXPECT_EQ(p.out(),
+              "alloc=ok\nfree=1610612736\ntotal=2147483648\ndevice_total=2147483648\ndone=ok\n");
+}
+
+TEST(Memory, UsageIsReportedToTheDaemon)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "auto"});
+    const std::string stop = dir.file("stop");
+    Process p = start_client(dir, daemon.socket(),
+                             {{"--kernels", "1", "--alloc", "300M", "--managed", "100M", "--vmm",
+                               "50M", "--async-alloc", "10M", "--until", stop},
+                              {},
+                              false},
+                             "p");
+    EXPECT_TRUE(eventually([&] {
+        const auto me = client_status(daemon.status(), p.pid());
+        return !me.is_null() && me["memory"].get<uint64_t>() == 450ull << 20;
+    })) << daemon.status().dump();
+    touch(stop);
+    expect_clean_exit(p);
+    EXPECT_NE(p.out().find("vmm=ok"), std::string::npos);
+    EXPECT_EQ(count_events(dir.file("fake.log"), p.pid(), "alloc async"), 1);
+}
+
+// ---- capture ----------------------------------------------------------------------------
+
+// Work captured into a graph does nothing, so capture never waits for the
+// lock; the graph's launch does.
+TEST(Capture, NeverWaitsInsideACapture)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "on", "--time-quantum", "10min"});
+    const std::string stop = dir.file("stop");
+    Process a =
+        start_client(dir, daemon.socket(),
+                     {{"--kernels", "2", "--kernel-us", "10000", "--until", stop}, {}, false}, "a");
+    ASSERT_TRUE(
+        eventually([&] { return count_events(dir.file("fake.log"), a.pid(), "end") >= 2; }));
+    Process b = start_client(
+        dir, daemon.socket(),
+        {{"--route", "proc", "--graph", "--kernels", "3", "--kernel-us", "10000"}, {}, true}, "b");
+    EXPECT_TRUE(eventually([&] { return b.out().find("captured=ok") != std::string::npos; }))
+        << b.out() << b.err();
+    // Captured while a held the lock, and the graph has not run yet.
+    EXPECT_TRUE(b.running());
+    EXPECT_EQ(count_events(dir.file("fake.log"), b.pid(), "start"), 0);
+    touch(stop);
+    expect_clean_exit(a);
+    expect_clean_exit(b);
+    EXPECT_EQ(count_events(dir.file("fake.log"), b.pid(), "cuGraphLaunch:cuLaunchKernel"), 6);
+    EXPECT_FALSE(overlapped(read_work(dir.file("fake.log")), a.pid(), b.pid()));
+}
+
+}  // namespace
+}  // namespace nvshare::test

@@ -1,0 +1,179 @@
+// Unit tests of libnvshare's pure parts: variant matching for
+// cuGetProcAddress, environment parsing, the allocation table.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+
+#include "preload/alloc_table.h"
+#include "preload/env.h"
+#include "preload/proc_address.h"
+
+namespace nvshare::preload {
+namespace {
+
+size_t base(const char* name)
+{
+    return base_length(name);
+}
+
+TEST(ProcAddressMatch, BaseNameStripsVariantSuffixes)
+{
+    EXPECT_EQ(base("cuMemAlloc"), 10u);
+    EXPECT_EQ(base("cuMemAlloc_v2"), 10u);
+    EXPECT_EQ(base("cuLaunchKernel_ptsz"), 14u);
+    EXPECT_EQ(base("cuMemcpyHtoD_v2_ptds"), 12u);
+    EXPECT_EQ(base("cuStreamGetCaptureInfo_v3"), 22u);
+    EXPECT_EQ(base("cuMemsetD2D8_v2"), 12u);  // trailing digits of the name stay
+    EXPECT_EQ(base("cuMemsetD8"), 10u);
+    EXPECT_EQ(base("cuFoo_v"), 7u);  // "_v" without a number is part of the name
+}
+
+TEST(ProcAddressMatch, VariantsOfABaseName)
+{
+    const char* b = "cuMemcpy3D";
+    EXPECT_TRUE(is_variant_of("cuMemcpy3D", b, 10));
+    EXPECT_TRUE(is_variant_of("cuMemcpy3D_v2", b, 10));
+    EXPECT_TRUE(is_variant_of("cuMemcpy3D_v2_ptds", b, 10));
+    EXPECT_FALSE(is_variant_of("cuMemcpy3DPeer", b, 10));
+    EXPECT_FALSE(is_variant_of("cuMemcpy3DAsync_v2", b, 10));
+    EXPECT_FALSE(is_variant_of("cuMemcpy", b, 10));
+}
+
+// A table like the library's: some exported names, an internal (nullptr)
+// one; "real functions" are distinct fake addresses.
+const char* const kNames[] = {
+    "cuMemAlloc_v2",
+    "cuLaunchKernel",
+    "cuLaunchKernel_ptsz",
+    "cuMemPrefetchAsync",
+    "cuMemPrefetchAsync_ptsz",
+    "cuMemPrefetchAsync_v2",
+    "cuMemPrefetchAsync_v2_ptsz",
+    "cuMemcpy3DPeer",
+    "cuMemcpy3D_v2",
+    nullptr,
+};
+constexpr size_t kCount = sizeof kNames / sizeof kNames[0];
+char g_functions[kCount];
+const void* fake_real(size_t i, void*)
+{
+    return &g_functions[i];
+}
+
+int match(const char* symbol, const void* p, bool* any)
+{
+    return match_variant(symbol, p, kNames, kCount, fake_real, nullptr, any);
+}
+
+TEST(ProcAddressMatch, FindsExactlyTheVariantTheDriverReturned)
+{
+    bool any = false;
+    EXPECT_EQ(match("cuMemPrefetchAsync", &g_functions[3], &any), 3);
+    EXPECT_EQ(match("cuMemPrefetchAsync", &g_functions[4], &any), 4);
+    EXPECT_EQ(match("cuMemPrefetchAsync", &g_functions[5], &any), 5);
+    EXPECT_EQ(match("cuMemPrefetchAsync", &g_functions[6], &any), 6);
+    EXPECT_EQ(match("cuLaunchKernel", &g_functions[2], &any), 2);
+    EXPECT_EQ(match("cuMemAlloc", &g_functions[0], &any), 0);
+    EXPECT_TRUE(any);
+}
+
+TEST(ProcAddressMatch, NeverMatchesAnotherFunctionOrAnUnknownPointer)
+{
+    bool any = false;
+    // cuMemcpy3DPeer's pointer is not a variant of cuMemcpy3D.
+    EXPECT_EQ(match("cuMemcpy3D", &g_functions[7], &any), -1);
+    EXPECT_TRUE(any);  // cuMemcpy3D_v2 is
+    // A tool's trampoline: a known name, an unknown pointer.
+    char trampoline;
+    EXPECT_EQ(match("cuLaunchKernel", &trampoline, &any), -1);
+    EXPECT_TRUE(any);
+    // A name we do not wrap.
+    EXPECT_EQ(match("cuModuleLoad", &g_functions[1], &any), -1);
+    EXPECT_FALSE(any);
+}
+
+TEST(Env, FlagsAreParsedByValue)
+{
+    EXPECT_EQ(parse_flag(nullptr), Flag::Unset);
+    for (const char* on : {"1", "true", "TRUE", "yes", "on", "On"})
+        EXPECT_EQ(parse_flag(on), Flag::On) << on;
+    for (const char* off : {"0", "", "false", "no", "off", "OFF"})
+        EXPECT_EQ(parse_flag(off), Flag::Off) << off;
+    for (const char* bad : {"2", "enable", " 1", "1 "})
+        EXPECT_EQ(parse_flag(bad), Flag::Invalid) << bad;
+}
+
+TEST(Env, Millis)
+{
+    uint32_t v = 7;
+    EXPECT_TRUE(parse_millis("0", 1000, &v));
+    EXPECT_EQ(v, 0u);
+    EXPECT_TRUE(parse_millis("250", 1000, &v));
+    EXPECT_EQ(v, 250u);
+    EXPECT_FALSE(parse_millis("1001", 1000, &v));
+    EXPECT_FALSE(parse_millis("", 1000, &v));
+    EXPECT_FALSE(parse_millis("10ms", 1000, &v));
+    EXPECT_FALSE(parse_millis("-1", 1000, &v));
+    EXPECT_FALSE(parse_millis("99999999999999999999", 1000, &v));
+    EXPECT_EQ(v, 250u);
+}
+
+TEST(AllocTable, InsertFindRemove)
+{
+    AllocTable t;
+    AllocTable::Entry e{};
+    EXPECT_FALSE(t.find(0x1000, &e));
+    EXPECT_FALSE(t.remove(0x1000, &e));
+    ASSERT_TRUE(t.insert(0x1000, 64, 0, 1));
+    ASSERT_TRUE(t.insert(0x2000, 128, 1, 2));
+    EXPECT_EQ(t.size(), 2u);
+    ASSERT_TRUE(t.find(0x2000, &e));
+    EXPECT_EQ(e.size, 128u);
+    EXPECT_EQ(e.gpu, 1);
+    EXPECT_EQ(e.kind, 2);
+    ASSERT_TRUE(t.insert(0x2000, 256, 1, 2));  // replaces
+    EXPECT_EQ(t.size(), 2u);
+    ASSERT_TRUE(t.remove(0x2000, &e));
+    EXPECT_EQ(e.size, 256u);
+    EXPECT_FALSE(t.find(0x2000, nullptr));
+    EXPECT_TRUE(t.find(0x1000, nullptr));
+    t.clear();
+    EXPECT_EQ(t.size(), 0u);
+    EXPECT_FALSE(t.find(0x1000, nullptr));
+}
+
+TEST(AllocTable, AgreesWithAMapUnderChurn)
+{
+    AllocTable t;
+    std::map<uint64_t, uint64_t> model;
+    std::mt19937_64 rng(42);
+    for (int i = 0; i < 200000; ++i) {
+        // Page-aligned keys from a small range: many collisions and reuse.
+        const uint64_t key = 0x7f0000000000ull + (rng() % 20000) * 4096;
+        if (rng() % 3 != 0) {
+            const uint64_t size = rng() % 100000 + 1;
+            ASSERT_TRUE(t.insert(key, size, 0, 1));
+            model[key] = size;
+        } else {
+            AllocTable::Entry e{};
+            const bool removed = t.remove(key, &e);
+            ASSERT_EQ(removed, model.count(key) == 1);
+            if (removed) {
+                EXPECT_EQ(e.size, model[key]);
+                model.erase(key);
+            }
+        }
+        ASSERT_EQ(t.size(), model.size());
+    }
+    for (const auto& [key, size] : model) {
+        AllocTable::Entry e{};
+        ASSERT_TRUE(t.find(key, &e));
+        EXPECT_EQ(e.size, size);
+    }
+    // Deleted slots are reused: the table did not grow without bound.
+    EXPECT_LE(t.capacity(), 65536u);
+}
+
+}  // namespace
+}  // namespace nvshare::preload

@@ -1,0 +1,347 @@
+// A small CUDA driver-API program for the end-to-end tests: it reaches the
+// (fake) driver through the route it is told to, allocates, launches
+// "kernels" of a given duration, copies, captures a graph, forks, ... and
+// reports what the driver answered on stdout (key=value lines).
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "api.h"
+
+namespace {
+
+struct Options {
+    std::string route = "direct";
+    bool per_thread = false;
+    int kernels = 5;
+    uint32_t kernel_us = 20000;
+    bool launch_ex = false;
+    bool own_stream = false;
+    bool graph = false;
+    bool copies = false;
+    bool meminfo = false;
+    bool prefetch = false;
+    bool fork_child = false;
+    bool free_at_end = true;
+    size_t alloc = 0;
+    int allocs = 1;
+    size_t managed = 0;
+    size_t async_alloc = 0;
+    size_t vmm = 0;
+    std::string barrier;
+    std::string until;
+    int hold_ms = 0;
+};
+
+Api api;
+Options opt;
+CUstream stream = nullptr;
+CUdevice device = 0;
+std::vector<CUdeviceptr> pointers;
+
+[[noreturn]] void fail(const char* what, CUresult r)
+{
+    printf("error=%s:%d\n", what, static_cast<int>(r));
+    fflush(stdout);
+    _exit(3);
+}
+
+#define CHECK(call)                 \
+    do {                            \
+        const CUresult r_ = (call); \
+        if (r_ != CUDA_SUCCESS)     \
+            fail(#call, r_);        \
+    } while (0)
+
+bool exists(const std::string& path)
+{
+    struct stat st;
+    return stat(path.c_str(), &st) == 0;
+}
+
+void wait_for(const std::string& path)
+{
+    for (int i = 0; i < 60000 && !exists(path); ++i)
+        usleep(1000);
+}
+
+void setup()
+{
+    CHECK(api.init(0));
+    CHECK(api.device_get(&device, 0));
+    CUcontext ctx = nullptr;
+    CHECK(api.primary_retain(&ctx, device));
+    CHECK(api.ctx_set_current(ctx));
+    if (opt.own_stream || opt.graph)
+        CHECK(api.stream_create(&stream, 0));
+}
+
+void sync_stream()
+{
+    CHECK(api.stream_synchronize(stream));
+}
+
+void launch(uint32_t us)
+{
+    void* params[] = {&us};
+    auto f = reinterpret_cast<CUfunction>(1);
+    if (opt.launch_ex) {
+        CUlaunchConfig cfg{};
+        cfg.gridDimX = cfg.gridDimY = cfg.gridDimZ = 1;
+        cfg.blockDimX = cfg.blockDimY = cfg.blockDimZ = 1;
+        cfg.hStream = stream;
+        CHECK(api.launch_kernel_ex(&cfg, f, params, nullptr));
+    } else {
+        CHECK(api.launch_kernel(f, 1, 1, 1, 1, 1, 1, 0, stream, params, nullptr));
+    }
+}
+
+void allocate()
+{
+    for (int i = 0; opt.alloc != 0 && i < opt.allocs; ++i) {
+        CUdeviceptr p = 0;
+        const CUresult r = api.mem_alloc(&p, opt.alloc);
+        if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+            printf("alloc=oom\n");
+            continue;
+        }
+        CHECK(r);
+        printf("alloc=ok\n");
+        pointers.push_back(p);
+    }
+    if (opt.managed != 0) {
+        CUdeviceptr p = 0;
+        CHECK(api.mem_alloc_managed(&p, opt.managed, CU_MEM_ATTACH_GLOBAL));
+        pointers.push_back(p);
+    }
+    if (opt.async_alloc != 0) {
+        CUdeviceptr p = 0;
+        const CUresult r = api.mem_alloc_async(&p, opt.async_alloc, stream);
+        printf("async_alloc=%s\n", r == CUDA_SUCCESS               ? "ok"
+                                   : r == CUDA_ERROR_OUT_OF_MEMORY ? "oom"
+                                                                   : "error");
+        if (r == CUDA_SUCCESS) {
+            sync_stream();
+            CHECK(api.mem_free_async(p, stream));
+            sync_stream();
+        }
+    }
+    if (opt.vmm != 0) {
+        CUmemAllocationProp prop{};
+        prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+        prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        prop.location.id = device;
+        CUmemGenericAllocationHandle h = 0;
+        const CUresult r = api.mem_create(&h, opt.vmm, &prop, 0);
+        printf("vmm=%s\n", r == CUDA_SUCCESS               ? "ok"
+                           : r == CUDA_ERROR_OUT_OF_MEMORY ? "oom"
+                                                           : "error");
+    }
+}
+
+void meminfo()
+{
+    size_t free = 0, total = 0, device_total = 0;
+    CHECK(api.mem_get_info(&free, &total));
+    CHECK(api.device_total_mem(&device_total, device));
+    printf("free=%zu\ntotal=%zu\ndevice_total=%zu\n", free, total, device_total);
+}
+
+void copies()
+{
+    CUdeviceptr p = 0;
+    CHECK(api.mem_alloc(&p, 4096));
+    std::vector<unsigned char> in(4096), out(4096, 0);
+    for (size_t i = 0; i < in.size(); ++i)
+        in[i] = static_cast<unsigned char>(i * 7);
+    CHECK(api.memcpy_htod(p, in.data(), in.size()));
+    CHECK(api.memcpy_dtoh(out.data(), p, out.size()));
+    if (in != out) {
+        printf("error=copy mismatch\n");
+        _exit(4);
+    }
+    CHECK(api.memset_d8(p, 0x5a, 4096));
+    CHECK(api.memcpy_dtoh(out.data(), p, 16));
+    if (out[0] != 0x5a || out[15] != 0x5a) {
+        printf("error=memset mismatch\n");
+        _exit(4);
+    }
+    CHECK(api.memcpy_htod_async(p, in.data(), 4096, stream));
+    sync_stream();
+    CHECK(api.mem_free(p));
+    printf("copies=ok\n");
+}
+
+void graph()
+{
+    CHECK(api.begin_capture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    for (int i = 0; i < opt.kernels; ++i)
+        launch(opt.kernel_us);
+    CUgraph g = nullptr;
+    CHECK(api.end_capture(stream, &g));
+    printf("captured=ok\n");
+    fflush(stdout);
+    CUgraphExec exec = nullptr;
+    CHECK(api.graph_instantiate(&exec, g, 0));
+    CHECK(api.graph_launch(exec, stream));
+    sync_stream();
+}
+
+void prefetch()
+{
+    CUdeviceptr p = 0;
+    CHECK(api.mem_alloc(&p, 1 << 20));
+    CHECK(api.prefetch_v1(p, 1 << 20, device, stream));
+    CUmemLocation loc{};
+    loc.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    loc.id = device;
+    CHECK(api.prefetch_v2(p, 1 << 20, loc, 0, stream));
+    sync_stream();
+    CHECK(api.mem_free(p));
+}
+
+void run_round()
+{
+    if (opt.graph) {
+        graph();
+    } else {
+        for (int i = 0; i < opt.kernels; ++i)
+            launch(opt.kernel_us);
+        sync_stream();
+    }
+    if (opt.copies)
+        copies();
+    if (opt.prefetch)
+        prefetch();
+}
+
+size_t parse_size(const char* s)
+{
+    char* end = nullptr;
+    double v = strtod(s, &end);
+    switch (*end) {
+        case 'K':
+            v *= 1024;
+            break;
+        case 'M':
+            v *= 1024 * 1024;
+            break;
+        case 'G':
+            v *= 1024.0 * 1024 * 1024;
+            break;
+        default:
+            break;
+    }
+    return static_cast<size_t>(v);
+}
+
+bool parse(int argc, char** argv)
+{
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        auto next = [&]() -> const char* { return i + 1 < argc ? argv[++i] : ""; };
+        if (a == "--route")
+            opt.route = next();
+        else if (a == "--ptsz")
+            opt.per_thread = true;
+        else if (a == "--kernels")
+            opt.kernels = atoi(next());
+        else if (a == "--kernel-us")
+            opt.kernel_us = static_cast<uint32_t>(atoi(next()));
+        else if (a == "--ex")
+            opt.launch_ex = true;
+        else if (a == "--stream")
+            opt.own_stream = true;
+        else if (a == "--graph")
+            opt.graph = true;
+        else if (a == "--copies")
+            opt.copies = true;
+        else if (a == "--meminfo")
+            opt.meminfo = true;
+        else if (a == "--prefetch")
+            opt.prefetch = true;
+        else if (a == "--fork")
+            opt.fork_child = true;
+        else if (a == "--no-free")
+            opt.free_at_end = false;
+        else if (a == "--alloc")
+            opt.alloc = parse_size(next());
+        else if (a == "--allocs")
+            opt.allocs = atoi(next());
+        else if (a == "--managed")
+            opt.managed = parse_size(next());
+        else if (a == "--async-alloc")
+            opt.async_alloc = parse_size(next());
+        else if (a == "--vmm")
+            opt.vmm = parse_size(next());
+        else if (a == "--barrier")
+            opt.barrier = next();
+        else if (a == "--until")
+            opt.until = next();
+        else if (a == "--hold-ms")
+            opt.hold_ms = atoi(next());
+        else
+            return false;
+    }
+    return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv)
+{
+    setvbuf(stdout, nullptr, _IOLBF, 0);
+    if (!parse(argc, argv)) {
+        fprintf(stderr, "usage: see tests/preload/test_client.cpp\n");
+        return 2;
+    }
+    const std::string error = fill_api(&api, opt.route, opt.per_thread);
+    if (!error.empty()) {
+        printf("error=%s\n", error.c_str());
+        return 3;
+    }
+    setup();
+    allocate();
+    if (opt.meminfo)
+        meminfo();
+    if (!opt.barrier.empty()) {
+        FILE* f = fopen((opt.barrier + "." + std::to_string(getpid())).c_str(), "w");
+        if (f != nullptr)
+            fclose(f);
+        wait_for(opt.barrier);
+    }
+    run_round();
+    if (opt.fork_child) {
+        const pid_t child = fork();
+        if (child == 0) {
+            // A child that uses CUDA sets it up afresh (as with a real driver).
+            setup();
+            run_round();
+            printf("child=ok\n");
+            fflush(stdout);
+            _exit(0);
+        }
+        run_round();
+        int status = 0;
+        waitpid(child, &status, 0);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+            printf("error=child failed\n");
+            return 5;
+        }
+    }
+    while (!opt.until.empty() && !exists(opt.until))
+        run_round();
+    if (opt.hold_ms > 0)
+        usleep(static_cast<useconds_t>(opt.hold_ms) * 1000);
+    if (opt.free_at_end)
+        for (CUdeviceptr p : pointers)
+            CHECK(api.mem_free(p));
+    printf("done=ok\n");
+    return 0;
+}
