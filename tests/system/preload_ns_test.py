@@ -4,9 +4,10 @@ inside a private mount namespace with a tmpfs over /etc, so the host's /etc
 is never touched. A test library (preload_marker.cpp) stands in for
 libnvshare.so and announces itself on stderr in every process that loads it.
 
-usage: preload_ns_test.py NVSHARECTL MARKER_LIBRARY LD_LIB_TOKEN INSTALL_SCRIPT
+usage: preload_ns_test.py NVSHARECTL MARKER_LIBRARY LD_LIB_TOKEN INSTALL_SCRIPT [LIBNVSHARE]
 (LD_LIB_TOKEN: what ld.so's $LIB expands to here, or '' if unknown;
-INSTALL_SCRIPT: systemd/preload-merge-on-install.sh)
+INSTALL_SCRIPT: systemd/preload-merge-on-install.sh; LIBNVSHARE: the built
+libnvshare.so, when there is one)
 """
 import fcntl
 import json
@@ -19,6 +20,7 @@ import unittest
 
 SKIP = 77
 NVSHARECTL, MARKER, LIB_TOKEN, INSTALL_SCRIPT = sys.argv[1:5]
+LIBNVSHARE = sys.argv[5] if len(sys.argv) > 5 else ""
 PRELOAD = "/etc/ld.so.preload"
 DROP_IN_DIR = "/etc/ld.so.preload.d"
 DROP_IN = DROP_IN_DIR + "/nvshare.conf"
@@ -369,6 +371,27 @@ class PreloadTest(unittest.TestCase):
         self.assertFalse(os.path.lexists(PRELOAD))
         self.assertIn("updated", install_step(self.library, "/usr"))
         self.assertEqual(read(PRELOAD), self.entry.encode() + b"\n")
+
+    def test_the_real_libnvshare_is_loaded_quietly_everywhere(self):
+        if not LIBNVSHARE:
+            self.skipTest("libnvshare.so is not built here")
+        # Installed the way meson installs it: under $LIB, named by the entry.
+        real = self.make_library("libnvshare.so")
+        shutil.copy(LIBNVSHARE, real)
+        entry = os.path.join(self.tmp, "$LIB", "libnvshare.so") if LIB_TOKEN else real
+        self.ctl("preload", "enable", entry=entry)
+        self.assertEqual(ldso_reads(), [entry])
+        # Every new process maps it, and it stays silent in programs that
+        # never touch CUDA (it does nothing before the first CUDA call).
+        r = subprocess.run(["cat", "/proc/self/maps"], capture_output=True, text=True, timeout=60)
+        self.assertEqual((r.returncode, r.stderr), (0, ""))
+        self.assertIn(real, r.stdout)
+        for argv in (["/bin/true"], ["sh", "-c", "exit 0"], [sys.executable, "-c", "pass"]):
+            r = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+            self.assertEqual((r.returncode, r.stderr), (0, ""), argv)
+        self.ctl("preload", "disable", entry=entry)
+        r = subprocess.run(["cat", "/proc/self/maps"], capture_output=True, text=True, timeout=60)
+        self.assertNotIn("libnvshare.so", r.stdout)
 
     def test_status_reports_the_state(self):
         off = json.loads(self.ctl("--json", "preload", "status").stdout)
