@@ -1,0 +1,254 @@
+#!/usr/bin/env python3
+"""Documentation completeness: everything that exists is in its man page.
+
+  nvshared    every option of `nvshared --help` in OPTIONS of nvshared(8); every
+              NVSHARE_* variable of nvshare.service or daemon/*.cpp in its
+              ENVIRONMENT
+  nvsharectl  every option and command (with its verbs) of `nvsharectl --help`,
+              every exit code of cli/exit_codes.h (EXIT STATUS) and every
+              NVSHARE_* variable of cli/*.cpp (ENVIRONMENT) in nvsharectl(1)
+  libnvshare  every NVSHARE_* variable named in preload/*.cpp and *.h in
+              ENVIRONMENT of libnvshare(8)
+  dbus        every interface, method, property and signal of dbus/*.xml in
+              org.nvshare.Scheduler1(5)
+  protocol    every message type, error code, mode, constant, payload
+              structure (with its size) and field of common/protocol.h in
+              nvshare-protocol(7)
+  selftest    each check above fails on a page with one item taken out
+
+A term counts as documented when the page shows it in bold (*term*), fields
+in underline (_field_). A page still holding the "; nvshare-stub" placeholder
+is skipped (exit 77) until its owner writes it.
+
+usage: doc_test.py CHECK   (paths come from the environment set by meson)
+"""
+import glob
+import os
+import re
+import subprocess
+import sys
+
+SKIP = 77
+SOURCE = os.environ["NVSHARE_SOURCE_ROOT"]
+MAN = os.path.join(SOURCE, "man")
+
+
+def page(name):
+    with open(os.path.join(MAN, name + ".scd"), encoding="utf-8") as f:
+        return f.read()
+
+
+def is_stub(text):
+    return "; nvshare-stub" in text
+
+
+def sections(text):
+    """{'OPTIONS': '...', ...} from scdoc's '# NAME' headings."""
+    out, current = {}, None
+    for line in text.split("\n"):
+        m = re.match(r"# (.+)$", line)
+        if m:
+            current = m.group(1).strip()
+            out[current] = ""
+        elif current is not None:
+            out[current] += line + "\n"
+    return out
+
+
+def bold(text):
+    return set(re.findall(r"(?<!\\)\*([^*\n]+?)\*", text))
+
+
+def underlined(text):
+    return set(re.findall(r"(?<![A-Za-z0-9\\])_([^_\n][^\n]*?)_(?![A-Za-z0-9])", text))
+
+
+def help_text(binary):
+    r = subprocess.run([binary, "--help"], capture_output=True, text=True, timeout=60)
+    if r.returncode != 0:
+        sys.exit(f"{binary} --help failed: {r.stderr}")
+    return r.stdout
+
+
+def help_options(text):
+    """Options from the indented option lines of --help output."""
+    options = []
+    for line in text.split("\n"):
+        if re.match(r"\s+-", line):
+            spec = re.split(r"\s{2,}", line.strip())[0]
+            options += re.findall(r"(?:^|[\s,])(--?[A-Za-z][A-Za-z0-9-]*)", spec)
+    return options
+
+
+def env_names(paths):
+    """Variables a program reads: NVSHARE_* in a string literal (getenv's
+    argument) or in a unit's Environment= / ${...}; not the build-config.h
+    macros."""
+    names = set()
+    for path in paths:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            data = f.read()
+        names |= set(re.findall(r'"(NVSHARE_[A-Z0-9_]+)"', data))
+        names |= set(re.findall(r"^Environment=(NVSHARE_[A-Z0-9_]+)=", data, re.M))
+        names |= set(re.findall(r"\$\{(NVSHARE_[A-Z0-9_]+)\}", data))
+    return sorted(names)
+
+
+def section_missing(text, section, terms, form=bold):
+    body = sections(text).get(section)
+    if body is None:
+        return [f"section {section}"] if terms else []
+    have = form(body)
+    return [t for t in terms if t not in have]
+
+
+# ---- the checks: each returns what `text` fails to document ---------------------------
+
+def nvshared_missing(text):
+    options = help_options(help_text(os.environ["NVSHARE_NVSHARED"]))
+    assert options, "no options found in nvshared --help"
+    unit = os.path.join(SOURCE, "systemd", "nvshare.service.in")
+    variables = env_names([unit] + glob.glob(os.path.join(SOURCE, "daemon", "*.cpp")))
+    return (section_missing(text, "OPTIONS", options) +
+            section_missing(text, "ENVIRONMENT", variables))
+
+
+def exit_codes():
+    with open(os.path.join(SOURCE, "cli", "exit_codes.h")) as f:
+        return re.findall(r"^\s*k\w+\s*=\s*(\d+)", f.read(), re.M)
+
+
+def nvsharectl_missing(text):
+    help_ = help_text(os.environ["NVSHARE_NVSHARECTL"])
+    options = help_options(help_.split("Options:")[1])
+    commands = []
+    for line in help_.split("Options:")[0].split("Commands:")[1].split("\n"):
+        words = line.split()
+        if not words:
+            continue
+        commands.append(words[0])
+        # Verbs of a synopsis such as "enable|disable|status|merge".
+        if len(words) > 1 and "|" in words[1]:
+            commands += [v for v in re.split(r"[|\[\]{}]", words[1]) if re.fullmatch(r"[a-z-]+", v)]
+    codes = exit_codes()
+    assert options and commands and codes
+    variables = env_names(glob.glob(os.path.join(SOURCE, "cli", "*.cpp")))
+    everywhere = bold(text)
+    return (section_missing(text, "OPTIONS", options) +
+            [c for c in commands if c not in everywhere] +
+            section_missing(text, "EXIT STATUS", codes) +
+            section_missing(text, "ENVIRONMENT", variables))
+
+
+def libnvshare_missing(text):
+    sources = glob.glob(os.path.join(SOURCE, "preload", "*.cpp")) + \
+        glob.glob(os.path.join(SOURCE, "preload", "*.h"))
+    return section_missing(text, "ENVIRONMENT", env_names(sources))
+
+
+def dbus_terms():
+    terms = []
+    for xml in sorted(glob.glob(os.path.join(SOURCE, "dbus", "*.xml"))):
+        with open(xml) as f:
+            data = f.read()
+        terms += re.findall(r"<(?:interface|method|property|signal)\s+name=\"([^\"]+)\"", data)
+    return terms
+
+
+def dbus_missing(text):
+    have = bold(text)
+    return [t for t in dbus_terms() if t not in have]
+
+
+def protocol_missing(text):
+    with open(os.path.join(SOURCE, "common", "protocol.h")) as f:
+        header = f.read()
+    missing = []
+    have_bold, have_fields = bold(text), underlined(text)
+    flat = " ".join(text.split())
+
+    def enum(name):
+        body = re.search(r"enum class " + name + r"\s*:\s*\w+\s*\{(.*?)\};", header, re.S).group(1)
+        return re.findall(r"(\w+)\s*=\s*(\d+)", body)
+
+    for name, value in enum("MsgType"):
+        if not re.search(r"\*" + name + r"\* \(type " + value + r"\b", flat):
+            missing.append(f"message {name} (type {value})")
+    for name, value in enum("ErrorCode"):
+        if not re.search(r"\*" + name + r"\* \(" + value + r"\)", flat):
+            missing.append(f"error code {name} ({value})")
+    for name, value in enum("Mode"):
+        if not re.search(value + r" = \*" + name + r"\*", flat):
+            missing.append(f"mode {name} = {value}")
+    for name in re.findall(r"inline constexpr \w+ (k\w+)", header):
+        if name not in have_bold:
+            missing.append(f"constant {name}")
+    sizes = dict(re.findall(r"static_assert\(sizeof\((\w+)\) == (\d+)\)", header))
+    for struct, body in re.findall(r"struct (\w+) \{(.*?)\};", header, re.S):
+        if struct not in have_bold:
+            missing.append(f"structure {struct}")
+        size = sizes.get(struct)
+        if size and not re.search(r"\*" + struct + r"\*, " + size + " bytes", flat):
+            missing.append(f"size of {struct} ({size} bytes)")
+        for field in re.findall(r"^\s*\w+\s+(\w+)(?:\[\w+\])?;", body, re.M):
+            if field not in have_fields:
+                missing.append(f"field {struct}.{field}")
+    return missing
+
+
+CHECKS = {
+    "nvshared": ("nvshared.8", nvshared_missing),
+    "nvsharectl": ("nvsharectl.1", nvsharectl_missing),
+    "libnvshare": ("libnvshare.8", libnvshare_missing),
+    "dbus": ("org.nvshare.Scheduler1.5", dbus_missing),
+    "protocol": ("nvshare-protocol.7", protocol_missing),
+}
+
+
+def run_check(name):
+    page_name, find_missing = CHECKS[name]
+    text = page(page_name)
+    if is_stub(text):
+        print(f"SKIP: man/{page_name}.scd is still a placeholder")
+        return SKIP
+    if name == "dbus" and not dbus_terms():
+        print("SKIP: no dbus/*.xml yet")
+        return SKIP
+    missing = find_missing(text)
+    for m in missing:
+        print(f"man/{page_name}.scd does not document: {m}")
+    if not missing:
+        print(f"man/{page_name}.scd documents everything it should")
+    return 1 if missing else 0
+
+
+def selftest():
+    """The checks must notice a page with one documented item taken out."""
+    failures = 0
+    mutations = [
+        ("nvshared", r"\*--idle-exit\*", "--idle-exit"),
+        ("nvshared", r"\*NVSHARE_IDLE_EXIT\*", "NVSHARE_IDLE_EXIT"),
+        ("protocol", r"\*Refused\* \(8\)", "Refused (8)"),
+        ("protocol", r"_grace_us_", "grace_us"),
+        ("protocol", r"\*DropPayload\*, 16 bytes", "DropPayload, 16 bytes"),
+        ("protocol", r"\*Contended\* \(type 21", "Contended (type 21"),
+    ]
+    for check, pattern, replacement in mutations:
+        page_name, find_missing = CHECKS[check]
+        text = page(page_name)
+        mutated, n = re.subn(pattern, replacement, text)
+        if n == 0 or find_missing(text) or not find_missing(mutated):
+            print(f"FAIL: the {check} check does not notice a missing {replacement!r}")
+            failures += 1
+    # nvsharectl's exit codes: a page listing all but the last must fail.
+    codes = exit_codes()
+    fake = "nvsharectl(1)\n\n# EXIT STATUS\n\n" + "".join(f"*{c}*\n\tx\n\n" for c in codes[:-1])
+    if not section_missing(fake, "EXIT STATUS", codes):
+        print("FAIL: the exit code check does not notice a missing code")
+        failures += 1
+    print("selftest:", "failed" if failures else "every check notices a missing item")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(selftest() if sys.argv[1] == "selftest" else run_check(sys.argv[1]))
