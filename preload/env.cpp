@@ -1,12 +1,15 @@
 #include "preload/env.h"
 
+#include <fcntl.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
 
 #include "build-config.h"
+#include "preload/exclusion.h"
 #include "preload/log.h"
 
 namespace nvshare::preload {
@@ -79,6 +82,27 @@ bool read_flag(const char* name, bool fallback, Problems* problems)
     return fallback;
 }
 
+// nvshared itself and what the admin lists in the exclusion file are left
+// alone. Read once, at the first CUDA call of the process.
+bool excluded_by_admin()
+{
+    char exe[4096];
+    const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[n > 0 ? n : 0] = '\0';
+    char comm[32] = {};
+    const int fd = open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        const ssize_t m = read(fd, comm, sizeof comm - 1);
+        close(fd);
+        comm[m > 0 ? m : 0] = '\0';
+        if (char* nl = strchr(comm, '\n'))
+            *nl = '\0';
+    }
+    char list[nvshare_exclusion_list_max];
+    nvshare_load_exclusion_list(nvshare_exclusion_list_path, list, sizeof list);
+    return nvshare_is_excluded(n > 0 ? exe : nullptr, comm, list);
+}
+
 void load(Problems* problems)
 {
     Config c;
@@ -100,6 +124,10 @@ void load(Problems* problems)
     if (path == nullptr)
         path = NVSHARE_DEFAULT_SOCKET;
     strncpy(c.socket_path, path, sizeof c.socket_path - 1);
+    if (!c.disabled && excluded_by_admin()) {
+        c.disabled = true;
+        c.excluded = true;
+    }
     g_config = c;
 }
 

@@ -19,6 +19,7 @@ inline constexpr uint32_t kDefaultIdleReleaseMs = 100;
 
 struct Config {
     bool disabled = false;                             // NVSHARE_DISABLE: pass everything through
+    bool excluded = false;                             // listed by the admin: pass-through too
     bool debug = false;                                // NVSHARE_DEBUG: debug messages on stderr
     bool single_oversub = false;                       // NVSHARE_ENABLE_SINGLE_OVERSUB
     uint32_t idle_release_ms = kDefaultIdleReleaseMs;  // NVSHARE_IDLE_RELEASE_MS, 0 = never
