@@ -35,6 +35,7 @@ enum class MsgType : uint16_t {
     Released = 3,     // gave back the lock (after Drop, or early on its own)
     Memory = 4,       // bytes this client has allocated on one GPU
     StatusQuery = 5,  // ask for a JSON status report (any peer, even unregistered)
+    Stats = 6,        // swap statistics of one GPU (cumulative)
     // daemon -> client
     Welcome = 16,    // reply to Hello: client id and current settings
     Grant = 17,      // the client now holds the lock on these GPUs
@@ -88,16 +89,19 @@ struct WelcomeFixed {
 };
 static_assert(sizeof(WelcomeFixed) == 24);
 
-struct GpuMaskPayload {  // Request, Released, Revoked, Contended
+struct GpuMaskPayload {  // Request, Released, Revoked
     uint64_t gpus;       // bit i = the i-th GPU of this client's Hello
 };
 
 inline constexpr uint32_t kGrantExclusive = 1u;  // no other client runs on these GPUs
 inline constexpr uint32_t kGrantContended = 2u;  // someone already waits for them
+// The memory the GPU's clients report exceeds its capacity: data not in use
+// should leave the GPU on release and come back by bulk prefetch on grant.
+inline constexpr uint32_t kGrantOversubscribed = 4u;
 
-struct GrantPayload {
+struct GrantPayload {  // Grant, Contended
     uint64_t gpus;
-    uint32_t flags;
+    uint32_t flags;  // kGrant*
     uint32_t reserved;
 };
 static_assert(sizeof(GrantPayload) == 16);
@@ -105,8 +109,24 @@ static_assert(sizeof(GrantPayload) == 16);
 struct DropPayload {
     uint64_t gpus;
     uint64_t grace_us;  // revoked if not Released within this
+    uint32_t flags;     // kGrantOversubscribed
+    uint32_t reserved;
 };
-static_assert(sizeof(DropPayload) == 16);
+static_assert(sizeof(DropPayload) == 24);
+
+// Cumulative over the client's life, for one GPU: what nvshare's bulk
+// migration moved and how long the moves took.
+struct StatsPayload {
+    uint32_t gpu;  // client-local index
+    uint32_t reserved;
+    uint64_t bytes_prefetched;  // host -> GPU on grant
+    uint64_t bytes_evicted;     // GPU -> host on release
+    uint64_t swap_ins;          // prefetch rounds completed
+    uint64_t swap_in_us;        // total time of those rounds
+    uint64_t swap_outs;
+    uint64_t swap_out_us;
+};
+static_assert(sizeof(StatsPayload) == 56);
 
 struct MemoryPayload {
     uint32_t gpu;  // client-local index
@@ -212,7 +232,7 @@ inline bool fixed_payload_size(MsgType type, uint32_t* size)
 
 inline bool is_known_type(uint16_t t)
 {
-    return (t >= 1 && t <= 5) || (t >= 16 && t <= 23);
+    return (t >= 1 && t <= 6) || (t >= 16 && t <= 23);
 }
 
 // Hello carries gpu_count records after the fixed part; the count must match

@@ -210,12 +210,7 @@ void Scheduler::request(ClientId id, GpuSet gpus, TimePoint now)
     if (c->phase == Phase::Holding) {
         if ((gpus & ~c->held) == 0) {
             // Already held: answer again so a confused client resynchronises.
-            actions_.push_back({ActionKind::Grant,
-                                id,
-                                c->held,
-                                (c->held & exclusive_) == c->held,
-                                c->contended_sent,
-                                {}});
+            push(ActionKind::Grant, *c, c->held);
             return;
         }
         // Never hold some GPUs while waiting for others: give up what is held.
@@ -276,6 +271,22 @@ void Scheduler::report_memory(ClientId id, GpuIndex gpu, MemoryUse use, TimePoin
     tick(now);
 }
 
+void Scheduler::report_swaps(ClientId id, GpuIndex gpu, const SwapStats& stats, TimePoint now)
+{
+    Client* c = find(id);
+    if (c == nullptr || (c->registered() & gpu_bit(gpu)) == 0)
+        return;
+    SwapStats& old = c->swaps[gpu];
+    if (stats.swap_ins > old.swap_ins && stats.swap_in_time >= old.swap_in_time) {
+        // The quantum adapts to what switching costs now, not on average.
+        gpus_[gpu].last_swap_in =
+            (stats.swap_in_time - old.swap_in_time) / (stats.swap_ins - old.swap_ins);
+        update_holder_deadlines(gpu_bit(gpu));
+    }
+    old = stats;
+    tick(now);
+}
+
 void Scheduler::disconnect(ClientId id, TimePoint now)
 {
     Client* c = find(id);
@@ -312,6 +323,35 @@ bool Scheduler::revoke(ClientId id, TimePoint now)
 }
 
 // ---- internals ----------------------------------------------------------------------
+
+bool Scheduler::oversubscribed(GpuIndex gpu) const
+{
+    return gpu < gpus_.size() && queues_[gpu].requested > gpus_[gpu].capacity;
+}
+
+bool Scheduler::oversubscribed_set(GpuSet gpus) const
+{
+    bool any = false;
+    for_each_gpu(gpus, [&](GpuIndex g) { any |= oversubscribed(g); });
+    return any;
+}
+
+void Scheduler::push(ActionKind kind, const Client& c, GpuSet gpus, Duration grace)
+{
+    Action a{kind, c.id, gpus};
+    a.exclusive = (gpus & exclusive_) == gpus;
+    a.contended = kind == ActionKind::Contended || c.contended_sent;
+    a.oversubscribed = oversubscribed_set(gpus);
+    a.grace = grace;
+    actions_.push_back(a);
+}
+
+Duration Scheduler::quantum_for(const Client& c) const
+{
+    Duration swap{};
+    for_each_gpu(c.held, [&](GpuIndex g) { swap = std::max(swap, gpus_[g].last_swap_in); });
+    return std::max(settings_.time_quantum, swap * kQuantumPerSwap);
+}
 
 GpuSet Scheduler::compute_exclusive() const
 {
@@ -384,8 +424,7 @@ void Scheduler::grant(Client& c, TimePoint now)
         gpus_[g].holders.push_back(c.id);
         gpus_[g].grants++;
     });
-    actions_.push_back(
-        {ActionKind::Grant, c.id, c.held, (c.held & exclusive_) == c.held, c.contended_sent, {}});
+    push(ActionKind::Grant, c, c.held);
     update_deadline(c);
 }
 
@@ -412,7 +451,7 @@ void Scheduler::send_drop(Client& c, TimePoint now)
     c.drop_sent = true;
     c.drop_deadline = now + settings_.grace;
     c.drops++;
-    actions_.push_back({ActionKind::Drop, c.id, c.held, false, false, settings_.grace});
+    push(ActionKind::Drop, c, c.held, settings_.grace);
     update_deadline(c);
 }
 
@@ -421,7 +460,7 @@ GpuSet Scheduler::revoke_hold(Client& c, TimePoint now)
     const GpuSet held = c.held;
     c.revocations++;
     end_hold(c, held, now);
-    actions_.push_back({ActionKind::Revoke, c.id, held, false, false, {}});
+    push(ActionKind::Revoke, c, held);
     return held;
 }
 
@@ -449,8 +488,7 @@ void Scheduler::notify_contention(GpuSet gpus, TimePoint /*now*/)
             Client& holder = clients_.at(h);
             if (!holder.contended_sent) {
                 holder.contended_sent = true;
-                actions_.push_back(
-                    {ActionKind::Contended, h, holder.held & exclusive_, false, true, {}});
+                push(ActionKind::Contended, holder, holder.held & exclusive_);
             }
             update_deadline(holder);
         }
@@ -464,7 +502,7 @@ void Scheduler::update_deadline(Client& c)
         if (c.drop_sent)
             want = c.drop_deadline;
         else if (contended(c))
-            want = c.granted_at + settings_.time_quantum;
+            want = c.granted_at + quantum_for(c);
     }
     if (want == c.deadline)
         return;
@@ -516,8 +554,7 @@ void Scheduler::reschedule_all(TimePoint now)
         if (c.phase == Phase::Holding) {
             if (!c.contended_sent && contended(c)) {
                 c.contended_sent = true;
-                actions_.push_back(
-                    {ActionKind::Contended, id, c.held & exclusive_, false, true, {}});
+                push(ActionKind::Contended, c, c.held & exclusive_);
             }
             update_deadline(c);
         }
@@ -539,7 +576,7 @@ void Scheduler::tick(TimePoint now)
                 try_heads(revoke_hold(c, now), now);
             else
                 update_deadline(c);
-        } else if (contended(c) && now >= c.granted_at + settings_.time_quantum) {
+        } else if (contended(c) && now >= c.granted_at + quantum_for(c)) {
             send_drop(c, now);
         } else {
             update_deadline(c);

@@ -47,7 +47,18 @@ struct Gpu {
     GpuDescription description;
     uint64_t capacity = 0;  // bytes the scheduler lets clients use together
     std::vector<ClientId> holders;
-    uint64_t grants = 0;  // lock grants on this GPU so far
+    uint64_t grants = 0;       // lock grants on this GPU so far
+    Duration last_swap_in{};  // latest bulk swap-in reported by a client
+};
+
+// What a client's libnvshare.so moved for one GPU (cumulative).
+struct SwapStats {
+    uint64_t bytes_prefetched = 0;
+    uint64_t bytes_evicted = 0;
+    uint64_t swap_ins = 0;
+    Duration swap_in_time{};
+    uint64_t swap_outs = 0;
+    Duration swap_out_time{};
 };
 
 struct MemoryUse {
@@ -69,6 +80,7 @@ struct Client {
     ClientInfo info;
     std::vector<GpuIndex> gpus;  // in the client's Hello order: local index -> GpuIndex
     std::map<GpuIndex, MemoryUse> memory;
+    std::map<GpuIndex, SwapStats> swaps;
 
     Phase phase = Phase::Idle;
     GpuSet wanted = 0;  // while Waiting
@@ -108,6 +120,7 @@ struct Action {
     ClientId client;
     GpuSet gpus;
     bool exclusive = false;  // Grant: no other client runs on these GPUs
+    bool oversubscribed = false;  // reported memory exceeds capacity on one of `gpus`
     bool contended = false;  // Grant: somebody already waits for them
     Duration grace{};        // Drop
 };
@@ -141,6 +154,7 @@ public:
     void request(ClientId id, GpuSet gpus, TimePoint now);
     void release(ClientId id, GpuSet gpus, TimePoint now);
     void report_memory(ClientId id, GpuIndex gpu, MemoryUse use, TimePoint now);
+    void report_swaps(ClientId id, GpuIndex gpu, const SwapStats& stats, TimePoint now);
     void disconnect(ClientId id, TimePoint now);
     // Takes the lock away from a holder now. False if it holds nothing.
     bool revoke(ClientId id, TimePoint now);
@@ -161,6 +175,12 @@ public:
     uint64_t requested_memory(GpuIndex gpu) const;
     // Whether clients of this GPU currently take turns rather than run together.
     bool serializing(GpuIndex gpu) const;
+    bool oversubscribed(GpuIndex gpu) const;
+    // The longest a client may hold while others wait: the configured quantum,
+    // but at least kQuantumPerSwap times its GPUs' latest swap-in, so that
+    // switching never eats more than a small share of the time.
+    Duration quantum_for(const Client& c) const;
+    static constexpr int kQuantumPerSwap = 20;
     // Waiting clients that want this GPU, first come first.
     std::vector<ClientId> queue(GpuIndex gpu) const;
     size_t holding_count() const { return holding_; }
@@ -178,6 +198,8 @@ private:
 
     Client* find(ClientId id);
     GpuSet compute_exclusive() const;
+    bool oversubscribed_set(GpuSet gpus) const;
+    void push(ActionKind kind, const Client& c, GpuSet gpus, Duration grace = {});
     void refresh_exclusive(TimePoint now);
     void enqueue(Client& c);
     void dequeue(Client& c);

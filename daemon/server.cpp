@@ -383,6 +383,21 @@ bool Server::handle_frame(Connection& c, const proto::FrameHeader& h, const uint
                                  now);
         return true;
     }
+    if (type == MsgType::Stats) {
+        proto::StatsPayload st;
+        memcpy(&st, payload, sizeof st);
+        if (st.gpu >= client->gpus.size()) {
+            fail(c, proto::ErrorCode::BadValue, "statistics for unknown GPU index");
+            return false;
+        }
+        using std::chrono::microseconds;
+        scheduler_.report_swaps(c.serial, client->gpus[st.gpu],
+                                {st.bytes_prefetched, st.bytes_evicted, st.swap_ins,
+                                 microseconds(st.swap_in_us), st.swap_outs,
+                                 microseconds(st.swap_out_us)},
+                                now);
+        return true;
+    }
     proto::GpuMaskPayload m;
     memcpy(&m, payload, sizeof m);
     const auto set = client->to_global(m.gpus);
@@ -550,22 +565,22 @@ void Server::dispatch_actions()
         if (c == nullptr || client == nullptr)
             continue;
         const uint64_t local = client->to_local(a.gpus);
+        const uint32_t flags = (a.exclusive ? proto::kGrantExclusive : 0u) |
+                               (a.contended ? proto::kGrantContended : 0u) |
+                               (a.oversubscribed ? proto::kGrantOversubscribed : 0u);
         switch (a.kind) {
             case ActionKind::Grant: {
-                const proto::GrantPayload p{local,
-                                            (a.exclusive ? proto::kGrantExclusive : 0u) |
-                                                (a.contended ? proto::kGrantContended : 0u),
-                                            0};
+                const proto::GrantPayload p{local, flags, 0};
                 NVS_DEBUG("grant %llu to client %llu", static_cast<unsigned long long>(local),
                           static_cast<unsigned long long>(a.client));
                 send(*c, proto::MsgType::Grant, &p, sizeof p);
                 break;
             }
             case ActionKind::Drop: {
-                const proto::DropPayload p{
-                    local,
-                    static_cast<uint64_t>(
-                        std::chrono::duration_cast<std::chrono::microseconds>(a.grace).count())};
+                const auto grace_us =
+                    std::chrono::duration_cast<std::chrono::microseconds>(a.grace).count();
+                const proto::DropPayload p{local, static_cast<uint64_t>(grace_us),
+                                           flags & proto::kGrantOversubscribed, 0};
                 NVS_DEBUG("drop request to client %llu", static_cast<unsigned long long>(a.client));
                 send(*c, proto::MsgType::Drop, &p, sizeof p);
                 break;
@@ -579,7 +594,7 @@ void Server::dispatch_actions()
                 break;
             }
             case ActionKind::Contended: {
-                const proto::GpuMaskPayload p{local};
+                const proto::GrantPayload p{local, flags, 0};
                 send(*c, proto::MsgType::Contended, &p, sizeof p);
                 break;
             }

@@ -97,7 +97,8 @@ TEST(Protocol, FixedSizesAreKnownOnlyForFixedTypes)
     EXPECT_FALSE(fixed_payload_size(MsgType::Hello, &n));
     EXPECT_FALSE(fixed_payload_size(MsgType::Status, &n));
     EXPECT_TRUE(is_known_type(1));
-    EXPECT_FALSE(is_known_type(6));
+    EXPECT_TRUE(is_known_type(6));
+    EXPECT_FALSE(is_known_type(7));
     EXPECT_FALSE(is_known_type(0));
     EXPECT_FALSE(is_known_type(24));
 }
