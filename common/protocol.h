@@ -210,11 +210,14 @@ inline bool fixed_payload_size(MsgType type, uint32_t* size)
         case MsgType::Request:
         case MsgType::Released:
         case MsgType::Revoked:
-        case MsgType::Contended:
             *size = sizeof(GpuMaskPayload);
             return true;
         case MsgType::Grant:
+        case MsgType::Contended:
             *size = sizeof(GrantPayload);
+            return true;
+        case MsgType::Stats:
+            *size = sizeof(StatsPayload);
             return true;
         case MsgType::Drop:
             *size = sizeof(DropPayload);

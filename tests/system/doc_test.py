@@ -230,7 +230,7 @@ def selftest():
         ("nvshared", r"\*NVSHARE_IDLE_EXIT\*", "NVSHARE_IDLE_EXIT"),
         ("protocol", r"\*Refused\* \(8\)", "Refused (8)"),
         ("protocol", r"_grace_us_", "grace_us"),
-        ("protocol", r"\*DropPayload\*, 16 bytes", "DropPayload, 16 bytes"),
+        ("protocol", r"\*DropPayload\*, 24 bytes", "DropPayload, 24 bytes"),
         ("protocol", r"\*Contended\* \(type 21", "Contended (type 21"),
     ]
     for check, pattern, replacement in mutations:
