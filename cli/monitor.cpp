@@ -88,9 +88,9 @@ void watch(sdbus::IConnection& connection, const Printer& printer)
             m >> path >> interfaces;
             json values = json::object();
             if (const auto it = interfaces.find(kGpuInterface); it != interfaces.end())
-                for (const char* name : {"Index", "UUID", "Name", "Capacity"})
-                    if (const auto p = it->second.find(name); p != it->second.end())
-                        values[name] = variant_json(p->second);
+                for (const auto& [name, value] : it->second)
+                    if (name != "Clients")  // long, and read by nvsharectl status
+                        values[name] = variant_json(value);
             printer.print(path, "added", values);
         },
         sdbus::floating_slot);
