@@ -1,3 +1,4 @@
+#include "cli/bus_commands.h"
 #include "cli/command.h"
 #include "cli/preload_command.h"
 #include "cli/status_socket.h"
@@ -7,6 +8,15 @@ namespace nvshare::cli {
 const std::vector<Command>& commands()
 {
     static const std::vector<Command> table = {
+        {"status", "", "settings, memory, holder, queue and clients of each GPU", run_status},
+        {"set-tq", "DURATION", "set the time quantum (30s, 500ms, 2min, 45)", run_set_tq},
+        {"anti-thrashing", "[on|off|auto]", "show or set the anti-thrashing mode",
+         run_anti_thrashing},
+        {"set-capacity", "GPU SIZE", "set the memory a GPU's clients may use together",
+         run_set_capacity},
+        {"revoke", "CLIENT", "take the lock from a client (id, or pid:N)", run_revoke},
+        {"reset", "", "forget settings changed at run time", run_reset},
+        {"monitor", "", "print changes as they happen, until Ctrl-C", run_monitor},
         {"socket-status", "", "print the daemon's state as JSON, read from the lock socket",
          run_socket_status},
         {"preload", "enable|disable|status|merge",

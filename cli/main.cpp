@@ -69,9 +69,17 @@ int main(int argc, char** argv)
         return kUsage;
     }
     const char* name = argv[optind];
+    // --json may also follow the command ("nvsharectl status --json").
+    std::vector<std::string> args;
+    for (int i = optind + 1; i < argc; ++i) {
+        if (strcmp(argv[i], "--json") == 0)
+            options.json = true;
+        else
+            args.emplace_back(argv[i]);
+    }
     for (const auto& c : commands()) {
         if (strcmp(c.name, name) == 0)
-            return c.run(options, std::vector<std::string>(argv + optind + 1, argv + argc));
+            return c.run(options, args);
     }
     fprintf(stderr, "nvsharectl: unknown command '%s' (see nvsharectl --help)\n", name);
     return kUsage;

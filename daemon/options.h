@@ -10,11 +10,19 @@
 
 #include "common/log.h"
 #include "daemon/scheduler.h"
+#include "daemon/settings.h"
 
 namespace nvshare::daemon {
 
 struct Options {
     std::string socket_path;
+    // The effective settings: main lays the sources of settings.h over the
+    // defaults. `command_line` is what the options themselves set.
+    SettingsLayer command_line;
+    std::string config_path;    // --config (the admin's defaults)
+    bool config_given = false;  // a missing file named by --config is an error
+    std::string state_dir;      // --state-dir (changes made at run time)
+    bool bus = true;            // false: --no-bus
     SchedulerSettings scheduler;
     std::optional<uint64_t> default_capacity;                  // --capacity SIZE
     std::vector<std::pair<std::string, uint64_t>> capacities;  // --capacity UUID=SIZE

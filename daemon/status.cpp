@@ -11,6 +11,18 @@ uint64_t usec(Duration d)
     return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(d).count());
 }
 
+}  // namespace
+
+Duration held_so_far(const Client& c, TimePoint now)
+{
+    return c.phase == Phase::Holding ? c.held_total + (now - c.granted_at) : c.held_total;
+}
+
+Duration waited_so_far(const Client& c, TimePoint now)
+{
+    return c.phase == Phase::Waiting ? c.waited_total + (now - c.waiting_since) : c.waited_total;
+}
+
 const char* phase_name(Phase p)
 {
     switch (p) {
@@ -24,20 +36,12 @@ const char* phase_name(Phase p)
     return "?";
 }
 
-}  // namespace
-
 nlohmann::json status_json(const Scheduler& scheduler, size_t connections, TimePoint now)
 {
     using nlohmann::json;
     const auto& s = scheduler.settings();
     json clients = json::array();
     for (const auto& [id, c] : scheduler.clients()) {
-        // Include the running hold or wait, so the figures are live.
-        Duration held = c.held_total, waited = c.waited_total;
-        if (c.phase == Phase::Holding)
-            held += now - c.granted_at;
-        if (c.phase == Phase::Waiting)
-            waited += now - c.waiting_since;
         json gpus = json::array();
         uint64_t memory = 0;
         for (GpuIndex g : c.gpus)
@@ -51,8 +55,8 @@ nlohmann::json status_json(const Scheduler& scheduler, size_t connections, TimeP
                            {"gpus", gpus},
                            {"state", phase_name(c.phase)},
                            {"memory", memory},
-                           {"held_us", usec(held)},
-                           {"waited_us", usec(waited)},
+                           {"held_us", usec(held_so_far(c, now))},
+                           {"waited_us", usec(waited_so_far(c, now))},
                            {"grants", c.grants},
                            {"drops", c.drops},
                            {"revocations", c.revocations}});

@@ -1,0 +1,91 @@
+#include "cli/bus_client.h"
+
+#include <cstdio>
+
+#include "cli/exit_codes.h"
+
+namespace nvshare::cli {
+
+ManagerProxy::ManagerProxy(sdbus::IConnection& connection)
+    : ProxyInterfaces(connection, kBusName, kManagerPath)
+{
+    registerProxy();
+}
+
+ManagerProxy::~ManagerProxy()
+{
+    unregisterProxy();
+}
+
+BusClient::BusClient() : connection_(sdbus::createSystemBusConnection()), manager_(*connection_) {}
+
+ManagedObjects ManagerProxy::GetManagedObjects()
+{
+    ManagedObjects objects;
+    getProxy()
+        .callMethod("GetManagedObjects")
+        .onInterface("org.freedesktop.DBus.ObjectManager")
+        .storeResultsTo(objects);
+    return objects;
+}
+
+ManagedObjects BusClient::managed_objects()
+{
+    return manager_.GetManagedObjects();
+}
+
+void BusClient::set_gpu_capacity(const std::string& path, uint64_t bytes)
+{
+    auto proxy = sdbus::createProxy(*connection_, kBusName, path);
+    proxy->setProperty("Capacity").onInterface(kGpuInterface).toValue(bytes);
+}
+
+int report_bus_error(const sdbus::Error& e, const std::string& action)
+{
+    const std::string& name = e.getName();
+    const std::string& message = e.getMessage();
+    auto is = [&name](const char* prefix) { return name.rfind(prefix, 0) == 0; };
+    if (name == "org.freedesktop.DBus.Error.AccessDenied" ||
+        name == "org.freedesktop.DBus.Error.InteractiveAuthorizationRequired") {
+        fprintf(stderr, "nvsharectl: %s: %s\nThis needs root: try sudo.\n", action.c_str(),
+                message.c_str());
+        return kAccessDenied;
+    }
+    if (name == "org.freedesktop.DBus.Error.InvalidArgs") {
+        fprintf(stderr, "nvsharectl: %s: %s\n", action.c_str(), message.c_str());
+        return kUsage;
+    }
+    if (name == "org.nvshare.Scheduler1.Error.NoSuchClient" ||
+        name == "org.freedesktop.DBus.Error.UnknownObject") {
+        fprintf(stderr, "nvsharectl: %s: %s\n", action.c_str(), message.c_str());
+        return kNotFound;
+    }
+    if (name == "org.freedesktop.DBus.Error.ServiceUnknown" ||
+        name == "org.freedesktop.DBus.Error.NameHasNoOwner" ||
+        name == "org.freedesktop.DBus.Error.NoReply" ||
+        name == "org.freedesktop.DBus.Error.Disconnected" ||
+        name == "org.freedesktop.DBus.Error.NoServer" ||
+        name == "org.freedesktop.DBus.Error.FileNotFound" ||
+        name == "org.freedesktop.DBus.Error.TimedOut" ||
+        name == "org.freedesktop.DBus.Error.Timeout" || is("org.freedesktop.DBus.Error.Spawn") ||
+        is("org.freedesktop.systemd1.")) {
+        fprintf(stderr,
+                "nvsharectl: %s: nvshared is not running (%s)\n"
+                "Start it with: systemctl start nvshare\n",
+                action.c_str(), message.c_str());
+        return kNotRunning;
+    }
+    if (is("sdbus.Error")) {
+        // sdbus-c++'s own errors: here, no system bus to connect to.
+        fprintf(stderr,
+                "nvsharectl: %s: cannot reach the system bus (%s)\n"
+                "Is D-Bus running? nvshared is reached through it; start it with: systemctl "
+                "start nvshare\n",
+                action.c_str(), message.c_str());
+        return kNotRunning;
+    }
+    fprintf(stderr, "nvsharectl: %s: %s (%s)\n", action.c_str(), message.c_str(), name.c_str());
+    return kFailed;
+}
+
+}  // namespace nvshare::cli

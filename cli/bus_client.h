@@ -1,0 +1,64 @@
+// nvsharectl's side of the D-Bus API: its own system-bus connection, proxies
+// generated from dbus/org.nvshare.Scheduler1.xml, synchronous calls (no
+// event loop thread), and the mapping of bus errors to exit codes.
+#pragma once
+
+#include <sdbus-c++/sdbus-c++.h>
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "dbus/scheduler1-proxy.h"
+
+namespace nvshare::cli {
+
+inline constexpr const char* kBusName = "org.nvshare.Scheduler1";
+inline constexpr const char* kManagerPath = "/org/nvshare/Scheduler1";
+inline constexpr const char* kManagerInterface = "org.nvshare.Scheduler1.Manager";
+inline constexpr const char* kGpuInterface = "org.nvshare.Scheduler1.Gpu";
+
+// Object path -> interface -> property -> value, as GetManagedObjects says.
+using ManagedObjects =
+    std::map<sdbus::ObjectPath, std::map<std::string, std::map<std::string, sdbus::Variant>>>;
+
+class ManagerProxy final : public sdbus::ProxyInterfaces<org::nvshare::Scheduler1::Manager_proxy> {
+public:
+    explicit ManagerProxy(sdbus::IConnection& connection);
+    ~ManagerProxy();
+    // The manager is also the ObjectManager of the GPU objects.
+    ManagedObjects GetManagedObjects();
+};
+
+class BusClient {
+public:
+    // Connects to the system bus ($DBUS_SYSTEM_BUS_ADDRESS is honoured).
+    // Throws sdbus::Error when there is none.
+    BusClient();
+    sdbus::IConnection& connection() { return *connection_; }
+    ManagerProxy& manager() { return manager_; }
+    ManagedObjects managed_objects();
+    void set_gpu_capacity(const std::string& path, uint64_t bytes);
+
+private:
+    std::unique_ptr<sdbus::IConnection> connection_;
+    ManagerProxy manager_;
+};
+
+// Prints what went wrong for `e` (what the user tried: `action`) and
+// returns the exit code of exit_codes.h that matches it.
+int report_bus_error(const sdbus::Error& e, const std::string& action);
+
+// Runs `body` with a fresh connection; bus errors become exit codes.
+template <typename Body>
+int with_bus(const std::string& action, Body&& body)
+{
+    try {
+        BusClient bus;
+        return body(bus);
+    } catch (const sdbus::Error& e) {
+        return report_bus_error(e, action);
+    }
+}
+
+}  // namespace nvshare::cli

@@ -1,0 +1,99 @@
+#include "cli/status_view.h"
+
+#include <algorithm>
+
+#include "common/units.h"
+
+namespace nvshare::cli {
+
+namespace {
+
+using nlohmann::json;
+
+std::string duration_text(const json& usec)
+{
+    const auto us = usec.get<int64_t>();
+    // Whole milliseconds are enough for people, and keep the columns short.
+    return format_duration(std::chrono::microseconds(us < 1000 ? us : us / 1000 * 1000));
+}
+
+std::string ids_text(const json& ids, const json& clients)
+{
+    if (ids.empty())
+        return "-";
+    std::string out;
+    for (const auto& id : ids) {
+        if (!out.empty())
+            out += ", ";
+        out += std::to_string(id.get<uint64_t>());
+        for (const auto& c : clients)
+            if (c["id"] == id)
+                out += " (" + c["comm"].get<std::string>() + ")";
+    }
+    return out;
+}
+
+}  // namespace
+
+std::string format_table(const std::vector<std::vector<std::string>>& rows,
+                         const std::string& indent)
+{
+    std::vector<size_t> widths;
+    for (const auto& row : rows) {
+        widths.resize(std::max(widths.size(), row.size()));
+        for (size_t i = 0; i < row.size(); ++i)
+            widths[i] = std::max(widths[i], row[i].size());
+    }
+    std::string out;
+    for (const auto& row : rows) {
+        std::string line = indent;
+        for (size_t i = 0; i < row.size(); ++i) {
+            line += row[i];
+            if (i + 1 < row.size())
+                line += std::string(widths[i] - row[i].size() + 2, ' ');
+        }
+        out += line + "\n";
+    }
+    return out;
+}
+
+std::string render_status(const json& s)
+{
+    std::string out = "nvshared " + s["version"].get<std::string>() + ": anti-thrashing " +
+                      s["mode"].get<std::string>() + ", time quantum " +
+                      duration_text(s["time_quantum_us"]) + ", grace " +
+                      duration_text(s["grace_us"]) + ", " + std::to_string(s["clients"].size()) +
+                      " client(s)\n";
+    if (s["gpus"].empty())
+        out += "\nNo GPUs yet: they appear when the first client registers.\n";
+    for (const auto& g : s["gpus"]) {
+        out += "\nGPU " + std::to_string(g["index"].get<uint32_t>()) + "  " +
+               g["name"].get<std::string>() + "  " + g["uuid"].get<std::string>() + "\n";
+        const auto requested = g["requested_memory"].get<uint64_t>();
+        const auto capacity = g["capacity"].get<uint64_t>();
+        const std::vector<std::vector<std::string>> summary = {
+            {"memory:", format_size(requested) + " requested of " + format_size(capacity) +
+                            " capacity (physical " +
+                            format_size(g["physical_memory"].get<uint64_t>()) + ")" +
+                            (requested > capacity ? ", oversubscribed" : "")},
+            {"serializing:", g["serializing"].get<bool>() ? "yes" : "no"},
+            {"holder:", ids_text(g["holders"], g["clients"])},
+            {"waiting:", ids_text(g["queue"], g["clients"])},
+        };
+        out += format_table(summary, "  ");
+        if (g["clients"].empty())
+            continue;
+        std::vector<std::vector<std::string>> rows = {
+            {"ID", "PID", "USER", "COMMAND", "STATE", "MEMORY", "HELD", "WAITED"}};
+        for (const auto& c : g["clients"])
+            rows.push_back({std::to_string(c["id"].get<uint64_t>()),
+                            std::to_string(c["pid"].get<int32_t>()), c["user"].get<std::string>(),
+                            c["comm"].get<std::string>(), c["state"].get<std::string>(),
+                            format_size(c["memory"].get<uint64_t>()), duration_text(c["held_us"]),
+                            duration_text(c["waited_us"])});
+        out += "\n" + format_table(rows, "  ");
+    }
+    return out;
+}
+
+}  // namespace nvshare::cli

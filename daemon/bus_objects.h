@@ -1,0 +1,75 @@
+// The objects nvshared puts on the system bus, implementing the adaptors
+// generated from dbus/org.nvshare.Scheduler1.xml. Getters read the Scheduler;
+// writes check that the caller is root and that the value is valid, then go
+// through SettingsControl. All of it runs on the daemon's loop thread.
+#pragma once
+
+#include <sdbus-c++/sdbus-c++.h>
+
+#include <memory>
+
+#include "daemon/server.h"
+#include "daemon/settings_control.h"
+#include "dbus/scheduler1-adaptor.h"
+
+namespace nvshare::daemon {
+
+inline constexpr const char* kBusName = "org.nvshare.Scheduler1";
+inline constexpr const char* kManagerPath = "/org/nvshare/Scheduler1";
+std::string gpu_object_path(GpuIndex gpu);
+
+class ManagerObject final
+    : public sdbus::AdaptorInterfaces<org::nvshare::Scheduler1::Manager_adaptor,
+                                      sdbus::Properties_adaptor, sdbus::ObjectManager_adaptor> {
+public:
+    ManagerObject(sdbus::IConnection& connection, Server& server, SettingsControl& control);
+    ~ManagerObject();
+
+private:
+    using Client = sdbus::Struct<uint64_t, int32_t, uint32_t, std::string, std::string,
+                                 std::vector<uint32_t>, uint64_t, uint64_t, uint64_t>;
+    std::vector<Client> ListClients() override;
+    void RevokeClient(const uint64_t& id) override;
+    void ResetSettings() override;
+    std::string Version() override;
+    uint64_t TimeQuantumUSec() override;
+    void TimeQuantumUSec(const uint64_t& value) override;
+    std::string AntiThrashing() override;
+    void AntiThrashing(const std::string& value) override;
+    uint64_t GraceUSec() override;
+    uint32_t ClientCount() override;
+
+    Server& server_;
+    SettingsControl& control_;
+};
+
+class GpuObject final
+    : public sdbus::AdaptorInterfaces<org::nvshare::Scheduler1::Gpu_adaptor,
+                                      sdbus::Properties_adaptor, sdbus::ManagedObject_adaptor> {
+public:
+    GpuObject(sdbus::IConnection& connection, Server& server, SettingsControl& control,
+              GpuIndex index);
+    ~GpuObject();
+
+private:
+    using Client = sdbus::Struct<uint64_t, int32_t, uint32_t, std::string, std::string, uint64_t,
+                                 uint64_t, uint64_t>;
+    const Gpu& gpu() const;
+    uint32_t Index() override;
+    std::string UUID() override;
+    std::string Name() override;
+    uint64_t PhysicalMemory() override;
+    uint64_t Capacity() override;
+    void Capacity(const uint64_t& value) override;
+    uint64_t RequestedMemory() override;
+    bool Serializing() override;
+    std::vector<uint64_t> Holders() override;
+    std::vector<uint64_t> Queue() override;
+    std::vector<Client> Clients() override;
+
+    Server& server_;
+    SettingsControl& control_;
+    GpuIndex index_;
+};
+
+}  // namespace nvshare::daemon

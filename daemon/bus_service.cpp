@@ -1,0 +1,191 @@
+#include "daemon/bus_service.h"
+
+#include <cerrno>
+#include <cstring>
+
+#include "common/log.h"
+
+namespace nvshare::daemon {
+
+namespace {
+
+constexpr const char* kManagerInterface = "org.nvshare.Scheduler1.Manager";
+constexpr const char* kGpuInterface = "org.nvshare.Scheduler1.Gpu";
+
+}  // namespace
+
+std::unique_ptr<BusService> BusService::start(Server& server, SettingsControl& control)
+{
+    std::unique_ptr<BusService> service;
+    try {
+        service.reset(new BusService(server, control, sdbus::createSystemBusConnection()));
+        // Name last, so callers who see it find the objects in place.
+        service->connection_->requestName(kBusName);
+    } catch (const sdbus::Error& e) {
+        NVS_WARN("no D-Bus interface (%s: %s); serving the lock without it", e.getName().c_str(),
+                 e.getMessage().c_str());
+        return nullptr;
+    }
+    if (!service->attach(server.event())) {
+        NVS_WARN("cannot watch the system bus connection; serving the lock without D-Bus");
+        return nullptr;
+    }
+    NVS_INFO("on the system bus as %s", kBusName);
+    return service;
+}
+
+BusService::BusService(Server& server, SettingsControl& control,
+                       std::unique_ptr<sdbus::IConnection> connection)
+    : server_(server), control_(control), connection_(std::move(connection))
+{
+    manager_ = std::make_unique<ManagerObject>(*connection_, server_, control_);
+    manager_sent_ = manager_values();
+}
+
+BusService::~BusService()
+{
+    server_.set_state_observer(nullptr);
+    sd_event_source_disable_unref(io_source_);
+    sd_event_source_disable_unref(timer_source_);
+    gpus_.clear();
+    manager_.reset();
+}
+
+bool BusService::attach(sd_event* event)
+{
+    const auto poll = connection_->getEventLoopPollData();
+    if (sd_event_add_io(event, &io_source_, poll.fd, static_cast<uint32_t>(poll.events), on_io,
+                        this) < 0)
+        return false;
+    // Before every poll of the loop: handle what came in, send what is queued.
+    if (sd_event_source_set_prepare(io_source_, on_prepare) < 0)
+        return false;
+    if (sd_event_add_time(event, &timer_source_, CLOCK_MONOTONIC, UINT64_MAX, 0, on_timer, this) <
+        0)
+        return false;
+    sd_event_source_set_enabled(timer_source_, SD_EVENT_OFF);
+    server_.set_state_observer([this] { on_state_changed(); });
+    on_state_changed();  // GPUs known before the bus came up
+    return true;
+}
+
+int BusService::on_io(sd_event_source*, int, uint32_t, void* self)
+{
+    static_cast<BusService*>(self)->process();
+    return 0;
+}
+
+int BusService::on_timer(sd_event_source*, uint64_t, void* self)
+{
+    static_cast<BusService*>(self)->process();
+    return 0;
+}
+
+int BusService::on_prepare(sd_event_source*, void* self)
+{
+    static_cast<BusService*>(self)->process();
+    return 0;
+}
+
+void BusService::process()
+{
+    if (broken_)
+        return;
+    try {
+        // Drain fully: a synchronous call inside a handler (the credentials
+        // lookup) can pull further messages into sd-bus's queue.
+        while (connection_->processPendingRequest()) {
+        }
+        // What sd-bus waits for changes (POLLOUT while it has output queued,
+        // a timeout while a reply is pending): follow it every time.
+        const auto poll = connection_->getEventLoopPollData();
+        sd_event_source_set_io_events(io_source_, static_cast<uint32_t>(poll.events));
+        if (poll.timeout_usec == UINT64_MAX) {
+            sd_event_source_set_enabled(timer_source_, SD_EVENT_OFF);
+        } else {
+            sd_event_source_set_time(timer_source_, poll.timeout_usec);
+            sd_event_source_set_enabled(timer_source_, SD_EVENT_ONESHOT);
+        }
+    } catch (const sdbus::Error& e) {
+        shut_down(e.getMessage().c_str());
+    } catch (const std::exception& e) {
+        shut_down(e.what());
+    }
+}
+
+void BusService::shut_down(const char* why)
+{
+    NVS_WARN("lost the system bus (%s); serving the lock without D-Bus", why);
+    broken_ = true;
+    // The sources stay allocated (this may run inside one of their callbacks)
+    // until the destructor; they just never fire again.
+    sd_event_source_set_enabled(io_source_, SD_EVENT_OFF);
+    sd_event_source_set_enabled(timer_source_, SD_EVENT_OFF);
+    server_.set_state_observer(nullptr);
+}
+
+BusService::ManagerValues BusService::manager_values() const
+{
+    const Scheduler& s = server_.scheduler();
+    return {static_cast<uint64_t>(
+                std::chrono::duration_cast<std::chrono::microseconds>(s.settings().time_quantum)
+                    .count()),
+            s.settings().mode, s.clients().size()};
+}
+
+BusService::GpuValues BusService::gpu_values(GpuIndex gpu) const
+{
+    const Scheduler& s = server_.scheduler();
+    return {s.gpus()[gpu].capacity, s.requested_memory(gpu), s.serializing(gpu),
+            s.gpus()[gpu].holders, s.queue(gpu)};
+}
+
+void BusService::on_state_changed()
+{
+    if (broken_)
+        return;
+    try {
+        const ManagerValues now = manager_values();
+        std::vector<std::string> changed;
+        if (now.time_quantum_us != manager_sent_.time_quantum_us)
+            changed.emplace_back("TimeQuantumUSec");
+        if (now.mode != manager_sent_.mode)
+            changed.emplace_back("AntiThrashing");
+        if (now.clients != manager_sent_.clients)
+            changed.emplace_back("ClientCount");
+        if (!changed.empty())
+            manager_->emitPropertiesChangedSignal(kManagerInterface, changed);
+        manager_sent_ = now;
+
+        const auto& gpus = server_.scheduler().gpus();
+        for (GpuIndex g = 0; g < gpus.size(); ++g) {
+            if (g == gpus_.size()) {
+                // A GPU the daemon has just met: it gets its object now.
+                gpus_.push_back(std::make_unique<GpuObject>(*connection_, server_, control_, g));
+                gpus_.back()->emitInterfacesAddedSignal();
+                gpus_sent_.push_back(gpu_values(g));
+                continue;
+            }
+            const GpuValues values = gpu_values(g);
+            const GpuValues& sent = gpus_sent_[g];
+            changed.clear();
+            if (values.capacity != sent.capacity)
+                changed.emplace_back("Capacity");
+            if (values.requested != sent.requested)
+                changed.emplace_back("RequestedMemory");
+            if (values.serializing != sent.serializing)
+                changed.emplace_back("Serializing");
+            if (values.holders != sent.holders)
+                changed.emplace_back("Holders");
+            if (values.queue != sent.queue)
+                changed.emplace_back("Queue");
+            if (!changed.empty())
+                gpus_[g]->emitPropertiesChangedSignal(kGpuInterface, changed);
+            gpus_sent_[g] = values;
+        }
+    } catch (const sdbus::Error& e) {
+        shut_down(e.getMessage().c_str());
+    }
+}
+
+}  // namespace nvshare::daemon

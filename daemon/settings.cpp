@@ -1,0 +1,230 @@
+#include "daemon/settings.h"
+
+#include <nlohmann/json.hpp>
+
+#include "common/mode.h"
+#include "common/units.h"
+#include "daemon/options.h"
+
+namespace nvshare::daemon {
+
+namespace {
+
+constexpr int kStateVersion = 1;
+
+std::string_view trim(std::string_view s)
+{
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
+        s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+        s.remove_suffix(1);
+    return s;
+}
+
+// Shared by the config file and the state file; nullopt + *error if invalid.
+std::optional<Duration> checked_duration(std::string_view text, const char* what,
+                                         std::string* error)
+{
+    const auto d = parse_duration(text);
+    if (!d || !valid_time_quantum(*d)) {
+        *error = std::string("invalid ") + what + " '" + std::string(text) +
+                 "' (valid: " + kTimeQuantumRange + ", e.g. 30s, 500ms, 2min)";
+        return std::nullopt;
+    }
+    return *d;
+}
+
+// "[UUID=]SIZE", as for --capacity.
+bool parse_capacity(std::string_view value, SettingsLayer& layer, std::string* error)
+{
+    const auto eq = value.find('=');
+    const std::string_view size_text =
+        trim(eq == std::string_view::npos ? value : value.substr(eq + 1));
+    const auto size = parse_size(size_text);
+    if (!size || *size == 0) {
+        *error = "invalid capacity '" + std::string(value) +
+                 "' (valid: [UUID=]SIZE greater than 0, e.g. 16G or GPU-...=8G)";
+        return false;
+    }
+    if (eq == std::string_view::npos) {
+        layer.default_capacity = *size;
+        return true;
+    }
+    const std::string uuid(trim(value.substr(0, eq)));
+    if (uuid.empty()) {
+        *error = "capacity '" + std::string(value) + "' names no GPU before '='";
+        return false;
+    }
+    layer.capacities[uuid] = *size;
+    return true;
+}
+
+bool parse_config_line(std::string_view key, std::string_view value, SettingsLayer& layer,
+                       std::string* error)
+{
+    if (key == "time-quantum") {
+        const auto d = checked_duration(value, "time quantum", error);
+        if (d)
+            layer.time_quantum = d;
+        return d.has_value();
+    }
+    if (key == "grace") {
+        const auto d = checked_duration(value, "grace period", error);
+        if (d)
+            layer.grace = d;
+        return d.has_value();
+    }
+    if (key == "anti-thrashing") {
+        const auto m = parse_mode(value);
+        if (!m) {
+            *error =
+                "invalid anti-thrashing mode '" + std::string(value) + "' (valid: on, off, auto)";
+            return false;
+        }
+        layer.mode = m;
+        return true;
+    }
+    if (key == "capacity")
+        return parse_capacity(value, layer, error);
+    *error = "unknown setting '" + std::string(key) +
+             "' (known: time-quantum, anti-thrashing, grace, capacity)";
+    return false;
+}
+
+uint64_t usec(Duration d)
+{
+    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(d).count());
+}
+
+}  // namespace
+
+bool valid_time_quantum(Duration d)
+{
+    return d >= kMinTimeQuantum && d <= kMaxTimeQuantum;
+}
+
+bool SettingsLayer::empty() const
+{
+    return !mode && !time_quantum && !grace && !default_capacity && capacities.empty();
+}
+
+void apply_layer(const SettingsLayer& layer, Options& options)
+{
+    if (layer.mode)
+        options.scheduler.mode = *layer.mode;
+    if (layer.time_quantum)
+        options.scheduler.time_quantum = *layer.time_quantum;
+    if (layer.grace)
+        options.scheduler.grace = *layer.grace;
+    if (layer.default_capacity)
+        options.default_capacity = layer.default_capacity;
+    for (const auto& [uuid, bytes] : layer.capacities) {
+        bool replaced = false;
+        for (auto& entry : options.capacities) {
+            if (entry.first == uuid) {
+                entry.second = bytes;
+                replaced = true;
+            }
+        }
+        if (!replaced)
+            options.capacities.emplace_back(uuid, bytes);
+    }
+}
+
+uint64_t configured_capacity(const Options& options, const GpuDescription& gpu)
+{
+    for (const auto& [uuid, bytes] : options.capacities)
+        if (uuid == gpu.uuid)
+            return bytes;
+    return options.default_capacity.value_or(gpu.physical_memory);
+}
+
+ConfigParse parse_config(std::string_view text)
+{
+    ConfigParse result;
+    size_t line_number = 0;
+    while (!text.empty()) {
+        const auto newline = text.find('\n');
+        std::string_view line = text.substr(0, newline);
+        text.remove_prefix(newline == std::string_view::npos ? text.size() : newline + 1);
+        ++line_number;
+        if (const auto hash = line.find('#'); hash != std::string_view::npos)
+            line = line.substr(0, hash);
+        line = trim(line);
+        if (line.empty())
+            continue;
+        const auto eq = line.find('=');
+        std::string error;
+        if (eq == std::string_view::npos)
+            error = "expected 'key = value', got '" + std::string(line) + "'";
+        else if (parse_config_line(trim(line.substr(0, eq)), trim(line.substr(eq + 1)),
+                                   result.layer, &error))
+            continue;
+        result.errors.push_back("line " + std::to_string(line_number) + ": " + error);
+    }
+    return result;
+}
+
+StateParse parse_state(std::string_view text)
+{
+    using nlohmann::json;
+    StateParse result;
+    const json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+    auto reject = [&result](std::string why) {
+        result.layer = {};
+        result.error = std::move(why);
+        return result;
+    };
+    if (doc.is_discarded())
+        return reject("not valid JSON");
+    if (!doc.is_object())
+        return reject("not a JSON object");
+    const auto version = doc.find("version");
+    if (version == doc.end() || !version->is_number_integer() || *version != kStateVersion)
+        return reject("missing or unsupported \"version\" (expected " +
+                      std::to_string(kStateVersion) + ")");
+    for (const auto& [key, value] : doc.items()) {
+        if (key == "version")
+            continue;
+        if (key == "anti_thrashing") {
+            const auto m = value.is_string() ? parse_mode(value.get<std::string>()) : std::nullopt;
+            if (!m)
+                return reject("\"anti_thrashing\" must be \"on\", \"off\" or \"auto\"");
+            result.layer.mode = m;
+        } else if (key == "time_quantum_us") {
+            if (!value.is_number_unsigned())
+                return reject("\"time_quantum_us\" must be a number of microseconds");
+            const Duration d = std::chrono::microseconds(
+                std::min<uint64_t>(value.get<uint64_t>(), usec(kMaxTimeQuantum) + 1));
+            if (!valid_time_quantum(d))
+                return reject(std::string("\"time_quantum_us\" out of range (") +
+                              kTimeQuantumRange + ")");
+            result.layer.time_quantum = d;
+        } else if (key == "capacities") {
+            if (!value.is_object())
+                return reject("\"capacities\" must map GPU UUIDs to bytes");
+            for (const auto& [uuid, bytes] : value.items()) {
+                if (uuid.empty() || !bytes.is_number_unsigned() || bytes.get<uint64_t>() == 0)
+                    return reject("\"capacities\" must map GPU UUIDs to byte counts above 0");
+                result.layer.capacities[uuid] = bytes.get<uint64_t>();
+            }
+        } else {
+            return reject("unknown key \"" + key + "\"");
+        }
+    }
+    return result;
+}
+
+std::string serialize_state(const SettingsLayer& layer)
+{
+    nlohmann::json doc = {{"version", kStateVersion}};
+    if (layer.mode)
+        doc["anti_thrashing"] = proto::mode_name(*layer.mode);
+    if (layer.time_quantum)
+        doc["time_quantum_us"] = usec(*layer.time_quantum);
+    if (!layer.capacities.empty())
+        doc["capacities"] = layer.capacities;
+    return doc.dump(2) + "\n";
+}
+
+}  // namespace nvshare::daemon

@@ -1,0 +1,63 @@
+// nvshared's settings as layers: built-in defaults < the admin's config file
+// < command-line options < changes made at run time (the state file). Each
+// layer holds only what its source sets. Parsing and merging are pure (text
+// in, values or errors out), so every bad input is tested directly.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "daemon/scheduler.h"
+
+namespace nvshare::daemon {
+
+// Bounds every source of a time quantum or grace period must respect.
+inline constexpr Duration kMinTimeQuantum = std::chrono::milliseconds(1);
+inline constexpr Duration kMaxTimeQuantum = std::chrono::hours(24);
+inline constexpr const char* kTimeQuantumRange = "1ms to 24h";
+
+bool valid_time_quantum(Duration d);
+
+struct Options;
+
+struct SettingsLayer {
+    std::optional<Mode> mode;
+    std::optional<Duration> time_quantum;
+    std::optional<Duration> grace;
+    std::optional<uint64_t> default_capacity;    // GPUs without their own
+    std::map<std::string, uint64_t> capacities;  // by GPU UUID
+
+    bool empty() const;
+    bool operator==(const SettingsLayer&) const = default;
+};
+
+// Lays `layer` over the effective settings in `options`.
+void apply_layer(const SettingsLayer& layer, Options& options);
+
+// The capacity `options` give a GPU: its own, else the default, else its
+// physical memory (the rule Scheduler::ensure_gpu applies to new GPUs).
+uint64_t configured_capacity(const Options& options, const GpuDescription& gpu);
+
+// The config file, nvshare.conf(5): "key = value" lines, '#' comments.
+// Lines in error are skipped and reported ("line 3: ..."); the rest applies.
+struct ConfigParse {
+    SettingsLayer layer;
+    std::vector<std::string> errors;
+};
+ConfigParse parse_config(std::string_view text);
+
+// The state file: JSON holding mode, time quantum and capacities changed at
+// run time. Anything malformed rejects the whole file (error set).
+struct StateParse {
+    SettingsLayer layer;
+    std::optional<std::string> error;
+};
+StateParse parse_state(std::string_view text);
+std::string serialize_state(const SettingsLayer& layer);
+
+}  // namespace nvshare::daemon

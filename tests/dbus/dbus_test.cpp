@@ -1,0 +1,591 @@
+// The D-Bus control plane end to end: a private system-like bus that loads
+// the shipped policy, the real nvshared and nvsharectl, busctl, setpriv for
+// unprivileged callers, and lock clients on the real socket.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "build-config.h"
+#include "common/lock_client.h"
+#include "tests/dbus/harness.h"
+
+namespace nvshare::test {
+namespace {
+
+using proto::MsgType;
+
+constexpr const char* kName = "org.nvshare.Scheduler1";
+constexpr const char* kManager = "/org/nvshare/Scheduler1";
+constexpr const char* kManagerIface = "org.nvshare.Scheduler1.Manager";
+constexpr const char* kGpu0 = "/org/nvshare/Scheduler1/gpu/0";
+constexpr const char* kGpuIface = "org.nvshare.Scheduler1.Gpu";
+constexpr const char* kGpu1Uuid = "GPU-a0a1a2a3-a4a5-a6a7-a8a9-aaabacadae01";
+constexpr uint64_t kGiB = 1ull << 30;
+
+struct Registered {
+    LockClient lock;
+    uint64_t id = 0;
+};
+
+class DbusTest : public ::testing::Test {
+protected:
+    TempDir dir;
+    std::unique_ptr<PrivateBus> bus = std::make_unique<PrivateBus>();
+    std::unique_ptr<Background> daemon;
+
+    std::string socket() const { return dir / "nvshare.sock"; }
+    std::string config() const { return dir / "nvshare.conf"; }
+    std::string state() const { return dir / "state/state.json"; }
+
+    void SetUp() override { write_text(config(), ""); }
+
+    void start_daemon(const std::vector<std::string>& extra = {})
+    {
+        std::vector<std::string> argv = {nvshared_path(), "--socket", socket(), "--state-dir",
+                                         dir / "state",   "--config", config()};
+        argv.insert(argv.end(), extra.begin(), extra.end());
+        daemon = std::make_unique<Background>(argv, dir / "nvshared.log");
+        ASSERT_TRUE(wait_until([this] { return bus->has_owner(kName) || !daemon->running(); }));
+        ASSERT_TRUE(daemon->running()) << daemon->log();
+    }
+
+    void stop_daemon()
+    {
+        EXPECT_EQ(daemon->stop(), 0) << daemon->log();
+        daemon.reset();
+    }
+
+    static RunResult ctl(std::vector<std::string> args)
+    {
+        args.insert(args.begin(), nvsharectl_path());
+        return run(args);
+    }
+    static std::vector<std::string> ctl_argv(std::vector<std::string> args)
+    {
+        args.insert(args.begin(), nvsharectl_path());
+        return args;
+    }
+    static std::vector<std::string> busctl_argv(std::vector<std::string> args)
+    {
+        args.insert(args.begin(), {"busctl", "--system"});
+        return args;
+    }
+    static std::string get(const char* path, const char* iface, const char* property)
+    {
+        const auto r = run(busctl_argv({"get-property", kName, path, iface, property}));
+        EXPECT_EQ(r.status, 0) << property << ": " << r.err;
+        return r.out.substr(0, r.out.find_last_not_of('\n') + 1);
+    }
+    static RunResult set(const char* path, const char* iface, const char* property,
+                         const char* type, const std::string& value, bool nobody = false)
+    {
+        auto argv = busctl_argv({"set-property", kName, path, iface, property, type, value});
+        return run(nobody ? as_nobody(argv) : argv);
+    }
+
+    Registered connect_client(const std::string& comm, uint64_t physical = 16 * kGiB)
+    {
+        Registered c;
+        std::string error;
+        EXPECT_TRUE(c.lock.connect(socket(), &error)) << error;
+        EXPECT_TRUE(c.lock.hello(comm, {test_gpu(1, physical)}));
+        const auto welcome = c.lock.expect(MsgType::Welcome, 5s);
+        EXPECT_TRUE(welcome.has_value());
+        if (welcome)
+            c.id = welcome->as<proto::WelcomeFixed>().client_id;
+        return c;
+    }
+
+    // Frames that arrive within `window`, none of which may be `type`.
+    static bool none_within(LockClient& c, MsgType type, std::chrono::milliseconds window)
+    {
+        const auto end = std::chrono::steady_clock::now() + window;
+        while (std::chrono::steady_clock::now() < end) {
+            const auto f = c.receive(std::chrono::duration_cast<std::chrono::milliseconds>(
+                end - std::chrono::steady_clock::now()));
+            if (f && f->type == type)
+                return false;
+        }
+        return true;
+    }
+};
+
+TEST_F(DbusTest, BusctlReadsEveryProperty)
+{
+    write_text(config(), "time-quantum = 2min\nanti-thrashing = on\ngrace = 5s\n");
+    ASSERT_NO_FATAL_FAILURE(start_daemon());
+    EXPECT_EQ(get(kManager, kManagerIface, "Version"),
+              std::string("s \"") + NVSHARE_VERSION + "\"");
+    EXPECT_EQ(get(kManager, kManagerIface, "TimeQuantumUSec"), "t 120000000");
+    EXPECT_EQ(get(kManager, kManagerIface, "AntiThrashing"), "s \"on\"");
+    EXPECT_EQ(get(kManager, kManagerIface, "GraceUSec"), "t 5000000");
+    EXPECT_EQ(get(kManager, kManagerIface, "ClientCount"), "u 0");
+
+    auto a = connect_client("alpha");
+    ASSERT_TRUE(a.lock.report_memory(0, 3 * kGiB, kGiB));
+    ASSERT_TRUE(a.lock.request(1));
+    ASSERT_TRUE(a.lock.expect(MsgType::Grant, 5s));
+    auto b = connect_client("beta");
+    ASSERT_TRUE(b.lock.request(1));
+    ASSERT_TRUE(wait_until([] { return get(kGpu0, kGpuIface, "Queue") != "at 0"; }));
+
+    EXPECT_EQ(get(kManager, kManagerIface, "ClientCount"), "u 2");
+    EXPECT_EQ(get(kGpu0, kGpuIface, "Index"), "u 0");
+    EXPECT_EQ(get(kGpu0, kGpuIface, "UUID"), std::string("s \"") + kGpu1Uuid + "\"");
+    EXPECT_EQ(get(kGpu0, kGpuIface, "Name"), "s \"Test GPU 1\"");
+    EXPECT_EQ(get(kGpu0, kGpuIface, "PhysicalMemory"), "t " + std::to_string(16 * kGiB));
+    EXPECT_EQ(get(kGpu0, kGpuIface, "Capacity"), "t " + std::to_string(16 * kGiB));
+    EXPECT_EQ(get(kGpu0, kGpuIface, "RequestedMemory"), "t " + std::to_string(4 * kGiB));
+    EXPECT_EQ(get(kGpu0, kGpuIface, "Serializing"), "b true");
+    EXPECT_EQ(get(kGpu0, kGpuIface, "Holders"), "at 1 " + std::to_string(a.id));
+    EXPECT_EQ(get(kGpu0, kGpuIface, "Queue"), "at 1 " + std::to_string(b.id));
+    const std::string clients = get(kGpu0, kGpuIface, "Clients");
+    const std::string pid = std::to_string(getpid());
+    EXPECT_NE(clients.find("a(tiussttt) 2 " + std::to_string(a.id) + " " + pid + " 0 \"alpha\" " +
+                           "\"holding\" " + std::to_string(4 * kGiB)),
+              std::string::npos)
+        << clients;
+    EXPECT_NE(clients.find(std::to_string(b.id) + " " + pid + " 0 \"beta\" \"waiting\" 0"),
+              std::string::npos)
+        << clients;
+    const auto list = run(busctl_argv({"call", kName, kManager, kManagerIface, "ListClients"}));
+    EXPECT_EQ(list.status, 0) << list.err;
+    EXPECT_EQ(list.out.rfind("a(tiussauttt) 2 " + std::to_string(a.id) + " " + pid +
+                                 " 0 \"alpha\" \"holding\" 1 0 " + std::to_string(4 * kGiB),
+                             0),
+              0u)
+        << list.out;
+
+    // Reading is open to everybody.
+    const auto nobody = run(
+        as_nobody(busctl_argv({"get-property", kName, kManager, kManagerIface, "ClientCount"})));
+    EXPECT_EQ(nobody.status, 0) << nobody.err;
+    EXPECT_EQ(nobody.out, "u 2\n");
+}
+
+TEST_F(DbusTest, NvsharectlShowsEveryProperty)
+{
+    ASSERT_NO_FATAL_FAILURE(start_daemon({"--anti-thrashing", "on"}));
+    auto a = connect_client("alpha");
+    ASSERT_TRUE(a.lock.report_memory(0, 2 * kGiB));
+    ASSERT_TRUE(a.lock.request(1));
+    ASSERT_TRUE(a.lock.expect(MsgType::Grant, 5s));
+    auto b = connect_client("beta");
+    ASSERT_TRUE(b.lock.request(1));
+    ASSERT_TRUE(wait_until([] { return get(kGpu0, kGpuIface, "Queue") != "at 0"; }));
+
+    const auto json = ctl({"status", "--json"});
+    ASSERT_EQ(json.status, 0) << json.err;
+    const auto s = nlohmann::json::parse(json.out);
+    EXPECT_EQ(s["version"], NVSHARE_VERSION);
+    EXPECT_EQ(s["mode"], "on");
+    EXPECT_EQ(s["time_quantum_us"], 30000000);
+    EXPECT_EQ(s["grace_us"], 10000000);
+    EXPECT_EQ(s["client_count"], 2);
+    ASSERT_EQ(s["gpus"].size(), 1u);
+    const auto& g = s["gpus"][0];
+    EXPECT_EQ(g["index"], 0);
+    EXPECT_EQ(g["uuid"], kGpu1Uuid);
+    EXPECT_EQ(g["name"], "Test GPU 1");
+    EXPECT_EQ(g["physical_memory"], 16 * kGiB);
+    EXPECT_EQ(g["capacity"], 16 * kGiB);
+    EXPECT_EQ(g["requested_memory"], 2 * kGiB);
+    EXPECT_EQ(g["serializing"], true);
+    EXPECT_EQ(g["holders"], nlohmann::json::array({a.id}));
+    EXPECT_EQ(g["queue"], nlohmann::json::array({b.id}));
+    ASSERT_EQ(g["clients"].size(), 2u);
+    EXPECT_EQ(g["clients"][0]["comm"], "alpha");
+    EXPECT_EQ(g["clients"][0]["user"], "root");
+    EXPECT_EQ(g["clients"][0]["pid"], getpid());
+    EXPECT_EQ(g["clients"][0]["state"], "holding");
+    EXPECT_EQ(g["clients"][1]["state"], "waiting");
+    ASSERT_EQ(s["clients"].size(), 2u);
+    EXPECT_EQ(s["clients"][0]["gpus"], nlohmann::json::array({0}));
+
+    const auto text = ctl({"status"});
+    ASSERT_EQ(text.status, 0) << text.err;
+    for (const std::string& expected : std::vector<std::string>{
+             std::string("anti-thrashing on, time quantum 30s, grace 10s, 2 client(s)"),
+             std::string("GPU 0  Test GPU 1  ") + kGpu1Uuid,
+             std::string("2.0 GiB requested of 16.0 GiB capacity"),
+             std::string("serializing:  yes"), "holder:       " + std::to_string(a.id) + " (alpha)",
+             "waiting:      " + std::to_string(b.id) + " (beta)", std::string("ID  PID"),
+             std::string("root  alpha    holding  2.0 GiB")})
+        EXPECT_NE(text.out.find(expected), std::string::npos) << expected << "\n" << text.out;
+
+    // The same for an unprivileged user, and the single-value reader.
+    EXPECT_EQ(run(as_nobody(ctl_argv({"status"}))).status, 0);
+    const auto mode = ctl({"anti-thrashing"});
+    EXPECT_EQ(mode.status, 0);
+    EXPECT_EQ(mode.out, "on\n");
+}
+
+TEST_F(DbusTest, RootTimeQuantumWriteChangesLockBehaviour)
+{
+    write_text(config(), "time-quantum = 1h\nanti-thrashing = on\n");
+    ASSERT_NO_FATAL_FAILURE(start_daemon());
+    auto a = connect_client("alpha");
+    auto b = connect_client("beta");
+    ASSERT_TRUE(a.lock.request(1));
+    ASSERT_TRUE(a.lock.expect(MsgType::Grant, 5s));
+    ASSERT_TRUE(b.lock.request(1));
+    // With a one-hour quantum the holder keeps the lock...
+    EXPECT_TRUE(none_within(a.lock, MsgType::Drop, 300ms));
+    // ...until root shortens it: the running hold is over at once.
+    const auto r = ctl({"set-tq", "100ms"});
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(get(kManager, kManagerIface, "TimeQuantumUSec"), "t 100000");
+    ASSERT_TRUE(a.lock.expect(MsgType::Drop, 5s));
+    // Every client is told the new quantum.
+    const auto settings = b.lock.expect(MsgType::Settings, 5s);
+    ASSERT_TRUE(settings);
+    EXPECT_EQ(settings->as<proto::SettingsFixed>().time_quantum_us, 100000u);
+    ASSERT_TRUE(a.lock.release(1));
+    EXPECT_TRUE(b.lock.expect(MsgType::Grant, 5s));
+}
+
+TEST_F(DbusTest, RootModeWriteChangesLockBehaviour)
+{
+    ASSERT_NO_FATAL_FAILURE(start_daemon({"--anti-thrashing", "off"}));
+    auto a = connect_client("alpha");
+    auto b = connect_client("beta");
+    ASSERT_TRUE(a.lock.request(1));
+    ASSERT_TRUE(a.lock.expect(MsgType::Grant, 5s));
+    // Off: both run at once.
+    ASSERT_TRUE(b.lock.request(1));
+    ASSERT_TRUE(b.lock.expect(MsgType::Grant, 5s));
+    EXPECT_EQ(get(kGpu0, kGpuIface, "Serializing"), "b false");
+    // On (through busctl this time): the later one is asked to let go.
+    const auto r = set(kManager, kManagerIface, "AntiThrashing", "s", "on");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_TRUE(b.lock.expect(MsgType::Drop, 5s));
+    EXPECT_EQ(get(kGpu0, kGpuIface, "Serializing"), "b true");
+    EXPECT_EQ(get(kManager, kManagerIface, "AntiThrashing"), "s \"on\"");
+}
+
+TEST_F(DbusTest, RootCapacityWriteChangesLockBehaviour)
+{
+    ASSERT_NO_FATAL_FAILURE(start_daemon());  // auto
+    auto a = connect_client("alpha");
+    auto b = connect_client("beta");
+    ASSERT_TRUE(a.lock.report_memory(0, 6 * kGiB));
+    ASSERT_TRUE(b.lock.report_memory(0, 6 * kGiB));
+    ASSERT_TRUE(a.lock.request(1));
+    ASSERT_TRUE(a.lock.expect(MsgType::Grant, 5s));
+    ASSERT_TRUE(b.lock.request(1));
+    ASSERT_TRUE(b.lock.expect(MsgType::Grant, 5s));  // 12 GiB fit in 16
+    const auto r = ctl({"set-capacity", kGpu1Uuid, "8G"});
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(get(kGpu0, kGpuIface, "Capacity"), "t " + std::to_string(8 * kGiB));
+    EXPECT_TRUE(b.lock.expect(MsgType::Drop, 5s));  // 12 GiB do not fit in 8
+    EXPECT_EQ(get(kGpu0, kGpuIface, "Serializing"), "b true");
+}
+
+TEST_F(DbusTest, RootRevokesAndNobodyCannot)
+{
+    ASSERT_NO_FATAL_FAILURE(start_daemon({"--anti-thrashing", "on"}));
+    auto a = connect_client("alpha");
+    auto b = connect_client("beta");
+    ASSERT_TRUE(a.lock.request(1));
+    ASSERT_TRUE(a.lock.expect(MsgType::Grant, 5s));
+    ASSERT_TRUE(b.lock.request(1));
+
+    const auto denied = run(as_nobody(ctl_argv({"revoke", std::to_string(a.id)})));
+    EXPECT_EQ(denied.status, 4) << denied.err;
+    EXPECT_NE(denied.err.find("requires root"), std::string::npos) << denied.err;
+    EXPECT_EQ(get(kGpu0, kGpuIface, "Holders"), "at 1 " + std::to_string(a.id));
+
+    const auto r = ctl({"revoke", std::to_string(a.id)});
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_TRUE(a.lock.expect(MsgType::Revoked, 5s));
+    EXPECT_TRUE(b.lock.expect(MsgType::Grant, 5s));
+    // By pid: this process runs both clients; only the holder is revoked.
+    const auto by_pid = ctl({"revoke", "pid:" + std::to_string(getpid())});
+    ASSERT_EQ(by_pid.status, 0) << by_pid.err;
+    EXPECT_TRUE(b.lock.expect(MsgType::Revoked, 5s));
+    EXPECT_EQ(get(kGpu0, kGpuIface, "Holders"), "at 0");
+    // Nobody holds now: revoking again says so.
+    EXPECT_EQ(ctl({"revoke", std::to_string(b.id)}).status, 1);
+}
+
+TEST_F(DbusTest, UnprivilegedWritesAreRefused)
+{
+    ASSERT_NO_FATAL_FAILURE(start_daemon());
+    auto a = connect_client("alpha");  // so that the GPU object exists
+    ASSERT_TRUE(wait_until([] { return get(kManager, kManagerIface, "ClientCount") == "u 1"; }));
+
+    struct Write {
+        const char* path;
+        const char* iface;
+        const char* property;
+        const char* type;
+        const char* value;
+    };
+    for (const Write& w : {Write{kManager, kManagerIface, "TimeQuantumUSec", "t", "5000000"},
+                           Write{kManager, kManagerIface, "AntiThrashing", "s", "on"},
+                           Write{kGpu0, kGpuIface, "Capacity", "t", "1073741824"}}) {
+        const auto r = set(w.path, w.iface, w.property, w.type, w.value, /*nobody=*/true);
+        EXPECT_NE(r.status, 0) << w.property;
+        EXPECT_NE(r.err.find("Access denied"), std::string::npos) << r.err;
+    }
+    const auto reset =
+        run(as_nobody(busctl_argv({"call", kName, kManager, kManagerIface, "ResetSettings"})));
+    EXPECT_NE(reset.status, 0);
+    // Nothing changed, and nothing was saved.
+    EXPECT_EQ(get(kManager, kManagerIface, "TimeQuantumUSec"), "t 30000000");
+    EXPECT_EQ(get(kManager, kManagerIface, "AntiThrashing"), "s \"auto\"");
+    EXPECT_EQ(get(kGpu0, kGpuIface, "Capacity"), "t " + std::to_string(16 * kGiB));
+    EXPECT_EQ(access(state().c_str(), F_OK), -1);
+
+    for (const auto& args : std::vector<std::vector<std::string>>{
+             {"set-tq", "5s"}, {"anti-thrashing", "on"}, {"set-capacity", "0", "1G"}, {"reset"}}) {
+        const auto r = run(as_nobody(ctl_argv(args)));
+        EXPECT_EQ(r.status, 4) << args[0] << ": " << r.err;
+        EXPECT_NE(r.err.find("requires root"), std::string::npos) << r.err;
+        EXPECT_NE(r.err.find("try sudo"), std::string::npos) << r.err;
+    }
+    EXPECT_EQ(get(kManager, kManagerIface, "TimeQuantumUSec"), "t 30000000");
+    EXPECT_NE(daemon->log().find("refused uid 65534"), std::string::npos);
+}
+
+TEST_F(DbusTest, InvalidValuesAreRefusedAndChangeNothing)
+{
+    ASSERT_NO_FATAL_FAILURE(start_daemon());
+    auto a = connect_client("alpha");
+    ASSERT_TRUE(wait_until([] { return get(kManager, kManagerIface, "ClientCount") == "u 1"; }));
+
+    auto tq0 = set(kManager, kManagerIface, "TimeQuantumUSec", "t", "0");
+    EXPECT_NE(tq0.status, 0);
+    EXPECT_NE(tq0.err.find("valid: 1000 to 86400000000 us"), std::string::npos) << tq0.err;
+    EXPECT_NE(set(kManager, kManagerIface, "TimeQuantumUSec", "t", "999").status, 0);
+    EXPECT_NE(set(kManager, kManagerIface, "TimeQuantumUSec", "t", "86400000001").status, 0);
+    auto mode = set(kManager, kManagerIface, "AntiThrashing", "s", "sometimes");
+    EXPECT_NE(mode.status, 0);
+    EXPECT_NE(mode.err.find("valid: on, off, auto"), std::string::npos) << mode.err;
+    auto cap = set(kGpu0, kGpuIface, "Capacity", "t", "0");
+    EXPECT_NE(cap.status, 0);
+    EXPECT_NE(cap.err.find("greater than 0"), std::string::npos) << cap.err;
+    // Read-only properties stay read-only.
+    EXPECT_NE(set(kManager, kManagerIface, "ClientCount", "u", "7").status, 0);
+
+    for (const auto& args : std::vector<std::vector<std::string>>{{"set-tq", "0"},
+                                                                  {"set-tq", "25h"},
+                                                                  {"set-tq", "soon"},
+                                                                  {"anti-thrashing", "sometimes"},
+                                                                  {"set-capacity", "0", "0"},
+                                                                  {"revoke", "someone"}}) {
+        const auto r = ctl(args);
+        EXPECT_EQ(r.status, 2) << args[0] << " " << args[1] << ": " << r.err;
+        EXPECT_NE(r.err.find("valid"), std::string::npos) << r.err;  // says what would be
+    }
+    EXPECT_EQ(get(kManager, kManagerIface, "TimeQuantumUSec"), "t 30000000");
+    EXPECT_EQ(get(kManager, kManagerIface, "AntiThrashing"), "s \"auto\"");
+    EXPECT_EQ(get(kGpu0, kGpuIface, "Capacity"), "t " + std::to_string(16 * kGiB));
+    EXPECT_EQ(access(state().c_str(), F_OK), -1);
+}
+
+TEST_F(DbusTest, PropertiesChangedIsSignalled)
+{
+    ASSERT_NO_FATAL_FAILURE(start_daemon());
+    Background monitor(ctl_argv({"monitor"}), dir / "monitor.log");
+    ASSERT_TRUE(wait_until([&] { return monitor.log().find("Monitoring") != std::string::npos; }))
+        << monitor.log();
+    Background busctl_monitor({"stdbuf", "-oL", "busctl", "--system", "monitor", kName},
+                              dir / "busctl-monitor.log");
+    ASSERT_TRUE(wait_until(
+        [&] { return busctl_monitor.log().find("Monitoring bus") != std::string::npos; }));
+
+    ASSERT_EQ(ctl({"set-tq", "45s"}).status, 0);
+    ASSERT_EQ(ctl({"anti-thrashing", "on"}).status, 0);
+    auto a = connect_client("alpha");
+    // The daemon signals the state at the end of each batch of messages; a
+    // request sent before the Hello is through could share its batch.
+    ASSERT_TRUE(wait_until([&] { return monitor.log().find(" added ") != std::string::npos; }));
+    ASSERT_TRUE(a.lock.request(1));
+    ASSERT_TRUE(a.lock.expect(MsgType::Grant, 5s));
+    ASSERT_TRUE(a.lock.report_memory(0, kGiB));
+    ASSERT_EQ(ctl({"set-capacity", "0", "4G"}).status, 0);
+
+    const std::string id = std::to_string(a.id);
+    for (const std::string& expected :
+         {std::string("/org/nvshare/Scheduler1 changed TimeQuantumUSec=45000000"),
+          std::string("/org/nvshare/Scheduler1 changed AntiThrashing=\"on\""),
+          std::string("/org/nvshare/Scheduler1 changed ClientCount=1"),
+          std::string("/org/nvshare/Scheduler1/gpu/0 added Capacity=17179869184 Holders=[] Index=0 "
+                      "Name=\"Test GPU 1\" PhysicalMemory=17179869184 Queue=[] "
+                      "RequestedMemory=0 Serializing=true UUID=\"") +
+              kGpu1Uuid + "\"",
+          "/org/nvshare/Scheduler1/gpu/0 changed Holders=[" + id + "]",
+          std::string("/org/nvshare/Scheduler1/gpu/0 changed RequestedMemory=1073741824"),
+          std::string("/org/nvshare/Scheduler1/gpu/0 changed Capacity=4294967296")})
+        EXPECT_TRUE(wait_until([&] { return monitor.log().find(expected) != std::string::npos; }))
+            << expected << "\n"
+            << monitor.log() << daemon->log();
+    // busctl sees the same signals on the bus.
+    EXPECT_TRUE(wait_until([&] {
+        const std::string log = busctl_monitor.log();
+        return log.find("Member=PropertiesChanged") != std::string::npos &&
+               log.find("\"TimeQuantumUSec\"") != std::string::npos &&
+               log.find("UINT64 45000000") != std::string::npos;
+    })) << busctl_monitor.log();
+    // Ctrl-C ends the monitor cleanly.
+    EXPECT_EQ(monitor.stop(SIGINT), 0);
+}
+
+TEST_F(DbusTest, RuntimeChangesSurviveARestart)
+{
+    write_text(config(), "time-quantum = 20s\n");
+    ASSERT_NO_FATAL_FAILURE(start_daemon());
+    {
+        auto a = connect_client("alpha");
+        ASSERT_TRUE(
+            wait_until([] { return get(kManager, kManagerIface, "ClientCount") == "u 1"; }));
+        ASSERT_EQ(ctl({"set-tq", "45s"}).status, 0);
+        ASSERT_EQ(ctl({"anti-thrashing", "off"}).status, 0);
+        ASSERT_EQ(ctl({"set-capacity", "0", "8G"}).status, 0);
+    }
+    ASSERT_NO_FATAL_FAILURE(stop_daemon());
+    const auto saved = nlohmann::json::parse(read_text(state()));
+    EXPECT_EQ(saved["time_quantum_us"], 45000000);
+    EXPECT_EQ(saved["anti_thrashing"], "off");
+    EXPECT_EQ(saved["capacities"][kGpu1Uuid], 8 * kGiB);
+
+    // Run-time changes outrank the config file and the command line.
+    ASSERT_NO_FATAL_FAILURE(start_daemon({"--time-quantum", "10s"}));
+    EXPECT_EQ(get(kManager, kManagerIface, "TimeQuantumUSec"), "t 45000000");
+    EXPECT_EQ(get(kManager, kManagerIface, "AntiThrashing"), "s \"off\"");
+    auto a = connect_client("alpha");
+    ASSERT_TRUE(wait_until([] { return get(kManager, kManagerIface, "ClientCount") == "u 1"; }));
+    EXPECT_EQ(get(kGpu0, kGpuIface, "Capacity"), "t " + std::to_string(8 * kGiB));
+
+    // reset forgets them: back to the command line (10s) and the defaults.
+    ASSERT_EQ(ctl({"reset"}).status, 0);
+    EXPECT_EQ(get(kManager, kManagerIface, "TimeQuantumUSec"), "t 10000000");
+    EXPECT_EQ(get(kManager, kManagerIface, "AntiThrashing"), "s \"auto\"");
+    EXPECT_EQ(get(kGpu0, kGpuIface, "Capacity"), "t " + std::to_string(16 * kGiB));
+    EXPECT_EQ(access(state().c_str(), F_OK), -1);
+}
+
+TEST_F(DbusTest, CorruptStateFileIsReportedAndReplaced)
+{
+    ASSERT_EQ(mkdir((dir / "state").c_str(), 0755), 0);
+    write_text(state(), "{\"version\": 1, \"time_quantum_us\": \"soon\"");
+    ASSERT_NO_FATAL_FAILURE(start_daemon());
+    EXPECT_EQ(get(kManager, kManagerIface, "TimeQuantumUSec"), "t 30000000");
+    EXPECT_NE(daemon->log().find("is corrupt"), std::string::npos) << daemon->log();
+    EXPECT_EQ(read_text(state() + ".corrupt"), "{\"version\": 1, \"time_quantum_us\": \"soon\"");
+    ASSERT_EQ(ctl({"set-tq", "2s"}).status, 0);
+    EXPECT_EQ(nlohmann::json::parse(read_text(state()))["time_quantum_us"], 2000000);
+}
+
+TEST_F(DbusTest, ConfigFileSetsStartValues)
+{
+    write_text(config(),
+               "# admin defaults\n"
+               "time-quantum = 2min\n"
+               "anti-thrashing = on   # always take turns\n"
+               "capacity = 4G\n"
+               "colour = blue\n");
+    ASSERT_NO_FATAL_FAILURE(start_daemon({"--anti-thrashing", "off"}));
+    EXPECT_EQ(get(kManager, kManagerIface, "TimeQuantumUSec"), "t 120000000");
+    EXPECT_EQ(get(kManager, kManagerIface, "AntiThrashing"), "s \"off\"");  // option wins
+    auto a = connect_client("alpha");
+    ASSERT_TRUE(wait_until([] { return get(kManager, kManagerIface, "ClientCount") == "u 1"; }));
+    EXPECT_EQ(get(kGpu0, kGpuIface, "Capacity"), "t " + std::to_string(4 * kGiB));
+    EXPECT_NE(daemon->log().find("line 5: unknown setting 'colour'"), std::string::npos)
+        << daemon->log();
+}
+
+TEST_F(DbusTest, NvsharectlErrorsHaveDistinctExitCodes)
+{
+    // No daemon on the bus.
+    auto down = ctl({"status"});
+    EXPECT_EQ(down.status, 3);
+    EXPECT_NE(down.err.find("nvshared is not running"), std::string::npos) << down.err;
+    EXPECT_NE(down.err.find("systemctl start nvshare"), std::string::npos) << down.err;
+    EXPECT_EQ(ctl({"set-tq", "1s"}).status, 3);
+    EXPECT_EQ(ctl({"monitor"}).status, 3);
+    // No bus at all.
+    setenv("DBUS_SYSTEM_BUS_ADDRESS", ("unix:path=" + (dir / "no-bus")).c_str(), 1);
+    auto no_bus = ctl({"status"});
+    setenv("DBUS_SYSTEM_BUS_ADDRESS", bus->address().c_str(), 1);
+    EXPECT_EQ(no_bus.status, 3) << no_bus.err;
+    EXPECT_NE(no_bus.err.find("systemctl start nvshare"), std::string::npos) << no_bus.err;
+
+    ASSERT_NO_FATAL_FAILURE(start_daemon());
+    EXPECT_EQ(ctl({"status"}).status, 0);
+    EXPECT_EQ(ctl({"set-tq", "0"}).status, 2);                        // invalid value
+    EXPECT_EQ(run(as_nobody(ctl_argv({"set-tq", "1s"}))).status, 4);  // access denied
+    auto missing = ctl({"revoke", "999"});                            // not found
+    EXPECT_EQ(missing.status, 5);
+    EXPECT_NE(missing.err.find("no client with id 999"), std::string::npos) << missing.err;
+    EXPECT_EQ(ctl({"set-capacity", "7", "1G"}).status, 5);
+    EXPECT_EQ(ctl({"revoke", "pid:999999"}).status, 5);
+    EXPECT_EQ(ctl({"frobnicate"}).status, 2);  // usage
+    EXPECT_EQ(ctl({"set-tq"}).status, 2);
+}
+
+TEST_F(DbusTest, LockIsServedWithoutAnyBus)
+{
+    setenv("DBUS_SYSTEM_BUS_ADDRESS", ("unix:path=" + (dir / "no-bus")).c_str(), 1);
+    std::vector<std::string> argv = {nvshared_path(), "--socket",         socket(),
+                                     "--state-dir",   dir / "state",      "--config",
+                                     config(),        "--anti-thrashing", "on"};
+    Background lone(argv, dir / "lone.log");
+    setenv("DBUS_SYSTEM_BUS_ADDRESS", bus->address().c_str(), 1);
+    ASSERT_TRUE(wait_until([&] {
+        LockClient probe;
+        std::string error;
+        return probe.connect(socket(), &error);
+    })) << lone.log();
+    auto a = connect_client("alpha");
+    auto b = connect_client("beta");
+    ASSERT_TRUE(a.lock.request(1));
+    ASSERT_TRUE(a.lock.expect(MsgType::Grant, 5s));
+    ASSERT_TRUE(b.lock.request(1));
+    ASSERT_TRUE(a.lock.release(1));
+    EXPECT_TRUE(b.lock.expect(MsgType::Grant, 5s));
+    const std::string log = lone.log();
+    const auto first = log.find("no D-Bus interface");
+    EXPECT_NE(first, std::string::npos) << log;
+    EXPECT_EQ(log.find("no D-Bus interface", first + 1), std::string::npos) << log;  // once
+    EXPECT_FALSE(bus->has_owner(kName));
+    EXPECT_EQ(lone.stop(), 0);
+}
+
+TEST_F(DbusTest, NoBusOptionAndLostBusKeepTheLock)
+{
+    {
+        ASSERT_NO_FATAL_FAILURE(start_daemon());
+        // The bus goes away under a running daemon: it keeps serving the lock.
+        bus.reset();
+        auto a = connect_client("alpha");
+        ASSERT_TRUE(a.lock.request(1));
+        EXPECT_TRUE(a.lock.expect(MsgType::Grant, 5s));
+        EXPECT_TRUE(wait_until([this] {
+            return daemon->log().find("lost the system bus") != std::string::npos;
+        })) << daemon->log();
+        EXPECT_TRUE(daemon->running());
+        stop_daemon();
+    }
+    bus = std::make_unique<PrivateBus>();
+    std::vector<std::string> argv = {nvshared_path(), "--socket", socket(), "--state-dir",
+                                     dir / "state",   "--config", config(), "--no-bus"};
+    Background quiet(argv, dir / "quiet.log");
+    ASSERT_TRUE(wait_until([&] {
+        LockClient probe;
+        std::string error;
+        return probe.connect(socket(), &error);
+    }));
+    auto a = connect_client("alpha");
+    ASSERT_TRUE(a.lock.request(1));
+    EXPECT_TRUE(a.lock.expect(MsgType::Grant, 5s));
+    EXPECT_FALSE(bus->has_owner(kName));
+    EXPECT_EQ(quiet.log().find("D-Bus"), std::string::npos) << quiet.log();
+    EXPECT_EQ(quiet.stop(), 0);
+}
+
+}  // namespace
+}  // namespace nvshare::test

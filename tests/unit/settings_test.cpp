@@ -1,0 +1,132 @@
+#include "daemon/settings.h"
+
+#include <gtest/gtest.h>
+
+#include "daemon/options.h"
+
+using namespace nvshare::daemon;
+using namespace std::chrono_literals;
+
+TEST(Config, ParsesEveryKey)
+{
+    const auto r = parse_config(
+        "# nvshare.conf\n"
+        "\n"
+        "time-quantum = 2min\n"
+        "  anti-thrashing=on   # comment after a value\n"
+        "grace = 500ms\r\n"
+        "capacity = 16G\n"
+        "capacity = GPU-aa = 8G\n");
+    EXPECT_TRUE(r.errors.empty()) << r.errors.front();
+    EXPECT_EQ(r.layer.time_quantum, Duration(2min));
+    EXPECT_EQ(r.layer.mode, Mode::On);
+    EXPECT_EQ(r.layer.grace, Duration(500ms));
+    EXPECT_EQ(r.layer.default_capacity, 16ull << 30);
+    EXPECT_EQ(r.layer.capacities.at("GPU-aa"), 8ull << 30);
+}
+
+TEST(Config, ReportsBadLinesAndKeepsTheRest)
+{
+    const auto r = parse_config(
+        "time-quantum = 0\n"
+        "time-quantum = 25h\n"
+        "anti-thrashing = sometimes\n"
+        "capacity = 0\n"
+        "capacity = =4G\n"
+        "colour = blue\n"
+        "just words\n"
+        "grace = 3s\n");
+    ASSERT_EQ(r.errors.size(), 7u);
+    EXPECT_NE(r.errors[0].find("line 1: invalid time quantum '0' (valid: 1ms to 24h"),
+              std::string::npos)
+        << r.errors[0];
+    EXPECT_NE(r.errors[1].find("line 2:"), std::string::npos);
+    EXPECT_NE(r.errors[2].find("(valid: on, off, auto)"), std::string::npos);
+    EXPECT_NE(r.errors[3].find("greater than 0"), std::string::npos);
+    EXPECT_NE(r.errors[4].find("names no GPU"), std::string::npos);
+    EXPECT_NE(r.errors[5].find("unknown setting 'colour'"), std::string::npos);
+    EXPECT_NE(r.errors[6].find("line 7: expected 'key = value'"), std::string::npos);
+    EXPECT_FALSE(r.layer.time_quantum);
+    EXPECT_FALSE(r.layer.mode);
+    EXPECT_EQ(r.layer.grace, Duration(3s));
+}
+
+TEST(Config, EmptyOrBinaryInputNeverCrashes)
+{
+    EXPECT_TRUE(parse_config("").layer.empty());
+    const std::string junk("\0\xff\x01=\n=\n\n#", 9);
+    const auto r = parse_config(junk);
+    EXPECT_TRUE(r.layer.empty());
+    EXPECT_EQ(r.errors.size(), 2u);
+}
+
+TEST(State, RoundTrips)
+{
+    SettingsLayer layer;
+    layer.mode = Mode::Off;
+    layer.time_quantum = 45s;
+    layer.capacities["GPU-aa"] = 123456789;
+    const auto parsed = parse_state(serialize_state(layer));
+    EXPECT_FALSE(parsed.error) << *parsed.error;
+    EXPECT_EQ(parsed.layer, layer);
+    EXPECT_TRUE(parse_state(serialize_state({})).layer.empty());
+}
+
+TEST(State, RejectsCorruptFilesWhole)
+{
+    for (const char* bad : {
+             "",
+             "{",
+             "[1, 2]",
+             "{\"time_quantum_us\": 45000000}",  // no version
+             "{\"version\": 2}",
+             "{\"version\": 1, \"time_quantum_us\": 0}",
+             "{\"version\": 1, \"time_quantum_us\": 86400000001}",
+             "{\"version\": 1, \"time_quantum_us\": -5}",
+             "{\"version\": 1, \"time_quantum_us\": \"30s\"}",
+             "{\"version\": 1, \"anti_thrashing\": \"sometimes\"}",
+             "{\"version\": 1, \"capacities\": {\"GPU-aa\": 0}}",
+             "{\"version\": 1, \"capacities\": [1]}",
+             "{\"version\": 1, \"capacities\": {\"\": 5}}",
+             "{\"version\": 1, \"grace\": 5}",
+             "{\"version\": 1, \"time_quantum_us\": 45000000, \"anti_thrashing\": 3}",
+         }) {
+        const auto r = parse_state(bad);
+        EXPECT_TRUE(r.error) << bad;
+        EXPECT_TRUE(r.layer.empty()) << bad;  // nothing half-applied
+    }
+}
+
+TEST(Layers, LaterLayersWinAndCapacitiesMerge)
+{
+    Options o;
+    SettingsLayer config, cli, runtime;
+    config.time_quantum = 2min;
+    config.mode = Mode::On;
+    config.capacities["GPU-aa"] = 1;
+    config.capacities["GPU-bb"] = 2;
+    cli.time_quantum = 10s;
+    runtime.mode = Mode::Off;
+    runtime.capacities["GPU-aa"] = 3;
+    apply_layer(config, o);
+    apply_layer(cli, o);
+    apply_layer(runtime, o);
+    EXPECT_EQ(o.scheduler.time_quantum, Duration(10s));
+    EXPECT_EQ(o.scheduler.mode, Mode::Off);
+    EXPECT_EQ(o.scheduler.grace, Duration(10s));  // the built-in default
+    ASSERT_EQ(o.capacities.size(), 2u);
+    EXPECT_EQ(configured_capacity(o, {"GPU-aa", "", 100}), 3u);
+    EXPECT_EQ(configured_capacity(o, {"GPU-bb", "", 100}), 2u);
+    EXPECT_EQ(configured_capacity(o, {"GPU-cc", "", 100}), 100u);  // physical
+    o.default_capacity = 50;
+    EXPECT_EQ(configured_capacity(o, {"GPU-cc", "", 100}), 50u);
+}
+
+TEST(Layers, TimeQuantumBounds)
+{
+    EXPECT_FALSE(valid_time_quantum(0ms));
+    EXPECT_FALSE(valid_time_quantum(999us));
+    EXPECT_TRUE(valid_time_quantum(1ms));
+    EXPECT_TRUE(valid_time_quantum(24h));
+    EXPECT_FALSE(valid_time_quantum(24h + 1us));
+}
