@@ -23,7 +23,8 @@ constexpr const char* kUsage =
     "\n"
     "Options:\n"
     "  -s, --socket PATH           socket to bind when not socket-activated\n"
-    "                              (default " NVSHARE_DEFAULT_SOCKET ")\n"
+    "                              (default " NVSHARE_DEFAULT_SOCKET
+    ")\n"
     "  -q, --time-quantum DURATION longest hold while others wait, 1ms to 24h\n"
     "                              (default 30s)\n"
     "  -g, --grace DURATION        time to release after a drop request before\n"
@@ -40,10 +41,12 @@ constexpr const char* kUsage =
     "      --gpu-info-dir DIR      where the driver lists the host's GPUs\n"
     "                              (default /proc/driver/nvidia/gpus)\n"
     "      --config FILE           settings file, see nvshare.conf(5) (default\n"
-    "                              " NVSHARE_SYSCONFDIR "/nvshare/nvshare.conf)\n"
+    "                              " NVSHARE_SYSCONFDIR
+    "/nvshare/nvshare.conf)\n"
     "      --state-dir DIR         where changes made at run time are kept\n"
     "                              (default $STATE_DIRECTORY, else\n"
-    "                              " NVSHARE_LOCALSTATEDIR "/lib/nvshare)\n"
+    "                              " NVSHARE_LOCALSTATEDIR
+    "/lib/nvshare)\n"
     "      --no-bus                do not offer the D-Bus interface\n"
     "  -v, --verbose               log debug messages\n"
     "  -h, --help                  show this help\n"
@@ -105,87 +108,87 @@ ParsedOptions parse_options(int argc, char** argv)
     int opt;
     while ((opt = getopt_long(argc, argv, "s:q:g:m:c:vh", kLongOptions, nullptr)) != -1) {
         switch (opt) {
-        case 's':
-            if (optarg[0] != '/')
-                return fail("socket path (must be absolute)", optarg);
-            r.options.socket_path = optarg;
-            break;
-        case 'q': {
-            auto d = parse_duration(optarg);
-            if (!d || !valid_time_quantum(*d))
-                return fail("time quantum (1ms to 24h)", optarg);
-            cli.time_quantum = *d;
-            break;
-        }
-        case 'g': {
-            auto d = parse_duration(optarg);
-            if (!d || !valid_time_quantum(*d))
-                return fail("grace period (1ms to 24h)", optarg);
-            cli.grace = *d;
-            break;
-        }
-        case 'm': {
-            auto m = parse_mode(optarg);
-            if (!m)
-                return fail("anti-thrashing mode (on, off or auto)", optarg);
-            cli.mode = *m;
-            break;
-        }
-        case 'c': {
-            std::string_view arg(optarg);
-            const auto eq = arg.find('=');
-            auto size = parse_size(eq == std::string_view::npos ? arg : arg.substr(eq + 1));
-            if (!size || *size == 0)
-                return fail("capacity", optarg);
-            if (eq == std::string_view::npos)
-                cli.default_capacity = *size;
-            else
-                cli.capacities[std::string(arg.substr(0, eq))] = *size;
-            break;
-        }
-        case kIdleExit: {
-            auto d = parse_duration(optarg);
-            if (!d)
-                return fail("idle exit time", optarg);
-            if (d->count() > 0)
-                r.options.idle_exit = *d;
-            break;
-        }
-        case kMaxClients: {
-            char* end = nullptr;
-            const long n = strtol(optarg, &end, 10);
-            if (*end != '\0' || n < 1 || n > 1000000)
-                return fail("client limit", optarg);
-            r.options.max_clients = static_cast<size_t>(n);
-            break;
-        }
-        case kConfig:
-            r.options.config_path = optarg;
-            r.options.config_given = true;
-            break;
-        case kStateDir:
-            if (optarg[0] != '/')
-                return fail("state directory (must be absolute)", optarg);
-            r.options.state_dir = optarg;
-            break;
-        case kNoBus:
-            r.options.bus = false;
-            break;
-        case kGpuInfoDir:
-            r.options.gpu_info_dir = optarg;
-            break;
-        case 'v':
-            r.options.log_level = LogLevel::Debug;
-            break;
-        case 'h':
-            fputs(kUsage, stdout);
-            return {false, 0, {}};
-        case kVersion:
-            puts("nvshared " NVSHARE_VERSION);
-            return {false, 0, {}};
-        default:
-            fputs("nvshared: see nvshared --help\n", stderr);
-            return {false, 2, {}};
+            case 's':
+                if (optarg[0] != '/')
+                    return fail("socket path (must be absolute)", optarg);
+                r.options.socket_path = optarg;
+                break;
+            case 'q': {
+                auto d = parse_duration(optarg);
+                if (!d || !valid_time_quantum(*d))
+                    return fail("time quantum (1ms to 24h)", optarg);
+                cli.time_quantum = *d;
+                break;
+            }
+            case 'g': {
+                auto d = parse_duration(optarg);
+                if (!d || !valid_time_quantum(*d))
+                    return fail("grace period (1ms to 24h)", optarg);
+                cli.grace = *d;
+                break;
+            }
+            case 'm': {
+                auto m = parse_mode(optarg);
+                if (!m)
+                    return fail("anti-thrashing mode (on, off or auto)", optarg);
+                cli.mode = *m;
+                break;
+            }
+            case 'c': {
+                std::string_view arg(optarg);
+                const auto eq = arg.find('=');
+                auto size = parse_size(eq == std::string_view::npos ? arg : arg.substr(eq + 1));
+                if (!size || *size == 0)
+                    return fail("capacity", optarg);
+                if (eq == std::string_view::npos)
+                    cli.default_capacity = *size;
+                else
+                    cli.capacities[std::string(arg.substr(0, eq))] = *size;
+                break;
+            }
+            case kIdleExit: {
+                auto d = parse_duration(optarg);
+                if (!d)
+                    return fail("idle exit time", optarg);
+                if (d->count() > 0)
+                    r.options.idle_exit = *d;
+                break;
+            }
+            case kMaxClients: {
+                char* end = nullptr;
+                const long n = strtol(optarg, &end, 10);
+                if (*end != '\0' || n < 1 || n > 1000000)
+                    return fail("client limit", optarg);
+                r.options.max_clients = static_cast<size_t>(n);
+                break;
+            }
+            case kConfig:
+                r.options.config_path = optarg;
+                r.options.config_given = true;
+                break;
+            case kStateDir:
+                if (optarg[0] != '/')
+                    return fail("state directory (must be absolute)", optarg);
+                r.options.state_dir = optarg;
+                break;
+            case kNoBus:
+                r.options.bus = false;
+                break;
+            case kGpuInfoDir:
+                r.options.gpu_info_dir = optarg;
+                break;
+            case 'v':
+                r.options.log_level = LogLevel::Debug;
+                break;
+            case 'h':
+                fputs(kUsage, stdout);
+                return {false, 0, {}};
+            case kVersion:
+                puts("nvshared " NVSHARE_VERSION);
+                return {false, 0, {}};
+            default:
+                fputs("nvshared: see nvshared --help\n", stderr);
+                return {false, 2, {}};
         }
     }
     if (optind < argc)

@@ -47,7 +47,7 @@ struct Gpu {
     GpuDescription description;
     uint64_t capacity = 0;  // bytes the scheduler lets clients use together
     std::vector<ClientId> holders;
-    uint64_t grants = 0;       // lock grants on this GPU so far
+    uint64_t grants = 0;      // lock grants on this GPU so far
     Duration last_swap_in{};  // latest bulk swap-in reported by a client
 };
 
@@ -119,10 +119,10 @@ struct Action {
     ActionKind kind;
     ClientId client;
     GpuSet gpus;
-    bool exclusive = false;  // Grant: no other client runs on these GPUs
+    bool exclusive = false;       // Grant: no other client runs on these GPUs
     bool oversubscribed = false;  // reported memory exceeds capacity on one of `gpus`
-    bool contended = false;  // Grant: somebody already waits for them
-    Duration grace{};        // Drop
+    bool contended = false;       // Grant: somebody already waits for them
+    Duration grace{};             // Drop
 };
 
 enum class RevokeReason { GraceExpired, Admin };

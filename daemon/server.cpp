@@ -391,11 +391,11 @@ bool Server::handle_frame(Connection& c, const proto::FrameHeader& h, const uint
             return false;
         }
         using std::chrono::microseconds;
-        scheduler_.report_swaps(c.serial, client->gpus[st.gpu],
-                                {st.bytes_prefetched, st.bytes_evicted, st.swap_ins,
-                                 microseconds(st.swap_in_us), st.swap_outs,
-                                 microseconds(st.swap_out_us)},
-                                now);
+        scheduler_.report_swaps(
+            c.serial, client->gpus[st.gpu],
+            {st.bytes_prefetched, st.bytes_evicted, st.swap_ins, microseconds(st.swap_in_us),
+             st.swap_outs, microseconds(st.swap_out_us)},
+            now);
         return true;
     }
     proto::GpuMaskPayload m;

@@ -48,6 +48,16 @@ nlohmann::json status_json(const Scheduler& scheduler, size_t connections, TimeP
             gpus.push_back(g);
         for (const auto& [g, m] : c.memory)
             memory += m.total();
+        // What nvshare's bulk migration moved for this client, all GPUs.
+        SwapStats sw;
+        for (const auto& [g, x] : c.swaps) {
+            sw.bytes_prefetched += x.bytes_prefetched;
+            sw.bytes_evicted += x.bytes_evicted;
+            sw.swap_ins += x.swap_ins;
+            sw.swap_in_time += x.swap_in_time;
+            sw.swap_outs += x.swap_outs;
+            sw.swap_out_time += x.swap_out_time;
+        }
         clients.push_back({{"id", id},
                            {"pid", c.info.pid},
                            {"uid", c.info.uid},
@@ -59,7 +69,13 @@ nlohmann::json status_json(const Scheduler& scheduler, size_t connections, TimeP
                            {"waited_us", usec(waited_so_far(c, now))},
                            {"grants", c.grants},
                            {"drops", c.drops},
-                           {"revocations", c.revocations}});
+                           {"revocations", c.revocations},
+                           {"bytes_prefetched", sw.bytes_prefetched},
+                           {"bytes_evicted", sw.bytes_evicted},
+                           {"swap_ins", sw.swap_ins},
+                           {"swap_in_us", usec(sw.swap_in_time)},
+                           {"swap_outs", sw.swap_outs},
+                           {"swap_out_us", usec(sw.swap_out_time)}});
     }
     json gpus = json::array();
     for (GpuIndex g = 0; g < scheduler.gpus().size(); ++g) {
@@ -73,7 +89,9 @@ nlohmann::json status_json(const Scheduler& scheduler, size_t connections, TimeP
                         {"serializing", scheduler.serializing(g)},
                         {"holders", gpu.holders},
                         {"queue", scheduler.queue(g)},
-                        {"grants", gpu.grants}});
+                        {"grants", gpu.grants},
+                        {"oversubscribed", scheduler.oversubscribed(g)},
+                        {"last_swap_in_us", usec(gpu.last_swap_in)}});
     }
     return {{"version", NVSHARE_VERSION},
             {"mode", proto::mode_name(s.mode)},

@@ -5,6 +5,7 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <atomic>
 
 #include "preload/alloc_table.h"
@@ -157,6 +158,32 @@ CUresult free_tracked(CUdeviceptr dptr, Call call)
     if (r != CUDA_SUCCESS && found)
         retrack(g_pointers, e);
     return r;
+}
+
+size_t managed_ranges(uint32_t gpu, Range* out, size_t max)
+{
+    if (max == 0)
+        return 0;
+    // Keep the `max` newest in a min-heap on seq, then sort newest first.
+    const auto older = [](const Range& a, const Range& b) { return a.seq > b.seq; };
+    size_t n = 0;
+    pthread_mutex_lock(&g_mutex);
+    g_pointers.for_each([&](const AllocTable::Entry& e) {
+        if (e.gpu != static_cast<int32_t>(gpu) || e.kind != static_cast<uint16_t>(Kind::Managed))
+            return;
+        const Range r{e.key, e.size, e.seq};
+        if (n < max) {
+            out[n++] = r;
+            std::push_heap(out, out + n, older);
+        } else if (r.seq > out[0].seq) {
+            std::pop_heap(out, out + n, older);
+            out[n - 1] = r;
+            std::push_heap(out, out + n, older);
+        }
+    });
+    pthread_mutex_unlock(&g_mutex);
+    std::sort(out, out + n, [](const Range& a, const Range& b) { return a.seq > b.seq; });
+    return n;
 }
 
 }  // namespace nvshare::preload::alloc

@@ -2,8 +2,22 @@
 // alloc.cpp).
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+
 namespace nvshare::preload::alloc {
 
 void reset_after_fork();
+
+struct Range {
+    uint64_t ptr;
+    uint64_t size;
+    uint64_t seq;  // allocation order: larger is newer
+};
+
+// The process's managed allocations on GPU `gpu` (devices:: index), newest
+// first, at most `max` of them; returns how many were written. What nvshare
+// moves in bulk when the lock changes hands.
+size_t managed_ranges(uint32_t gpu, Range* out, size_t max);
 
 }  // namespace nvshare::preload::alloc

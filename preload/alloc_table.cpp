@@ -64,6 +64,7 @@ bool AllocTable::insert(uint64_t key, uint64_t size, int32_t gpu, uint16_t kind)
             e.size = size;
             e.gpu = gpu;
             e.kind = kind;
+            e.seq = next_seq_++;
             return true;
         }
         if (e.state == 2 && reuse == capacity_)
@@ -76,7 +77,7 @@ bool AllocTable::insert(uint64_t key, uint64_t size, int32_t gpu, uint16_t kind)
         reuse = i;
         ++used_;
     }
-    slots_[reuse] = {key, size, gpu, kind, 1};
+    slots_[reuse] = {key, size, gpu, kind, 1, next_seq_++};
     ++live_;
     return true;
 }

@@ -16,6 +16,7 @@ public:
         int32_t gpu;     // devices:: index
         uint16_t kind;   // devices::Kind
         uint16_t state;  // 0 empty, 1 live, 2 deleted
+        uint64_t seq;    // order of allocation: larger is newer
     };
 
     AllocTable() = default;
@@ -31,6 +32,14 @@ public:
     size_t capacity() const { return capacity_; }
     // Forgets everything (after fork: the parent's allocations are not ours).
     void clear();
+    // Calls f(const Entry&) for every live entry, in no particular order.
+    template <typename F>
+    void for_each(F&& f) const
+    {
+        for (size_t i = 0; i < capacity_; ++i)
+            if (slots_[i].state == 1)
+                f(slots_[i]);
+    }
 
 private:
     bool grow();
@@ -40,6 +49,7 @@ private:
     size_t capacity_ = 0;  // power of two
     size_t live_ = 0;
     size_t used_ = 0;  // live + deleted
+    uint64_t next_seq_ = 1;
 };
 
 }  // namespace nvshare::preload

@@ -26,6 +26,7 @@
 #include "preload/env.h"
 #include "preload/gate.h"
 #include "preload/log.h"
+#include "preload/residency.h"
 
 namespace nvshare::preload::client {
 
@@ -48,6 +49,10 @@ std::atomic<uint32_t> g_ready{0};  // futex word: 1 once settings arrived or we 
 // (0: not draining). Waiting threads fail open past it (see gate.cpp).
 std::atomic<uint64_t> g_drain_deadline{0};
 constexpr uint64_t kIdleDrainLimitNs = 10ull * 1000 * 1000 * 1000;
+// An early release waits at most this long for its eviction to finish.
+constexpr uint64_t kEvictLimitNs = 10ull * 1000 * 1000 * 1000;
+// How often completion of a bulk prefetch is looked for.
+constexpr uint64_t kSwapPollNs = 2ull * 1000 * 1000;
 bool g_atfork_registered = false;
 
 uint64_t now_ns()
@@ -71,6 +76,7 @@ struct Session {
     bool holding = false;
     bool requested = false;
     bool contended = false;
+    bool oversubscribed = false;  // the daemon's latest word on our GPUs
     bool drop_pending = false;
     uint32_t gpu_count = 0;   // GPUs named in our Hello
     uint32_t generation = 0;  // devices::generation() at Hello
@@ -93,8 +99,9 @@ private:
     bool read_frames();
     bool handle(proto::MsgType type, const uint8_t* payload, uint32_t length);
     void apply_settings(const proto::SettingsFixed& s, const uint8_t* capacities);
-    void release();
+    void release(uint64_t deadline);
     bool drain(uint64_t deadline);
+    void report_stats();
     void work(uint64_t now);
     int timeout_ms(uint64_t now) const;
     void wait_event(int timeout);
@@ -243,9 +250,12 @@ bool Client::handle(proto::MsgType type, const uint8_t* p, uint32_t length)
             s_.requested = false;
             s_.drop_pending = false;
             s_.contended = (g.flags & proto::kGrantContended) != 0;
+            s_.oversubscribed = (g.flags & proto::kGrantOversubscribed) != 0;
             s_.next_idle_check = now + config().idle_release_ms * 1000000ull;
             g_want.store(false);
             gate_open();
+            // Work proceeds while our data streams in behind it.
+            residency::on_grant(g.gpus, s_.oversubscribed);
             log_debug("lock granted%s", s_.contended ? " (contended)" : "");
             return true;
         }
@@ -253,6 +263,7 @@ bool Client::handle(proto::MsgType type, const uint8_t* p, uint32_t length)
             proto::DropPayload d{};
             memcpy(&d, p, sizeof d);
             gate_close();  // stop admitting work at once; drained in work()
+            s_.oversubscribed = (d.flags & proto::kGrantOversubscribed) != 0;
             if (s_.holding) {
                 s_.drop_pending = true;
                 s_.drop_deadline = now + d.grace_us * 1000 * 3 / 4;
@@ -266,9 +277,13 @@ bool Client::handle(proto::MsgType type, const uint8_t* p, uint32_t length)
             s_.holding = s_.requested = s_.drop_pending = false;
             log_warn("nvshared revoked the GPU lock (not released in time)");
             return true;
-        case MsgType::Contended:
+        case MsgType::Contended: {
+            proto::GrantPayload c{};
+            memcpy(&c, p, sizeof c);
             s_.contended = true;
+            s_.oversubscribed = (c.flags & proto::kGrantOversubscribed) != 0;
             return true;
+        }
         case MsgType::Error: {
             proto::ErrorFixed e{};
             if (length >= sizeof e)
@@ -325,10 +340,34 @@ bool Client::drain(uint64_t deadline)
     return done;
 }
 
-void Client::release()
+// Gate closed and drained: move our data off an oversubscribed GPU (so the
+// next holder finds it free), then say so.
+void Client::release(uint64_t deadline)
 {
+    const uint64_t all = s_.gpu_count >= 64 ? ~0ull : (1ull << s_.gpu_count) - 1;
+    residency::before_release(all, s_.oversubscribed, deadline);
     send_mask(proto::MsgType::Released);
     s_.holding = s_.requested = s_.drop_pending = false;
+    report_stats();
+}
+
+void Client::report_stats()
+{
+    for (uint32_t i = 0; i < s_.gpu_count; ++i) {
+        residency::Stats& st = residency::stats(i);
+        if (!st.dirty)
+            continue;
+        const proto::StatsPayload p{i,
+                                    0,
+                                    st.bytes_prefetched,
+                                    st.bytes_evicted,
+                                    st.swap_ins,
+                                    st.swap_in_ns / 1000,
+                                    st.swap_outs,
+                                    st.swap_out_ns / 1000};
+        if (send_frame(proto::MsgType::Stats, &p, sizeof p))
+            st.dirty = false;
+    }
 }
 
 void Client::work(uint64_t now)
@@ -341,7 +380,7 @@ void Client::work(uint64_t now)
         if (contexts::active_captures() == 0 || now >= s_.drop_deadline) {
             drain(s_.drop_deadline + kCapturePollNs);
             gate_close();  // a waiter may have failed open during a stuck drain
-            release();
+            release(s_.drop_deadline + kCapturePollNs);
             log_debug("released after a drop request");
         }
     }
@@ -359,11 +398,13 @@ void Client::work(uint64_t now)
         } else if (drain(now + kIdleDrainLimitNs)) {
             uint32_t expected = kGateOpen;  // still idle: nobody set ACTIVE
             if (g_gate.compare_exchange_strong(expected, 0, std::memory_order_acq_rel)) {
-                release();
+                release(now + kEvictLimitNs);
                 log_debug("released early: idle for %u ms", config().idle_release_ms);
             }
         }
     }
+    if (residency::poll())
+        report_stats();
     // Memory first: in auto mode the daemon decides from it whether this
     // request may run alongside others, so it must not learn it too late.
     const bool requesting = g_want.load() && !s_.holding && !s_.requested;
@@ -401,6 +442,8 @@ int Client::timeout_ms(uint64_t now) const
         consider(now + kCapturePollNs);
     if (s_.holding && s_.contended && config().idle_release_ms != 0)
         consider(s_.next_idle_check);
+    if (residency::busy())
+        consider(now + kSwapPollNs);
     for (uint32_t i = 0; i < s_.gpu_count; ++i)
         if (devices::at(i).dirty.load())
             consider(s_.last_report + kReportPeriodNs);
@@ -524,6 +567,7 @@ void child_after_fork()
     contexts::reset_after_fork();
     devices::reset_after_fork();
     alloc::reset_after_fork();
+    residency::reset_after_fork();
 }
 
 }  // namespace

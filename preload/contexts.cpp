@@ -140,16 +140,9 @@ bool drain_all()
     auto sync = NVS_REAL(cuCtxSynchronize);
     if (push == nullptr || pop == nullptr || sync == nullptr)
         return true;
-    // Relaxed capture mode: another thread's global-mode capture must not
-    // make our synchronisation illegal (and we never sync a capturing stream).
-    static thread_local bool relaxed = false;
-    if (!relaxed) {
-        if (auto exchange = NVS_REAL(cuThreadExchangeStreamCaptureMode)) {
-            CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
-            exchange(&mode);
-        }
-        relaxed = true;
-    }
+    // Another thread's global-mode capture must not make our
+    // synchronisation illegal (and we never sync a capturing stream).
+    relax_capture_mode();
     Lock lock;  // a context cannot be destroyed while we sync it
     for (int i = 0; i < g_count; ++i) {
         if (push(g_known[i].ctx) != CUDA_SUCCESS)
@@ -162,6 +155,36 @@ bool drain_all()
         pop(&popped);
     }
     return true;
+}
+
+void relax_capture_mode()
+{
+    static thread_local bool relaxed = false;
+    if (relaxed)
+        return;
+    if (auto exchange = NVS_REAL(cuThreadExchangeStreamCaptureMode)) {
+        CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+        exchange(&mode);
+    }
+    relaxed = true;
+}
+
+bool with_device_context(CUdevice ordinal, void (*fn)(void*), void* arg)
+{
+    auto push = NVS_REAL(cuCtxPushCurrent_v2);
+    auto pop = NVS_REAL(cuCtxPopCurrent_v2);
+    if (push == nullptr || pop == nullptr)
+        return false;
+    Lock lock;  // the context cannot be destroyed while we use it
+    for (int i = 0; i < g_count; ++i) {
+        if (g_known[i].device != ordinal || push(g_known[i].ctx) != CUDA_SUCCESS)
+            continue;
+        fn(arg);
+        CUcontext popped = nullptr;
+        pop(&popped);
+        return true;
+    }
+    return false;
 }
 
 int active_captures()

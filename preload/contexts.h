@@ -21,6 +21,14 @@ bool drain_all();
 // Stream captures in progress in this process.
 int active_captures();
 
+// Puts the calling thread in relaxed capture mode, once: the library's own
+// work must never make another thread's global-mode capture illegal.
+void relax_capture_mode();
+
+// Runs fn(arg) with a context of GPU `ordinal` current on the calling thread
+// (client thread only); false if the process has no context there.
+bool with_device_context(CUdevice ordinal, void (*fn)(void*), void* arg);
+
 // Whether `stream` is being captured (only asks the driver while some
 // capture is in progress).
 bool stream_capturing(CUstream stream);

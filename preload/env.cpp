@@ -14,6 +14,23 @@
 
 namespace nvshare::preload {
 
+bool parse_policy(const char* text, Policy* out)
+{
+    *out = Policy::Auto;
+    if (text != nullptr && strcasecmp(text, "auto") == 0)
+        return true;
+    switch (parse_flag(text)) {
+        case Flag::On:
+            *out = Policy::On;
+            return true;
+        case Flag::Off:
+            *out = Policy::Off;
+            return true;
+        default:
+            return false;
+    }
+}
+
 Flag parse_flag(const char* text)
 {
     if (text == nullptr)
@@ -65,6 +82,15 @@ struct Problems {
     }
 };
 
+Policy read_policy(const char* name, Problems* problems)
+{
+    const char* v = getenv(name);
+    Policy p = Policy::Auto;
+    if (v != nullptr && !parse_policy(v, &p))
+        problems->add(name, v);
+    return p;
+}
+
 bool read_flag(const char* name, bool fallback, Problems* problems)
 {
     const char* v = getenv(name);
@@ -109,6 +135,8 @@ void load(Problems* problems)
     c.disabled = read_flag("NVSHARE_DISABLE", false, problems);
     c.debug = read_flag("NVSHARE_DEBUG", false, problems);
     c.single_oversub = read_flag("NVSHARE_ENABLE_SINGLE_OVERSUB", false, problems);
+    c.prefetch = read_policy("NVSHARE_PREFETCH", problems);
+    c.evict = read_policy("NVSHARE_EVICT", problems);
     if (const char* v = getenv("NVSHARE_IDLE_RELEASE_MS")) {
         uint32_t ms = 0;
         if (parse_millis(v, 3600 * 1000, &ms))

@@ -12,6 +12,13 @@ enum class Flag { Unset, Off, On, Invalid };
 // (case-insensitive); nullptr -> Unset; anything else -> Invalid.
 Flag parse_flag(const char* text);
 
+// When nvshare migrates memory in bulk: "auto" (where it pays, see
+// residency.h), or a flag: always / never.
+enum class Policy : uint8_t { Auto, On, Off };
+
+// "auto" -> Auto; a flag -> On/Off; false (and Auto) on anything else.
+bool parse_policy(const char* text, Policy* out);
+
 // Plain decimal milliseconds up to `max`; false on anything else.
 bool parse_millis(const char* text, uint32_t max, uint32_t* out);
 
@@ -24,6 +31,8 @@ struct Config {
     bool single_oversub = false;                       // NVSHARE_ENABLE_SINGLE_OVERSUB
     uint32_t idle_release_ms = kDefaultIdleReleaseMs;  // NVSHARE_IDLE_RELEASE_MS, 0 = never
     char socket_path[108] = {};                        // NVSHARE_SOCKET or the built-in default
+    Policy prefetch = Policy::Auto;                    // NVSHARE_PREFETCH: bulk swap-in on grant
+    Policy evict = Policy::Auto;                       // NVSHARE_EVICT: bulk swap-out on release
 };
 
 const Config& config();

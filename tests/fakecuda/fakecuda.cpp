@@ -1073,11 +1073,14 @@ FAKE_EXPORT CUresult cuMemPrefetchAsync_ptsz(CUdeviceptr, size_t, CUdevice, CUst
     return submit(s == nullptr ? CU_STREAM_PER_THREAD : s,
                   {"cuMemPrefetchAsync_ptsz", copy_us(), {}}, false);
 }
-FAKE_EXPORT CUresult cuMemPrefetchAsync_v2(CUdeviceptr, size_t, CUmemLocation, unsigned int flags,
-                                           CUstream s)
+FAKE_EXPORT CUresult cuMemPrefetchAsync_v2(CUdeviceptr, size_t bytes, CUmemLocation location,
+                                           unsigned int flags, CUstream s)
 {
     if (flags != 0)
         return CUDA_ERROR_INVALID_VALUE;
+    // Where data goes is what tests of nvshare's migration policy check.
+    log_event("prefetch to %s %zu", location.type == CU_MEM_LOCATION_TYPE_DEVICE ? "device" : "host",
+              bytes);
     return submit(s, {"cuMemPrefetchAsync_v2", copy_us(), {}}, false);
 }
 FAKE_EXPORT CUresult cuMemPrefetchAsync_v2_ptsz(CUdeviceptr, size_t, CUmemLocation,

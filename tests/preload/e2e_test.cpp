@@ -493,3 +493,98 @@ TEST(Capture, NeverWaitsInsideACapture)
 
 }  // namespace
 }  // namespace nvshare::test
+
+// ---- switching: bulk migration when the lock changes hands (issue 6) -----------------
+
+namespace nvshare::test {
+namespace {
+
+int events_of_both(const TempDir& dir, const Pair& p, const std::string& needle)
+{
+    const std::string log = dir.file("fake.log");
+    return count_events(log, p.a.pid(), needle) + count_events(log, p.b.pid(), needle);
+}
+
+// On an oversubscribed GPU the holder that goes idle evicts its data to host
+// memory before it releases, and the next holder prefetches its own data in
+// bulk when granted; the daemon learns what moved.
+TEST(Switching, OversubscribedGpuSwapsInBulk)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "auto", "--capacity", "1G"});
+    bool stats_seen = false;
+    Pair p = run_pair(
+        dir, daemon.socket(),
+        {{"--kernels", "2", "--kernel-us", "20000", "--alloc", "700M", "--hold-ms", "1500"},
+         {},
+         false});
+    stats_seen = eventually([&] {
+        const auto s = daemon.status();
+        if (s.is_null())
+            return false;
+        uint64_t evicted = 0, prefetched = 0;
+        for (const auto& c : s["clients"]) {
+            evicted += c["bytes_evicted"].get<uint64_t>();
+            prefetched += c["bytes_prefetched"].get<uint64_t>();
+        }
+        return evicted >= 700ull << 20 && prefetched >= 700ull << 20 &&
+               s["gpus"][0]["last_swap_in_us"].get<uint64_t>() > 0;
+    });
+    expect_clean_exit(p.a);
+    expect_clean_exit(p.b);
+    EXPECT_TRUE(stats_seen) << daemon.status().dump();
+    EXPECT_FALSE(overlapped(read_work(dir.file("fake.log")), p.a.pid(), p.b.pid()));
+    EXPECT_GE(events_of_both(dir, p, "prefetch to host 734003200"), 1)
+        << read_file(dir.file("fake.log"));
+    EXPECT_GE(events_of_both(dir, p, "prefetch to device 734003200"), 1)
+        << read_file(dir.file("fake.log"));
+}
+
+// Where everything fits, data stays where it is: no bulk moves at all.
+TEST(Switching, NothingMovesWhenEverythingFits)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "on"});
+    Pair p =
+        run_pair(dir, daemon.socket(),
+                 {{"--kernels", "2", "--kernel-us", "20000", "--alloc", "1M", "--hold-ms", "400"},
+                  {},
+                  false});
+    expect_clean_exit(p.a);
+    expect_clean_exit(p.b);
+    EXPECT_FALSE(overlapped(read_work(dir.file("fake.log")), p.a.pid(), p.b.pid()));
+    EXPECT_EQ(events_of_both(dir, p, "prefetch to"), 0) << read_file(dir.file("fake.log"));
+}
+
+// The policy variables turn the moves off (demand paging only) or on.
+TEST(Switching, PolicyVariablesDecide)
+{
+    {
+        TempDir dir;
+        Daemon daemon(dir, {"--anti-thrashing", "auto", "--capacity", "1G"});
+        Pair p = run_pair(
+            dir, daemon.socket(),
+            {{"--kernels", "2", "--kernel-us", "20000", "--alloc", "700M", "--hold-ms", "400"},
+             {{"NVSHARE_PREFETCH", "0"}, {"NVSHARE_EVICT", "off"}},
+             false});
+        expect_clean_exit(p.a);
+        expect_clean_exit(p.b);
+        EXPECT_EQ(events_of_both(dir, p, "prefetch to"), 0) << read_file(dir.file("fake.log"));
+    }
+    {
+        TempDir dir;
+        Daemon daemon(dir, {"--anti-thrashing", "on"});
+        Pair p = run_pair(
+            dir, daemon.socket(),
+            {{"--kernels", "2", "--kernel-us", "20000", "--alloc", "1M", "--hold-ms", "400"},
+             {{"NVSHARE_PREFETCH", "1"}, {"NVSHARE_EVICT", "1"}},
+             false});
+        expect_clean_exit(p.a);
+        expect_clean_exit(p.b);
+        EXPECT_GE(events_of_both(dir, p, "prefetch to device 1048576"), 2);
+        EXPECT_GE(events_of_both(dir, p, "prefetch to host 1048576"), 1);
+    }
+}
+
+}  // namespace
+}  // namespace nvshare::test

@@ -1,0 +1,193 @@
+#include "preload/residency.h"
+
+#include <sys/mman.h>
+#include <time.h>
+
+#include "preload/alloc.h"
+#include "preload/contexts.h"
+#include "preload/devices.h"
+#include "preload/env.h"
+#include "preload/hook_table.h"
+#include "preload/log.h"
+
+namespace nvshare::preload::residency {
+
+namespace {
+
+// Ranges moved per GPU and round. A process with more managed allocations
+// than this gets its newest ones moved in bulk; older ones fault in.
+constexpr size_t kMaxRanges = 16384;
+
+struct GpuState {
+    CUstream stream = nullptr;  // the library's own, created on first use
+    bool in_flight = false;     // a swap-in is running
+    uint64_t started_ns = 0;
+    uint64_t bytes = 0;
+    bool data_on_host = false;  // we evicted it: bring it back on the next grant
+    Stats stats;
+};
+
+GpuState g_gpus[devices::kMaxGpus];
+alloc::Range* g_ranges = nullptr;  // scratch, mapped on first use
+
+uint64_t now_ns()
+{
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+bool wanted(Policy policy, bool auto_says)
+{
+    return policy == Policy::On || (policy == Policy::Auto && auto_says);
+}
+
+alloc::Range* scratch()
+{
+    if (g_ranges == nullptr) {
+        void* m = mmap(nullptr, kMaxRanges * sizeof(alloc::Range), PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        g_ranges = m == MAP_FAILED ? nullptr : static_cast<alloc::Range*>(m);
+    }
+    return g_ranges;
+}
+
+// One round of migration of GPU `index`'s managed memory to `location`, on
+// the library's stream, with the GPU's context current (a callback of
+// contexts::with_device_context).
+struct Round {
+    uint32_t index;
+    CUmemLocation location;
+    uint64_t budget;  // bytes at most
+    uint64_t bytes = 0;
+    bool ok = false;
+};
+
+void migrate(void* arg)
+{
+    auto* r = static_cast<Round*>(arg);
+    GpuState& g = g_gpus[r->index];
+    contexts::relax_capture_mode();
+    auto create = NVS_REAL(cuStreamCreate);
+    auto prefetch = NVS_REAL(cuMemPrefetchAsync_v2);
+    if (create == nullptr || prefetch == nullptr)
+        return;
+    if (g.stream == nullptr && create(&g.stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
+        g.stream = nullptr;
+        return;
+    }
+    alloc::Range* ranges = scratch();
+    if (ranges == nullptr)
+        return;
+    const size_t n = alloc::managed_ranges(r->index, ranges, kMaxRanges);
+    for (size_t i = 0; i < n && r->bytes < r->budget; ++i) {
+        if (prefetch(ranges[i].ptr, ranges[i].size, r->location, 0, g.stream) == CUDA_SUCCESS)
+            r->bytes += ranges[i].size;
+    }
+    r->ok = true;
+}
+
+bool stream_done(void* stream)
+{
+    auto query = NVS_REAL(cuStreamQuery);
+    return query == nullptr || query(static_cast<CUstream>(stream)) != CUDA_ERROR_NOT_READY;
+}
+
+}  // namespace
+
+void on_grant(uint64_t gpus, bool oversubscribed)
+{
+    for (uint32_t i = 0; i < devices::count(); ++i) {
+        GpuState& g = g_gpus[i];
+        if ((gpus >> i & 1) == 0 || g.in_flight)
+            continue;
+        // Where everything fits and nothing of ours was evicted, the data is
+        // still on the GPU: a prefetch would only cost.
+        if (!wanted(config().prefetch, oversubscribed || g.data_on_host))
+            continue;
+        if (contexts::active_captures() > 0)
+            continue;  // never add work while the program captures a graph
+        Round r{i, {}, devices::capacity(i)};
+        r.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        r.location.id = devices::at(i).ordinal;
+        const uint64_t start = now_ns();
+        if (!contexts::with_device_context(devices::at(i).ordinal, migrate, &r) || !r.ok)
+            continue;
+        g.data_on_host = false;
+        if (r.bytes == 0)
+            continue;
+        g.in_flight = true;
+        g.started_ns = start;
+        g.bytes = r.bytes;
+        log_debug("prefetching %llu bytes to GPU %u", static_cast<unsigned long long>(r.bytes), i);
+    }
+}
+
+bool busy()
+{
+    for (uint32_t i = 0; i < devices::count(); ++i)
+        if (g_gpus[i].in_flight)
+            return true;
+    return false;
+}
+
+bool poll()
+{
+    bool changed = false;
+    for (uint32_t i = 0; i < devices::count(); ++i) {
+        GpuState& g = g_gpus[i];
+        if (!g.in_flight || !stream_done(g.stream))
+            continue;
+        g.in_flight = false;
+        g.stats.bytes_prefetched += g.bytes;
+        g.stats.swap_ins++;
+        g.stats.swap_in_ns += now_ns() - g.started_ns;
+        g.stats.dirty = changed = true;
+    }
+    return changed;
+}
+
+void before_release(uint64_t gpus, bool oversubscribed, uint64_t deadline_ns)
+{
+    for (uint32_t i = 0; i < devices::count(); ++i) {
+        GpuState& g = g_gpus[i];
+        if ((gpus >> i & 1) == 0 || !wanted(config().evict, oversubscribed))
+            continue;
+        if (contexts::active_captures() > 0)
+            continue;
+        Round r{i, {}, UINT64_MAX};
+        r.location.type = CU_MEM_LOCATION_TYPE_HOST;
+        r.location.id = 0;
+        const uint64_t start = now_ns();
+        if (!contexts::with_device_context(devices::at(i).ordinal, migrate, &r) || !r.ok)
+            continue;
+        // Wait here: the point is that the GPU is free when we say Released.
+        // Bounded by the grace period; the rest completes on its own.
+        const timespec pause{0, 200000};
+        while (!stream_done(g.stream) && now_ns() < deadline_ns)
+            nanosleep(&pause, nullptr);
+        poll();  // a swap-in still running on the stream has ended too
+        g.data_on_host = true;
+        if (r.bytes == 0)
+            continue;
+        g.stats.bytes_evicted += r.bytes;
+        g.stats.swap_outs++;
+        g.stats.swap_out_ns += now_ns() - start;
+        g.stats.dirty = true;
+        log_debug("evicted %llu bytes from GPU %u", static_cast<unsigned long long>(r.bytes), i);
+    }
+}
+
+Stats& stats(uint32_t gpu)
+{
+    return g_gpus[gpu].stats;
+}
+
+void reset_after_fork()
+{
+    // The parent's streams and statistics are not the child's.
+    for (GpuState& g : g_gpus)
+        g = GpuState{};
+}
+
+}  // namespace nvshare::preload::residency

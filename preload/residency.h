@@ -1,0 +1,40 @@
+// Bulk migration of the process's managed memory when the lock changes hands.
+// On a grant, its allocations are prefetched to the GPU (newest first) on a
+// stream of the library's own while the program's work proceeds: a bulk
+// prefetch runs about five times faster than the page faults that would
+// otherwise pull the data in. Before a release on an oversubscribed GPU they
+// are evicted to host memory the same way, so that the next holder never
+// waits on lazy eviction. Client thread only.
+#pragma once
+
+#include <cstdint>
+
+namespace nvshare::preload::residency {
+
+// After a grant of `gpus` (client-local mask); `oversubscribed` as the
+// daemon said. Returns at once; the prefetch runs on the GPU.
+void on_grant(uint64_t gpus, bool oversubscribed);
+
+// Before Released: evicts to host memory when the policy says so and waits
+// for it, at most until `deadline_ns` (CLOCK_MONOTONIC).
+void before_release(uint64_t gpus, bool oversubscribed, uint64_t deadline_ns);
+
+// Prefetches in flight whose completion must be noticed (poll soon).
+bool busy();
+// Notices completed prefetches; true if some GPU's statistics changed.
+bool poll();
+
+struct Stats {
+    uint64_t bytes_prefetched = 0;
+    uint64_t bytes_evicted = 0;
+    uint64_t swap_ins = 0;
+    uint64_t swap_in_ns = 0;
+    uint64_t swap_outs = 0;
+    uint64_t swap_out_ns = 0;
+    bool dirty = false;  // changed since the client last reported
+};
+Stats& stats(uint32_t gpu);
+
+void reset_after_fork();
+
+}  // namespace nvshare::preload::residency
