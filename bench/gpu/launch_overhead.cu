@@ -30,9 +30,15 @@ int main(int argc, char** argv)
 {
     const int calls = argc > 1 ? atoi(argv[1]) : 20000;
     const int reps = argc > 2 ? atoi(argv[2]) : 15;
+    // "managed": the copies' destination is managed memory, as cudaMalloc's
+    // becomes under nvshare: isolates what the library itself adds.
+    const bool managed = argc > 3 && argv[3][0] == 'm';
     int* dev;
     int* host;
-    CHECK(cudaMalloc(&dev, 4096));
+    if (managed)
+        CHECK(cudaMallocManaged(&dev, 4096));
+    else
+        CHECK(cudaMalloc(&dev, 4096));
     CHECK(cudaMallocHost(&host, 4096));
     cudaStream_t s;
     CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));

@@ -14,7 +14,7 @@ import tempfile
 import time
 
 
-def run(cmd, env):
+def run(cmd, env):  # -> (ns per launch, ns per async copy)
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, check=True)
     f = out.stdout.split()
     return float(f[1]), float(f[3])
@@ -37,9 +37,13 @@ def main():
         time.sleep(0.05)
     plain_env = dict(os.environ)
     lib_env = dict(os.environ, LD_PRELOAD=a.lib, NVSHARE_SOCKET=sock)
-    res = {"plain": [], "nvshare": []}
+    # plain-managed: no nvshare, but the copies go to managed memory like
+    # nvshare's rewritten cudaMalloc: the driver's cost of managed memory,
+    # apart from what the library adds.
+    res = {"plain": [], "plain-managed": [], "nvshare": []}
     for _ in range(a.rounds):
         res["plain"].append(run([a.bench], plain_env))
+        res["plain-managed"].append(run([a.bench, "20000", "15", "managed"], plain_env))
         res["nvshare"].append(run([a.bench], lib_env))
     d.terminate()
     d.wait()
@@ -47,9 +51,11 @@ def main():
            for k, v in res.items()}
     print(f"{'variant':10} {'ns/launch':>10} {'ns/async copy':>14}")
     for k, (l, c) in med.items():
-        print(f"{k:10} {l:10.1f} {c:14.1f}")
-    print(f"ratio nvshare/plain: launch {med['nvshare'][0] / med['plain'][0]:.3f}, "
-          f"async copy {med['nvshare'][1] / med['plain'][1]:.3f}  ({a.rounds} interleaved rounds)")
+        print(f"{k:14} {l:10.1f} {c:14.1f}")
+    for base in ("plain", "plain-managed"):
+        print(f"ratio nvshare/{base}: launch {med['nvshare'][0] / med[base][0]:.3f}, "
+              f"async copy {med['nvshare'][1] / med[base][1]:.3f}")
+    print(f"({a.rounds} interleaved rounds)")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,210 @@
+#!/usr/bin/env python3
+"""Sharing benchmark (issue 6): two jobs that alternate GPU bursts over a
+working set with CPU phases, and an interactive job next to a busy batch job,
+each run under every configuration side by side in one session:
+
+  sequential   the two jobs one after the other, no nvshare
+  plain        both at once, plain CUDA, no nvshare
+  demand       nvshare with demand paging only, as upstream nvshare works:
+               no bulk prefetch, early release after 5 s idle, quantum 30 s
+               (on an emulated oversubscribed GPU the outgoing holder's data
+               is evicted, as memory pressure would do, and comes back by
+               page faults)
+  nvshare      nvshare as shipped (auto mode, bulk prefetch/evict, 100 ms
+               early release)
+  nvshare-on   the same in `on` mode (bursts always take turns)
+
+Oversubscription is emulated: nvshared's --capacity is set below the pair's
+total while the card itself has room for both (safety rule: the managed
+total stays far under the card's free memory).
+
+Usage: share_bench.py --nvshared BIN --nvsharectl BIN --lib LIB --job BIN
+                      [--ws-mib 8192] [--gpu-s 1.0] [--bursts 4] [--out FILE]
+Prints a table; writes every figure as JSON to --out.
+"""
+import argparse
+import json
+import os
+import subprocess
+import tempfile
+import threading
+import time
+
+
+def simulate_ideal(bursts, gpu_s, cpu_s):
+    """Two identical jobs, one GPU taken in turns with zero switch cost."""
+    gpu_free, t = 0.0, [0.0, 0.0]
+    left = [bursts, bursts]
+    while any(left):
+        j = 0 if (left[0] and (not left[1] or t[0] <= t[1])) else 1
+        start = max(t[j], gpu_free)
+        gpu_free = start + gpu_s
+        left[j] -= 1
+        t[j] = gpu_free + (cpu_s if left[j] else 0.0)
+    return max(t)
+
+
+class Bench:
+    def __init__(self, a):
+        self.a = a
+        self.wd = tempfile.mkdtemp()
+        self.results = {}
+
+    def run_jobs(self, jobs, env=None, concurrent=True, status_sock=None):
+        """jobs: list of argument lists. Returns (wall seconds, parsed outputs, peak swap stats)."""
+        e = dict(os.environ, **(env or {}))
+        peak = {}
+        stop = threading.Event()
+
+        def watch():
+            while not stop.is_set():
+                try:
+                    out = subprocess.run([self.a.nvsharectl, "-s", status_sock, "socket-status"],
+                                         capture_output=True, text=True, timeout=5).stdout
+                    for c in json.loads(out)["clients"]:
+                        if c["swap_ins"] > peak.get(c["pid"], {}).get("swap_ins", -1):
+                            peak[c["pid"]] = c
+                except Exception:
+                    pass
+                time.sleep(0.05)
+
+        w = threading.Thread(target=watch) if status_sock else None
+        if w:
+            w.start()
+        t0 = time.time()
+        outs = []
+        if concurrent:
+            procs = [subprocess.Popen([self.a.job] + j, env=e, stdout=subprocess.PIPE, text=True)
+                     for j in jobs]
+            outs = [p.communicate(timeout=900)[0] for p in procs]
+        else:
+            for j in jobs:
+                outs.append(subprocess.run([self.a.job] + j, env=e, capture_output=True,
+                                           text=True, timeout=900, check=True).stdout)
+        wall = time.time() - t0
+        stop.set()
+        if w:
+            w.join()
+        return wall, [json.loads(o.strip().splitlines()[-1]) for o in outs], peak
+
+    def with_daemon(self, args, fn):
+        sock = os.path.join(self.wd, f"s{time.time_ns()}.sock")
+        log = open(os.path.join(self.wd, "nvshared.log"), "a")
+        d = subprocess.Popen([self.a.nvshared, "--socket", sock, "--no-bus"] + args,
+                             stdout=log, stderr=log)
+        for _ in range(200):
+            if os.path.exists(sock):
+                break
+            time.sleep(0.02)
+        try:
+            return fn(sock)
+        finally:
+            d.terminate()
+            d.wait()
+            log.close()
+
+    def configs(self, capacity_mib):
+        cap = ["--capacity", f"{capacity_mib}M"] if capacity_mib else []
+        demand_env = {"NVSHARE_PREFETCH": "0", "NVSHARE_IDLE_RELEASE_MS": "5000",
+                      "NVSHARE_EVICT": "auto"}
+        return {
+            "demand": (["--anti-thrashing", "on", "--time-quantum", "30s"] + cap, demand_env),
+            "nvshare": (["--anti-thrashing", "auto"] + cap, {}),
+            "nvshare-on": (["--anti-thrashing", "on"] + cap, {}),
+        }
+
+    def pair(self, name, job, ideal):
+        row = {"ideal_s": ideal}
+        row["sequential_s"], _, _ = self.run_jobs([job, job], concurrent=False)
+        row["plain_s"], _, _ = self.run_jobs([job, job])
+        for mem, cap in (("fits", 0), ("oversubscribed", int(self.a.ws_mib * 1.5))):
+            for cfg, (dargs, env) in self.configs(cap).items():
+                def go(sock, env=env):
+                    return self.run_jobs([job, job], dict(env, NVSHARE_SOCKET=sock,
+                                                          LD_PRELOAD=self.a.lib), True, sock)
+                wall, _, peak = self.with_daemon(dargs, go)
+                row[f"{cfg}/{mem}_s"] = wall
+                swaps = [c for c in peak.values() if c["swap_ins"] > 0 and c["swap_in_us"] > 0]
+                if swaps:
+                    row[f"{cfg}/{mem}_swap_in_gbs"] = max(
+                        c["bytes_prefetched"] / c["swap_in_us"] / 1e3 for c in swaps)
+                print(f"  {name} {cfg}/{mem}: {wall:.2f} s", flush=True)
+        self.results[name] = row
+
+    def interactive(self, batch, inter):
+        row = {}
+
+        def lat(outs):
+            b = sorted(outs[1]["bursts_s"])
+            return {"median_s": b[len(b) // 2], "worst_s": b[-1]}
+
+        _, outs, _ = self.run_jobs([batch, inter])
+        row["plain"] = lat(outs)
+        cap = int(self.a.ws_mib * 1.1)
+        for cfg, dargs, env in (
+                ("demand/fits", ["--anti-thrashing", "on", "--time-quantum", "30s"],
+                 {"NVSHARE_PREFETCH": "0", "NVSHARE_IDLE_RELEASE_MS": "5000"}),
+                ("nvshare/fits", ["--anti-thrashing", "auto"], {}),
+                ("nvshare/oversubscribed",
+                 ["--anti-thrashing", "auto", "--capacity", f"{cap}M", "--time-quantum", "2s"], {})):
+            def go(sock, env=env):
+                return self.run_jobs([batch, inter], dict(env, NVSHARE_SOCKET=sock,
+                                                          LD_PRELOAD=self.a.lib))
+            _, outs, _ = self.with_daemon(dargs, go)
+            row[cfg] = lat(outs)
+            print(f"  interactive {cfg}: {row[cfg]}", flush=True)
+        self.results["interactive"] = row
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    for k in ("nvshared", "nvsharectl", "lib", "job"):
+        ap.add_argument("--" + k, required=True)
+    ap.add_argument("--ws-mib", type=int, default=8192)
+    ap.add_argument("--gpu-s", type=float, default=1.0)
+    ap.add_argument("--bursts", type=int, default=4)
+    ap.add_argument("--out", default="share_bench.json")
+    a = ap.parse_args()
+    b = Bench(a)
+    ms = json.loads(subprocess.run([a.job, "--calibrate", "--ws-mib", str(a.ws_mib)],
+                                   capture_output=True, text=True, check=True).stdout)["ms_per_pass"]
+    h2d = json.loads(subprocess.run([a.job, "--h2d-mib", "4096"], capture_output=True, text=True,
+                                    check=True).stdout)["h2d_gbs"]
+    passes = max(1, round(a.gpu_s * 1000 / ms))
+    g = passes * ms / 1000
+    b.results["setup"] = {"ws_mib": a.ws_mib, "ms_per_pass": ms, "passes": passes,
+                          "gpu_burst_s": g, "bursts": a.bursts, "pinned_h2d_gbs": h2d}
+    print(f"working set {a.ws_mib} MiB, {ms:.2f} ms/pass, burst {g:.2f} s, pinned H2D {h2d} GB/s",
+          flush=True)
+    for name, cpu in (("50/50", g), ("90/10", g / 9)):
+        job = ["--ws-mib", str(a.ws_mib), "--passes", str(passes), "--bursts", str(a.bursts),
+               "--cpu-ms", str(int(cpu * 1000))]
+        b.pair(name, job, simulate_ideal(a.bursts, g, cpu))
+    inter_passes = max(1, round(50 / json.loads(subprocess.run(
+        [a.job, "--calibrate", "--ws-mib", "1024"], capture_output=True, text=True,
+        check=True).stdout)["ms_per_pass"]))
+    batch = ["--ws-mib", str(a.ws_mib), "--passes", str(passes), "--bursts", "14", "--cpu-ms", "0"]
+    inter = ["--ws-mib", "1024", "--passes", str(inter_passes), "--bursts", "8", "--cpu-ms", "1000"]
+    b.interactive(batch, inter)
+    with open(a.out, "w") as f:
+        json.dump(b.results, f, indent=1)
+    # The table.
+    print("\ncompletion time of the pair (s); ratio to ideal interleaving in brackets")
+    for name in ("50/50", "90/10"):
+        r = b.results[name]
+        ideal = r["ideal_s"]
+        cells = [f"ideal {ideal:.1f}", f"sequential {r['sequential_s']:.1f} "
+                 f"[{r['sequential_s'] / ideal:.2f}]", f"plain {r['plain_s']:.1f} "
+                 f"[{r['plain_s'] / ideal:.2f}]"]
+        for k in sorted(k for k in r if k.endswith("_s") and "/" in k):
+            cells.append(f"{k[:-2]} {r[k]:.1f} [{r[k] / ideal:.2f}]")
+        print(f"{name}: " + "; ".join(cells))
+        for k in sorted(k for k in r if k.endswith("_gbs")):
+            print(f"  swap-in {k[:-4]}: {r[k]:.1f} GB/s = {r[k] / h2d:.0%} of pinned H2D {h2d} GB/s")
+    print("interactive burst latency while a batch job runs (s):")
+    for k, v in b.results["interactive"].items():
+        print(f"  {k}: median {v['median_s']:.3f} worst {v['worst_s']:.3f}")
+
+
+if __name__ == "__main__":
+    main()
