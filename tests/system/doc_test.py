@@ -223,11 +223,21 @@ def run_check(name):
 
 
 def selftest():
-    """The checks must notice a page with one documented item taken out."""
+    """The checks must notice a page with one documented item taken out.
+
+    A mutation counts as noticed when the mutated page misses something the
+    page itself does not: an incomplete page fails its own doc-CHECK test,
+    and must not make this one blame the check."""
     failures = 0
     mutations = [
         ("nvshared", r"\*--idle-exit\*", "--idle-exit"),
         ("nvshared", r"\*NVSHARE_IDLE_EXIT\*", "NVSHARE_IDLE_EXIT"),
+        ("nvshared", r"\*--state-dir\*", "--state-dir"),
+        ("nvsharectl", r"\*merge\*", "merge"),
+        ("nvsharectl", r"\*NVSHARE_PRELOAD_ENTRY\*", "NVSHARE_PRELOAD_ENTRY"),
+        ("libnvshare", r"\*NVSHARE_SOCKET\*", "NVSHARE_SOCKET"),
+        ("dbus", r"\*ListClients\*", "ListClients"),
+        ("dbus", r"\*org\.nvshare\.Scheduler1\.Gpu\*", "org.nvshare.Scheduler1.Gpu"),
         ("protocol", r"\*Refused\* \(8\)", "Refused (8)"),
         ("protocol", r"_grace_us_", "grace_us"),
         ("protocol", r"\*DropPayload\*, 24 bytes", "DropPayload, 24 bytes"),
@@ -237,7 +247,16 @@ def selftest():
         page_name, find_missing = CHECKS[check]
         text = page(page_name)
         mutated, n = re.subn(pattern, replacement, text)
-        if n == 0 or find_missing(text) or not find_missing(mutated):
+        if n == 0:
+            print(f"FAIL: man/{page_name}.scd does not show {replacement!r} in the form "
+                  f"the {check} check requires, so the self-test cannot take it out")
+            failures += 1
+            continue
+        already = set(find_missing(text))
+        if already:
+            print(f"note: man/{page_name}.scd already misses {sorted(already)} "
+                  f"(see doc-{check})")
+        if not set(find_missing(mutated)) - already:
             print(f"FAIL: the {check} check does not notice a missing {replacement!r}")
             failures += 1
     # nvsharectl's exit codes: a page listing all but the last must fail.
