@@ -83,6 +83,7 @@ struct Session {
     uint64_t connected_at = 0;
     uint64_t drop_deadline = 0;
     uint64_t next_idle_check = 0;
+    uint64_t quiet_since = 0;  // when ACTIVE was last cleared: no work submitted since
     uint64_t last_report = 0;
 };
 
@@ -252,6 +253,7 @@ bool Client::handle(proto::MsgType type, const uint8_t* p, uint32_t length)
             s_.contended = (g.flags & proto::kGrantContended) != 0;
             s_.oversubscribed = (g.flags & proto::kGrantOversubscribed) != 0;
             s_.next_idle_check = now + config().idle_release_ms * 1000000ull;
+            s_.quiet_since = now;
             g_want.store(false);
             gate_open();
             // Work proceeds while our data streams in behind it.
@@ -384,17 +386,28 @@ void Client::work(uint64_t now)
             log_debug("released after a drop request");
         }
     }
-    // Early release: when others wait and nothing was submitted for an idle
-    // period, hand the GPU on now rather than at the end of the quantum.
+    // Early release: when others wait and nothing was submitted for a while,
+    // hand the GPU on now rather than at the end of the quantum. "A while" is
+    // the idle period, or what a switch costs if that is more (evicting and
+    // bringing back our data on an oversubscribed GPU): staying idle no
+    // longer than a switch costs before paying for one is never worse than
+    // twice the best choice in hindsight (the ski-rental rule), and keeps a
+    // holder whose pauses are short from thrashing the GPU.
     const uint64_t period = config().idle_release_ms * 1000000ull;
     if (s_.holding && !s_.drop_pending && s_.contended && period != 0 &&
         now >= s_.next_idle_check) {
+        const uint64_t switch_cost = s_.oversubscribed ? residency::switch_cost_ns() : 0;
+        const uint64_t threshold = period > switch_cost ? period : switch_cost;
         s_.next_idle_check = now + period;
         const uint32_t st = g_gate.load(std::memory_order_acquire);
         if (contexts::active_captures() > 0) {
             // never release (and sync) in the middle of a capture
         } else if (st & kGateActive) {
             g_gate.fetch_and(~kGateActive, std::memory_order_acq_rel);
+            s_.quiet_since = now;
+        } else if (now - s_.quiet_since < threshold) {
+            const uint64_t at = s_.quiet_since + threshold;
+            s_.next_idle_check = at < s_.next_idle_check ? s_.next_idle_check : at;
         } else if (drain(now + kIdleDrainLimitNs)) {
             uint32_t expected = kGateOpen;  // still idle: nobody set ACTIVE
             if (g_gate.compare_exchange_strong(expected, 0, std::memory_order_acq_rel)) {

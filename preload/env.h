@@ -22,7 +22,7 @@ bool parse_policy(const char* text, Policy* out);
 // Plain decimal milliseconds up to `max`; false on anything else.
 bool parse_millis(const char* text, uint32_t max, uint32_t* out);
 
-inline constexpr uint32_t kDefaultIdleReleaseMs = 100;
+inline constexpr uint32_t kDefaultIdleReleaseMs = 20;
 
 struct Config {
     bool disabled = false;                             // NVSHARE_DISABLE: pass everything through

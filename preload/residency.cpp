@@ -24,6 +24,9 @@ struct GpuState {
     uint64_t started_ns = 0;
     uint64_t bytes = 0;
     bool data_on_host = false;  // we evicted it: bring it back on the next grant
+    uint64_t migrated_seq = 0;  // allocations up to this one were moved once
+    uint64_t last_in_ns = 0;    // durations of the latest swap-in and -out
+    uint64_t last_out_ns = 0;
     Stats stats;
 };
 
@@ -58,8 +61,10 @@ alloc::Range* scratch()
 struct Round {
     uint32_t index;
     CUmemLocation location;
-    uint64_t budget;  // bytes at most
+    uint64_t budget;          // bytes at most
+    uint64_t newer_than = 0;  // only allocations after this one
     uint64_t bytes = 0;
+    uint64_t max_seq = 0;
     bool ok = false;
 };
 
@@ -81,8 +86,12 @@ void migrate(void* arg)
         return;
     const size_t n = alloc::managed_ranges(r->index, ranges, kMaxRanges);
     for (size_t i = 0; i < n && r->bytes < r->budget; ++i) {
+        if (ranges[i].seq <= r->newer_than)
+            break;  // newest first: the rest is older
         if (prefetch(ranges[i].ptr, ranges[i].size, r->location, 0, g.stream) == CUDA_SUCCESS)
             r->bytes += ranges[i].size;
+        if (ranges[i].seq > r->max_seq)
+            r->max_seq = ranges[i].seq;
     }
     r->ok = true;
 }
@@ -101,19 +110,21 @@ void on_grant(uint64_t gpus, bool oversubscribed)
         GpuState& g = g_gpus[i];
         if ((gpus >> i & 1) == 0 || g.in_flight)
             continue;
-        // Where everything fits and nothing of ours was evicted, the data is
-        // still on the GPU: a prefetch would only cost.
-        if (!wanted(config().prefetch, oversubscribed || g.data_on_host))
-            continue;
-        if (contexts::active_captures() > 0)
+        if (config().prefetch == Policy::Off || contexts::active_captures() > 0)
             continue;  // never add work while the program captures a graph
+        // Where everything fits and nothing of ours was evicted, data already
+        // migrated is still on the GPU: only what is new is worth moving.
+        const bool all = wanted(config().prefetch, oversubscribed || g.data_on_host);
         Round r{i, {}, devices::capacity(i)};
+        r.newer_than = all ? 0 : g.migrated_seq;
         r.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
         r.location.id = devices::at(i).ordinal;
         const uint64_t start = now_ns();
         if (!contexts::with_device_context(devices::at(i).ordinal, migrate, &r) || !r.ok)
             continue;
         g.data_on_host = false;
+        if (r.max_seq > g.migrated_seq)
+            g.migrated_seq = r.max_seq;
         if (r.bytes == 0)
             continue;
         g.in_flight = true;
@@ -139,9 +150,10 @@ bool poll()
         if (!g.in_flight || !stream_done(g.stream))
             continue;
         g.in_flight = false;
+        g.last_in_ns = now_ns() - g.started_ns;
         g.stats.bytes_prefetched += g.bytes;
         g.stats.swap_ins++;
-        g.stats.swap_in_ns += now_ns() - g.started_ns;
+        g.stats.swap_in_ns += g.last_in_ns;
         g.stats.dirty = changed = true;
     }
     return changed;
@@ -170,9 +182,10 @@ void before_release(uint64_t gpus, bool oversubscribed, uint64_t deadline_ns)
         g.data_on_host = true;
         if (r.bytes == 0)
             continue;
+        g.last_out_ns = now_ns() - start;
         g.stats.bytes_evicted += r.bytes;
         g.stats.swap_outs++;
-        g.stats.swap_out_ns += now_ns() - start;
+        g.stats.swap_out_ns += g.last_out_ns;
         g.stats.dirty = true;
         log_debug("evicted %llu bytes from GPU %u", static_cast<unsigned long long>(r.bytes), i);
     }
@@ -181,6 +194,16 @@ void before_release(uint64_t gpus, bool oversubscribed, uint64_t deadline_ns)
 Stats& stats(uint32_t gpu)
 {
     return g_gpus[gpu].stats;
+}
+
+uint64_t switch_cost_ns()
+{
+    uint64_t most = 0;
+    for (uint32_t i = 0; i < devices::count(); ++i) {
+        const uint64_t c = g_gpus[i].last_in_ns + g_gpus[i].last_out_ns;
+        most = c > most ? c : most;
+    }
+    return most;
 }
 
 void reset_after_fork()

@@ -12,7 +12,9 @@
 namespace nvshare::preload::residency {
 
 // After a grant of `gpus` (client-local mask); `oversubscribed` as the
-// daemon said. Returns at once; the prefetch runs on the GPU.
+// daemon said. Returns at once; the prefetch runs on the GPU. Allocations
+// never migrated yet are always prefetched (unless NVSHARE_PREFETCH=0): bulk
+// population beats populating them by page faults.
 void on_grant(uint64_t gpus, bool oversubscribed);
 
 // Before Released: evicts to host memory when the policy says so and waits
@@ -34,6 +36,10 @@ struct Stats {
     bool dirty = false;  // changed since the client last reported
 };
 Stats& stats(uint32_t gpu);
+
+// What the latest switch cost this process: its latest eviction plus its
+// latest bulk swap-in, on the GPU where that is most (0 if none yet).
+uint64_t switch_cost_ns();
 
 void reset_after_fork();
 

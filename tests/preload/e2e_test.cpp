@@ -540,8 +540,10 @@ TEST(Switching, OversubscribedGpuSwapsInBulk)
         << read_file(dir.file("fake.log"));
 }
 
-// Where everything fits, data stays where it is: no bulk moves at all.
-TEST(Switching, NothingMovesWhenEverythingFits)
+// Where everything fits, data stays where it is: each allocation is moved to
+// the GPU once, in bulk when first granted (rather than by page faults), and
+// nothing is ever evicted.
+TEST(Switching, FitsMovesEachAllocationOnceAndNeverEvicts)
 {
     TempDir dir;
     Daemon daemon(dir, {"--anti-thrashing", "on"});
@@ -552,8 +554,12 @@ TEST(Switching, NothingMovesWhenEverythingFits)
                   false});
     expect_clean_exit(p.a);
     expect_clean_exit(p.b);
-    EXPECT_FALSE(overlapped(read_work(dir.file("fake.log")), p.a.pid(), p.b.pid()));
-    EXPECT_EQ(events_of_both(dir, p, "prefetch to"), 0) << read_file(dir.file("fake.log"));
+    const std::string log = dir.file("fake.log");
+    EXPECT_FALSE(overlapped(read_work(log), p.a.pid(), p.b.pid()));
+    for (pid_t pid : {p.a.pid(), p.b.pid()}) {
+        EXPECT_EQ(count_events(log, pid, "prefetch to device 1048576"), 1) << read_file(log);
+        EXPECT_EQ(count_events(log, pid, "prefetch to host"), 0) << read_file(log);
+    }
 }
 
 // The policy variables turn the moves off (demand paging only) or on.
