@@ -62,7 +62,9 @@ class Bench:
                     out = subprocess.run([self.a.nvsharectl, "-s", status_sock, "socket-status"],
                                          capture_output=True, text=True, timeout=5).stdout
                     for c in json.loads(out)["clients"]:
-                        if c["swap_ins"] > peak.get(c["pid"], {}).get("swap_ins", -1):
+                        seen = peak.get(c["pid"], {})
+                        if (c["swap_ins"], c["swap_outs"]) > (seen.get("swap_ins", -1),
+                                                              seen.get("swap_outs", -1)):
                             peak[c["pid"]] = c
                 except Exception:
                     pass
@@ -128,6 +130,10 @@ class Bench:
                 if swaps:
                     row[f"{cfg}/{mem}_swap_in_gbs"] = max(
                         c["bytes_prefetched"] / c["swap_in_us"] / 1e3 for c in swaps)
+                outs = [c for c in peak.values() if c["swap_outs"] > 0 and c["swap_out_us"] > 0]
+                if outs:
+                    row[f"{cfg}/{mem}_swap_out_gbs"] = max(
+                        c["bytes_evicted"] / c["swap_out_us"] / 1e3 for c in outs)
                 print(f"  {name} {cfg}/{mem}: {wall:.2f} s", flush=True)
         self.results[name] = row
 
@@ -200,7 +206,7 @@ def main():
             cells.append(f"{k[:-2]} {r[k]:.1f} [{r[k] / ideal:.2f}]")
         print(f"{name}: " + "; ".join(cells))
         for k in sorted(k for k in r if k.endswith("_gbs")):
-            print(f"  swap-in {k[:-4]}: {r[k]:.1f} GB/s = {r[k] / h2d:.0%} of pinned H2D {h2d} GB/s")
+            print(f"  {k[:-4]}: {r[k]:.1f} GB/s = {r[k] / h2d:.0%} of pinned H2D {h2d} GB/s")
     print("interactive burst latency while a batch job runs (s):")
     for k, v in b.results["interactive"].items():
         print(f"  {k}: median {v['median_s']:.3f} worst {v['worst_s']:.3f}")
