@@ -178,9 +178,9 @@ public:
     bool oversubscribed(GpuIndex gpu) const;
     // The longest a client may hold while others wait: the configured quantum,
     // but at least kQuantumPerSwap times its GPUs' latest swap-in, so that
-    // switching never eats more than a small share of the time.
+    // switching never takes more than about a tenth of the GPU's time.
     Duration quantum_for(const Client& c) const;
-    static constexpr int kQuantumPerSwap = 20;
+    static constexpr int kQuantumPerSwap = 10;
     // Waiting clients that want this GPU, first come first.
     std::vector<ClientId> queue(GpuIndex gpu) const;
     size_t holding_count() const { return holding_; }

@@ -51,6 +51,8 @@ std::atomic<uint64_t> g_drain_deadline{0};
 constexpr uint64_t kIdleDrainLimitNs = 10ull * 1000 * 1000 * 1000;
 // An early release waits at most this long for its eviction to finish.
 constexpr uint64_t kEvictLimitNs = 10ull * 1000 * 1000 * 1000;
+// A drain that takes longer than this found GPU work still in flight.
+constexpr uint64_t kInFlightNs = 1ull * 1000 * 1000;
 // How often completion of a bulk prefetch is looked for.
 constexpr uint64_t kSwapPollNs = 2ull * 1000 * 1000;
 bool g_atfork_registered = false;
@@ -409,10 +411,18 @@ void Client::work(uint64_t now)
             const uint64_t at = s_.quiet_since + threshold;
             s_.next_idle_check = at < s_.next_idle_check ? s_.next_idle_check : at;
         } else if (drain(now + kIdleDrainLimitNs)) {
+            const uint64_t drained = now_ns();
             uint32_t expected = kGateOpen;  // still idle: nobody set ACTIVE
-            if (g_gate.compare_exchange_strong(expected, 0, std::memory_order_acq_rel)) {
+            if (drained - now > kInFlightNs) {
+                // Work submitted earlier was still running: the GPU has been
+                // idle only from now on (a burst queued at once and then
+                // waited for is not idleness).
+                s_.quiet_since = drained;
+                s_.next_idle_check = drained + threshold;
+            } else if (g_gate.compare_exchange_strong(expected, 0, std::memory_order_acq_rel)) {
                 release(now + kEvictLimitNs);
-                log_debug("released early: idle for %u ms", config().idle_release_ms);
+                log_debug("released early: idle for %llu ms",
+                          static_cast<unsigned long long>((drained - s_.quiet_since) / 1000000));
             }
         }
     }

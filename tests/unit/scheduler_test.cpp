@@ -219,6 +219,36 @@ TEST_F(SchedulerTest, ChangingTheQuantumAppliesToTheRunningOne)
     EXPECT_EQ(s_.next_deadline(), now_ + 1min);
 }
 
+// Switching must stay cheap next to the quantum: when a client reports that
+// its swap-in took 4 s, a 30 s quantum becomes 10 x 4 = 40 s.
+TEST_F(SchedulerTest, QuantumGrowsWithTheMeasuredSwapIn)
+{
+    gpu(0);
+    client(1);
+    client(2);
+    s_.request(1, gpu_bit(0), now_);
+    s_.request(2, gpu_bit(0), now_);
+    actions();
+    EXPECT_EQ(s_.next_deadline(), now_ + 30s);
+    SwapStats st;
+    st.swap_ins = 1;
+    st.swap_in_time = 4s;
+    st.bytes_prefetched = 8 * GiB;
+    s_.report_swaps(1, 0, st, now_);
+    EXPECT_EQ(s_.gpus()[0].last_swap_in, 4s);
+    EXPECT_EQ(s_.next_deadline(), now_ + 40s);
+    advance(35s);
+    EXPECT_TRUE(actions().empty());
+    advance(5s);
+    EXPECT_EQ(actions(), V{"D1"});
+    // The latest swap counts, not the average: a cheap one brings the
+    // configured quantum back.
+    st.swap_ins = 2;
+    st.swap_in_time = 4s + 100ms;
+    s_.report_swaps(1, 0, st, now_);
+    EXPECT_EQ(s_.gpus()[0].last_swap_in, 100ms);
+}
+
 TEST_F(SchedulerTest, ModeOffLetsEveryoneRunAndOnSerializesAgain)
 {
     gpu(0);
