@@ -102,6 +102,8 @@ bool Server::init()
                               on_idle_timer, this);
         if (r < 0)
             return false;
+        // New sources start enabled; off, so that update_idle_timer() arms it.
+        sd_event_source_set_enabled(idle_source_, SD_EVENT_OFF);
         update_idle_timer();
     }
     return true;
