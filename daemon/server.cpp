@@ -316,9 +316,10 @@ void Server::read_from(Connection& c)
                     break;
             }
             c.in.erase(c.in.begin(), c.in.begin() + static_cast<ptrdiff_t>(std::min(off, c.in.size())));
-            if (c.dead)
-                return;
-            continue;
+            // One read per wakeup: the socket stays readable (level-triggered),
+            // and sd-event serves every other ready client before this one
+            // again, so a client that writes nonstop cannot starve the rest.
+            return;
         }
         if (n == 0) {
             mark_dead(c);  // peer closed: a holder releases at once
