@@ -353,6 +353,37 @@ TEST_F(BadInput, ClientThatNeverReadsIsDisconnected)
     expect_others_unaffected();
 }
 
+TEST_F(BadInput, WaitersThatStoppedReadingDoNotStallTheQueue)
+{
+    // Waiters that shut down their reading side: the daemon learns of it
+    // only when a send to them fails (EPIPE); no EOF event is coming. Each
+    // Grant to one of them fails, which frees the lock for the next, all
+    // within the handling of one Released; the honest waiter behind them
+    // must still get the lock.
+    holder_->proceed();
+    ASSERT_EQ(holder_->finish(), 0);
+    LockClient holder = registered(daemon_);
+    ASSERT_TRUE(holder.request(1));
+    ASSERT_TRUE(holder.expect(MsgType::Grant, kTimeout));
+    std::vector<LockClient> deaf;
+    for (int i = 0; i < 12; ++i) {
+        deaf.push_back(registered(daemon_));
+        ASSERT_TRUE(deaf.back().request(1));
+    }
+    ASSERT_TRUE(
+        daemon_
+            .wait_status([](const nlohmann::json& s) { return s["gpus"][0]["queue"].size() == 12; })
+            .is_object());
+    for (auto& c : deaf)
+        ASSERT_EQ(shutdown(c.fd(), SHUT_RD), 0);
+    TestClient honest(daemon_.socket(), {});
+    ASSERT_FALSE(daemon_.wait_client_state(honest.pid(), "waiting").is_null());
+    // One frame, and the holder stays connected: no later event helps out.
+    ASSERT_TRUE(holder.release(1));
+    EXPECT_TRUE(honest.wait_for("grant")) << "the lock was handed to nobody";
+    EXPECT_EQ(honest.finish(), 0);
+}
+
 TEST_F(BadInput, ClientThatFloodsDoesNotStarveOthers)
 {
     // Many waiters make every event cost the daemon some work, so that a
