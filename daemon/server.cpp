@@ -583,8 +583,11 @@ void Server::dispatch_actions()
 
 void Server::after_change()
 {
-    // Closing connections may free locks, which yields more actions: loop.
-    for (int round = 0; round < 8; ++round) {
+    // Closing connections may free locks, which yields more actions, and
+    // sending those may find more dead connections: loop until neither is
+    // left. Every round closes at least one connection, so this ends; a cap
+    // would leave Grants unsent with no event to come back for them.
+    for (;;) {
         dispatch_actions();
         if (doomed_.empty())
             break;
