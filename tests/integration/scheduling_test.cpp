@@ -129,7 +129,10 @@ TEST(Scheduling, RevokesAHolderThatIgnoresTheDrop)
     const uint64_t drop = ns_of(stubborn, "drop");
     const uint64_t revoked = ns_of(stubborn, "revoked");
     EXPECT_GT(revoked, drop);
-    EXPECT_GT(ns_of(next, "grant"), revoked);
+    // Revoked and the next Grant leave the daemon together, so which process
+    // reads its frame first is open; the Grant still comes a grace period
+    // (300 ms) after the Drop.
+    EXPECT_GT(ns_of(next, "grant"), drop);
     EXPECT_EQ(next.finish(), 0);
     // The revoked client exits with its own code and never sent Released.
     EXPECT_EQ(stubborn.finish(), 4);
