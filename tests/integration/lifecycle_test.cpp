@@ -87,7 +87,7 @@ TEST_P(ExitSignal, ExitsZeroAndRemovesItsSocket)
     ASSERT_TRUE(idle.wait_for("welcome"));
     EXPECT_EQ(d.stop(GetParam()), 0);
     EXPECT_FALSE(exists(d.socket()));
-    EXPECT_TRUE(d.notify().wait_for("STOPPING=1", 0ms));
+    EXPECT_TRUE(d.notify().wait_for("STOPPING=1"));
     // The client sees the daemon go away and says so.
     EXPECT_EQ(idle.finish(), 1);
     EXPECT_TRUE(idle.wait_for("eof", 0ms));
@@ -185,7 +185,7 @@ TEST(Lifecycle, IdleExitRemovesItsOwnSocket)
     ASSERT_TRUE(d.start({"--idle-exit", "200ms"}));
     EXPECT_EQ(exit_code(d.process().wait(kTimeout)), 0);
     EXPECT_FALSE(exists(d.socket()));
-    EXPECT_TRUE(d.notify().wait_for("STOPPING=1", 0ms));
+    EXPECT_TRUE(d.notify().wait_for("STOPPING=1"));
 }
 
 TEST(Lifecycle, SocketActivatedIdleExitWaitsForTheLastClient)
