@@ -136,13 +136,19 @@ public:
     pid_t pid() const { return pid_; }
     std::string log_path() const { return dir_ + "/nvshared.log"; }
     // Stops the daemon and shows its log (after a failed run).
-    void fail()
+    [[noreturn]] void fail()
     {
         kill(pid_, SIGTERM);
-        std::ifstream in(log_path());
-        fprintf(stderr, "---- nvshared's log ----\n%s",
-                std::string(std::istreambuf_iterator<char>(in), {}).c_str());
-        exit(1);
+        int status = 0;
+        waitpid(pid_, &status, 0);
+        {
+            std::ifstream in(log_path());
+            fprintf(stderr, "---- nvshared's log ----\n%s",
+                    std::string(std::istreambuf_iterator<char>(in), {}).c_str());
+        }
+        std::error_code ec;
+        std::filesystem::remove_all(dir_, ec);
+        _exit(1);  // client threads may still be blocked; do not unwind them
     }
 
 private:
