@@ -108,6 +108,8 @@ bool Server::init()
                               on_idle_timer, this);
         if (r < 0)
             return false;
+        // New sources start enabled; off, so that update_idle_timer() arms it.
+        sd_event_source_set_enabled(idle_source_, SD_EVENT_OFF);
         update_idle_timer();
     }
     return true;
@@ -319,11 +321,11 @@ void Server::read_from(Connection& c)
                 if (!handle_frame(c, h, payload))
                     break;
             }
-            c.in.erase(c.in.begin(),
-                       c.in.begin() + static_cast<ptrdiff_t>(std::min(off, c.in.size())));
-            if (c.dead)
-                return;
-            continue;
+            c.in.erase(c.in.begin(), c.in.begin() + static_cast<ptrdiff_t>(std::min(off, c.in.size())));
+            // One read per wakeup: the socket stays readable (level-triggered),
+            // and sd-event serves every other ready client before this one
+            // again, so a client that writes nonstop cannot starve the rest.
+            return;
         }
         if (n == 0) {
             mark_dead(c);  // peer closed: a holder releases at once
@@ -604,8 +606,11 @@ void Server::dispatch_actions()
 
 void Server::after_change()
 {
-    // Closing connections may free locks, which yields more actions: loop.
-    for (int round = 0; round < 8; ++round) {
+    // Closing connections may free locks, which yields more actions, and
+    // sending those may find more dead connections: loop until neither is
+    // left. Every round closes at least one connection, so this ends; a cap
+    // would leave Grants unsent with no event to come back for them.
+    for (;;) {
         dispatch_actions();
         if (doomed_.empty())
             break;
