@@ -6,20 +6,9 @@
 #include <sstream>
 #include <system_error>
 
+#include "common/text.h"
+
 namespace nvshare::daemon {
-
-namespace {
-
-std::string_view trim(std::string_view s)
-{
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
-        s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
-        s.remove_suffix(1);
-    return s;
-}
-
-}  // namespace
 
 std::optional<GpuDescription> parse_gpu_information(std::string_view text)
 {

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/mode.h"
+#include "common/text.h"
 #include "common/units.h"
 #include "daemon/options.h"
 
@@ -11,15 +12,6 @@ namespace nvshare::daemon {
 namespace {
 
 constexpr int kStateVersion = 1;
-
-std::string_view trim(std::string_view s)
-{
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
-        s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
-        s.remove_suffix(1);
-    return s;
-}
 
 // Shared by the config file and the state file; nullopt + *error if invalid.
 std::optional<Duration> checked_duration(std::string_view text, const char* what,
