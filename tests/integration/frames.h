@@ -24,8 +24,10 @@ inline Bytes header(uint32_t magic, uint16_t version, uint16_t type, uint32_t le
 // A frame whose header announces `payload.size()` bytes of type `type`.
 inline Bytes frame(uint16_t type, const Bytes& payload = {})
 {
-    Bytes b = header(proto::kMagic, proto::kVersion, type, static_cast<uint32_t>(payload.size()));
-    b.insert(b.end(), payload.begin(), payload.end());
+    // The daemon's own encoder: one buffer, header then payload.
+    Bytes b(sizeof(proto::FrameHeader) + payload.size());
+    proto::encode(static_cast<proto::MsgType>(type), payload.data(),
+                  static_cast<uint32_t>(payload.size()), b.data(), b.size());
     return b;
 }
 
