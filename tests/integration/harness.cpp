@@ -492,6 +492,22 @@ int TestClient::finish(Millis timeout)
     return exit_code(process_.wait(Millis(ms_left(deadline))));
 }
 
+void TestClient::read_any(const std::vector<TestClient*>& clients, Millis timeout)
+{
+    std::vector<pollfd> fds;
+    std::vector<TestClient*> open;
+    for (TestClient* c : clients)
+        if (!c->eof_) {
+            fds.push_back({c->process_.stdout_fd(), POLLIN, 0});
+            open.push_back(c);
+        }
+    if (poll(fds.data(), fds.size(), static_cast<int>(timeout.count())) <= 0)
+        return;
+    for (size_t i = 0; i < fds.size(); ++i)
+        if (fds[i].revents != 0)
+            open[i]->read_some(0ms);
+}
+
 std::vector<Event> TestClient::events_named(const std::string& name) const
 {
     std::vector<Event> out;

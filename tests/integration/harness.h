@@ -191,6 +191,10 @@ public:
     const std::vector<Event>& events() const { return events_; }
     std::vector<Event> events_named(const std::string& name) const;
     std::string transcript() const;  // for failure messages
+    bool at_eof() const { return eof_; }
+    // Reads what any of `clients` printed, waiting up to `timeout` for the
+    // first output: keeps many chatty clients from blocking on a full pipe.
+    static void read_any(const std::vector<TestClient*>& clients, Millis timeout);
 
 private:
     bool read_some(Millis timeout);  // false on EOF or timeout

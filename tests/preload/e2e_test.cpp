@@ -309,6 +309,69 @@ TEST(FailOpen, RegistersAgainAfterADaemonRestart)
     EXPECT_NE(a.err().find("unscheduled"), std::string::npos) << a.err();
 }
 
+// The daemon crashes (SIGKILL, its socket file left behind) and comes back,
+// several times, while three clients keep working: they never stop or hang,
+// register with each new daemon, and are kept apart again once they have.
+TEST(FailOpen, SurvivesRepeatedDaemonCrashes)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "on", "--time-quantum", "100ms"});
+    const std::string stop = dir.file("stop");
+    std::vector<Process> clients;
+    for (const char* name : {"a", "b", "c"})
+        clients.push_back(start_client(
+            dir, daemon.socket(),
+            {{"--kernels", "1", "--kernel-us", "2000", "--until", stop}, {}, false}, name));
+    const std::string log = dir.file("fake.log");
+    auto all_scheduled = [&] {
+        const auto s = daemon.status();
+        for (auto& c : clients) {
+            const auto me = client_status(s, c.pid());
+            if (me.is_null() || me["grants"].get<int>() < 1)
+                return false;
+        }
+        return true;
+    };
+    constexpr int kCrashes = 3;
+    for (int crash = 0; crash < kCrashes; ++crash) {
+        ASSERT_TRUE(eventually(all_scheduled, seconds(30))) << "before crash " << crash;
+        daemon.stop(SIGKILL);
+        // Fail open: every client keeps working while no daemon runs.
+        for (auto& c : clients) {
+            const int before = count_events(log, c.pid(), "end");
+            EXPECT_TRUE(eventually([&] { return count_events(log, c.pid(), "end") >= before + 3; }))
+                << "crash " << crash << ":\n"
+                << c.err();
+            ASSERT_TRUE(c.running()) << c.err();
+        }
+        daemon.start();
+    }
+    ASSERT_TRUE(eventually(all_scheduled, seconds(30)));
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    const uint64_t scheduled_since = uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec);
+    // Exclusive again: work started from now on never overlaps, and everyone
+    // still gets to work.
+    for (auto& c : clients) {
+        const int before = count_events(log, c.pid(), "end");
+        EXPECT_TRUE(eventually([&] { return count_events(log, c.pid(), "end") >= before + 3; }))
+            << c.err();
+    }
+    touch(stop);
+    for (auto& c : clients)
+        expect_clean_exit(c);
+    std::vector<Work> later;
+    for (const Work& w : read_work(log))
+        if (w.start > scheduled_since)
+            later.push_back(w);
+    for (size_t i = 0; i < clients.size(); ++i) {
+        EXPECT_FALSE(work_of(later, clients[i].pid()).empty());
+        for (size_t j = i + 1; j < clients.size(); ++j)
+            EXPECT_FALSE(overlapped(later, clients[i].pid(), clients[j].pid()))
+                << clients[i].pid() << " and " << clients[j].pid();
+    }
+}
+
 // ---- processes ------------------------------------------------------------------------
 
 // A child forked while the parent holds the lock does not inherit it: it

@@ -183,10 +183,10 @@ void Daemon::start()
         throw std::runtime_error("nvshared did not start: " + read_file(log));
 }
 
-void Daemon::stop()
+void Daemon::stop(int sig)
 {
     if (process_.running()) {
-        process_.signal(SIGTERM);
+        process_.signal(sig);
         process_.wait(std::chrono::seconds(10));
     }
 }

@@ -3,6 +3,7 @@
 // event log read back to see whose GPU work overlapped.
 #pragma once
 
+#include <signal.h>
 #include <sys/types.h>
 
 #include <chrono>
@@ -73,7 +74,7 @@ public:
     Daemon& operator=(const Daemon&) = delete;
 
     void start();
-    void stop();
+    void stop(int sig = SIGTERM);  // SIGKILL: a crash, the socket file stays
     const std::string& socket() const { return socket_; }
     nlohmann::json status() const;  // null if unreachable
     std::string log() const;
