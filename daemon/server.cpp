@@ -59,6 +59,7 @@ Server::~Server()
     sd_event_source_disable_unref(listen_source_);
     sd_event_source_disable_unref(timer_source_);
     sd_event_source_disable_unref(idle_source_);
+    sd_event_source_disable_unref(retry_source_);
     if (listen_fd_ >= 0)
         close(listen_fd_);
     if (own_socket_)
@@ -254,7 +255,7 @@ void Server::accept_clients()
             if (errno == EINTR || errno == ECONNABORTED)
                 continue;
             if (errno == EMFILE || errno == ENFILE)
-                NVS_WARN("out of file descriptors; new clients wait in the backlog");
+                pause_accepting();
             return;
         }
         auto c = std::make_unique<Connection>();
@@ -321,7 +322,8 @@ void Server::read_from(Connection& c)
                 if (!handle_frame(c, h, payload))
                     break;
             }
-            c.in.erase(c.in.begin(), c.in.begin() + static_cast<ptrdiff_t>(std::min(off, c.in.size())));
+            c.in.erase(c.in.begin(),
+                       c.in.begin() + static_cast<ptrdiff_t>(std::min(off, c.in.size())));
             // One read per wakeup: the socket stays readable (level-triggered),
             // and sd-event serves every other ready client before this one
             // again, so a client that writes nonstop cannot starve the rest.
@@ -650,6 +652,41 @@ void Server::destroy(Connection& c)
     sd_event_source_disable_unref(c.source);
     close(c.fd);
     connections_.erase(c.serial);
+    resume_accepting();  // a descriptor is free again
+}
+
+// Out of descriptors: the pending connections stay in the backlog, and the
+// level-triggered listener would wake the loop again at once, forever. Stop
+// watching it until a connection closes, or a second has passed.
+void Server::pause_accepting()
+{
+    if (accept_paused_)
+        return;
+    accept_paused_ = true;
+    NVS_WARN("out of file descriptors: new clients wait in the backlog until one is free");
+    sd_event_source_set_enabled(listen_source_, SD_EVENT_OFF);
+    if (retry_source_ == nullptr)
+        sd_event_add_time_relative(event_, &retry_source_, CLOCK_MONOTONIC, 1000000, 100000,
+                                   on_accept_retry, this);
+    else
+        sd_event_source_set_time_relative(retry_source_, 1000000);
+    sd_event_source_set_enabled(retry_source_, SD_EVENT_ONESHOT);
+}
+
+void Server::resume_accepting()
+{
+    if (!accept_paused_)
+        return;
+    accept_paused_ = false;
+    sd_event_source_set_enabled(listen_source_, SD_EVENT_ON);
+    sd_event_source_set_enabled(retry_source_, SD_EVENT_OFF);
+}
+
+int Server::on_accept_retry(sd_event_source*, uint64_t, void* self)
+{
+    auto* s = static_cast<Server*>(self);
+    s->resume_accepting();
+    return 0;
 }
 
 void Server::rearm_timer()

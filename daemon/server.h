@@ -66,6 +66,9 @@ private:
     static int on_connection(sd_event_source* s, int fd, uint32_t revents, void* conn);
     static int on_timer(sd_event_source* s, uint64_t usec, void* self);
     static int on_idle_timer(sd_event_source* s, uint64_t usec, void* self);
+    static int on_accept_retry(sd_event_source* s, uint64_t usec, void* self);
+    void pause_accepting();
+    void resume_accepting();
 
     void accept_clients();
     void read_from(Connection& c);
@@ -94,6 +97,8 @@ private:
     sd_event_source* listen_source_ = nullptr;
     sd_event_source* timer_source_ = nullptr;
     sd_event_source* idle_source_ = nullptr;
+    sd_event_source* retry_source_ = nullptr;  // resumes accepting after EMFILE
+    bool accept_paused_ = false;
     std::map<uint64_t, std::unique_ptr<Connection>> connections_;
     uint64_t next_serial_ = 1;
     std::vector<uint64_t> doomed_;  // connections to close at the next reap

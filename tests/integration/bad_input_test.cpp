@@ -5,11 +5,16 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
 
 #include "common/lock_client.h"
 #include "tests/integration/frames.h"
@@ -422,6 +427,76 @@ TEST_F(BadInput, ClientThatFloodsDoesNotStarveOthers)
     kill(writer, SIGKILL);
     int st = 0;
     waitpid(writer, &st, 0);
+}
+
+}  // namespace
+}  // namespace nvshare::itest
+
+namespace nvshare::itest {
+namespace {
+
+// CPU time (user + system) the process has used, from /proc/PID/stat.
+double cpu_seconds(pid_t pid)
+{
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::istringstream fields(text.substr(text.rfind(')') + 2));
+    std::string f;
+    unsigned long long utime = 0, stime = 0;
+    for (int i = 3; fields >> f; ++i) {
+        if (i == 14)
+            utime = std::stoull(f);
+        if (i == 15) {
+            stime = std::stoull(f);
+            break;
+        }
+    }
+    return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+size_t open_fds(pid_t pid)
+{
+    size_t n = 0;
+    for ([[maybe_unused]] const auto& e :
+         std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd"))
+        ++n;
+    return n;
+}
+
+// Out of file descriptors, the daemon neither spins on the clients waiting
+// in its backlog nor stops serving: the connections it has keep working, and
+// a waiting client is taken in as soon as a descriptor is free.
+TEST(Descriptors, ExhaustionNeitherSpinsNorStopsService)
+{
+    Daemon daemon;
+    ASSERT_TRUE(daemon.start());
+    const pid_t pid = daemon.process().pid();
+    std::vector<LockClient> inside;
+    for (int i = 0; i < 3; ++i)
+        inside.push_back(connect_to(daemon));
+    ASSERT_FALSE(daemon.status().is_null());
+    // Room for exactly the descriptors it has now: the next accept fails.
+    const rlimit limit{open_fds(pid), open_fds(pid)};
+    ASSERT_EQ(prlimit(pid, RLIMIT_NOFILE, &limit, nullptr), 0) << strerror(errno);
+
+    std::vector<LockClient> waiting;
+    for (int i = 0; i < 4; ++i)
+        waiting.push_back(connect_to(daemon));  // connect() succeeds: the backlog
+    for (LockClient& c : waiting)
+        ASSERT_TRUE(c.send(MsgType::StatusQuery, nullptr, 0));
+    const double before = cpu_seconds(pid);
+    std::this_thread::sleep_for(1500ms);  // measuring idleness: nothing to wait for
+    const double spent = cpu_seconds(pid) - before;
+    EXPECT_LT(spent, 0.3) << "the daemon spun on its full backlog";
+    EXPECT_NE(daemon.log().find("out of file descriptors"), std::string::npos) << daemon.log();
+
+    // Those inside are still served.
+    ASSERT_TRUE(inside[0].send(MsgType::StatusQuery, nullptr, 0));
+    EXPECT_TRUE(inside[0].expect(MsgType::Status, kTimeout));
+    // One leaves: a waiting client is taken in and answered.
+    inside[1].close();
+    EXPECT_TRUE(waiting[0].expect(MsgType::Status, kTimeout)) << daemon.log();
+    EXPECT_EQ(daemon.stop(), 0);
 }
 
 }  // namespace
