@@ -37,7 +37,8 @@ int run_set_capacity(const GlobalOptions&, const std::vector<std::string>& args)
             }
         }
         fprintf(stderr,
-                "nvsharectl: no GPU '%s' known to nvshared (GPUs appear when clients use them; "
+                "nvsharectl: no GPU '%s' known to nvshared (it knows the GPUs the driver lists "
+                "and those its clients use; "
                 "see nvsharectl status)\n",
                 gpu.c_str());
         return kNotFound;

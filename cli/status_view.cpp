@@ -65,7 +65,7 @@ std::string render_status(const json& s)
                       duration_text(s["grace_us"]) + ", " + std::to_string(s["clients"].size()) +
                       " client(s)\n";
     if (s["gpus"].empty())
-        out += "\nNo GPUs yet: they appear when the first client registers.\n";
+        out += "\nNo GPUs known: the driver lists none, and no client has registered one.\n";
     for (const auto& g : s["gpus"]) {
         out += "\nGPU " + std::to_string(g["index"].get<uint32_t>()) + "  " +
                g["name"].get<std::string>() + "  " + g["uuid"].get<std::string>() + "\n";

@@ -136,7 +136,8 @@ BusService::ManagerValues BusService::manager_values() const
 BusService::GpuValues BusService::gpu_values(GpuIndex gpu) const
 {
     const Scheduler& s = server_.scheduler();
-    return {s.gpus()[gpu].capacity, s.requested_memory(gpu), s.serializing(gpu),
+    return {s.gpus()[gpu].description.physical_memory, s.gpus()[gpu].capacity,
+            s.requested_memory(gpu), s.serializing(gpu),
             s.gpus()[gpu].holders, s.queue(gpu)};
 }
 
@@ -169,6 +170,8 @@ void BusService::on_state_changed()
             const GpuValues values = gpu_values(g);
             const GpuValues& sent = gpus_sent_[g];
             changed.clear();
+            if (values.physical != sent.physical)
+                changed.emplace_back("PhysicalMemory");
             if (values.capacity != sent.capacity)
                 changed.emplace_back("Capacity");
             if (values.requested != sent.requested)

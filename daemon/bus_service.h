@@ -33,6 +33,7 @@ private:
         bool operator==(const ManagerValues&) const = default;
     };
     struct GpuValues {
+        uint64_t physical = 0;  // 0 until a client reports the GPU's memory
         uint64_t capacity = 0;
         uint64_t requested = 0;
         bool serializing = false;

@@ -67,6 +67,6 @@ TEST(StatusView, SaysWhenNoGpuIsKnown)
 {
     const auto status = nlohmann::json::parse(R"({"version": "1", "mode": "on",
       "time_quantum_us": 500000, "grace_us": 1000, "client_count": 0, "clients": [], "gpus": []})");
-    EXPECT_NE(render_status(status).find("No GPUs yet"), std::string::npos);
+    EXPECT_NE(render_status(status).find("No GPUs known"), std::string::npos);
     EXPECT_NE(render_status(status).find("time quantum 500ms, grace 1ms"), std::string::npos);
 }
