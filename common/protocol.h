@@ -233,6 +233,9 @@ inline bool fixed_payload_size(MsgType type, uint32_t* size)
     }
 }
 
+// No fixed-size payload is larger (checked by a unit test over every type).
+inline constexpr uint32_t kLargestFixedPayload = sizeof(StatsPayload);
+
 inline bool is_known_type(uint16_t t)
 {
     return (t >= 1 && t <= 6) || (t >= 16 && t <= 23);

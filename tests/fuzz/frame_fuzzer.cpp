@@ -170,7 +170,7 @@ void decode_as_client(const uint8_t* data, size_t size)
         } else {
             uint32_t expected = 0;
             if (fixed_payload_size(type, &expected) && expected == h.length && expected > 0) {
-                uint8_t copy[sizeof(MemoryPayload)];  // the largest fixed payload
+                uint8_t copy[kLargestFixedPayload];
                 CHECK(expected <= sizeof copy);
                 memcpy(copy, payload, expected);
             }

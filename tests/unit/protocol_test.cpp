@@ -87,6 +87,16 @@ TEST(Protocol, HelloLengthMustMatchItsGpuCount)
     EXPECT_FALSE(hello_length_valid(p.data(), sizeof(HelloFixed) - 1, &out));
 }
 
+TEST(Protocol, NoFixedPayloadIsLargerThanTheLargest)
+{
+    for (uint32_t t = 0; t <= 0xffff; ++t) {
+        uint32_t n = 0;
+        if (fixed_payload_size(static_cast<MsgType>(t), &n)) {
+            EXPECT_LE(n, kLargestFixedPayload) << "type " << t;
+        }
+    }
+}
+
 TEST(Protocol, FixedSizesAreKnownOnlyForFixedTypes)
 {
     uint32_t n = 0;
