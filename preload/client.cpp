@@ -21,6 +21,7 @@
 
 #include "common/protocol.h"
 #include "preload/alloc.h"
+#include "preload/clock.h"
 #include "preload/contexts.h"
 #include "preload/devices.h"
 #include "preload/env.h"
@@ -56,13 +57,6 @@ constexpr uint64_t kInFlightNs = 1ull * 1000 * 1000;
 // How often completion of a bulk prefetch is looked for.
 constexpr uint64_t kSwapPollNs = 2ull * 1000 * 1000;
 bool g_atfork_registered = false;
-
-uint64_t now_ns()
-{
-    timespec ts{};
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 void set_ready()
 {

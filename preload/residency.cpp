@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include "preload/alloc.h"
+#include "preload/clock.h"
 #include "preload/contexts.h"
 #include "preload/devices.h"
 #include "preload/env.h"
@@ -32,13 +33,6 @@ struct GpuState {
 
 GpuState g_gpus[devices::kMaxGpus];
 alloc::Range* g_ranges = nullptr;  // scratch, mapped on first use
-
-uint64_t now_ns()
-{
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 bool wanted(Policy policy, bool auto_says)
 {
