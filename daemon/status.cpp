@@ -44,10 +44,13 @@ nlohmann::json status_json(const Scheduler& scheduler, size_t connections, TimeP
     for (const auto& [id, c] : scheduler.clients()) {
         json gpus = json::array();
         uint64_t memory = 0;
+        uint64_t pinned = 0;
         for (GpuIndex g : c.gpus)
             gpus.push_back(g);
-        for (const auto& [g, m] : c.memory)
+        for (const auto& [g, m] : c.memory) {
             memory += m.total();
+            pinned += m.pinned;
+        }
         // What nvshare's bulk migration moved for this client, all GPUs.
         SwapStats sw;
         for (const auto& [g, x] : c.swaps) {
@@ -65,6 +68,7 @@ nlohmann::json status_json(const Scheduler& scheduler, size_t connections, TimeP
                            {"gpus", gpus},
                            {"state", phase_name(c.phase)},
                            {"memory", memory},
+                           {"pinned_memory", pinned},
                            {"held_us", usec(held_so_far(c, now))},
                            {"waited_us", usec(waited_so_far(c, now))},
                            {"grants", c.grants},

@@ -31,10 +31,11 @@ constexpr size_t kPitchAlignment = 512;
 // Give the first allocation a chance to learn nvshared's capacity.
 constexpr int kReadyTimeoutMs = 2000;
 
-void track(AllocTable& table, uint64_t key, uint64_t size, int gpu, Kind kind)
+void track(AllocTable& table, uint64_t key, uint64_t size, int gpu, Kind kind,
+           bool rewritten = false)
 {
     pthread_mutex_lock(&g_mutex);
-    const bool ok = table.insert(key, size, gpu, static_cast<uint16_t>(kind));
+    const bool ok = table.insert(key, size, gpu, static_cast<uint16_t>(kind), rewritten);
     pthread_mutex_unlock(&g_mutex);
     if (ok)
         devices::add_usage(static_cast<uint32_t>(gpu), kind, static_cast<int64_t>(size));
@@ -55,7 +56,7 @@ bool untrack(AllocTable& table, uint64_t key, AllocTable::Entry* out)
 
 void retrack(AllocTable& table, const AllocTable::Entry& e)
 {
-    track(table, e.key, e.size, e.gpu, static_cast<Kind>(e.kind));
+    track(table, e.key, e.size, e.gpu, static_cast<Kind>(e.kind), e.rewritten);
 }
 
 // The GPU an allocation lands on, registered, with the daemon connection
@@ -95,11 +96,18 @@ bool over_limit(int gpu, uint64_t bytes)
 }
 
 // Managed allocation in place of device memory; plain device memory where
-// the GPU cannot do managed memory.
+// the GPU cannot do managed memory or the process keeps plain memory
+// (NVSHARE_MANAGED=0, the admin's plain-memory list).
 CUresult allocate_managed(CUdeviceptr* dptr, size_t bytes, int gpu)
 {
     auto managed = NVS_REAL(cuMemAllocManaged);
     auto plain = NVS_REAL(cuMemAlloc_v2);
+    if (!config().managed && plain != nullptr) {
+        const CUresult r = plain(dptr, bytes);
+        if (r == CUDA_SUCCESS)
+            track(g_pointers, *dptr, bytes, gpu, Kind::Pinned);
+        return r;
+    }
     CUresult r =
         managed != nullptr ? managed(dptr, bytes, CU_MEM_ATTACH_GLOBAL) : CUDA_ERROR_NOT_SUPPORTED;
     Kind kind = Kind::Managed;
@@ -110,7 +118,7 @@ CUresult allocate_managed(CUdeviceptr* dptr, size_t bytes, int gpu)
         kind = Kind::Pinned;
     }
     if (r == CUDA_SUCCESS)
-        track(g_pointers, *dptr, bytes, gpu, kind);
+        track(g_pointers, *dptr, bytes, gpu, kind, kind == Kind::Managed);
     return r;
 }
 
@@ -186,6 +194,15 @@ size_t managed_ranges(uint32_t gpu, Range* out, size_t max)
     return n;
 }
 
+bool made_managed(uint64_t ptr)
+{
+    AllocTable::Entry e{};
+    pthread_mutex_lock(&g_mutex);
+    const bool found = g_pointers.find(ptr, &e);
+    pthread_mutex_unlock(&g_mutex);
+    return found && e.rewritten != 0;
+}
+
 }  // namespace nvshare::preload::alloc
 
 // ---- exported wrappers ---------------------------------------------------------
@@ -193,7 +210,6 @@ size_t managed_ranges(uint32_t gpu, Range* out, size_t max)
 using namespace nvshare::preload::alloc;  // NOLINT: the wrappers below are thin
 using nvshare::preload::config;
 
-#define NVS_EXPORT extern "C" __attribute__((visibility("default")))
 #define NVS_REQUIRE(var, name) \
     auto var = NVS_REAL(name); \
     if (var == nullptr)        \
@@ -229,6 +245,13 @@ NVS_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, size_t
         return real(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
     if (over_limit(gpu, bytes))
         return CUDA_ERROR_OUT_OF_MEMORY;
+    if (!config().managed) {
+        // Plain memory: the driver's own pitch, accounted as resident.
+        const CUresult r = real(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
+        if (r == CUDA_SUCCESS)
+            track(g_pointers, *dptr, *pPitch * Height, gpu, Kind::Pinned);
+        return r;
+    }
     const CUresult r = allocate_managed(dptr, bytes, gpu);
     if (r == CUDA_SUCCESS)
         *pPitch = pitch;

@@ -20,4 +20,8 @@ struct Range {
 // moves in bulk when the lock changes hands.
 size_t managed_ranges(uint32_t gpu, Range* out, size_t max);
 
+// True if `ptr` is the start of an allocation the program asked for as
+// device memory and nvshare made managed.
+bool made_managed(uint64_t ptr);
+
 }  // namespace nvshare::preload::alloc

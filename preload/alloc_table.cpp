@@ -45,13 +45,23 @@ bool AllocTable::grow()
     live_ = used_ = 0;
     for (size_t i = 0; i < old_capacity; ++i)
         if (old[i].state == 1)
-            insert(old[i].key, old[i].size, old[i].gpu, old[i].kind);
+            place(old[i]);
     if (old != nullptr)
         munmap(old, old_capacity * sizeof(Entry));
     return true;
 }
 
-bool AllocTable::insert(uint64_t key, uint64_t size, int32_t gpu, uint16_t kind)
+void AllocTable::place(const Entry& e)
+{
+    size_t i = slot_of(e.key);
+    while (slots_[i].state != 0)
+        i = (i + 1) & (capacity_ - 1);
+    slots_[i] = e;
+    ++live_;
+    ++used_;
+}
+
+bool AllocTable::insert(uint64_t key, uint64_t size, int32_t gpu, uint16_t kind, bool rewritten)
 {
     // Keep the load (deleted slots included) under 1/2 so probes stay short.
     if ((used_ + 1) * 2 > capacity_ && !grow())
@@ -64,6 +74,7 @@ bool AllocTable::insert(uint64_t key, uint64_t size, int32_t gpu, uint16_t kind)
             e.size = size;
             e.gpu = gpu;
             e.kind = kind;
+            e.rewritten = rewritten;
             e.seq = next_seq_++;
             return true;
         }
@@ -77,7 +88,7 @@ bool AllocTable::insert(uint64_t key, uint64_t size, int32_t gpu, uint16_t kind)
         reuse = i;
         ++used_;
     }
-    slots_[reuse] = {key, size, gpu, kind, 1, next_seq_++};
+    slots_[reuse] = {key, size, gpu, kind, 1, next_seq_++, rewritten};
     ++live_;
     return true;
 }

@@ -17,6 +17,7 @@ public:
         uint16_t kind;   // devices::Kind
         uint16_t state;  // 0 empty, 1 live, 2 deleted
         uint64_t seq;    // order of allocation: larger is newer
+        bool rewritten;  // asked for as device memory, made managed by nvshare
     };
 
     AllocTable() = default;
@@ -24,7 +25,7 @@ public:
     AllocTable& operator=(const AllocTable&) = delete;
 
     // Adds or replaces; false only when memory for the table cannot be had.
-    bool insert(uint64_t key, uint64_t size, int32_t gpu, uint16_t kind);
+    bool insert(uint64_t key, uint64_t size, int32_t gpu, uint16_t kind, bool rewritten = false);
     // Removes and returns the entry; false if the key is not there.
     bool remove(uint64_t key, Entry* out);
     bool find(uint64_t key, Entry* out) const;
@@ -43,6 +44,9 @@ public:
 
 private:
     bool grow();
+    // Puts a live entry in a free slot, keeping its seq (growth must not
+    // reorder allocations).
+    void place(const Entry& e);
     size_t slot_of(uint64_t key) const;
 
     Entry* slots_ = nullptr;

@@ -219,7 +219,6 @@ using nvshare::preload::contexts::capture_ended;
 using nvshare::preload::contexts::forget;
 using nvshare::preload::contexts::release_primary;
 
-#define NVS_EXPORT extern "C" __attribute__((visibility("default")))
 #define NVS_CALL_REAL(name, ...)     \
     auto real = NVS_REAL(name);      \
     if (real == nullptr)             \

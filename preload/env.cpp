@@ -108,25 +108,37 @@ bool read_flag(const char* name, bool fallback, Problems* problems)
     return fallback;
 }
 
-// nvshared itself and what the admin lists in the exclusion file are left
-// alone. Read once, at the first CUDA call of the process.
-bool excluded_by_admin()
-{
+// The process as the admin's lists name it: its executable and its name.
+struct Identity {
     char exe[4096];
-    const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    exe[n > 0 ? n : 0] = '\0';
-    char comm[32] = {};
+    char comm[32];
+    bool has_exe;
+};
+
+void read_identity(Identity* id)
+{
+    const ssize_t n = readlink("/proc/self/exe", id->exe, sizeof id->exe - 1);
+    id->exe[n > 0 ? n : 0] = '\0';
+    id->has_exe = n > 0;
+    id->comm[0] = '\0';
     const int fd = open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
     if (fd >= 0) {
-        const ssize_t m = read(fd, comm, sizeof comm - 1);
+        const ssize_t m = read(fd, id->comm, sizeof id->comm - 1);
         close(fd);
-        comm[m > 0 ? m : 0] = '\0';
-        if (char* nl = strchr(comm, '\n'))
+        id->comm[m > 0 ? m : 0] = '\0';
+        if (char* nl = strchr(id->comm, '\n'))
             *nl = '\0';
     }
+}
+
+// Read once, at the first CUDA call of the process.
+bool listed_by_admin(const Identity& id, const char* path, bool exclusion)
+{
     char list[nvshare_exclusion_list_max];
-    nvshare_load_exclusion_list(nvshare_exclusion_list_path, list, sizeof list);
-    return nvshare_is_excluded(n > 0 ? exe : nullptr, comm, list);
+    nvshare_load_exclusion_list(path, list, sizeof list);
+    const char* exe = id.has_exe ? id.exe : nullptr;
+    return exclusion ? nvshare_is_excluded(exe, id.comm, list)
+                     : nvshare_is_listed(exe, id.comm, list);
 }
 
 void load(Problems* problems)
@@ -152,9 +164,23 @@ void load(Problems* problems)
     if (path == nullptr)
         path = NVSHARE_DEFAULT_SOCKET;
     strncpy(c.socket_path, path, sizeof c.socket_path - 1);
-    if (!c.disabled && excluded_by_admin()) {
-        c.disabled = true;
-        c.excluded = true;
+    const Flag managed = parse_flag(getenv("NVSHARE_MANAGED"));
+    if (managed == Flag::Invalid)
+        problems->add("NVSHARE_MANAGED", getenv("NVSHARE_MANAGED"));
+    if (!c.disabled) {
+        // nvshared itself and what the admin excludes are left alone; the
+        // variable beats the admin's plain-memory list: it is the user's
+        // explicit choice for this one process.
+        Identity id;
+        read_identity(&id);
+        if (listed_by_admin(id, nvshare_exclusion_list_path, true)) {
+            c.disabled = true;
+            c.excluded = true;
+        } else if (managed == Flag::On || managed == Flag::Off) {
+            c.managed = managed == Flag::On;
+        } else {
+            c.managed = !listed_by_admin(id, nvshare_plain_list_path, false);
+        }
     }
     g_config = c;
 }

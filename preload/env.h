@@ -25,10 +25,11 @@ bool parse_millis(const char* text, uint32_t max, uint32_t* out);
 inline constexpr uint32_t kDefaultIdleReleaseMs = 20;
 
 struct Config {
-    bool disabled = false;                             // NVSHARE_DISABLE: pass everything through
-    bool excluded = false;                             // listed by the admin: pass-through too
-    bool debug = false;                                // NVSHARE_DEBUG: debug messages on stderr
-    bool single_oversub = false;                       // NVSHARE_ENABLE_SINGLE_OVERSUB
+    bool disabled = false;        // NVSHARE_DISABLE: pass everything through
+    bool excluded = false;        // listed by the admin: pass-through too
+    bool debug = false;           // NVSHARE_DEBUG: debug messages on stderr
+    bool single_oversub = false;  // NVSHARE_ENABLE_SINGLE_OVERSUB
+    bool managed = true;          // NVSHARE_MANAGED, else not in the admin's plain-memory list
     uint32_t idle_release_ms = kDefaultIdleReleaseMs;  // NVSHARE_IDLE_RELEASE_MS, 0 = never
     char socket_path[108] = {};                        // NVSHARE_SOCKET or the built-in default
     Policy prefetch = Policy::Auto;                    // NVSHARE_PREFETCH: bulk swap-in on grant

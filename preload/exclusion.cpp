@@ -10,6 +10,7 @@
 #include "build-config.h"
 
 const char* const nvshare_exclusion_list_path = NVSHARE_SYSCONFDIR "/nvshare/preload-exclude.conf";
+const char* const nvshare_plain_list_path = NVSHARE_SYSCONFDIR "/nvshare/preload-plain.conf";
 
 namespace {
 
@@ -50,8 +51,12 @@ bool matches(const char* exe_path, const char* comm, const char* entry, size_t l
 bool nvshare_is_excluded(const char* exe_path, const char* comm, const char* list_text)
 {
     static constexpr char kDaemon[] = "nvshared";
-    if (matches(exe_path, comm, kDaemon, sizeof kDaemon - 1))
-        return true;
+    return matches(exe_path, comm, kDaemon, sizeof kDaemon - 1) ||
+           nvshare_is_listed(exe_path, comm, list_text);
+}
+
+bool nvshare_is_listed(const char* exe_path, const char* comm, const char* list_text)
+{
     if (list_text == nullptr)
         return false;
     const char* line = list_text;

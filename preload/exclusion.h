@@ -6,9 +6,13 @@
 
 #include <cstddef>
 
-// Where the administrator's list lives, and how much of it is read: the
+// Where the administrator's lists live, and how much of one is read: the
 // buffer to pass to nvshare_load_exclusion_list (nvshare(7) documents both).
+// The exclusion list names programs left alone entirely; the plain-memory
+// list, in the same format, programs whose device allocations stay plain
+// device memory (still scheduled, see libnvshare(8)).
 extern const char* const nvshare_exclusion_list_path;
+extern const char* const nvshare_plain_list_path;
 inline constexpr size_t nvshare_exclusion_list_max = 4096;
 
 // True if the process is excluded. `exe_path` is its executable
@@ -20,6 +24,10 @@ inline constexpr size_t nvshare_exclusion_list_max = 4096;
 // and with `comm` (which the kernel cuts to 15 characters). nvshared is
 // always excluded.
 bool nvshare_is_excluded(const char* exe_path, const char* comm, const char* list_text);
+
+// True if an entry of `list_text` names the process, by the rules above
+// (without the rule for nvshared).
+bool nvshare_is_listed(const char* exe_path, const char* comm, const char* list_text);
 
 // Reads the list at `path` into buf (NUL-terminated) with open/read only.
 // Returns the bytes kept; 0 if the file is missing or unreadable. A list

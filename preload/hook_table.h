@@ -47,3 +47,6 @@ inline void* real_ptr(HookId id)
 #define NVS_REAL(name)                   \
     reinterpret_cast<decltype(&::name)>( \
         ::nvshare::preload::real_ptr(::nvshare::preload::HookId::name))
+
+// A wrapper the library exports in place of the driver's function.
+#define NVS_EXPORT extern "C" __attribute__((visibility("default")))

@@ -823,6 +823,21 @@ FAKE_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t size, unsigned 
     return allocate(dptr, size, "managed", false, "cuMemAllocManaged");
 }
 
+// As on a real GPU: IPC exports device memory, never managed memory.
+FAKE_EXPORT CUresult cuIpcGetMemHandle(CUipcMemHandle* handle, CUdeviceptr dptr)
+{
+    if (handle == nullptr)
+        return CUDA_ERROR_INVALID_VALUE;
+    std::lock_guard<std::mutex> g(st().mutex);
+    auto it = st().allocations.find(dptr);
+    if (it == st().allocations.end() || strcmp(it->second.kind, "device") != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    memset(handle, 0, sizeof *handle);
+    memcpy(handle->reserved, &dptr, sizeof dptr);
+    log_event("ipc export %zu", it->second.size);
+    return CUDA_SUCCESS;
+}
+
 FAKE_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
 {
     return release(dptr, "cuMemFree_v2");
@@ -1079,8 +1094,8 @@ FAKE_EXPORT CUresult cuMemPrefetchAsync_v2(CUdeviceptr, size_t bytes, CUmemLocat
     if (flags != 0)
         return CUDA_ERROR_INVALID_VALUE;
     // Where data goes is what tests of nvshare's migration policy check.
-    log_event("prefetch to %s %zu", location.type == CU_MEM_LOCATION_TYPE_DEVICE ? "device" : "host",
-              bytes);
+    log_event("prefetch to %s %zu",
+              location.type == CU_MEM_LOCATION_TYPE_DEVICE ? "device" : "host", bytes);
     return submit(s, {"cuMemPrefetchAsync_v2", copy_us(), {}}, false);
 }
 FAKE_EXPORT CUresult cuMemPrefetchAsync_v2_ptsz(CUdeviceptr, size_t, CUmemLocation,
@@ -1215,6 +1230,7 @@ const ProcRow kProcRows[] = {
     ROW("cuMemFreeAsync", 11020, true, cuMemFreeAsync_ptsz),
     ROW("cuMemCreate", 10020, false, cuMemCreate),
     ROW("cuMemRelease", 10020, false, cuMemRelease),
+    ROW("cuIpcGetMemHandle", 4010, false, cuIpcGetMemHandle),
     ROW("cuLaunchKernel", 4000, false, cuLaunchKernel),
     ROW("cuLaunchKernel", 7000, true, cuLaunchKernel_ptsz),
     ROW("cuLaunchKernelEx", 11060, false, cuLaunchKernelEx),

@@ -103,6 +103,8 @@ std::string fill_api(Api* api, const std::string& route, bool per_thread)
         get({"cuMemFreeAsync", 11020, "cuMemFreeAsync", "cuMemFreeAsync_ptsz"}));
     set(&api->mem_create, get({"cuMemCreate", 10020, "cuMemCreate", "cuMemCreate"}));
     set(&api->mem_release, get({"cuMemRelease", 10020, "cuMemRelease", "cuMemRelease"}));
+    set(&api->ipc_get_mem_handle,
+        get({"cuIpcGetMemHandle", 4010, "cuIpcGetMemHandle", "cuIpcGetMemHandle"}));
     set(&api->prefetch_v2,
         get({"cuMemPrefetchAsync", 12020, "cuMemPrefetchAsync_v2", "cuMemPrefetchAsync_v2_ptsz"}));
     set(&api->prefetch_v1,

@@ -34,6 +34,7 @@ struct Api {
     decltype(&cuMemFreeAsync) mem_free_async = nullptr;
     decltype(&cuMemCreate) mem_create = nullptr;
     decltype(&cuMemRelease) mem_release = nullptr;
+    decltype(&cuIpcGetMemHandle) ipc_get_mem_handle = nullptr;
     decltype(&cuMemPrefetchAsync) prefetch_v2 = nullptr;
     // The CUDA 8.0 ABI of cuMemPrefetchAsync (device ordinal, no flags).
     CUresult (*prefetch_v1)(CUdeviceptr, size_t, CUdevice, CUstream) = nullptr;

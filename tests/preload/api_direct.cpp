@@ -21,6 +21,7 @@ bool fill_direct(Api* api, bool per_thread)
     api->graph_instantiate = &cuGraphInstantiate;
     api->mem_create = &cuMemCreate;
     api->mem_release = &cuMemRelease;
+    api->ipc_get_mem_handle = &cuIpcGetMemHandle;
     if (per_thread) {
         fill_direct_ptds(api);
         return true;

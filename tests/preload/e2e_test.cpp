@@ -36,6 +36,20 @@ Pair run_pair(const TempDir& dir, const std::string& socket, ClientRun run,
     return p;
 }
 
+int count_lines_containing(const std::string& text, const std::string& needle)
+{
+    int n = 0;
+    size_t start = 0;
+    while (start < text.size()) {
+        size_t end = text.find('\n', start);
+        if (end == std::string::npos)
+            end = text.size();
+        n += text.substr(start, end - start).find(needle) != std::string::npos;
+        start = end + 1;
+    }
+    return n;
+}
+
 void expect_clean_exit(Process& p)
 {
     EXPECT_EQ(p.wait(), 0) << "stdout:\n" << p.out() << "stderr:\n" << p.err();
@@ -523,6 +537,74 @@ TEST(Memory, UsageIsReportedToTheDaemon)
     expect_clean_exit(p);
     EXPECT_NE(p.out().find("vmm=ok"), std::string::npos);
     EXPECT_EQ(count_events(dir.file("fake.log"), p.pid(), "alloc async"), 1);
+}
+
+// CUDA IPC cannot export managed memory: the program is told why and which
+// variable keeps its memory plain; with it, the export works, the memory is
+// accounted as resident and the process is still scheduled.
+TEST(Memory, IpcOnManagedMemoryNamesTheOptOut)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "on"});
+    const ClientRun run{{"--kernels", "1", "--alloc", "1M", "--allocs", "2", "--ipc"}, {}, false};
+    Process p = start_client(dir, daemon.socket(), run, "managed");
+    expect_clean_exit(p);
+    EXPECT_EQ(p.out(), "alloc=ok\nipc=error\nalloc=ok\nipc=error\ndone=ok\n");
+    // One line, once per process, naming the variable.
+    EXPECT_EQ(count_lines_containing(p.err(), "NVSHARE_MANAGED=0"), 1) << p.err();
+
+    ClientRun plain = run;
+    plain.env["NVSHARE_MANAGED"] = "0";
+    Process q = start_client(dir, daemon.socket(), plain, "plain");
+    expect_clean_exit(q);
+    EXPECT_EQ(q.out(), "alloc=ok\nipc=ok\nalloc=ok\nipc=ok\ndone=ok\n");
+    EXPECT_EQ(q.err(), "");
+    EXPECT_EQ(count_events(dir.file("fake.log"), q.pid(), "alloc device 1048576"), 2);
+    EXPECT_EQ(count_events(dir.file("fake.log"), q.pid(), "alloc managed"), 0);
+    EXPECT_EQ(count_events(dir.file("fake.log"), q.pid(), "ipc export"), 2);
+}
+
+TEST(Memory, PlainMemoryIsStillScheduledAndAccountedAsResident)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "on"});
+    ClientRun run{{"--kernels", "4", "--kernel-us", "30000", "--alloc", "1M"},
+                  {{"NVSHARE_MANAGED", "0"}},
+                  false};
+    Pair p = run_pair(dir, daemon.socket(), run);
+    expect_clean_exit(p.a);
+    expect_clean_exit(p.b);
+    const auto work = read_work(dir.file("fake.log"));
+    EXPECT_FALSE(overlapped(work, p.a.pid(), p.b.pid())) << read_file(dir.file("fake.log"));
+    for (pid_t pid : {p.a.pid(), p.b.pid()}) {
+        EXPECT_EQ(count_events(dir.file("fake.log"), pid, "alloc device 1048576"), 1);
+        EXPECT_EQ(count_events(dir.file("fake.log"), pid, "alloc managed"), 0);
+    }
+
+    const std::string stop = dir.file("stop");
+    Process c = start_client(
+        dir, daemon.socket(),
+        {{"--kernels", "1", "--alloc", "64M", "--until", stop}, {{"NVSHARE_MANAGED", "0"}}, false},
+        "c");
+    EXPECT_TRUE(eventually([&] {
+        const auto me = client_status(daemon.status(), c.pid());
+        return !me.is_null() && me["pinned_memory"].get<uint64_t>() == 64ull << 20 &&
+               me["memory"].get<uint64_t>() == 64ull << 20;
+    })) << daemon.status().dump();
+    touch(stop);
+    expect_clean_exit(c);
+}
+
+TEST(Memory, ManagedVariableRejectsNonsenseWithAWarning)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "on"});
+    Process p = start_client(
+        dir, daemon.socket(),
+        {{"--kernels", "1", "--alloc", "1M"}, {{"NVSHARE_MANAGED", "maybe"}}, false}, "p");
+    expect_clean_exit(p);
+    EXPECT_NE(p.err().find("ignoring NVSHARE_MANAGED=maybe"), std::string::npos) << p.err();
+    EXPECT_EQ(count_events(dir.file("fake.log"), p.pid(), "alloc managed 1048576"), 1);
 }
 
 // ---- capture ----------------------------------------------------------------------------

@@ -143,6 +143,27 @@ TEST(AllocTable, InsertFindRemove)
     EXPECT_FALSE(t.find(0x1000, nullptr));
 }
 
+TEST(AllocTable, KeepsTheRewrittenMarkAndTheOrderAcrossGrowth)
+{
+    AllocTable t;
+    ASSERT_TRUE(t.insert(0x1000, 64, 0, 0, true));
+    for (uint64_t i = 1; i <= 1000; ++i)  // forces the table to grow several times
+        ASSERT_TRUE(t.insert(0x1000 + i * 0x1000, 64, 0, 0, false));
+    AllocTable::Entry first{}, last{};
+    ASSERT_TRUE(t.find(0x1000, &first));
+    ASSERT_TRUE(t.find(0x1000 + 1000 * 0x1000, &last));
+    EXPECT_TRUE(first.rewritten);
+    EXPECT_FALSE(last.rewritten);
+    EXPECT_LT(first.seq, last.seq);
+    uint64_t previous = 0;
+    for (uint64_t i = 0; i <= 1000; ++i) {
+        AllocTable::Entry e{};
+        ASSERT_TRUE(t.find(0x1000 + i * 0x1000, &e));
+        EXPECT_GT(e.seq, previous) << "allocation " << i;
+        previous = e.seq;
+    }
+}
+
 TEST(AllocTable, AgreesWithAMapUnderChurn)
 {
     AllocTable t;

@@ -34,6 +34,7 @@ struct Options {
     size_t managed = 0;
     size_t async_alloc = 0;
     size_t vmm = 0;
+    bool ipc = false;
     std::string barrier;
     std::string until;
     int hold_ms = 0;
@@ -114,6 +115,11 @@ void allocate()
         CHECK(r);
         printf("alloc=ok\n");
         pointers.push_back(p);
+        if (opt.ipc) {
+            CUipcMemHandle handle;
+            const CUresult e = api.ipc_get_mem_handle(&handle, p);
+            printf("ipc=%s\n", e == CUDA_SUCCESS ? "ok" : "error");
+        }
     }
     if (opt.managed != 0) {
         CUdeviceptr p = 0;
@@ -280,6 +286,8 @@ bool parse(int argc, char** argv)
             opt.async_alloc = parse_size(next());
         else if (a == "--vmm")
             opt.vmm = parse_size(next());
+        else if (a == "--ipc")
+            opt.ipc = true;
         else if (a == "--barrier")
             opt.barrier = next();
         else if (a == "--until")

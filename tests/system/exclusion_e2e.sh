@@ -31,4 +31,21 @@ unshare -m --propagation private sh -eu -c '
         if [ -s "$tmp/err" ]; then echo "FAIL: excluded as \"$entry\" but the library spoke:"; cat "$tmp/err"; exit 1; fi
         echo "ok: excluded by \"$entry\": pass-through, silent"
     done
+    rm "$etc/nvshare/preload-exclude.conf"
+    # The plain-memory list: device memory stays plain (CUDA IPC can export
+    # it), unless the process asks for managed memory by NVSHARE_MANAGED=1.
+    ipc() {
+        LD_LIBRARY_PATH="$fakecuda" LD_PRELOAD="$lib" NVSHARE_SOCKET="$tmp/nobody.sock" "$@" \
+            "$client" --kernels 1 --kernel-us 1000 --alloc 1M --ipc 2>"$tmp/err"
+    }
+    [ "$(ipc)" = "$(printf "alloc=ok\nipc=error\ndone=ok")" ] ||
+        { echo "FAIL: unlisted program kept plain memory"; cat "$tmp/err"; exit 1; }
+    printf "# keep plain device memory\n%s\n" "$name" > "$etc/nvshare/preload-plain.conf"
+    [ "$(ipc)" = "$(printf "alloc=ok\nipc=ok\ndone=ok")" ] ||
+        { echo "FAIL: program in the plain-memory list got managed memory"; cat "$tmp/err"; exit 1; }
+    grep -q unscheduled "$tmp/err" || { echo "FAIL: listed program was not scheduled"; cat "$tmp/err"; exit 1; }
+    echo "ok: listed in preload-plain.conf: plain device memory, still scheduled"
+    [ "$(ipc env NVSHARE_MANAGED=1)" = "$(printf "alloc=ok\nipc=error\ndone=ok")" ] ||
+        { echo "FAIL: NVSHARE_MANAGED=1 did not opt back in"; cat "$tmp/err"; exit 1; }
+    echo "ok: NVSHARE_MANAGED=1 opts a listed program back into managed memory"
 '

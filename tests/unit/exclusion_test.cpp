@@ -99,6 +99,18 @@ TEST(Exclusion, CommentsBlanksAndOddLines)
     EXPECT_FALSE(nvshare_is_excluded("/usr/bin/bash", "bash", ""));
 }
 
+// The plain-memory list uses the same entries, without the daemon's rule.
+TEST(PlainList, MatchesEntriesButNotTheDaemon)
+{
+    const char* list = "# keep plain device memory\ninference-server\n/opt/svc/bin/run\n";
+    EXPECT_TRUE(nvshare_is_listed("/usr/bin/inference-server", "inference-serv", list));
+    EXPECT_TRUE(nvshare_is_listed("/opt/svc/bin/run", "run", list));
+    EXPECT_FALSE(nvshare_is_listed("/usr/bin/run", "run", list));
+    EXPECT_FALSE(nvshare_is_listed("/usr/sbin/nvshared", "nvshared", list));
+    EXPECT_FALSE(nvshare_is_listed("/usr/sbin/nvshared", "nvshared", nullptr));
+    EXPECT_TRUE(std::string(nvshare_plain_list_path).ends_with("/nvshare/preload-plain.conf"));
+}
+
 TEST(ExclusionList, DefaultPathIsUnderTheConfigDirectory)
 {
     EXPECT_EQ(std::string(nvshare_exclusion_list_path).rfind("/nvshare/preload-exclude.conf"),
