@@ -99,10 +99,14 @@ inline constexpr uint32_t kGrantContended = 2u;  // someone already waits for th
 // should leave the GPU on release and come back by bulk prefetch on grant.
 inline constexpr uint32_t kGrantOversubscribed = 4u;
 
+// Managed memory (MiB) a holder of an oversubscribed GPU may leave on it when
+// it lets go: what fits beside the next holder. Anything above is evicted.
+inline constexpr uint32_t kKeepEverything = 0xFFFFFFFFu;
+
 struct GrantPayload {  // Grant, Contended
     uint64_t gpus;
-    uint32_t flags;  // kGrant*
-    uint32_t reserved;
+    uint32_t flags;     // kGrant*
+    uint32_t keep_mib;  // Contended: see kKeepEverything; 0 in Grant
 };
 static_assert(sizeof(GrantPayload) == 16);
 
@@ -110,7 +114,7 @@ struct DropPayload {
     uint64_t gpus;
     uint64_t grace_us;  // revoked if not Released within this
     uint32_t flags;     // kGrantOversubscribed
-    uint32_t reserved;
+    uint32_t keep_mib;  // as in Contended
 };
 static_assert(sizeof(DropPayload) == 24);
 

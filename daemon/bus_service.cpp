@@ -136,9 +136,12 @@ BusService::ManagerValues BusService::manager_values() const
 BusService::GpuValues BusService::gpu_values(GpuIndex gpu) const
 {
     const Scheduler& s = server_.scheduler();
-    return {s.gpus()[gpu].description.physical_memory, s.gpus()[gpu].capacity,
-            s.requested_memory(gpu), s.serializing(gpu),
-            s.gpus()[gpu].holders, s.queue(gpu)};
+    return {s.gpus()[gpu].description.physical_memory,
+            s.gpus()[gpu].capacity,
+            s.requested_memory(gpu),
+            s.serializing(gpu),
+            s.gpus()[gpu].holders,
+            s.queue(gpu)};
 }
 
 void BusService::on_state_changed()

@@ -343,7 +343,51 @@ void Scheduler::push(ActionKind kind, const Client& c, GpuSet gpus, Duration gra
     a.contended = kind == ActionKind::Contended || c.contended_sent;
     a.oversubscribed = oversubscribed_set(gpus);
     a.grace = grace;
+    if (kind == ActionKind::Drop || kind == ActionKind::Contended) {
+        a.keep = keep_allowance(c, gpus);
+        if (Client* m = find(c.id))
+            m->keep_offered = a.keep;
+    }
     actions_.push_back(a);
+}
+
+uint64_t Scheduler::keep_allowance(const Client& c, GpuSet gpus) const
+{
+    uint64_t keep = UINT64_MAX;
+    for_each_gpu(gpus, [&](GpuIndex g) {
+        if (!oversubscribed(g))
+            return;
+        const Client* next = nullptr;
+        for (const auto& [seq, id] : queues_[g].waiting)
+            if (id != c.id) {
+                next = &clients_.at(id);
+                break;
+            }
+        if (next == nullptr)
+            return;  // nobody to make room for
+        uint64_t need = 0;
+        uint64_t own = 0;
+        for (const auto& [id, o] : clients_) {
+            const auto m = o.memory.find(g);
+            if (m == o.memory.end())
+                continue;
+            if (&o == &c) {
+                need += m->second.pinned;
+                own = m->second.managed;
+            } else if (&o == next || (o.held & gpu_bit(g)) != 0) {
+                need += m->second.total();
+            } else {
+                need += m->second.pinned;
+                const auto k = o.kept.find(g);
+                if (k != o.kept.end())
+                    need += std::min(k->second, m->second.managed);
+            }
+        }
+        const uint64_t capacity = gpus_[g].capacity;
+        const uint64_t room = capacity > need ? capacity - need : 0;
+        keep = std::min({keep, room, own});
+    });
+    return keep;
 }
 
 Duration Scheduler::quantum_for(const Client& c) const
@@ -418,6 +462,7 @@ void Scheduler::grant(Client& c, TimePoint now)
     c.granted_at = now;
     c.waited_total += now - c.waiting_since;
     c.grants++;
+    c.keep_offered = 0;  // a release nobody asked for evicts everything
     c.drop_sent = false;
     c.contended_sent = contended(c);
     for_each_gpu(c.held, [&](GpuIndex g) {
@@ -431,7 +476,12 @@ void Scheduler::grant(Client& c, TimePoint now)
 GpuSet Scheduler::end_hold(Client& c, GpuSet gpus, TimePoint now)
 {
     gpus &= c.held;
-    for_each_gpu(gpus, [&](GpuIndex g) { erase_value(gpus_[g].holders, c.id); });
+    for_each_gpu(gpus, [&](GpuIndex g) {
+        erase_value(gpus_[g].holders, c.id);
+        const auto m = c.memory.find(g);
+        const uint64_t managed = m != c.memory.end() ? m->second.managed : 0;
+        c.kept[g] = oversubscribed(g) ? std::min(c.keep_offered, managed) : managed;
+    });
     c.held &= ~gpus;
     if (c.held == 0) {
         c.held_total += now - c.granted_at;
@@ -459,6 +509,7 @@ GpuSet Scheduler::revoke_hold(Client& c, TimePoint now)
 {
     const GpuSet held = c.held;
     c.revocations++;
+    c.keep_offered = UINT64_MAX;  // it did not let go: assume all its data stayed
     end_hold(c, held, now);
     push(ActionKind::Revoke, c, held);
     return held;

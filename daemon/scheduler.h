@@ -81,6 +81,10 @@ struct Client {
     std::vector<GpuIndex> gpus;  // in the client's Hello order: local index -> GpuIndex
     std::map<GpuIndex, MemoryUse> memory;
     std::map<GpuIndex, SwapStats> swaps;
+    // Managed memory it left on each oversubscribed GPU when it last let go
+    // (what the latest Drop or Contended allowed); all of it while holding.
+    std::map<GpuIndex, uint64_t> kept;
+    uint64_t keep_offered = 0;
 
     Phase phase = Phase::Idle;
     GpuSet wanted = 0;  // while Waiting
@@ -123,6 +127,9 @@ struct Action {
     bool oversubscribed = false;  // reported memory exceeds capacity on one of `gpus`
     bool contended = false;       // Grant: somebody already waits for them
     Duration grace{};             // Drop
+    // Drop, Contended on an oversubscribed GPU: managed bytes the client may
+    // leave on `gpus` when it lets go (UINT64_MAX: everything).
+    uint64_t keep = UINT64_MAX;
 };
 
 enum class RevokeReason { GraceExpired, Admin };
@@ -200,6 +207,10 @@ private:
     GpuSet compute_exclusive() const;
     bool oversubscribed_set(GpuSet gpus) const;
     void push(ActionKind kind, const Client& c, GpuSet gpus, Duration grace = {});
+    // Managed bytes `c` may leave on `gpus` when it lets go: on an
+    // oversubscribed GPU, what fits beside the next waiter's memory and what
+    // everybody else keeps there (pinned memory, what others left behind).
+    uint64_t keep_allowance(const Client& c, GpuSet gpus) const;
     void refresh_exclusive(TimePoint now);
     void enqueue(Client& c);
     void dequeue(Client& c);

@@ -33,6 +33,11 @@ namespace nvshare::preload::client {
 
 namespace {
 
+uint64_t keep_from_wire(uint32_t keep_mib)
+{
+    return keep_mib == proto::kKeepEverything ? UINT64_MAX : static_cast<uint64_t>(keep_mib) << 20;
+}
+
 constexpr uint32_t kBackoffFirstMs = 500;
 constexpr uint32_t kBackoffMaxMs = 10000;
 constexpr uint64_t kReportPeriodNs = 20ull * 1000 * 1000;
@@ -56,6 +61,8 @@ constexpr uint64_t kEvictLimitNs = 10ull * 1000 * 1000 * 1000;
 constexpr uint64_t kInFlightNs = 1ull * 1000 * 1000;
 // How often completion of a bulk prefetch is looked for.
 constexpr uint64_t kSwapPollNs = 2ull * 1000 * 1000;
+// The program's work waits at most this long for a swap-in to finish.
+constexpr uint64_t kSwapInGateLimitNs = 5ull * 1000 * 1000 * 1000;
 bool g_atfork_registered = false;
 
 void set_ready()
@@ -73,9 +80,11 @@ struct Session {
     bool requested = false;
     bool contended = false;
     bool oversubscribed = false;  // the daemon's latest word on our GPUs
+    uint64_t keep_bytes = 0;      // managed memory we may leave there when we let go
     bool drop_pending = false;
-    uint32_t gpu_count = 0;   // GPUs named in our Hello
-    uint32_t generation = 0;  // devices::generation() at Hello
+    uint64_t open_after_swap_in = 0;  // deadline: the gate opens when our data is back
+    uint32_t gpu_count = 0;           // GPUs named in our Hello
+    uint32_t generation = 0;          // devices::generation() at Hello
     uint64_t connected_at = 0;
     uint64_t drop_deadline = 0;
     uint64_t next_idle_check = 0;
@@ -248,12 +257,19 @@ bool Client::handle(proto::MsgType type, const uint8_t* p, uint32_t length)
             s_.drop_pending = false;
             s_.contended = (g.flags & proto::kGrantContended) != 0;
             s_.oversubscribed = (g.flags & proto::kGrantOversubscribed) != 0;
+            s_.keep_bytes = 0;  // until nvshared says what fits beside the next holder
             s_.next_idle_check = now + config().idle_release_ms * 1000000ull;
             s_.quiet_since = now;
             g_want.store(false);
-            gate_open();
-            // Work proceeds while our data streams in behind it.
             residency::on_grant(g.gpus, s_.oversubscribed);
+            if (s_.oversubscribed && residency::busy()) {
+                // Our data was evicted: kernels that ran now would fault it
+                // in page by page, far slower than the bulk prefetch, and
+                // slow the prefetch down. They wait for it instead.
+                s_.open_after_swap_in = now + kSwapInGateLimitNs;
+            } else {
+                gate_open();  // work proceeds while new data streams in behind it
+            }
             log_debug("lock granted%s", s_.contended ? " (contended)" : "");
             return true;
         }
@@ -261,7 +277,9 @@ bool Client::handle(proto::MsgType type, const uint8_t* p, uint32_t length)
             proto::DropPayload d{};
             memcpy(&d, p, sizeof d);
             gate_close();  // stop admitting work at once; drained in work()
+            s_.open_after_swap_in = 0;
             s_.oversubscribed = (d.flags & proto::kGrantOversubscribed) != 0;
+            s_.keep_bytes = keep_from_wire(d.keep_mib);
             if (s_.holding) {
                 s_.drop_pending = true;
                 s_.drop_deadline = now + d.grace_us * 1000 * 3 / 4;
@@ -273,6 +291,7 @@ bool Client::handle(proto::MsgType type, const uint8_t* p, uint32_t length)
         case MsgType::Revoked:
             gate_close();
             s_.holding = s_.requested = s_.drop_pending = false;
+            s_.open_after_swap_in = 0;
             log_warn("nvshared revoked the GPU lock (not released in time)");
             return true;
         case MsgType::Contended: {
@@ -280,6 +299,7 @@ bool Client::handle(proto::MsgType type, const uint8_t* p, uint32_t length)
             memcpy(&c, p, sizeof c);
             s_.contended = true;
             s_.oversubscribed = (c.flags & proto::kGrantOversubscribed) != 0;
+            s_.keep_bytes = keep_from_wire(c.keep_mib);
             return true;
         }
         case MsgType::Error: {
@@ -343,7 +363,7 @@ bool Client::drain(uint64_t deadline)
 void Client::release(uint64_t deadline)
 {
     const uint64_t all = s_.gpu_count >= 64 ? ~0ull : (1ull << s_.gpu_count) - 1;
-    residency::before_release(all, s_.oversubscribed, deadline);
+    residency::before_release(all, s_.oversubscribed, s_.keep_bytes, deadline);
     send_mask(proto::MsgType::Released);
     s_.holding = s_.requested = s_.drop_pending = false;
     report_stats();
@@ -391,7 +411,7 @@ void Client::work(uint64_t now)
     // holder whose pauses are short from thrashing the GPU.
     const uint64_t period = config().idle_release_ms * 1000000ull;
     if (s_.holding && !s_.drop_pending && s_.contended && period != 0 &&
-        now >= s_.next_idle_check) {
+        s_.open_after_swap_in == 0 && now >= s_.next_idle_check) {
         const uint64_t switch_cost = s_.oversubscribed ? residency::switch_cost_ns() : 0;
         const uint64_t threshold = period > switch_cost ? period : switch_cost;
         s_.next_idle_check = now + period;
@@ -422,6 +442,11 @@ void Client::work(uint64_t now)
     }
     if (residency::poll())
         report_stats();
+    if (s_.open_after_swap_in != 0 && (!residency::busy() || now >= s_.open_after_swap_in)) {
+        s_.open_after_swap_in = 0;
+        s_.quiet_since = now;
+        gate_open();
+    }
     // Memory first: in auto mode the daemon decides from it whether this
     // request may run alongside others, so it must not learn it too late.
     const bool requesting = g_want.load() && !s_.holding && !s_.requested;
@@ -461,6 +486,8 @@ int Client::timeout_ms(uint64_t now) const
         consider(s_.next_idle_check);
     if (residency::busy())
         consider(now + kSwapPollNs);
+    if (s_.open_after_swap_in != 0)
+        consider(s_.open_after_swap_in);
     for (uint32_t i = 0; i < s_.gpu_count; ++i)
         if (devices::at(i).dirty.load())
             consider(s_.last_report + kReportPeriodNs);

@@ -57,6 +57,7 @@ struct Round {
     CUmemLocation location;
     uint64_t budget;          // bytes at most
     uint64_t newer_than = 0;  // only allocations after this one
+    uint64_t keep = 0;        // eviction: leave the newest allocations up to this
     uint64_t bytes = 0;
     uint64_t max_seq = 0;
     bool ok = false;
@@ -79,9 +80,14 @@ void migrate(void* arg)
     if (ranges == nullptr)
         return;
     const size_t n = alloc::managed_ranges(r->index, ranges, kMaxRanges);
+    uint64_t kept = 0;
     for (size_t i = 0; i < n && r->bytes < r->budget; ++i) {
         if (ranges[i].seq <= r->newer_than)
             break;  // newest first: the rest is older
+        if (kept + ranges[i].size <= r->keep) {
+            kept += ranges[i].size;
+            continue;
+        }
         if (prefetch(ranges[i].ptr, ranges[i].size, r->location, 0, g.stream) == CUDA_SUCCESS)
             r->bytes += ranges[i].size;
         if (ranges[i].seq > r->max_seq)
@@ -153,7 +159,7 @@ bool poll()
     return changed;
 }
 
-void before_release(uint64_t gpus, bool oversubscribed, uint64_t deadline_ns)
+void before_release(uint64_t gpus, bool oversubscribed, uint64_t keep_bytes, uint64_t deadline_ns)
 {
     for (uint32_t i = 0; i < devices::count(); ++i) {
         GpuState& g = g_gpus[i];
@@ -162,6 +168,7 @@ void before_release(uint64_t gpus, bool oversubscribed, uint64_t deadline_ns)
         if (contexts::active_captures() > 0)
             continue;
         Round r{i, {}, UINT64_MAX};
+        r.keep = config().evict == Policy::On ? 0 : keep_bytes;
         r.location.type = CU_MEM_LOCATION_TYPE_HOST;
         r.location.id = 0;
         const uint64_t start = now_ns();

@@ -18,8 +18,11 @@ namespace nvshare::preload::residency {
 void on_grant(uint64_t gpus, bool oversubscribed);
 
 // Before Released: evicts to host memory when the policy says so and waits
-// for it, at most until `deadline_ns` (CLOCK_MONOTONIC).
-void before_release(uint64_t gpus, bool oversubscribed, uint64_t deadline_ns);
+// for it, at most until `deadline_ns` (CLOCK_MONOTONIC). The newest
+// allocations, up to `keep_bytes` per GPU, stay: nvshared says how much fits
+// beside the next holder, so only the excess moves (NVSHARE_EVICT=1 evicts
+// everything).
+void before_release(uint64_t gpus, bool oversubscribed, uint64_t keep_bytes, uint64_t deadline_ns);
 
 // Prefetches in flight whose completion must be noticed (poll soon).
 bool busy();

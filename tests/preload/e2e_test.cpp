@@ -688,6 +688,73 @@ TEST(Switching, OversubscribedGpuSwapsInBulk)
 // Where everything fits, data stays where it is: each allocation is moved to
 // the GPU once, in bulk when first granted (rather than by page faults), and
 // nothing is ever evicted.
+// Two clients of 2 x 300 MiB on a GPU of 1 GiB: beside the next holder's
+// 600 MiB there is room for one of the releasing client's allocations, so
+// each release evicts exactly one (the older), never both.
+TEST(Switching, EvictsOnlyWhatTheNextHolderNeeds)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "auto", "--capacity", "1G"});
+    Pair p = run_pair(dir, daemon.socket(),
+                      {{"--kernels", "2", "--kernel-us", "20000", "--alloc", "300M", "--allocs",
+                        "2", "--hold-ms", "1500"},
+                       {},
+                       false});
+    uint64_t evicted = 0, swap_outs = 0;
+    const bool switched = eventually([&] {
+        const auto s = daemon.status();
+        if (s.is_null())
+            return false;
+        evicted = swap_outs = 0;
+        for (const auto& c : s["clients"]) {
+            evicted += c["bytes_evicted"].get<uint64_t>();
+            swap_outs += c["swap_outs"].get<uint64_t>();
+        }
+        return swap_outs >= 1;
+    });
+    expect_clean_exit(p.a);
+    expect_clean_exit(p.b);
+    EXPECT_TRUE(switched) << daemon.status().dump();
+    EXPECT_EQ(evicted, swap_outs * (300ull << 20)) << daemon.status().dump();
+    EXPECT_FALSE(overlapped(read_work(dir.file("fake.log")), p.a.pid(), p.b.pid()));
+    EXPECT_GE(events_of_both(dir, p, "prefetch to host 314572800"), 1)
+        << read_file(dir.file("fake.log"));
+}
+
+// After a grant on an oversubscribed GPU the program's kernels wait for the
+// bulk swap-in instead of faulting their data in beside it: none of its
+// kernels overlaps its own prefetches (slowed down to 100 ms each here).
+TEST(Switching, WorkWaitsForTheSwapIn)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "auto", "--capacity", "1G"});
+    Pair p =
+        run_pair(dir, daemon.socket(),
+                 {{"--kernels", "3", "--kernel-us", "20000", "--alloc", "700M", "--hold-ms", "300"},
+                  {{"FAKECUDA_COPY_US", "100000"}},
+                  false});
+    expect_clean_exit(p.a);
+    expect_clean_exit(p.b);
+    const auto work = read_work(dir.file("fake.log"));
+    int prefetches = 0;
+    for (pid_t pid : {p.a.pid(), p.b.pid()}) {
+        const auto mine = work_of(work, pid);
+        for (const Work& w : mine) {
+            if (w.name.find("cuMemPrefetchAsync") == std::string::npos)
+                continue;
+            ++prefetches;
+            for (const Work& k : mine) {
+                if (k.name.find("cuLaunchKernel") == std::string::npos)
+                    continue;
+                EXPECT_FALSE(k.start < w.end && w.start < k.end)
+                    << "kernel [" << k.start << ", " << k.end << ") overlaps prefetch [" << w.start
+                    << ", " << w.end << ")";
+            }
+        }
+    }
+    EXPECT_GE(prefetches, 2) << read_file(dir.file("fake.log"));
+}
+
 TEST(Switching, FitsMovesEachAllocationOnceAndNeverEvicts)
 {
     TempDir dir;

@@ -319,6 +319,65 @@ TEST_F(SchedulerTest, AutoSerializesOnlyWhileMemoryExceedsCapacity)
     EXPECT_EQ(actions(), V{"G2"});
 }
 
+// On an oversubscribed GPU the holder is told how much of its managed memory
+// may stay: what fits beside the next waiter and what others keep there.
+TEST_F(SchedulerTest, DropTellsHowMuchMayStayBesideTheNextHolder)
+{
+    s_.set_mode(Mode::Auto, now_);
+    gpu(0, 12 * GiB);
+    client(1);
+    client(2);
+    client(3);
+    s_.report_memory(1, 0, {8 * GiB, 0}, now_);
+    s_.report_memory(2, 0, {6 * GiB, 1 * GiB}, now_);  // 7 GiB, of which 1 pinned
+    s_.report_memory(3, 0, {2 * GiB, 0}, now_);
+    ASSERT_TRUE(s_.serializing(0));
+    const auto keep_of = [&](ActionKind kind) {
+        for (const Action& a : s_.take_actions())
+            if (a.kind == kind)
+                return a.keep;
+        return uint64_t{0};
+    };
+    s_.request(1, gpu_bit(0), now_);
+    (void)s_.take_actions();
+    s_.request(2, gpu_bit(0), now_);
+    // 12 GiB less the waiter's 7 GiB (its pinned part included): 5 GiB of 8.
+    EXPECT_EQ(keep_of(ActionKind::Contended), 5 * GiB);
+    advance(31s);
+    EXPECT_EQ(keep_of(ActionKind::Drop), 5 * GiB);
+    s_.release(1, gpu_bit(0), now_);
+    (void)s_.take_actions();  // G2
+
+    // Now 1 keeps 5 GiB on the GPU; 3 waits behind 2 and needs 2 GiB:
+    // 2 may keep 12 - 5 (1's) - 2 (3's) - 1 (its own pinned) = 4 GiB.
+    s_.request(3, gpu_bit(0), now_);
+    EXPECT_EQ(keep_of(ActionKind::Contended), 4 * GiB);
+    s_.release(2, gpu_bit(0), now_);
+    (void)s_.take_actions();  // G3
+
+    // 3 holds and 1 comes back: 1's 8 GiB, and 2's 4 GiB kept and 1 GiB
+    // pinned, leave no room for 3's data.
+    s_.request(1, gpu_bit(0), now_);
+    EXPECT_EQ(keep_of(ActionKind::Contended), 0u);
+}
+
+TEST_F(SchedulerTest, KeepsEverythingWhereMemoryFits)
+{
+    s_.set_mode(Mode::On, now_);
+    gpu(0, 80 * GiB);
+    client(1);
+    client(2);
+    s_.report_memory(1, 0, {8 * GiB, 0}, now_);
+    s_.report_memory(2, 0, {8 * GiB, 0}, now_);
+    s_.request(1, gpu_bit(0), now_);
+    (void)s_.take_actions();
+    s_.request(2, gpu_bit(0), now_);
+    const auto acts = s_.take_actions();
+    ASSERT_EQ(acts.size(), 1u);
+    EXPECT_EQ(acts[0].kind, ActionKind::Contended);
+    EXPECT_EQ(acts[0].keep, UINT64_MAX);
+}
+
 TEST_F(SchedulerTest, CapacityIsConfigurableAndAppliesToAuto)
 {
     s_.set_mode(Mode::Auto, now_);
