@@ -13,6 +13,8 @@ each run under every configuration side by side in one session:
   nvshare      nvshare as shipped (auto mode, bulk prefetch/evict, 100 ms
                early release)
   nvshare-on   the same in `on` mode (bursts always take turns)
+  nvshare-on-evict-all   oversubscribed only: `on` mode evicting everything
+               on every switch, whose swap-ins measure the bulk transfer rate
 
 Oversubscription is emulated: nvshared's --capacity is set below the pair's
 total while the card itself has room for both (safety rule: the managed
@@ -109,11 +111,19 @@ class Bench:
         cap = ["--capacity", f"{capacity_mib}M"] if capacity_mib else []
         demand_env = {"NVSHARE_PREFETCH": "0", "NVSHARE_IDLE_RELEASE_MS": "5000",
                       "NVSHARE_EVICT": "auto"}
-        return {
+        configs = {
             "demand": (["--anti-thrashing", "on", "--time-quantum", "30s"] + cap, demand_env),
             "nvshare": (["--anti-thrashing", "auto"] + cap, {}),
             "nvshare-on": (["--anti-thrashing", "on"] + cap, {}),
         }
+        if capacity_mib:
+            # Evicting everything on every switch: slower, but every swap-in
+            # then moves the whole working set, so its rate is the bulk
+            # transfer rate (with partial eviction, part of what is
+            # prefetched is already there and the rate would be inflated).
+            configs["nvshare-on-evict-all"] = (["--anti-thrashing", "on"] + cap,
+                                               {"NVSHARE_EVICT": "1"})
+        return configs
 
     def pair(self, name, job, ideal):
         row = {"ideal_s": ideal}
