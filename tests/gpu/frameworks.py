@@ -177,21 +177,6 @@ for _ in range(500):
     x = step(a, x)
 print('RESULT', f'{float(x.sum()):.2f}', float(ballast.sum()))
 """),
-    "jax-platform-allocator": dict(
-        env={"XLA_PYTHON_CLIENT_ALLOCATOR": "platform"},
-        kind=None, code="""
-import jax, jax.numpy as jnp
-k = jax.random.PRNGKey(0)
-ballast = jnp.ones(256 << 20, dtype=jnp.float32)
-a = jax.random.normal(k, (2048, 2048)) / 64; x = jax.random.normal(k, (2048, 2048))
-b = jax.random.normal(jax.random.PRNGKey(1), (2048, 2048))
-step = jax.jit(lambda a, x: jnp.tanh(a @ x + b))
-step(a, x).block_until_ready()
-barrier()
-for _ in range(500):
-    x = step(a, x)
-print('RESULT', f'{float(x.sum()):.2f}', float(ballast.sum()))
-"""),
     "nccl-allreduce": dict(kind=None, env={"NCCL_NVLS_ENABLE": "0"}, code="""
 import torch, torch.distributed as dist
 os.environ['MASTER_ADDR'] = '127.0.0.1'
