@@ -65,8 +65,11 @@ std::optional<std::chrono::microseconds> parse_duration(std::string_view text)
         {"", 1e6},     {"s", 1e6},  {"sec", 1e6},  {"us", 1},     {"usec", 1},    {"ms", 1e3},
         {"msec", 1e3}, {"m", 60e6}, {"min", 60e6}, {"h", 3600e6}, {"hr", 3600e6},
     };
+    // Callers hold durations as nanoseconds (the scheduler's Duration): a
+    // longer one (~292 years) would overflow there, wrap, and could pass a
+    // range check as a short one. The double of the limit rounds up, hence >=.
     const auto us = scale(text, units);
-    if (!us || *us > static_cast<double>(std::numeric_limits<int64_t>::max() / 2))
+    if (!us || *us >= static_cast<double>(std::numeric_limits<int64_t>::max() / 1000))
         return std::nullopt;
     return std::chrono::microseconds(static_cast<int64_t>(std::llround(*us)));
 }

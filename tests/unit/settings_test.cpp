@@ -51,6 +51,17 @@ TEST(Config, ReportsBadLinesAndKeepsTheRest)
     EXPECT_EQ(r.layer.grace, Duration(3s));
 }
 
+// Found by the config fuzzer: 18446744074 s does not fit in nanoseconds and
+// wrapped to about 290 ms, which passed the range check.
+TEST(Config, RejectsDurationsTooLongForNanoseconds)
+{
+    const auto r = parse_config("time-quantum = 18446744074\ngrace = 073709551615\n");
+    ASSERT_EQ(r.errors.size(), 2u);
+    EXPECT_NE(r.errors[0].find("line 1: invalid time quantum"), std::string::npos) << r.errors[0];
+    EXPECT_NE(r.errors[1].find("line 2: invalid grace period"), std::string::npos) << r.errors[1];
+    EXPECT_TRUE(r.layer.empty());
+}
+
 TEST(Config, EmptyOrBinaryInputNeverCrashes)
 {
     EXPECT_TRUE(parse_config("").layer.empty());

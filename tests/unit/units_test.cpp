@@ -22,6 +22,15 @@ TEST(Units, RejectsBadDurations)
         EXPECT_FALSE(parse_duration(bad)) << bad;
 }
 
+// Callers convert to nanoseconds: what does not fit there is refused here.
+TEST(Units, RejectsDurationsTooLongForNanoseconds)
+{
+    EXPECT_EQ(parse_duration("9000000000"), microseconds(9000000000000000));
+    EXPECT_FALSE(parse_duration("9223372037"));  // just over INT64_MAX ns
+    EXPECT_FALSE(parse_duration("18446744074"));
+    EXPECT_FALSE(parse_duration("1000000000000h"));
+}
+
 TEST(Units, ParsesSizes)
 {
     EXPECT_EQ(parse_size("16G"), 16ull << 30);
