@@ -106,7 +106,7 @@ inline constexpr uint32_t kKeepEverything = 0xFFFFFFFFu;
 struct GrantPayload {  // Grant, Contended
     uint64_t gpus;
     uint32_t flags;     // kGrant*
-    uint32_t keep_mib;  // Contended: see kKeepEverything; 0 in Grant
+    uint32_t keep_mib;  // Contended, Grant with kGrantContended: see kKeepEverything
 };
 static_assert(sizeof(GrantPayload) == 16);
 

@@ -343,7 +343,8 @@ void Scheduler::push(ActionKind kind, const Client& c, GpuSet gpus, Duration gra
     a.contended = kind == ActionKind::Contended || c.contended_sent;
     a.oversubscribed = oversubscribed_set(gpus);
     a.grace = grace;
-    if (kind == ActionKind::Drop || kind == ActionKind::Contended) {
+    if (kind == ActionKind::Drop || kind == ActionKind::Contended ||
+        (kind == ActionKind::Grant && a.contended)) {
         a.keep = keep_allowance(c, gpus);
         if (Client* m = find(c.id))
             m->keep_offered = a.keep;

@@ -127,8 +127,9 @@ struct Action {
     bool oversubscribed = false;  // reported memory exceeds capacity on one of `gpus`
     bool contended = false;       // Grant: somebody already waits for them
     Duration grace{};             // Drop
-    // Drop, Contended on an oversubscribed GPU: managed bytes the client may
-    // leave on `gpus` when it lets go (UINT64_MAX: everything).
+    // Drop, Contended, a contended Grant, on an oversubscribed GPU: managed
+    // bytes the client may leave on `gpus` when it lets go (UINT64_MAX:
+    // everything).
     uint64_t keep = UINT64_MAX;
 };
 

@@ -582,7 +582,7 @@ void Server::dispatch_actions()
                                (a.oversubscribed ? proto::kGrantOversubscribed : 0u);
         switch (a.kind) {
             case ActionKind::Grant: {
-                const proto::GrantPayload p{local, flags, 0};
+                const proto::GrantPayload p{local, flags, a.contended ? keep_mib(a.keep) : 0};
                 NVS_DEBUG("grant %llu to client %llu", static_cast<unsigned long long>(local),
                           static_cast<unsigned long long>(a.client));
                 send(*c, proto::MsgType::Grant, &p, sizeof p);

@@ -257,7 +257,8 @@ bool Client::handle(proto::MsgType type, const uint8_t* p, uint32_t length)
             s_.drop_pending = false;
             s_.contended = (g.flags & proto::kGrantContended) != 0;
             s_.oversubscribed = (g.flags & proto::kGrantOversubscribed) != 0;
-            s_.keep_bytes = 0;  // until nvshared says what fits beside the next holder
+            // Somebody already waits: nvshared says what fits beside them.
+            s_.keep_bytes = s_.contended ? keep_from_wire(g.keep_mib) : 0;
             s_.next_idle_check = now + config().idle_release_ms * 1000000ull;
             s_.quiet_since = now;
             g_want.store(false);

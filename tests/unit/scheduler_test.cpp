@@ -361,6 +361,28 @@ TEST_F(SchedulerTest, DropTellsHowMuchMayStayBesideTheNextHolder)
     EXPECT_EQ(keep_of(ActionKind::Contended), 0u);
 }
 
+// Granted while others wait: the Grant itself says what may stay.
+TEST_F(SchedulerTest, ContendedGrantCarriesTheKeep)
+{
+    s_.set_mode(Mode::Auto, now_);
+    gpu(0, 12 * GiB);
+    for (ClientId id : {1, 2, 3}) {
+        client(id);
+        s_.report_memory(id, 0, {8 * GiB, 0}, now_);
+    }
+    s_.request(1, gpu_bit(0), now_);
+    s_.request(2, gpu_bit(0), now_);
+    s_.request(3, gpu_bit(0), now_);
+    (void)s_.take_actions();
+    s_.release(1, gpu_bit(0), now_);  // 1 left everything it was allowed: 4 GiB
+    const auto acts = s_.take_actions();
+    ASSERT_EQ(acts.size(), 1u);
+    EXPECT_EQ(acts[0].kind, ActionKind::Grant);
+    EXPECT_TRUE(acts[0].contended);
+    // 12 GiB less 3's 8 GiB and the 4 GiB 1 kept: nothing of 2's may stay.
+    EXPECT_EQ(acts[0].keep, 0u);
+}
+
 TEST_F(SchedulerTest, KeepsEverythingWhereMemoryFits)
 {
     s_.set_mode(Mode::On, now_);
