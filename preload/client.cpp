@@ -262,8 +262,7 @@ bool Client::handle(proto::MsgType type, const uint8_t* p, uint32_t length)
             s_.next_idle_check = now + config().idle_release_ms * 1000000ull;
             s_.quiet_since = now;
             g_want.store(false);
-            residency::on_grant(g.gpus, s_.oversubscribed);
-            if (s_.oversubscribed && residency::busy()) {
+            if (residency::on_grant(g.gpus, s_.oversubscribed)) {
                 // Our data was evicted: kernels that ran now would fault it
                 // in page by page, far slower than the bulk prefetch, and
                 // slow the prefetch down. They wait for it instead.

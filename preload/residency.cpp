@@ -18,6 +18,9 @@ namespace {
 // Ranges moved per GPU and round. A process with more managed allocations
 // than this gets its newest ones moved in bulk; older ones fault in.
 constexpr size_t kMaxRanges = 16384;
+// What stays of an allocation on eviction is kept in this unit (the GPU's
+// large page), so the moves stay page-aligned.
+constexpr uint64_t kKeepAlign = 2ull << 20;
 
 struct GpuState {
     CUstream stream = nullptr;  // the library's own, created on first use
@@ -84,12 +87,19 @@ void migrate(void* arg)
     for (size_t i = 0; i < n && r->bytes < r->budget; ++i) {
         if (ranges[i].seq <= r->newer_than)
             break;  // newest first: the rest is older
-        if (kept + ranges[i].size <= r->keep) {
-            kept += ranges[i].size;
-            continue;
+        uint64_t ptr = ranges[i].ptr, size = ranges[i].size;
+        if (kept < r->keep) {
+            // All of it, or its head in whole large pages.
+            const uint64_t room = r->keep - kept;
+            const uint64_t k = size <= room ? size : room & ~(kKeepAlign - 1);
+            kept += k;
+            if (k == size)
+                continue;
+            ptr += k;
+            size -= k;
         }
-        if (prefetch(ranges[i].ptr, ranges[i].size, r->location, 0, g.stream) == CUDA_SUCCESS)
-            r->bytes += ranges[i].size;
+        if (prefetch(ptr, size, r->location, 0, g.stream) == CUDA_SUCCESS)
+            r->bytes += size;
         if (ranges[i].seq > r->max_seq)
             r->max_seq = ranges[i].seq;
     }
@@ -104,8 +114,9 @@ bool stream_done(void* stream)
 
 }  // namespace
 
-void on_grant(uint64_t gpus, bool oversubscribed)
+bool on_grant(uint64_t gpus, bool oversubscribed)
 {
+    bool restoring = false;
     for (uint32_t i = 0; i < devices::count(); ++i) {
         GpuState& g = g_gpus[i];
         if ((gpus >> i & 1) == 0 || g.in_flight)
@@ -115,6 +126,7 @@ void on_grant(uint64_t gpus, bool oversubscribed)
         // Where everything fits and nothing of ours was evicted, data already
         // migrated is still on the GPU: only what is new is worth moving.
         const bool all = wanted(config().prefetch, oversubscribed || g.data_on_host);
+        const bool evicted = g.data_on_host;
         Round r{i, {}, devices::capacity(i)};
         r.newer_than = all ? 0 : g.migrated_seq;
         r.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
@@ -128,10 +140,12 @@ void on_grant(uint64_t gpus, bool oversubscribed)
         if (r.bytes == 0)
             continue;
         g.in_flight = true;
+        restoring |= evicted;
         g.started_ns = start;
         g.bytes = r.bytes;
         log_debug("prefetching %llu bytes to GPU %u", static_cast<unsigned long long>(r.bytes), i);
     }
+    return restoring;
 }
 
 bool busy()

@@ -14,8 +14,9 @@ namespace nvshare::preload::residency {
 // After a grant of `gpus` (client-local mask); `oversubscribed` as the
 // daemon said. Returns at once; the prefetch runs on the GPU. Allocations
 // never migrated yet are always prefetched (unless NVSHARE_PREFETCH=0): bulk
-// population beats populating them by page faults.
-void on_grant(uint64_t gpus, bool oversubscribed);
+// population beats populating them by page faults. True if data this
+// library evicted is on its way back (busy() until it is).
+bool on_grant(uint64_t gpus, bool oversubscribed);
 
 // Before Released: evicts to host memory when the policy says so and waits
 // for it, at most until `deadline_ns` (CLOCK_MONOTONIC). The newest
