@@ -43,8 +43,9 @@ void* nvs_dlsym(void* handle, const char* name);
 // address to resolve RTLD_NEXT, and that must be our caller's, not ours.
 // optimize("O2") keeps it a tail call in -O0 builds too (checked by the
 // Dlsym end-to-end test).
-__attribute__((visibility("default"), optimize("O2", "omit-frame-pointer"))) void* nvs_dlsym(
-    void* handle, const char* name)
+__attribute__((visibility("default"), optimize("O2", "omit-frame-pointer")))
+NVS_UNINSTRUMENTED void*
+nvs_dlsym(void* handle, const char* name)
 {
     if (name != nullptr && name[0] == 'c' && name[1] == 'u') {
         void* answer = nullptr;
