@@ -27,9 +27,9 @@ const Paths& Paths::get()
                                          " is not set (run through meson test)");
             return std::string(v);
         };
-        Paths p{need("NVSHARE_TEST_NVSHARED"), need("NVSHARE_TEST_LIBRARY"),
+        Paths p{need("NVSHARE_TEST_NVSHARED"),     need("NVSHARE_TEST_LIBRARY"),
                 need("NVSHARE_TEST_FAKECUDA_DIR"), need("NVSHARE_TEST_CLIENT"),
-                need("NVSHARE_TEST_CLIENT_DL"), ""};
+                need("NVSHARE_TEST_CLIENT_DL"),    ""};
         const char* runtime = getenv("NVSHARE_TEST_PRELOAD_RUNTIME");
         p.preload = (runtime != nullptr && *runtime != '\0')
                         ? std::string(runtime) + " " + p.library
