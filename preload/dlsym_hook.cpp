@@ -11,15 +11,22 @@
 namespace nvshare::preload {
 namespace {
 
-// true when the answer is decided (*out); false: forward to glibc.
-bool answer_driver_name(void* handle, const char* name, void** out)
+// Returned by value, not through a pointer to a local of nvs_dlsym: a local
+// whose address is taken stops GCC making the forwarding a tail call under
+// -fsanitize=address at -O0, whatever the function's attributes.
+struct DriverAnswer {
+    bool decided;  // false: forward to glibc
+    void* found;
+};
+
+DriverAnswer answer_driver_name(void* handle, const char* name)
 {
     const int i = find_exported_hook(name);
     if (i < 0)
-        return false;
+        return {false, nullptr};
     DlsymFn dl = real_dlsym();
     if (dl == nullptr)
-        return false;
+        return {false, nullptr};
     void* found = dl(handle, name);
     if (found == hook_wrapper(static_cast<size_t>(i))) {
         // The global scope found our own export (RTLD_DEFAULT): the name
@@ -28,8 +35,8 @@ bool answer_driver_name(void* handle, const char* name, void** out)
         found = driver != nullptr ? dl(driver, name) : nullptr;
     }
     // NVSHARE_DISABLE: the driver's own function, as if we were not here.
-    *out = found == nullptr || config().disabled ? found : hook_wrapper(static_cast<size_t>(i));
-    return true;
+    return {true,
+            found == nullptr || config().disabled ? found : hook_wrapper(static_cast<size_t>(i))};
 }
 
 }  // namespace
@@ -41,15 +48,17 @@ void* nvs_dlsym(void* handle, const char* name);
 
 // Forwarding must be a tail call: glibc's dlsym takes its caller's return
 // address to resolve RTLD_NEXT, and that must be our caller's, not ours.
-// optimize("O2") keeps it a tail call in -O0 builds too (checked by the
-// Dlsym end-to-end test).
-__attribute__((visibility("default"), optimize("O2", "omit-frame-pointer"))) void* nvs_dlsym(
-    void* handle, const char* name)
+// optimize("O2") keeps it a tail call in -O0 builds too, sanitizer builds
+// included (checked by the Dlsym end-to-end test).
+__attribute__((visibility("default"), optimize("O2", "omit-frame-pointer")))
+NVS_UNINSTRUMENTED void*
+nvs_dlsym(void* handle, const char* name)
 {
     if (name != nullptr && name[0] == 'c' && name[1] == 'u') {
-        void* answer = nullptr;
-        if (nvshare::preload::answer_driver_name(handle, name, &answer))
-            return answer;
+        const nvshare::preload::DriverAnswer answer =
+            nvshare::preload::answer_driver_name(handle, name);
+        if (answer.decided)
+            return answer.found;
     }
     nvshare::preload::DlsymFn real = nvshare::preload::real_dlsym();
     return real != nullptr ? real(handle, name) : nullptr;

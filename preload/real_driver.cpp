@@ -10,7 +10,9 @@ namespace nvshare::preload {
 
 namespace {
 
-std::atomic<DlsymFn> g_dlsym{nullptr};
+// Builtins, not std::atomic: real_dlsym() is uninstrumented, and the
+// std::atomic members are functions that a sanitizer build instruments.
+DlsymFn g_dlsym = nullptr;
 std::atomic<void*> g_driver{nullptr};
 
 // dlopen runs libcuda's constructors, which may look up cu* names; a nested
@@ -19,16 +21,16 @@ thread_local bool t_opening = false;
 
 }  // namespace
 
-DlsymFn real_dlsym()
+NVS_UNINSTRUMENTED DlsymFn real_dlsym()
 {
-    DlsymFn f = g_dlsym.load(std::memory_order_acquire);
+    DlsymFn f = __atomic_load_n(&g_dlsym, __ATOMIC_ACQUIRE);
     if (f != nullptr)
         return f;
     void* p = dlvsym(RTLD_NEXT, "dlsym", NVS_GLIBC_DLSYM);
     if (p == nullptr)
         p = dlvsym(RTLD_NEXT, "dlsym", NVS_GLIBC_BASE);
     f = reinterpret_cast<DlsymFn>(p);
-    g_dlsym.store(f, std::memory_order_release);
+    __atomic_store_n(&g_dlsym, f, __ATOMIC_RELEASE);
     return f;
 }
 

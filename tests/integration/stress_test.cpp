@@ -209,9 +209,15 @@ TEST(Stress, ManyClientsWithKillsAndSettingChanges)
     const size_t fds_after = open_fds(daemon_pid);
     const size_t rss_after = resident_kib(daemon_pid);
     EXPECT_GE(fds_after + 1, fds_before);  // at most that one query fewer
+#ifdef __SANITIZE_ADDRESS__
+    // ASan's quarantine and shadow memory grow RSS by design. Here
+    // LeakSanitizer checks the daemon instead, at its exit (d.stop() below).
+    std::cout << "stress: RSS not compared in an AddressSanitizer build\n";
+#else
     // Margin: what glibc's allocator may keep in its arenas after a different
     // mix of allocations; a leak per client or per cycle is far larger.
     EXPECT_LE(rss_after, rss_before + 1024) << "resident KiB before " << rss_before;
+#endif
 
     std::cout << "stress: " << kClients << " clients x " << kCycles << " cycles, " << holder_kills
               << " holders and " << waiter_kills << " waiters killed, " << survivors

@@ -97,6 +97,9 @@ std::string fill_api(Api* api, const std::string& route, bool per_thread)
     set(&api->graph_instantiate, get({"cuGraphInstantiate", 11040, "cuGraphInstantiateWithFlags",
                                       "cuGraphInstantiateWithFlags"}));
     set(&api->graph_launch, get({"cuGraphLaunch", 10000, "cuGraphLaunch", "cuGraphLaunch_ptsz"}));
+    set(&api->graph_exec_destroy,
+        get({"cuGraphExecDestroy", 10000, "cuGraphExecDestroy", "cuGraphExecDestroy"}));
+    set(&api->graph_destroy, get({"cuGraphDestroy", 10000, "cuGraphDestroy", "cuGraphDestroy"}));
     set(&api->mem_alloc_async,
         get({"cuMemAllocAsync", 11020, "cuMemAllocAsync", "cuMemAllocAsync_ptsz"}));
     set(&api->mem_free_async,

@@ -30,6 +30,8 @@ struct Api {
     decltype(&cuStreamEndCapture) end_capture = nullptr;
     decltype(&cuGraphInstantiateWithFlags) graph_instantiate = nullptr;
     decltype(&cuGraphLaunch) graph_launch = nullptr;
+    decltype(&cuGraphExecDestroy) graph_exec_destroy = nullptr;
+    decltype(&cuGraphDestroy) graph_destroy = nullptr;
     decltype(&cuMemAllocAsync) mem_alloc_async = nullptr;
     decltype(&cuMemFreeAsync) mem_free_async = nullptr;
     decltype(&cuMemCreate) mem_create = nullptr;

@@ -19,6 +19,8 @@ bool fill_direct(Api* api, bool per_thread)
     api->device_total_mem = &cuDeviceTotalMem;
     api->memcpy_dtoh = &cuMemcpyDtoH;
     api->graph_instantiate = &cuGraphInstantiate;
+    api->graph_exec_destroy = &cuGraphExecDestroy;
+    api->graph_destroy = &cuGraphDestroy;
     api->mem_create = &cuMemCreate;
     api->mem_release = &cuMemRelease;
     api->ipc_get_mem_handle = &cuIpcGetMemHandle;

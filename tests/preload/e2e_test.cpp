@@ -418,7 +418,7 @@ TEST(Processes, NonCudaProcessIsUntouched)
     const auto before = daemon.status()["connections"].get<int>();
     for (const char* program : {"/bin/true", "/bin/sh"}) {
         Process p = spawn(program, {"-c", "exit 0"},
-                          {{"LD_PRELOAD", Paths::get().library},
+                          {{"LD_PRELOAD", Paths::get().preload},
                            {"NVSHARE_SOCKET", daemon.socket()},
                            {"NVSHARE_DEBUG", "1"}},
                           dir.file("p.out"), dir.file("p.err"));
@@ -440,7 +440,7 @@ TEST(Dlsym, AnswersLikeGlibcExceptForWrappedDriverNames)
     const char* q = getenv("NVSHARE_TEST_NEXT_PROBE_Q");
     ASSERT_TRUE(probe != nullptr && q != nullptr);
     auto run = [&](const std::map<std::string, std::string>& extra) {
-        std::map<std::string, std::string> env = {{"LD_PRELOAD", Paths::get().library + " " + q},
+        std::map<std::string, std::string> env = {{"LD_PRELOAD", Paths::get().preload + " " + q},
                                                   {"LD_LIBRARY_PATH", Paths::get().fake_dir},
                                                   {"NVSHARE_SOCKET", dir.file("absent.sock")}};
         for (const auto& [k, v] : extra)

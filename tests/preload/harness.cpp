@@ -27,9 +27,14 @@ const Paths& Paths::get()
                                          " is not set (run through meson test)");
             return std::string(v);
         };
-        return Paths{need("NVSHARE_TEST_NVSHARED"), need("NVSHARE_TEST_LIBRARY"),
-                     need("NVSHARE_TEST_FAKECUDA_DIR"), need("NVSHARE_TEST_CLIENT"),
-                     need("NVSHARE_TEST_CLIENT_DL")};
+        Paths p{need("NVSHARE_TEST_NVSHARED"),     need("NVSHARE_TEST_LIBRARY"),
+                need("NVSHARE_TEST_FAKECUDA_DIR"), need("NVSHARE_TEST_CLIENT"),
+                need("NVSHARE_TEST_CLIENT_DL"),    ""};
+        const char* runtime = getenv("NVSHARE_TEST_PRELOAD_RUNTIME");
+        p.preload = (runtime != nullptr && *runtime != '\0')
+                        ? std::string(runtime) + " " + p.library
+                        : p.library;
+        return p;
     }();
     return paths;
 }
@@ -213,7 +218,7 @@ Process start_client(const TempDir& dir, const std::string& socket, const Client
 {
     const Paths& p = Paths::get();
     std::map<std::string, std::string> env = {
-        {"LD_PRELOAD", p.library},
+        {"LD_PRELOAD", p.preload},
         {"LD_LIBRARY_PATH", p.fake_dir},
         {"FAKECUDA_LOG", dir.file("fake.log")},
         {"NVSHARE_SOCKET", socket},

@@ -18,6 +18,9 @@ namespace nvshare::test {
 // Paths of the built artefacts, from the environment meson sets.
 struct Paths {
     std::string nvshared, library, fake_dir, client, client_dl;
+    // What LD_PRELOAD names: the library, after the sanitizer runtime in a
+    // sanitizer build (it must be loaded first).
+    std::string preload;
     static const Paths& get();
 };
 

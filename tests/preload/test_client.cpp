@@ -197,6 +197,8 @@ void graph()
     CHECK(api.graph_instantiate(&exec, g, 0));
     CHECK(api.graph_launch(exec, stream));
     sync_stream();
+    CHECK(api.graph_exec_destroy(exec));
+    CHECK(api.graph_destroy(g));
 }
 
 void prefetch()

@@ -4,10 +4,12 @@
 # never changed), a program listed in SYSCONFDIR/nvshare/preload-exclude.conf never
 # tries to reach nvshared; the same program unlisted does, and fails open with
 # its one warning (no daemon runs at the socket path used here).
-# Usage: exclusion_e2e.sh TEST_CLIENT FAKECUDA_DIR LIBNVSHARE SYSCONFDIR
+# Usage: exclusion_e2e.sh TEST_CLIENT FAKECUDA_DIR LIBNVSHARE SYSCONFDIR [RUNTIME]
+# (RUNTIME: a sanitizer build's runtime, preloaded before the library)
 set -u
 [ "$(id -u)" = 0 ] || { echo "needs root for a mount namespace"; exit 77; }
 client=$(readlink -f "$1") fakecuda=$2 lib=$3 etc=$4
+if [ -n "${5:-}" ]; then lib="$5 $lib"; fi
 [ -d "$etc" ] || { echo "$etc does not exist: nothing to overlay"; exit 77; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
