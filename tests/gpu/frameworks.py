@@ -26,7 +26,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from run_suite import Daemon, query_status  # noqa: E402
+from run_suite import Daemon, finish, query_status  # noqa: E402
 
 # Every case's program starts with this: set-up, then barrier(), then work.
 PRELUDE = """
@@ -236,19 +236,6 @@ class Case:
     def start(self, env):
         return subprocess.Popen([sys.executable, self.path], env=env, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True)
-
-
-def finish(procs, timeout):
-    outs = []
-    for p in procs:
-        try:
-            out, _ = p.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            out, _ = p.communicate()
-            out = (out or "") + "\n<timed out>"
-        outs.append((p.returncode, out))
-    return outs
 
 
 class Watch:

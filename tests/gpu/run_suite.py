@@ -69,6 +69,20 @@ class Daemon:
         return rc
 
 
+def finish(procs, timeout):
+    """(exit status, output) of each process; killed if it runs past timeout."""
+    outs = []
+    for p in procs:
+        try:
+            out, _ = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, _ = p.communicate()
+            out = (out or "") + "\n<timed out>"
+        outs.append((p.returncode, out))
+    return outs
+
+
 def overlaps(a, b):
     """Pairs of [start, end] intervals from a and b that intersect."""
     return sum(1 for s1, e1 in a for s2, e2 in b if s1 < e2 and s2 < e1)
@@ -98,16 +112,7 @@ class Runner:
         return e
 
     def run_all(self, procs, timeout):
-        outs = []
-        for p in procs:
-            try:
-                out, _ = p.communicate(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                out, _ = p.communicate()
-                out = (out or "") + "\n<timed out>"
-            outs.append((p.returncode, out))
-        return outs
+        return finish(procs, timeout)
 
     def record(self, name, ok, detail):
         self.results.append((name, ok, detail))
