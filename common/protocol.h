@@ -103,6 +103,20 @@ inline constexpr uint32_t kGrantOversubscribed = 4u;
 // it lets go: what fits beside the next holder. Anything above is evicted.
 inline constexpr uint32_t kKeepEverything = 0xFFFFFFFFu;
 
+// Bytes (UINT64_MAX: everything) to whole MiB on the wire, rounded down so
+// that the client never keeps more than allowed, and back.
+inline constexpr uint32_t keep_to_wire(uint64_t keep_bytes)
+{
+    if (keep_bytes == UINT64_MAX)
+        return kKeepEverything;
+    const uint64_t mib = keep_bytes >> 20;
+    return mib < kKeepEverything ? static_cast<uint32_t>(mib) : kKeepEverything - 1;
+}
+inline constexpr uint64_t keep_from_wire(uint32_t keep_mib)
+{
+    return keep_mib == kKeepEverything ? UINT64_MAX : static_cast<uint64_t>(keep_mib) << 20;
+}
+
 struct GrantPayload {  // Grant, Contended
     uint64_t gpus;
     uint32_t flags;     // kGrant*

@@ -19,14 +19,6 @@ namespace nvshare::daemon {
 
 namespace {
 
-// Whole MiB, rounded down, so the client never keeps more than allowed.
-uint32_t keep_mib(uint64_t keep_bytes)
-{
-    if (keep_bytes == UINT64_MAX)
-        return proto::kKeepEverything;
-    return static_cast<uint32_t>(std::min<uint64_t>(keep_bytes >> 20, proto::kKeepEverything - 1));
-}
-
 // A client that lets this much pile up unread is stuck; drop it rather than
 // let it grow the daemon's memory.
 constexpr size_t kMaxOutBuffer = 256 * 1024;
@@ -582,7 +574,8 @@ void Server::dispatch_actions()
                                (a.oversubscribed ? proto::kGrantOversubscribed : 0u);
         switch (a.kind) {
             case ActionKind::Grant: {
-                const proto::GrantPayload p{local, flags, a.contended ? keep_mib(a.keep) : 0};
+                const proto::GrantPayload p{local, flags,
+                                            a.contended ? proto::keep_to_wire(a.keep) : 0};
                 NVS_DEBUG("grant %llu to client %llu", static_cast<unsigned long long>(local),
                           static_cast<unsigned long long>(a.client));
                 send(*c, proto::MsgType::Grant, &p, sizeof p);
@@ -592,7 +585,8 @@ void Server::dispatch_actions()
                 const auto grace_us =
                     std::chrono::duration_cast<std::chrono::microseconds>(a.grace).count();
                 const proto::DropPayload p{local, static_cast<uint64_t>(grace_us),
-                                           flags & proto::kGrantOversubscribed, keep_mib(a.keep)};
+                                           flags & proto::kGrantOversubscribed,
+                                           proto::keep_to_wire(a.keep)};
                 NVS_DEBUG("drop request to client %llu", static_cast<unsigned long long>(a.client));
                 send(*c, proto::MsgType::Drop, &p, sizeof p);
                 break;
@@ -606,7 +600,7 @@ void Server::dispatch_actions()
                 break;
             }
             case ActionKind::Contended: {
-                const proto::GrantPayload p{local, flags, keep_mib(a.keep)};
+                const proto::GrantPayload p{local, flags, proto::keep_to_wire(a.keep)};
                 send(*c, proto::MsgType::Contended, &p, sizeof p);
                 break;
             }

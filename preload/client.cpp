@@ -33,11 +33,6 @@ namespace nvshare::preload::client {
 
 namespace {
 
-uint64_t keep_from_wire(uint32_t keep_mib)
-{
-    return keep_mib == proto::kKeepEverything ? UINT64_MAX : static_cast<uint64_t>(keep_mib) << 20;
-}
-
 constexpr uint32_t kBackoffFirstMs = 500;
 constexpr uint32_t kBackoffMaxMs = 10000;
 constexpr uint64_t kReportPeriodNs = 20ull * 1000 * 1000;
@@ -258,7 +253,7 @@ bool Client::handle(proto::MsgType type, const uint8_t* p, uint32_t length)
             s_.contended = (g.flags & proto::kGrantContended) != 0;
             s_.oversubscribed = (g.flags & proto::kGrantOversubscribed) != 0;
             // Somebody already waits: nvshared says what fits beside them.
-            s_.keep_bytes = s_.contended ? keep_from_wire(g.keep_mib) : 0;
+            s_.keep_bytes = s_.contended ? proto::keep_from_wire(g.keep_mib) : 0;
             s_.next_idle_check = now + config().idle_release_ms * 1000000ull;
             s_.quiet_since = now;
             g_want.store(false);
@@ -279,7 +274,7 @@ bool Client::handle(proto::MsgType type, const uint8_t* p, uint32_t length)
             gate_close();  // stop admitting work at once; drained in work()
             s_.open_after_swap_in = 0;
             s_.oversubscribed = (d.flags & proto::kGrantOversubscribed) != 0;
-            s_.keep_bytes = keep_from_wire(d.keep_mib);
+            s_.keep_bytes = proto::keep_from_wire(d.keep_mib);
             if (s_.holding) {
                 s_.drop_pending = true;
                 s_.drop_deadline = now + d.grace_us * 1000 * 3 / 4;
@@ -299,7 +294,7 @@ bool Client::handle(proto::MsgType type, const uint8_t* p, uint32_t length)
             memcpy(&c, p, sizeof c);
             s_.contended = true;
             s_.oversubscribed = (c.flags & proto::kGrantOversubscribed) != 0;
-            s_.keep_bytes = keep_from_wire(c.keep_mib);
+            s_.keep_bytes = proto::keep_from_wire(c.keep_mib);
             return true;
         }
         case MsgType::Error: {

@@ -180,7 +180,7 @@ def protocol_missing(text):
     for name, value in enum("Mode"):
         if not re.search(value + r" = \*" + name + r"\*", flat):
             missing.append(f"mode {name} = {value}")
-    for name in re.findall(r"inline constexpr \w+ (k\w+)", header):
+    for name in re.findall(r"inline constexpr \w+ (k[A-Z]\w*)", header):
         if name not in have_bold:
             missing.append(f"constant {name}")
     sizes = dict(re.findall(r"static_assert\(sizeof\((\w+)\) == (\d+)\)", header))

@@ -66,6 +66,16 @@ TEST(Protocol, RejectsBadMagicVersionAndLength)
     EXPECT_EQ(decode_header(bad.data(), bad.size(), kMaxClientPayload, &h), DecodeStatus::TooLarge);
 }
 
+TEST(Protocol, KeepAllowanceOnTheWire)
+{
+    static_assert(keep_to_wire(UINT64_MAX) == kKeepEverything);
+    static_assert(keep_from_wire(kKeepEverything) == UINT64_MAX);
+    EXPECT_EQ(keep_to_wire(0), 0u);
+    EXPECT_EQ(keep_to_wire((5ull << 20) + 12345), 5u);  // rounded down: never more
+    EXPECT_EQ(keep_from_wire(keep_to_wire(4ull << 30)), 4ull << 30);
+    EXPECT_EQ(keep_to_wire(UINT64_MAX - 1), kKeepEverything - 1);  // huge but finite
+}
+
 TEST(Protocol, EncodeRefusesASmallBuffer)
 {
     uint8_t buf[sizeof(FrameHeader) + 3];
