@@ -669,12 +669,8 @@ TEST(Switching, OversubscribedGpuSwapsInBulk)
         const auto s = daemon.status();
         if (s.is_null())
             return false;
-        uint64_t evicted = 0, prefetched = 0;
-        for (const auto& c : s["clients"]) {
-            evicted += c["bytes_evicted"].get<uint64_t>();
-            prefetched += c["bytes_prefetched"].get<uint64_t>();
-        }
-        return evicted >= 376ull << 20 && prefetched >= 700ull << 20 &&
+        return sum_over_clients(s, "bytes_evicted") >= 376ull << 20 &&
+               sum_over_clients(s, "bytes_prefetched") >= 700ull << 20 &&
                s["gpus"][0]["last_swap_in_us"].get<uint64_t>() > 0;
     });
     expect_clean_exit(p.a);
@@ -706,13 +702,8 @@ TEST(Switching, EvictsOnlyWhatTheNextHolderNeeds)
     uint64_t evicted = 0, swap_outs = 0;
     const bool switched = eventually([&] {
         const auto s = daemon.status();
-        if (s.is_null())
-            return false;
-        evicted = swap_outs = 0;
-        for (const auto& c : s["clients"]) {
-            evicted += c["bytes_evicted"].get<uint64_t>();
-            swap_outs += c["swap_outs"].get<uint64_t>();
-        }
+        evicted = sum_over_clients(s, "bytes_evicted");
+        swap_outs = sum_over_clients(s, "swap_outs");
         return swap_outs >= 1;
     });
     expect_clean_exit(p.a);
@@ -739,14 +730,8 @@ TEST(Switching, WorkWaitsForTheSwapIn)
                   {{"FAKECUDA_COPY_US", "50000"}},
                   false});
     // Busy clients take turns at the quantum: wait for swap-ins of evicted data.
-    EXPECT_TRUE(eventually([&] {
-        const auto s = daemon.status();
-        uint64_t swap_outs = 0;
-        if (!s.is_null())
-            for (const auto& c : s["clients"])
-                swap_outs += c["swap_outs"].get<uint64_t>();
-        return swap_outs >= 3;
-    })) << daemon.status().dump();
+    EXPECT_TRUE(eventually([&] { return sum_over_clients(daemon.status(), "swap_outs") >= 3; }))
+        << daemon.status().dump();
     touch(stop);
     expect_clean_exit(p.a);
     expect_clean_exit(p.b);

@@ -332,4 +332,13 @@ nlohmann::json client_status(const nlohmann::json& status, pid_t pid)
     return nullptr;
 }
 
+uint64_t sum_over_clients(const nlohmann::json& status, const char* field)
+{
+    uint64_t sum = 0;
+    if (!status.is_null() && status.contains("clients"))
+        for (const auto& c : status["clients"])
+            sum += c.value(field, uint64_t{0});
+    return sum;
+}
+
 }  // namespace nvshare::test

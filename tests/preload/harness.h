@@ -122,5 +122,7 @@ std::string read_file(const std::string& path);
 
 // The status entry of the client with this pid, or null.
 nlohmann::json client_status(const nlohmann::json& status, pid_t pid);
+// A counter of nvshared's status summed over its clients (0 if unreachable).
+uint64_t sum_over_clients(const nlohmann::json& status, const char* field);
 
 }  // namespace nvshare::test
