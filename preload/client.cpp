@@ -26,6 +26,7 @@
 #include "preload/devices.h"
 #include "preload/env.h"
 #include "preload/gate.h"
+#include "preload/idle_gaps.h"
 #include "preload/log.h"
 #include "preload/residency.h"
 
@@ -108,6 +109,7 @@ private:
     void wait_event(int timeout);
 
     Session s_;
+    IdleGaps gaps_;  // kept across connections: a property of the program
     size_t in_len_ = 0;
     uint8_t in_[64 * 1024];
     bool failing_ = false;
@@ -397,42 +399,46 @@ void Client::work(uint64_t now)
             log_debug("released after a drop request");
         }
     }
-    // Early release: when others wait and nothing was submitted for a while,
-    // hand the GPU on now rather than at the end of the quantum. "A while" is
-    // the idle period, or what a switch costs if that is more (evicting and
-    // bringing back our data on an oversubscribed GPU): staying idle no
-    // longer than a switch costs before paying for one is never worse than
-    // twice the best choice in hindsight (the ski-rental rule), and keeps a
-    // holder whose pauses are short from thrashing the GPU.
+    // Early release: when others wait and the GPU has gone idle, hand it on
+    // now rather than at the end of the quantum. How long to stay idle first
+    // is IdleGaps' call: what a switch would cost (evicting our data and
+    // bringing it back), at least the idle period, until this process's
+    // pauses have shown that they outlast that; then not at all.
     const uint64_t period = config().idle_release_ms * 1000000ull;
     if (s_.holding && !s_.drop_pending && s_.contended && period != 0 &&
         s_.open_after_swap_in == 0 && now >= s_.next_idle_check) {
-        const uint64_t switch_cost = s_.oversubscribed ? residency::switch_cost_ns() : 0;
-        const uint64_t threshold = period > switch_cost ? period : switch_cost;
+        const uint64_t hold =
+            gaps_.hold_for(residency::switch_cost_ns(s_.oversubscribed, s_.keep_bytes), period);
         s_.next_idle_check = now + period;
         const uint32_t st = g_gate.load(std::memory_order_acquire);
         if (contexts::active_captures() > 0) {
             // never release (and sync) in the middle of a capture
         } else if (st & kGateActive) {
             g_gate.fetch_and(~kGateActive, std::memory_order_acq_rel);
+            gaps_.resumed(gate_active_at());
             s_.quiet_since = now;
-        } else if (now - s_.quiet_since < threshold) {
-            const uint64_t at = s_.quiet_since + threshold;
+        } else if (now - s_.quiet_since < hold) {
+            const uint64_t at = s_.quiet_since + hold;
             s_.next_idle_check = at < s_.next_idle_check ? s_.next_idle_check : at;
         } else if (drain(now + kIdleDrainLimitNs)) {
             const uint64_t drained = now_ns();
+            // Work submitted earlier that was still running means the GPU has
+            // been idle only from now on (a burst queued at once and then
+            // waited for is not idleness).
+            const bool was_busy = drained - now > kInFlightNs;
             uint32_t expected = kGateOpen;  // still idle: nobody set ACTIVE
-            if (drained - now > kInFlightNs) {
-                // Work submitted earlier was still running: the GPU has been
-                // idle only from now on (a burst queued at once and then
-                // waited for is not idleness).
-                s_.quiet_since = drained;
-                s_.next_idle_check = drained + threshold;
-            } else if (g_gate.compare_exchange_strong(expected, 0, std::memory_order_acq_rel)) {
-                release(now + kEvictLimitNs);
-                log_debug("released early: idle for %llu ms",
-                          static_cast<unsigned long long>((drained - s_.quiet_since) / 1000000));
-            }
+            if ((g_gate.load(std::memory_order_acquire) & kGateActive) == 0) {
+                gaps_.idle_since(was_busy ? drained : now);
+                if (was_busy && hold != 0) {
+                    s_.quiet_since = drained;
+                    s_.next_idle_check = drained + hold;
+                } else if (g_gate.compare_exchange_strong(expected, 0, std::memory_order_acq_rel)) {
+                    release(now + kEvictLimitNs);
+                    log_debug(
+                        "released early: idle for %llu ms",
+                        static_cast<unsigned long long>((now_ns() - s_.quiet_since) / 1000000));
+                }
+            }  // else work came in while we drained: the next check sees it
         }
     }
     if (residency::poll())
@@ -461,6 +467,7 @@ void Client::work(uint64_t now)
             s_.last_report = now;
     }
     if (requesting) {
+        gaps_.resumed(gate_active_at());  // the end of a pause we let go in
         if (s_.gpu_count == 0) {
             gate_open();  // nothing to schedule
         } else if (send_mask(proto::MsgType::Request)) {

@@ -8,6 +8,7 @@
 #include <climits>
 
 #include "preload/client.h"
+#include "preload/clock.h"
 #include "preload/contexts.h"
 #include "preload/env.h"
 #include "preload/log.h"
@@ -15,6 +16,7 @@
 namespace nvshare::preload {
 
 std::atomic<uint32_t> g_gate{0};
+std::atomic<uint64_t> g_active_at{0};
 
 namespace {
 
@@ -46,6 +48,8 @@ void gate_slow(CUstream stream)
     if (contexts::stream_capturing(stream))
         return;
     const uint32_t old = g_gate.fetch_or(kGateActive, std::memory_order_acq_rel);
+    if ((old & kGateActive) == 0)
+        g_active_at.store(now_ns(), std::memory_order_release);
     if (old & kGateOpen)
         return;
     // No current context: the driver fails this call anyway.
@@ -90,6 +94,11 @@ uint32_t gate_close()
 void gate_reset()
 {
     g_gate.store(0, std::memory_order_release);
+}
+
+uint64_t gate_active_at()
+{
+    return g_active_at.load(std::memory_order_acquire);
 }
 
 }  // namespace nvshare::preload

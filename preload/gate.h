@@ -33,5 +33,8 @@ void gate_open();
 uint32_t gate_close();
 // After fork in the child: closed, idle, nobody waiting.
 void gate_reset();
+// When work was first submitted after ACTIVE was last cleared (CLOCK_MONOTONIC
+// ns): where a pause in the program's GPU work ended.
+uint64_t gate_active_at();
 
 }  // namespace nvshare::preload

@@ -21,6 +21,11 @@ constexpr size_t kMaxRanges = 16384;
 // What stays of an allocation on eviction is kept in this unit (the GPU's
 // large page), so the moves stay page-aligned.
 constexpr uint64_t kKeepAlign = 2ull << 20;
+// Transfer rates assumed until this process has measured its own: what bulk
+// migration of managed memory reached on an H200 over PCIe 5 (bench/README.md).
+// Eviction is slower: the driver allocates the host pages as it goes.
+constexpr double kAssumedEvictRate = 16e9;
+constexpr double kAssumedSwapInRate = 48e9;
 
 struct GpuState {
     CUstream stream = nullptr;  // the library's own, created on first use
@@ -29,8 +34,11 @@ struct GpuState {
     uint64_t bytes = 0;
     bool data_on_host = false;  // we evicted it: bring it back on the next grant
     uint64_t migrated_seq = 0;  // allocations up to this one were moved once
-    uint64_t last_in_ns = 0;    // durations of the latest swap-in and -out
-    uint64_t last_out_ns = 0;
+    uint64_t evicted = 0;       // bytes the latest eviction moved to host
+    uint64_t restoring = 0;     // of those, what the running swap-in brings back
+    // Transfer rates measured on this GPU (bytes per second; 0: not yet).
+    double evict_rate = 0;
+    double swap_in_rate = 0;
     Stats stats;
 };
 
@@ -135,6 +143,7 @@ bool on_grant(uint64_t gpus, bool oversubscribed)
         if (!contexts::with_device_context(devices::at(i).ordinal, migrate, &r) || !r.ok)
             continue;
         g.data_on_host = false;
+        g.restoring = evicted ? g.evicted : 0;
         if (r.max_seq > g.migrated_seq)
             g.migrated_seq = r.max_seq;
         if (r.bytes == 0)
@@ -164,10 +173,15 @@ bool poll()
         if (!g.in_flight || !stream_done(g.stream))
             continue;
         g.in_flight = false;
-        g.last_in_ns = now_ns() - g.started_ns;
+        const uint64_t took = now_ns() - g.started_ns;
+        // Only a swap-in of evicted data measures a transfer: new memory is
+        // merely populated, and what was kept is there already.
+        if (g.restoring != 0 && took != 0)
+            g.swap_in_rate = static_cast<double>(g.restoring) * 1e9 / static_cast<double>(took);
+        g.restoring = 0;
         g.stats.bytes_prefetched += g.bytes;
         g.stats.swap_ins++;
-        g.stats.swap_in_ns += g.last_in_ns;
+        g.stats.swap_in_ns += took;
         g.stats.dirty = changed = true;
     }
     return changed;
@@ -195,12 +209,15 @@ void before_release(uint64_t gpus, bool oversubscribed, uint64_t keep_bytes, uin
             nanosleep(&pause, nullptr);
         poll();  // a swap-in still running on the stream has ended too
         g.data_on_host = true;
+        g.evicted = r.bytes;
         if (r.bytes == 0)
             continue;
-        g.last_out_ns = now_ns() - start;
+        const uint64_t took = now_ns() - start;
+        if (stream_done(g.stream) && took != 0)
+            g.evict_rate = static_cast<double>(r.bytes) * 1e9 / static_cast<double>(took);
         g.stats.bytes_evicted += r.bytes;
         g.stats.swap_outs++;
-        g.stats.swap_out_ns += g.last_out_ns;
+        g.stats.swap_out_ns += took;
         g.stats.dirty = true;
         log_debug("evicted %llu bytes from GPU %u", static_cast<unsigned long long>(r.bytes), i);
     }
@@ -211,14 +228,23 @@ Stats& stats(uint32_t gpu)
     return g_gpus[gpu].stats;
 }
 
-uint64_t switch_cost_ns()
+uint64_t switch_cost_ns(bool oversubscribed, uint64_t keep_bytes)
 {
-    uint64_t most = 0;
+    if (!wanted(config().evict, oversubscribed))
+        return 0;  // nothing moves when we let go
+    const uint64_t keep = config().evict == Policy::On ? 0 : keep_bytes;
+    double most = 0;
     for (uint32_t i = 0; i < devices::count(); ++i) {
-        const uint64_t c = g_gpus[i].last_in_ns + g_gpus[i].last_out_ns;
-        most = c > most ? c : most;
+        const GpuState& g = g_gpus[i];
+        const int64_t managed = devices::at(i).managed.load(std::memory_order_relaxed);
+        const uint64_t m = managed > 0 ? static_cast<uint64_t>(managed) : 0;
+        const double moved = static_cast<double>(m > keep ? m - keep : 0);
+        const double out = g.evict_rate > 0 ? g.evict_rate : kAssumedEvictRate;
+        const double in = g.swap_in_rate > 0 ? g.swap_in_rate : kAssumedSwapInRate;
+        const double cost = moved / out + moved / in;
+        most = cost > most ? cost : most;
     }
-    return most;
+    return static_cast<uint64_t>(most * 1e9);
 }
 
 void reset_after_fork()

@@ -41,9 +41,11 @@ struct Stats {
 };
 Stats& stats(uint32_t gpu);
 
-// What the latest switch cost this process: its latest eviction plus its
-// latest bulk swap-in, on the GPU where that is most (0 if none yet).
-uint64_t switch_cost_ns();
+// What letting go now would cost this process, on the GPU where that is
+// most: moving out what exceeds `keep_bytes` and bringing it back later, at
+// the rates its latest eviction and swap-in of evicted data reached (assumed
+// rates until measured). 0 where nothing would be evicted.
+uint64_t switch_cost_ns(bool oversubscribed, uint64_t keep_bytes);
 
 void reset_after_fork();
 

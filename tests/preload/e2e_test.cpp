@@ -250,6 +250,84 @@ TEST(Release, ReleasesEarlyWhenIdle)
     EXPECT_FALSE(overlapped(read_work(dir.file("fake.log")), a.pid(), b.pid()));
 }
 
+// A holder whose pauses have proved long lets go as soon as it is idle: its
+// first pause costs the idle period (120 ms here) before the waiter runs,
+// later ones only the handoff. (Bursts of 300 ms: idle checks come every
+// period, so a burst of two periods is seen to end when it ends.)
+TEST(Release, LetsGoAtOnceOncePausesProveLong)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "on", "--time-quantum", "600ms"});
+    const std::string stop = dir.file("stop");
+    Process hog = start_client(
+        dir, daemon.socket(),
+        {{"--kernels", "1", "--kernel-us", "20000", "--until", stop}, {}, false}, "hog");
+    ASSERT_TRUE(
+        eventually([&] { return count_events(dir.file("fake.log"), hog.pid(), "end") >= 2; }));
+    Process bursty = start_client(
+        dir, daemon.socket(),
+        {{"--kernels", "2", "--kernel-us", "150000", "--rounds", "4", "--pause-ms", "700"},
+         {{"NVSHARE_IDLE_RELEASE_MS", "120"}},
+         false},
+        "bursty");
+    expect_clean_exit(bursty);
+    touch(stop);
+    expect_clean_exit(hog);
+    const auto work = read_work(dir.file("fake.log"));
+    const auto mine = work_of(work, bursty.pid());
+    const auto theirs = work_of(work, hog.pid());
+    ASSERT_EQ(mine.size(), 8u) << read_file(dir.file("fake.log"));
+    // From the end of each burst but the last to the hog's next kernel.
+    std::vector<double> handoff_ms;
+    for (size_t burst = 0; burst + 1 < 4; ++burst) {
+        const uint64_t end = mine[2 * burst + 1].end;
+        uint64_t next = UINT64_MAX;
+        for (const Work& w : theirs)
+            if (w.start >= end && w.start < next)
+                next = w.start;
+        ASSERT_NE(next, UINT64_MAX);
+        handoff_ms.push_back(static_cast<double>(next - end) / 1e6);
+    }
+    EXPECT_GE(handoff_ms[0], 110) << "the first pause waits the idle period";
+    EXPECT_LT(handoff_ms[1], 60) << "then a pause is known to outlast it";
+    EXPECT_LT(handoff_ms[2], 60);
+    EXPECT_FALSE(overlapped(work, bursty.pid(), hog.pid()));
+}
+
+// On an oversubscribed GPU a holder whose pauses (100 ms) are shorter than a
+// switch would cost keeps the lock through them, from the first pause on:
+// moving 4 GiB out and back costs more (estimated from the bytes before any
+// switch was measured).
+TEST(Release, HoldsThroughPausesShorterThanASwitch)
+{
+    TempDir dir;
+    Daemon daemon(dir,
+                  {"--anti-thrashing", "auto", "--capacity", "12G", "--time-quantum", "10min"});
+    Process bursty = start_client(dir, daemon.socket(),
+                                  {{"--alloc", "8G", "--kernels", "2", "--kernel-us", "20000",
+                                    "--rounds", "4", "--pause-ms", "100"},
+                                   {},
+                                   false},
+                                  "bursty");
+    ASSERT_TRUE(
+        eventually([&] { return count_events(dir.file("fake.log"), bursty.pid(), "end") >= 1; }));
+    Process other = start_client(
+        dir, daemon.socket(),
+        {{"--alloc", "8G", "--kernels", "2", "--kernel-us", "20000"}, {}, false}, "other");
+    expect_clean_exit(bursty);
+    expect_clean_exit(other);
+    const auto work = read_work(dir.file("fake.log"));
+    uint64_t last_kernel = 0, first_other = UINT64_MAX;
+    for (const Work& w : work_of(work, bursty.pid()))
+        if (w.name.find("cuLaunchKernel") != std::string::npos)
+            last_kernel = std::max(last_kernel, w.end);
+    for (const Work& w : work_of(work, other.pid()))
+        if (w.name.find("cuLaunchKernel") != std::string::npos)
+            first_other = std::min(first_other, w.start);
+    EXPECT_GT(first_other, last_kernel) << "the other ran in a pause:\n"
+                                        << read_file(dir.file("fake.log"));
+}
+
 // A holder that stops answering (stopped by a signal) loses the lock after
 // the grace period; the waiter runs; the holder carries on when resumed.
 TEST(Release, RevokesAClientThatStopsAnswering)

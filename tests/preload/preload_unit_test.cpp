@@ -1,5 +1,6 @@
 // Unit tests of libnvshare's pure parts: variant matching for
-// cuGetProcAddress, environment parsing, the allocation table.
+// cuGetProcAddress, environment parsing, the allocation table, the idle
+// gap history.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -7,6 +8,7 @@
 
 #include "preload/alloc_table.h"
 #include "preload/env.h"
+#include "preload/idle_gaps.h"
 #include "preload/proc_address.h"
 
 namespace nvshare::preload {
@@ -194,6 +196,62 @@ TEST(AllocTable, AgreesWithAMapUnderChurn)
     }
     // Deleted slots are reused: the table did not grow without bound.
     EXPECT_LE(t.capacity(), 65536u);
+}
+
+// ---- idle gaps -----------------------------------------------------------------------
+
+constexpr uint64_t kMs = 1000 * 1000;
+
+TEST(IdleGaps, WithoutAHistoryWaitsTheSwitchCostOrThePeriod)
+{
+    IdleGaps g;
+    EXPECT_EQ(g.hold_for(0, 20 * kMs), 20 * kMs);
+    EXPECT_EQ(g.hold_for(300 * kMs, 20 * kMs), 300 * kMs);
+}
+
+TEST(IdleGaps, LongPausesLetGoAtOnce)
+{
+    IdleGaps g;
+    g.idle_since(1000 * kMs);
+    g.idle_since(1500 * kMs);  // the same pause: the earliest time stays
+    g.resumed(2000 * kMs);     // a pause of 1 s
+    EXPECT_EQ(g.remembered(), 1u);
+    EXPECT_EQ(g.hold_for(300 * kMs, 20 * kMs), 0u);
+    // A switch that costs more than the pauses last is not worth it.
+    EXPECT_EQ(g.hold_for(1200 * kMs, 20 * kMs), 1200 * kMs);
+}
+
+TEST(IdleGaps, OneShortPauseAmongTheLastFourBringsBackTheWait)
+{
+    IdleGaps g;
+    auto pause = [&](uint64_t ms) {
+        g.idle_since(10 * kMs);
+        g.resumed((10 + ms) * kMs);
+    };
+    pause(900);
+    pause(50);
+    pause(900);
+    EXPECT_EQ(g.hold_for(300 * kMs, 20 * kMs), 300 * kMs);
+    pause(900);
+    pause(900);
+    EXPECT_EQ(g.hold_for(300 * kMs, 20 * kMs), 300 * kMs)
+        << "the short one is still among the last four";
+    pause(900);
+    EXPECT_EQ(g.hold_for(300 * kMs, 20 * kMs), 0u) << "the short one is forgotten";
+    EXPECT_EQ(g.remembered(), IdleGaps::kRemembered);
+}
+
+TEST(IdleGaps, WorkWithoutASeenPauseRecordsNothing)
+{
+    IdleGaps g;
+    g.resumed(5 * kMs);
+    EXPECT_EQ(g.remembered(), 0u);
+    EXPECT_FALSE(g.idle());
+    g.idle_since(10 * kMs);
+    EXPECT_TRUE(g.idle());
+    g.resumed(9 * kMs);  // submitted before the pause was seen: no pause at all
+    EXPECT_EQ(g.remembered(), 1u);
+    EXPECT_EQ(g.hold_for(0, 20 * kMs), 20 * kMs);
 }
 
 }  // namespace

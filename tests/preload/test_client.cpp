@@ -38,6 +38,8 @@ struct Options {
     std::string barrier;
     std::string until;
     int hold_ms = 0;
+    int rounds = 1;
+    int pause_ms = 0;
 };
 
 Api api;
@@ -296,6 +298,10 @@ bool parse(int argc, char** argv)
             opt.until = next();
         else if (a == "--hold-ms")
             opt.hold_ms = atoi(next());
+        else if (a == "--rounds")
+            opt.rounds = atoi(next());
+        else if (a == "--pause-ms")
+            opt.pause_ms = atoi(next());
         else
             return false;
     }
@@ -327,6 +333,10 @@ int main(int argc, char** argv)
         wait_for(opt.barrier);
     }
     run_round();
+    for (int r = 1; r < opt.rounds; ++r) {
+        usleep(static_cast<useconds_t>(opt.pause_ms) * 1000);  // a CPU phase: GPU idle
+        run_round();
+    }
     if (opt.fork_child) {
         const pid_t child = fork();
         if (child == 0) {

@@ -1,0 +1,45 @@
+// What this process's pauses in GPU work have lasted, to decide how long an
+// idle holder keeps the lock while others wait. Pure logic: times in, a
+// decision out (CLOCK_MONOTONIC nanoseconds).
+//
+// Without a history the rule is ski-rental: stay idle as long as a switch
+// would cost (at least the configured idle period), then let go; that is
+// never worse than twice the best choice in hindsight. With a history, a
+// process whose recent pauses all outlasted that is bursty in a way worth
+// exploiting: it lets go as soon as it is idle, so the GPU is not left idle
+// for a switch cost on every pause.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace nvshare::preload {
+
+class IdleGaps {
+public:
+    static constexpr size_t kRemembered = 4;
+
+    // The GPU is idle since `t` with nothing submitted after it. Later calls
+    // in the same pause keep the earliest time.
+    void idle_since(uint64_t t);
+    // Work was submitted at `t`: the pause (if one was seen) ends and is
+    // remembered.
+    void resumed(uint64_t t);
+    bool idle() const { return idle_; }
+
+    // How long an idle holder keeps the lock before letting go: 0 when each
+    // remembered pause lasted longer than max(period, switch cost), else
+    // that maximum.
+    uint64_t hold_for(uint64_t switch_cost_ns, uint64_t period_ns) const;
+
+    size_t remembered() const { return count_; }
+
+private:
+    uint64_t gaps_[kRemembered] = {};
+    size_t count_ = 0;
+    size_t next_ = 0;
+    uint64_t idle_from_ = 0;
+    bool idle_ = false;
+};
+
+}  // namespace nvshare::preload
