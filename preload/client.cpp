@@ -55,6 +55,9 @@ constexpr uint64_t kIdleDrainLimitNs = 10ull * 1000 * 1000 * 1000;
 constexpr uint64_t kEvictLimitNs = 10ull * 1000 * 1000 * 1000;
 // A drain that takes longer than this found GPU work still in flight.
 constexpr uint64_t kInFlightNs = 1ull * 1000 * 1000;
+// How often a holder that lets go sooner than the idle period looks whether
+// its work ran out.
+constexpr uint64_t kQuickCheckNs = 2ull * 1000 * 1000;
 // How often completion of a bulk prefetch is looked for.
 constexpr uint64_t kSwapPollNs = 2ull * 1000 * 1000;
 // The program's work waits at most this long for a swap-in to finish.
@@ -403,13 +406,17 @@ void Client::work(uint64_t now)
     // now rather than at the end of the quantum. How long to stay idle first
     // is IdleGaps' call: what a switch would cost (evicting our data and
     // bringing it back), at least the idle period, until this process's
-    // pauses have shown that they outlast that; then not at all.
+    // pauses have shown which of them outlast that.
     const uint64_t period = config().idle_release_ms * 1000000ull;
     if (s_.holding && !s_.drop_pending && s_.contended && period != 0 &&
         s_.open_after_swap_in == 0 && now >= s_.next_idle_check) {
         const uint64_t hold =
             gaps_.hold_for(residency::switch_cost_ns(s_.oversubscribed, s_.keep_bytes), period);
-        s_.next_idle_check = now + period;
+        // A process that lets go sooner than the period is watched closely,
+        // so that the end of its burst is seen when it comes, not up to two
+        // periods later.
+        s_.next_idle_check =
+            now + (hold < period && period > kQuickCheckNs ? kQuickCheckNs : period);
         const uint32_t st = g_gate.load(std::memory_order_acquire);
         if (contexts::active_captures() > 0) {
             // never release (and sync) in the middle of a capture

@@ -5,9 +5,10 @@
 // Without a history the rule is ski-rental: stay idle as long as a switch
 // would cost (at least the configured idle period), then let go; that is
 // never worse than twice the best choice in hindsight. With a history, a
-// process whose recent pauses all outlasted that is bursty in a way worth
-// exploiting: it lets go as soon as it is idle, so the GPU is not left idle
-// for a switch cost on every pause.
+// process whose long pauses outlast that is bursty in a way worth exploiting:
+// once it has been idle longer than its short pauses (the gaps between the
+// steps of a burst) last, the pause is a long one, and it lets go then
+// rather than leave the GPU idle for a switch cost on every pause.
 #pragma once
 
 #include <cstddef>
@@ -17,7 +18,7 @@ namespace nvshare::preload {
 
 class IdleGaps {
 public:
-    static constexpr size_t kRemembered = 4;
+    static constexpr size_t kRemembered = 16;
 
     // The GPU is idle since `t` with nothing submitted after it. Later calls
     // in the same pause keep the earliest time.
@@ -27,9 +28,10 @@ public:
     void resumed(uint64_t t);
     bool idle() const { return idle_; }
 
-    // How long an idle holder keeps the lock before letting go: 0 when each
-    // remembered pause lasted longer than max(period, switch cost), else
-    // that maximum.
+    // How long an idle holder keeps the lock before letting go: the ski
+    // rental's max(period, switch cost); but when some remembered pause
+    // outlasted that, twice the longest of the shorter ones (0 if none), if
+    // that is less.
     uint64_t hold_for(uint64_t switch_cost_ns, uint64_t period_ns) const;
 
     size_t remembered() const { return count_; }

@@ -162,6 +162,126 @@ class Runner:
                     ((n_overlap > 0) if expect_overlap else (n_overlap == 0)))
             self.record(name, good, detail)
 
+    # ---- switching (issue 6): what moves, and when the lock changes hands ----
+
+    def start_work(self, sock, wd, tag, args, extra_env=None):
+        log = os.path.join(wd, f"iv-{tag}.txt")
+        p = subprocess.Popen([self.a.work, "--log", log] + args, env=self.env(sock, extra=extra_env),
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        return p, log
+
+    def watch(self, sock, procs, timeout):
+        """Polls nvshared until the processes end: the latest status of each client,
+        with the most memory it was seen to have (it frees all before it exits)."""
+        last, peak, t0 = {}, {}, time.time()
+        while any(p.poll() is None for p in procs) and time.time() - t0 < timeout:
+            try:
+                for c in query_status(sock)["clients"]:
+                    last[c["pid"]] = c
+                    peak[c["pid"]] = max(peak.get(c["pid"], 0), c["memory"])
+            except OSError:
+                pass
+            time.sleep(0.05)
+        for pid, c in last.items():
+            c["peak_memory"] = peak[pid]
+        return last
+
+    def wait_holding(self, sock, proc, timeout=60):
+        t0 = time.time()
+        while time.time() - t0 < timeout and proc.poll() is None:
+            try:
+                if any(c["pid"] == proc.pid and c["state"] == "holding" and c["grants"] >= 1
+                       for c in query_status(sock)["clients"]):
+                    return True
+            except OSError:
+                pass
+            time.sleep(0.02)
+        return False
+
+    def switch_scenario(self, name, daemon_args, first, second, check, env_first=None,
+                        stagger=True, timeout=120):
+        """Runs `first`, then (once it holds the GPU, if stagger) `second`; check(iv_first,
+        iv_second, status_first, status_second) returns (ok, detail)."""
+        with tempfile.TemporaryDirectory(dir=self.a.out) as wd:
+            d = Daemon(self.a.nvshared, wd, daemon_args)
+            p1, log1 = self.start_work(d.sock, wd, "first", first, env_first)
+            if stagger and not self.wait_holding(d.sock, p1):
+                p1.kill()
+                d.stop()
+                self.record(name, False, "the first process never held the GPU")
+                return
+            p2, log2 = self.start_work(d.sock, wd, "second", second)
+            last = self.watch(d.sock, [p1, p2], timeout)
+            outs = finish([p1, p2], timeout)
+            rc = d.stop()
+            if not all(code == 0 and "RESULT OK" in out for code, out in outs):
+                self.record(name, False, "program failed: " +
+                            " | ".join(out.strip()[-300:] for _, out in outs))
+                return
+            ok, detail = check(read_intervals(log1), read_intervals(log2), last.get(p1.pid, {}),
+                               last.get(p2.pid, {}))
+            self.record(name, ok and rc == 0, detail + f", daemon exit {rc}")
+
+    def switching_scenarios(self):
+        mib = 1 << 20
+
+        # Oversubscribed (2 x 1 GiB on a capacity of 1.5 GiB): each release
+        # evicts only what does not fit beside the other process, and the
+        # evicted data comes back by bulk prefetch.
+        def partial(iv1, iv2, s1, s2):
+            cap = 1536 * mib
+            per = []
+            ok = overlaps(iv1, iv2) == 0
+            for me, other in ((s1, s2), (s2, s1)):
+                if me.get("swap_outs", 0) == 0:
+                    continue
+                expect = me["peak_memory"] - (cap - other["peak_memory"])
+                got = me["bytes_evicted"] / me["swap_outs"]
+                per.append(f"{got / mib:.1f} MiB per eviction (expected {expect / mib:.1f})")
+                ok &= abs(got - expect) <= 4 * mib and me["swap_ins"] >= 1
+            ok &= len(per) == 2
+            return ok, (f"kernel overlaps {overlaps(iv1, iv2)}; " + "; ".join(per) +
+                        f"; swap-ins {s1.get('swap_ins')}/{s2.get('swap_ins')}")
+
+        bursty = ["--bursts", "6", "--burst-us", "40000", "--gap-us", "300000", "--mem-mib", "1024"]
+        self.switch_scenario("switch-evicts-only-the-excess",
+                             ["--anti-thrashing", "auto", "--capacity", "1536M"], bursty, bursty,
+                             partial, stagger=False)
+
+        # Pauses of 60 ms on an oversubscribed GPU where a switch would move
+        # 1.5 GiB each way: the holder keeps the GPU through them.
+        def held(iv1, iv2, s1, s2):
+            last1 = max(e for _, e in iv1)
+            first2 = min(st for st, _ in iv2)
+            ok = first2 > last1 and s1.get("drops") == 0 and s1.get("swap_outs") == 0
+            return ok, (f"second's first kernel {(first2 - last1) / 1e6:+.1f} ms after the "
+                        f"first's last; first: drops {s1.get('drops')}, evictions "
+                        f"{s1.get('swap_outs')}")
+
+        self.switch_scenario(
+            "switch-holds-through-short-pauses",
+            ["--anti-thrashing", "auto", "--capacity", "4608M"],
+            ["--bursts", "15", "--burst-us", "40000", "--gap-us", "60000", "--mem-mib", "3072"],
+            ["--bursts", "2", "--burst-us", "40000", "--gap-us", "0", "--mem-mib", "3072"], held)
+
+        # A process whose pauses (700 ms) proved long hands the GPU to a busy
+        # one at once: its first pause costs the idle period (120 ms).
+        def at_once(iv1, iv2, s1, s2):
+            handoff = []
+            for _, end in sorted(iv1)[:-1]:
+                nxt = [st for st, _ in iv2 if st >= end]
+                handoff.append((min(nxt) - end) / 1e6 if nxt else float("inf"))
+            ok = (len(handoff) == 3 and handoff[0] >= 110 and max(handoff[1:]) < 60 and
+                  overlaps(iv1, iv2) == 0)
+            return ok, "handoffs after each pause: " + ", ".join(f"{h:.1f} ms" for h in handoff)
+
+        self.switch_scenario(
+            "switch-hands-over-at-once-after-long-pauses",
+            ["--anti-thrashing", "on", "--time-quantum", "600ms"],
+            ["--bursts", "4", "--burst-us", "300000", "--gap-us", "700000", "--mem-mib", "256"],
+            ["--bursts", "300", "--burst-us", "30000", "--gap-us", "0", "--mem-mib", "256"],
+            at_once, env_first={"NVSHARE_IDLE_RELEASE_MS": "120"})
+
     def train_baseline(self):
         p = subprocess.run([sys.executable, self.a.train], env=self.env("", preload=False),
                            capture_output=True, text=True, timeout=300)
@@ -177,9 +297,16 @@ class Runner:
         with tempfile.TemporaryDirectory(dir=self.a.out) as wd:
             d = Daemon(self.a.nvshared, wd, daemon_args)
             t0 = time.time()
-            procs = [subprocess.Popen([sys.executable, self.a.train], env=self.env(d.sock),
-                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            barrier = os.path.join(wd, "go")
+            procs = [subprocess.Popen([sys.executable, self.a.train, "--barrier", barrier],
+                                      env=self.env(d.sock), stdout=subprocess.PIPE,
+                                      stderr=subprocess.STDOUT, text=True)
                      for _ in range(2)]
+            # Both set up before either trains, so that they compete.
+            while (time.time() - t0 < 120 and any(p.poll() is None for p in procs) and
+                   not all(os.path.exists(f"{barrier}.{p.pid}") for p in procs)):
+                time.sleep(0.05)
+            open(barrier, "w").close()
             peak_clients, grants = 0, 0
             while any(p.poll() is None for p in procs) and time.time() - t0 < 300:
                 try:
@@ -234,6 +361,7 @@ def main():
             "auto-oversubscribed-serializes",
             ["--anti-thrashing", "auto", "--capacity", "384M", "--time-quantum", "200ms"],
             False, busy),
+        "switch": r.switching_scenarios,
         "train-baseline": r.train_baseline,
         "train-on": lambda: r.train_pair("train-on", ["--anti-thrashing", "on",
                                                       "--time-quantum", "500ms"]),

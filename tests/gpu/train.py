@@ -7,6 +7,7 @@ nvshare turns into managed memory), cuBLAS and autograd.
 import argparse
 import os
 import sys
+import time
 
 os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 import torch  # noqa: E402
@@ -16,6 +17,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--steps", type=int, default=200)
     p.add_argument("--width", type=int, default=2048)
+    p.add_argument("--barrier", help="once set up, create BARRIER.<pid> and wait for BARRIER")
     args = p.parse_args()
     torch.manual_seed(0)
     torch.use_deterministic_algorithms(True)
@@ -29,6 +31,10 @@ def main():
         torch.nn.Linear(args.width, 10)).cuda()
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     loss_fn = torch.nn.CrossEntropyLoss()
+    if args.barrier:  # so that two runs train at the same time
+        open(f"{args.barrier}.{os.getpid()}", "w").close()
+        while not os.path.exists(args.barrier):
+            time.sleep(0.01)
     for _ in range(args.steps):
         opt.zero_grad(set_to_none=True)
         loss = loss_fn(model(x), y)

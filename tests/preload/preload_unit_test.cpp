@@ -221,24 +221,27 @@ TEST(IdleGaps, LongPausesLetGoAtOnce)
     EXPECT_EQ(g.hold_for(1200 * kMs, 20 * kMs), 1200 * kMs);
 }
 
-TEST(IdleGaps, OneShortPauseAmongTheLastFourBringsBackTheWait)
+TEST(IdleGaps, WaitsOutTheShortPausesOnly)
 {
     IdleGaps g;
     auto pause = [&](uint64_t ms) {
         g.idle_since(10 * kMs);
         g.resumed((10 + ms) * kMs);
     };
+    pause(5);  // between the steps of a burst
+    EXPECT_EQ(g.hold_for(300 * kMs, 20 * kMs), 300 * kMs) << "no long pause seen yet";
     pause(900);
-    pause(50);
-    pause(900);
-    EXPECT_EQ(g.hold_for(300 * kMs, 20 * kMs), 300 * kMs);
-    pause(900);
-    pause(900);
-    EXPECT_EQ(g.hold_for(300 * kMs, 20 * kMs), 300 * kMs)
-        << "the short one is still among the last four";
-    pause(900);
-    EXPECT_EQ(g.hold_for(300 * kMs, 20 * kMs), 0u) << "the short one is forgotten";
+    pause(8);
+    EXPECT_EQ(g.hold_for(300 * kMs, 20 * kMs), 16 * kMs) << "twice the longest short pause";
+    pause(200);  // short against a switch of 300 ms
+    EXPECT_EQ(g.hold_for(300 * kMs, 20 * kMs), 300 * kMs) << "at most the ski rental's wait";
+    for (size_t i = 0; i < IdleGaps::kRemembered; ++i)
+        pause(900);
+    EXPECT_EQ(g.hold_for(300 * kMs, 20 * kMs), 0u) << "the short ones are forgotten";
     EXPECT_EQ(g.remembered(), IdleGaps::kRemembered);
+    for (size_t i = 0; i < IdleGaps::kRemembered; ++i)
+        pause(50);
+    EXPECT_EQ(g.hold_for(300 * kMs, 20 * kMs), 300 * kMs) << "and so are the long ones";
 }
 
 TEST(IdleGaps, WorkWithoutASeenPauseRecordsNothing)
