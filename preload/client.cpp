@@ -440,10 +440,10 @@ void Client::work(uint64_t now)
                     s_.quiet_since = drained;
                     s_.next_idle_check = drained + hold;
                 } else if (g_gate.compare_exchange_strong(expected, 0, std::memory_order_acq_rel)) {
+                    const uint64_t idle = was_busy ? 0 : drained - s_.quiet_since;
                     release(now + kEvictLimitNs);
-                    log_debug(
-                        "released early: idle for %llu ms",
-                        static_cast<unsigned long long>((now_ns() - s_.quiet_since) / 1000000));
+                    log_debug("released early: idle for %llu ms",
+                              static_cast<unsigned long long>(idle / 1000000));
                 }
             }  // else work came in while we drained: the next check sees it
         }
