@@ -50,6 +50,18 @@ bool wanted(Policy policy, bool auto_says)
     return policy == Policy::On || (policy == Policy::Auto && auto_says);
 }
 
+// What an eviction leaves on the GPU: what nvshared allows, unless
+// NVSHARE_EVICT=1 says to evict everything.
+uint64_t keep_on_eviction(uint64_t allowed)
+{
+    return config().evict == Policy::On ? 0 : allowed;
+}
+
+double bytes_per_second(uint64_t bytes, uint64_t ns)
+{
+    return static_cast<double>(bytes) * 1e9 / static_cast<double>(ns);
+}
+
 alloc::Range* scratch()
 {
     if (g_ranges == nullptr) {
@@ -177,7 +189,7 @@ bool poll()
         // Only a swap-in of evicted data measures a transfer: new memory is
         // merely populated, and what was kept is there already.
         if (g.restoring != 0 && took != 0)
-            g.swap_in_rate = static_cast<double>(g.restoring) * 1e9 / static_cast<double>(took);
+            g.swap_in_rate = bytes_per_second(g.restoring, took);
         g.restoring = 0;
         g.stats.bytes_prefetched += g.bytes;
         g.stats.swap_ins++;
@@ -196,7 +208,7 @@ void before_release(uint64_t gpus, bool oversubscribed, uint64_t keep_bytes, uin
         if (contexts::active_captures() > 0)
             continue;
         Round r{i, {}, UINT64_MAX};
-        r.keep = config().evict == Policy::On ? 0 : keep_bytes;
+        r.keep = keep_on_eviction(keep_bytes);
         r.location.type = CU_MEM_LOCATION_TYPE_HOST;
         r.location.id = 0;
         const uint64_t start = now_ns();
@@ -214,7 +226,7 @@ void before_release(uint64_t gpus, bool oversubscribed, uint64_t keep_bytes, uin
             continue;
         const uint64_t took = now_ns() - start;
         if (stream_done(g.stream) && took != 0)
-            g.evict_rate = static_cast<double>(r.bytes) * 1e9 / static_cast<double>(took);
+            g.evict_rate = bytes_per_second(r.bytes, took);
         g.stats.bytes_evicted += r.bytes;
         g.stats.swap_outs++;
         g.stats.swap_out_ns += took;
@@ -232,7 +244,7 @@ uint64_t switch_cost_ns(bool oversubscribed, uint64_t keep_bytes)
 {
     if (!wanted(config().evict, oversubscribed))
         return 0;  // nothing moves when we let go
-    const uint64_t keep = config().evict == Policy::On ? 0 : keep_bytes;
+    const uint64_t keep = keep_on_eviction(keep_bytes);
     double most = 0;
     for (uint32_t i = 0; i < devices::count(); ++i) {
         const GpuState& g = g_gpus[i];
