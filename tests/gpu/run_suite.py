@@ -83,6 +83,13 @@ def finish(procs, timeout):
     return outs
 
 
+def programs_failed(outs):
+    """None if every gpu_work run verified its results, else what they printed."""
+    if all(code == 0 and "RESULT OK" in out for code, out in outs):
+        return None
+    return "program failed: " + " | ".join(out.strip()[-300:] for _, out in outs)
+
+
 def overlaps(a, b):
     """Pairs of [start, end] intervals from a and b that intersect."""
     return sum(1 for s1, e1 in a for s2, e2 in b if s1 < e2 and s2 < e1)
@@ -123,11 +130,10 @@ class Runner:
         with tempfile.TemporaryDirectory(dir=self.a.out) as wd:
             d = Daemon(self.a.nvshared, wd, daemon_args)
             binaries = binaries or [self.a.work, self.a.work]
-            logs = [os.path.join(wd, f"iv{i}.txt") for i in range(len(binaries))]
             t0 = time.time()
-            procs = [subprocess.Popen([b, "--log", log] + work_args, env=self.env(d.sock),
-                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-                     for b, log in zip(binaries, logs)]
+            started = [self.start_work(d.sock, wd, str(i), work_args, binary=b)
+                       for i, b in enumerate(binaries)]
+            procs, logs = [p for p, _ in started], [log for _, log in started]
             peak_mem, peak_clients, serializing = 0, 0, False
             while any(p.poll() is None for p in procs) and time.time() - t0 < timeout:
                 try:
@@ -142,10 +148,10 @@ class Runner:
             outs = self.run_all(procs, timeout)
             elapsed = time.time() - t0
             rc = d.stop()
-            ok = all(code == 0 and "RESULT OK" in out for code, out in outs)
             detail = f"{elapsed:.1f}s"
-            if not ok:
-                detail += " program failed: " + " | ".join(out.strip()[-300:] for _, out in outs)
+            failed = programs_failed(outs)
+            if failed:
+                detail += " " + failed
                 with open(os.path.join(wd, "nvshared.log")) as f:
                     detail += " | daemon: " + f.read()[-600:]
                 self.record(name, False, detail)
@@ -162,13 +168,15 @@ class Runner:
                     ((n_overlap > 0) if expect_overlap else (n_overlap == 0)))
             self.record(name, good, detail)
 
-    # ---- switching (issue 6): what moves, and when the lock changes hands ----
-
-    def start_work(self, sock, wd, tag, args, extra_env=None):
+    def start_work(self, sock, wd, tag, args, extra_env=None, binary=None):
+        """A gpu_work process logging its kernels' intervals: (process, log path)."""
         log = os.path.join(wd, f"iv-{tag}.txt")
-        p = subprocess.Popen([self.a.work, "--log", log] + args, env=self.env(sock, extra=extra_env),
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        p = subprocess.Popen([binary or self.a.work, "--log", log] + args,
+                             env=self.env(sock, extra=extra_env), stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
         return p, log
+
+    # ---- switching (issue 6): what moves, and when the lock changes hands ----
 
     def watch(self, sock, procs, timeout):
         """Polls nvshared until the processes end: the latest status of each client,
@@ -212,11 +220,11 @@ class Runner:
                 return
             p2, log2 = self.start_work(d.sock, wd, "second", second)
             last = self.watch(d.sock, [p1, p2], timeout)
-            outs = finish([p1, p2], timeout)
+            outs = self.run_all([p1, p2], timeout)
             rc = d.stop()
-            if not all(code == 0 and "RESULT OK" in out for code, out in outs):
-                self.record(name, False, "program failed: " +
-                            " | ".join(out.strip()[-300:] for _, out in outs))
+            failed = programs_failed(outs)
+            if failed:
+                self.record(name, False, failed)
                 return
             ok, detail = check(read_intervals(log1), read_intervals(log2), last.get(p1.pid, {}),
                                last.get(p2.pid, {}))
