@@ -138,7 +138,7 @@ std::optional<Frame> LockClient::receive(std::chrono::milliseconds timeout)
     for (;;) {
         proto::FrameHeader h{};
         const auto st =
-            proto::decode_header(buffer_.data(), buffer_.size(), proto::kMaxDaemonPayload, &h);
+            proto::decode_header(buffer_.data(), buffer_.size(), proto::kMaxStatusPayload, &h);
         if (st == proto::DecodeStatus::Ok && proto::frame_complete(h, buffer_.size())) {
             Frame f;
             f.type = static_cast<proto::MsgType>(h.type);

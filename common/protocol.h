@@ -19,8 +19,11 @@ inline constexpr uint16_t kVersion = 1;
 // Largest payload the daemon accepts from a client. Every client message is
 // far smaller; the bound is what keeps a lying length field harmless.
 inline constexpr uint32_t kMaxClientPayload = 4096;
-// Largest payload a client accepts from the daemon (status reports are JSON).
+// Largest payload a client accepts from the daemon in a session's frames.
 inline constexpr uint32_t kMaxDaemonPayload = 1u << 20;
+// Largest Status payload (JSON, one entry per client): what status readers
+// accept. The daemon cuts its client list to fit, and says how many it left out.
+inline constexpr uint32_t kMaxStatusPayload = 64u << 20;
 
 // GPUs a single client may name; client-local GPU indices fit a 64-bit mask.
 inline constexpr uint32_t kMaxGpusPerClient = 32;

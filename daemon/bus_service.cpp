@@ -144,53 +144,68 @@ BusService::GpuValues BusService::gpu_values(GpuIndex gpu) const
             s.queue(gpu)};
 }
 
+// A signal that cannot be sent (sd-bus refuses a value, say) is lost, and
+// logged; the bus stays. A connection that broke shows up in process().
+template <typename Emit>
+void BusService::emit(const char* what, Emit&& emit_signal)
+{
+    try {
+        emit_signal();
+    } catch (const sdbus::Error& e) {
+        NVS_WARN("cannot emit %s on the bus (%s); carrying on", what, e.getMessage().c_str());
+    }
+}
+
 void BusService::on_state_changed()
 {
     if (broken_)
         return;
-    try {
-        const ManagerValues now = manager_values();
-        std::vector<std::string> changed;
-        if (now.time_quantum_us != manager_sent_.time_quantum_us)
-            changed.emplace_back("TimeQuantumUSec");
-        if (now.mode != manager_sent_.mode)
-            changed.emplace_back("AntiThrashing");
-        if (now.clients != manager_sent_.clients)
-            changed.emplace_back("ClientCount");
-        if (!changed.empty())
-            manager_->emitPropertiesChangedSignal(kManagerInterface, changed);
-        manager_sent_ = now;
+    const ManagerValues now = manager_values();
+    std::vector<std::string> changed;
+    if (now.time_quantum_us != manager_sent_.time_quantum_us)
+        changed.emplace_back("TimeQuantumUSec");
+    if (now.mode != manager_sent_.mode)
+        changed.emplace_back("AntiThrashing");
+    if (now.clients != manager_sent_.clients)
+        changed.emplace_back("ClientCount");
+    if (!changed.empty())
+        emit("PropertiesChanged",
+             [&] { manager_->emitPropertiesChangedSignal(kManagerInterface, changed); });
+    manager_sent_ = now;
 
-        const auto& gpus = server_.scheduler().gpus();
-        for (GpuIndex g = 0; g < gpus.size(); ++g) {
-            if (g == gpus_.size()) {
-                // A GPU the daemon has just met: it gets its object now.
+    const auto& gpus = server_.scheduler().gpus();
+    for (GpuIndex g = 0; g < gpus.size(); ++g) {
+        if (g == gpus_.size()) {
+            // A GPU the daemon has just met: it gets its object now.
+            try {
                 gpus_.push_back(std::make_unique<GpuObject>(*connection_, server_, control_, g));
-                gpus_.back()->emitInterfacesAddedSignal();
-                gpus_sent_.push_back(gpu_values(g));
-                continue;
+            } catch (const sdbus::Error& e) {
+                NVS_WARN("cannot put GPU %u on the bus (%s)", g, e.getMessage().c_str());
+                return;  // tried again at the next change
             }
-            const GpuValues values = gpu_values(g);
-            const GpuValues& sent = gpus_sent_[g];
-            changed.clear();
-            if (values.physical != sent.physical)
-                changed.emplace_back("PhysicalMemory");
-            if (values.capacity != sent.capacity)
-                changed.emplace_back("Capacity");
-            if (values.requested != sent.requested)
-                changed.emplace_back("RequestedMemory");
-            if (values.serializing != sent.serializing)
-                changed.emplace_back("Serializing");
-            if (values.holders != sent.holders)
-                changed.emplace_back("Holders");
-            if (values.queue != sent.queue)
-                changed.emplace_back("Queue");
-            if (!changed.empty())
-                gpus_[g]->emitPropertiesChangedSignal(kGpuInterface, changed);
-            gpus_sent_[g] = values;
+            emit("InterfacesAdded", [&] { gpus_.back()->emitInterfacesAddedSignal(); });
+            gpus_sent_.push_back(gpu_values(g));
+            continue;
         }
-    } catch (const sdbus::Error& e) {
-        shut_down(e.getMessage().c_str());
+        const GpuValues values = gpu_values(g);
+        const GpuValues& sent = gpus_sent_[g];
+        changed.clear();
+        if (values.physical != sent.physical)
+            changed.emplace_back("PhysicalMemory");
+        if (values.capacity != sent.capacity)
+            changed.emplace_back("Capacity");
+        if (values.requested != sent.requested)
+            changed.emplace_back("RequestedMemory");
+        if (values.serializing != sent.serializing)
+            changed.emplace_back("Serializing");
+        if (values.holders != sent.holders)
+            changed.emplace_back("Holders");
+        if (values.queue != sent.queue)
+            changed.emplace_back("Queue");
+        if (!changed.empty())
+            emit("PropertiesChanged",
+                 [&] { gpus_[g]->emitPropertiesChangedSignal(kGpuInterface, changed); });
+        gpus_sent_[g] = values;
     }
 }
 

@@ -47,6 +47,8 @@ private:
     bool attach(sd_event* event);
     void process();
     void on_state_changed();
+    template <typename Emit>
+    void emit(const char* what, Emit&& emit_signal);
     void shut_down(const char* why);
     ManagerValues manager_values() const;
     GpuValues gpu_values(GpuIndex gpu) const;

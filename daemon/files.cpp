@@ -34,10 +34,18 @@ bool write_all(int fd, std::string_view data)
 std::optional<std::string> read_file(const std::string& path, std::string* error)
 {
     error->clear();
-    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // O_NONBLOCK: opening a FIFO must not wait for a writer; a FIFO or a
+    // device (a link to /dev/zero) is then refused before any read.
+    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0) {
         if (errno != ENOENT)
             *error = describe("cannot open", path);
+        return std::nullopt;
+    }
+    struct stat st {};
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        *error = "cannot read " + path + ": not a regular file";
+        close(fd);
         return std::nullopt;
     }
     std::string contents;
@@ -53,6 +61,12 @@ std::optional<std::string> read_file(const std::string& path, std::string* error
         }
         if (n == 0)
             break;
+        if (contents.size() + static_cast<size_t>(n) > kMaxFileSize) {
+            *error = "cannot read " + path + ": larger than " + std::to_string(kMaxFileSize >> 20) +
+                     " MiB";
+            close(fd);
+            return std::nullopt;
+        }
         contents.append(buf, static_cast<size_t>(n));
     }
     close(fd);

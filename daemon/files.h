@@ -7,8 +7,12 @@
 
 namespace nvshare::daemon {
 
-// The file's contents; nullopt if it does not exist (*error left empty) or
-// cannot be read (*error says why).
+// Config and state files are small; anything larger is not one of ours.
+inline constexpr size_t kMaxFileSize = size_t{1} << 20;
+
+// The contents of a regular file of at most kMaxFileSize bytes; nullopt if it
+// does not exist (*error left empty) or cannot be read, is not a regular
+// file or is larger (*error says why). Never blocks on a FIFO or device.
 std::optional<std::string> read_file(const std::string& path, std::string* error);
 
 // Replaces `path` so that readers and crashes see the old or the new contents,

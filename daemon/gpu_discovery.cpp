@@ -7,6 +7,7 @@
 #include <system_error>
 
 #include "common/text.h"
+#include "daemon/printable_text.h"
 
 namespace nvshare::daemon {
 
@@ -23,7 +24,7 @@ std::optional<GpuDescription> parse_gpu_information(std::string_view text)
         const std::string_view key = trim(line.substr(0, colon));
         const std::string_view value = trim(line.substr(colon + 1));
         if (key == "Model")
-            d.name = value;
+            d.name = printable_utf8(value);
         else if (key == "GPU UUID")
             d.uuid = value;
     }

@@ -37,7 +37,14 @@ constexpr const char* kUsage =
     "                              (default: its physical memory); repeatable\n"
     "      --idle-exit DURATION    exit after this long with no clients\n"
     "                              (socket activation starts it again)\n"
-    "      --max-clients N         connections served at once (default 4096)\n"
+    "      --max-clients N         connections served at once (default 4096;\n"
+    "                              root is served beyond it)\n"
+    "      --max-clients-per-user N\n"
+    "                              connections of one user other than root\n"
+    "                              (default 64)\n"
+    "      --quantum-ceiling DURATION\n"
+    "                              the longest a client's own swap-in reports\n"
+    "                              may stretch its quantum to (default 60s)\n"
     "      --gpu-info-dir DIR      where the driver lists the host's GPUs\n"
     "                              (default /proc/driver/nvidia/gpus)\n"
     "      --config FILE           settings file, see nvshare.conf(5) (default\n"
@@ -57,7 +64,17 @@ constexpr const char* kUsage =
     "at run time over D-Bus (kept in the state directory until nvsharectl reset).\n"
     "See nvshared(8).\n";
 
-enum LongOnly { kIdleExit = 256, kMaxClients, kVersion, kConfig, kStateDir, kNoBus, kGpuInfoDir };
+enum LongOnly {
+    kIdleExit = 256,
+    kMaxClients,
+    kMaxClientsPerUser,
+    kQuantumCeiling,
+    kVersion,
+    kConfig,
+    kStateDir,
+    kNoBus,
+    kGpuInfoDir
+};
 
 constexpr option kLongOptions[] = {
     {"socket", required_argument, nullptr, 's'},
@@ -67,6 +84,8 @@ constexpr option kLongOptions[] = {
     {"capacity", required_argument, nullptr, 'c'},
     {"idle-exit", required_argument, nullptr, kIdleExit},
     {"max-clients", required_argument, nullptr, kMaxClients},
+    {"max-clients-per-user", required_argument, nullptr, kMaxClientsPerUser},
+    {"quantum-ceiling", required_argument, nullptr, kQuantumCeiling},
     {"gpu-info-dir", required_argument, nullptr, kGpuInfoDir},
     {"config", required_argument, nullptr, kConfig},
     {"state-dir", required_argument, nullptr, kStateDir},
@@ -154,12 +173,21 @@ ParsedOptions parse_options(int argc, char** argv)
                     r.options.idle_exit = *d;
                 break;
             }
-            case kMaxClients: {
+            case kMaxClients:
+            case kMaxClientsPerUser: {
                 char* end = nullptr;
                 const long n = strtol(optarg, &end, 10);
-                if (*end != '\0' || n < 1 || n > 1000000)
-                    return fail("client limit", optarg);
-                r.options.max_clients = static_cast<size_t>(n);
+                if (*end != '\0' || n < 1 || n > static_cast<long>(kMaxClientsLimit))
+                    return fail("client limit (1 to 1000000)", optarg);
+                (opt == kMaxClients ? r.options.max_clients : r.options.max_clients_per_user) =
+                    static_cast<size_t>(n);
+                break;
+            }
+            case kQuantumCeiling: {
+                auto d = parse_duration(optarg);
+                if (!d || !valid_time_quantum(*d))
+                    return fail("quantum ceiling (1ms to 24h)", optarg);
+                r.options.scheduler.quantum_ceiling = *d;
                 break;
             }
             case kConfig:

@@ -27,10 +27,16 @@ struct Options {
     std::optional<uint64_t> default_capacity;                  // --capacity SIZE
     std::vector<std::pair<std::string, uint64_t>> capacities;  // --capacity UUID=SIZE
     std::optional<std::chrono::microseconds> idle_exit;        // exit when unused this long
-    size_t max_clients = 4096;
+    size_t max_clients = 4096;         // connections at once, root's not refused
+    size_t max_clients_per_user = 64;  // connections of one non-root uid
     std::string gpu_info_dir = "/proc/driver/nvidia/gpus";  // where the driver lists GPUs
     LogLevel log_level = LogLevel::Info;
 };
+
+// The largest --max-clients: with reports bounded by kMaxReportedBytes, the
+// daemon's sums of everybody's memory cannot wrap.
+inline constexpr size_t kMaxClientsLimit = 1000000;
+static_assert(kMaxReportedBytes * 2 <= UINT64_MAX / kMaxClientsLimit);
 
 struct ParsedOptions {
     bool run = false;  // false: exit with exit_code (after --help, --version, or an error)

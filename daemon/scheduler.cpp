@@ -64,17 +64,65 @@ std::optional<GpuIndex> Scheduler::ensure_gpu(const GpuDescription& description)
     for (GpuIndex g = 0; g < gpus_.size(); ++g) {
         if (gpus_[g].description.uuid != description.uuid)
             continue;
-        // Fill in what an earlier client may not have known.
+        gpus_[g].listed_by_host = true;
+        if (gpus_[g].description.name.empty())
+            gpus_[g].description.name = description.name;
+        return g;
+    }
+    const auto g = add_gpu(description);
+    if (g)
+        gpus_[*g].listed_by_host = true;
+    return g;
+}
+
+std::optional<GpuIndex> Scheduler::claim_gpu(const GpuDescription& description, uint32_t uid,
+                                             TimePoint now, std::string* refusal)
+{
+    const uint64_t claimed = description.physical_memory;
+    if (claimed < kMinGpuMemory || claimed > kMaxReportedBytes) {
+        *refusal =
+            "implausible memory size " + std::to_string(claimed) + " for " + description.uuid;
+        return std::nullopt;
+    }
+    for (GpuIndex g = 0; g < gpus_.size(); ++g) {
+        if (gpus_[g].description.uuid != description.uuid)
+            continue;
         auto& d = gpus_[g].description;
         if (d.name.empty())
             d.name = description.name;
-        if (d.physical_memory == 0 && description.physical_memory != 0) {
-            d.physical_memory = description.physical_memory;
-            if (gpus_[g].capacity == 0)
-                gpus_[g].capacity = description.physical_memory;
+        // Every client of a GPU sees the same size, so a disagreement is a
+        // mistake or a lie: the smaller figure is the careful one.
+        if (d.physical_memory == 0 || claimed < d.physical_memory) {
+            d.physical_memory = claimed;
+            if (capacity_follows_physical(g)) {
+                gpus_[g].capacity = claimed;
+                refresh_exclusive(now);
+            }
         }
         return g;
     }
+    if (uid != 0) {
+        size_t named = 0;
+        for (const Gpu& gpu : gpus_)
+            named += !gpu.listed_by_host && gpu.named_by == uid;
+        if (named >= kMaxUnlistedGpusPerUser) {
+            *refusal = description.uuid + " is not a GPU the host lists, and user " +
+                       std::to_string(uid) + " has named " + std::to_string(named) +
+                       " such GPUs already";
+            return std::nullopt;
+        }
+    }
+    const auto g = add_gpu(description);
+    if (!g) {
+        *refusal = "too many GPUs on this host";
+        return std::nullopt;
+    }
+    gpus_[*g].named_by = uid;
+    return g;
+}
+
+std::optional<GpuIndex> Scheduler::add_gpu(const GpuDescription& description)
+{
     if (gpus_.size() >= kMaxGpus)
         return std::nullopt;
     Gpu gpu;
@@ -90,6 +138,11 @@ std::optional<GpuIndex> Scheduler::ensure_gpu(const GpuDescription& description)
     // A new GPU has no clients yet; only `on` mode makes it exclusive.
     exclusive_ = compute_exclusive();
     return static_cast<GpuIndex>(gpus_.size() - 1);
+}
+
+bool Scheduler::capacity_follows_physical(GpuIndex gpu) const
+{
+    return !default_capacity_ && capacity_overrides_.count(gpus_[gpu].description.uuid) == 0;
 }
 
 void Scheduler::set_capacity_override(const std::string& uuid, uint64_t bytes)
@@ -132,6 +185,15 @@ void Scheduler::set_time_quantum(Duration tq, TimePoint now)
 void Scheduler::set_grace(Duration grace)
 {
     settings_.grace = grace;
+}
+
+void Scheduler::set_quantum_ceiling(Duration ceiling, TimePoint now)
+{
+    settings_.quantum_ceiling = ceiling;
+    for (auto& [id, c] : clients_)
+        if (c.phase == Phase::Holding)
+            update_deadline(c);
+    tick(now);
 }
 
 // ---- views --------------------------------------------------------------------
@@ -259,32 +321,44 @@ void Scheduler::release(ClientId id, GpuSet gpus, TimePoint now)
     tick(now);
 }
 
-void Scheduler::report_memory(ClientId id, GpuIndex gpu, MemoryUse use, TimePoint now)
+bool Scheduler::report_memory(ClientId id, GpuIndex gpu, MemoryUse use, TimePoint now)
 {
+    if (use.managed > kMaxReportedBytes || use.pinned > kMaxReportedBytes)
+        return false;
     Client* c = find(id);
     if (c == nullptr || (c->registered() & gpu_bit(gpu)) == 0)
-        return;
+        return true;
     MemoryUse& slot = c->memory[gpu];
-    queues_[gpu].requested += use.total() - slot.total();
+    // Bounded reports from at most a million clients: no sum can wrap.
+    queues_[gpu].requested = queues_[gpu].requested - slot.total() + use.total();
     slot = use;
     refresh_exclusive(now);
     tick(now);
+    return true;
 }
 
-void Scheduler::report_swaps(ClientId id, GpuIndex gpu, const SwapStats& stats, TimePoint now)
+bool Scheduler::report_swaps(ClientId id, GpuIndex gpu, const SwapStats& stats, TimePoint now)
 {
+    constexpr Duration kMaxTime = std::chrono::microseconds(kMaxReportedMicroseconds);
+    if (stats.swap_in_time < Duration::zero() || stats.swap_in_time > kMaxTime ||
+        stats.swap_out_time < Duration::zero() || stats.swap_out_time > kMaxTime)
+        return false;
     Client* c = find(id);
     if (c == nullptr || (c->registered() & gpu_bit(gpu)) == 0)
-        return;
+        return true;
     SwapStats& old = c->swaps[gpu];
     if (stats.swap_ins > old.swap_ins && stats.swap_in_time >= old.swap_in_time) {
         // The quantum adapts to what switching costs now, not on average.
-        gpus_[gpu].last_swap_in =
-            (stats.swap_in_time - old.swap_in_time) / (stats.swap_ins - old.swap_ins);
-        update_holder_deadlines(gpu_bit(gpu));
+        const Duration latest = (stats.swap_in_time - old.swap_in_time) /
+                                static_cast<Duration::rep>(std::min<uint64_t>(
+                                    stats.swap_ins - old.swap_ins, uint64_t{1} << 62));
+        c->last_swap_in[gpu] = latest;
+        gpus_[gpu].last_swap_in = latest;
+        update_deadline(*c);
     }
     old = stats;
     tick(now);
+    return true;
 }
 
 void Scheduler::disconnect(ClientId id, TimePoint now)
@@ -394,8 +468,14 @@ uint64_t Scheduler::keep_allowance(const Client& c, GpuSet gpus) const
 Duration Scheduler::quantum_for(const Client& c) const
 {
     Duration swap{};
-    for_each_gpu(c.held, [&](GpuIndex g) { swap = std::max(swap, gpus_[g].last_swap_in); });
-    return std::max(settings_.time_quantum, swap * kQuantumPerSwap);
+    for_each_gpu(c.held, [&](GpuIndex g) {
+        if (auto it = c.last_swap_in.find(g); it != c.last_swap_in.end())
+            swap = std::max(swap, it->second);
+    });
+    // A client's own reports stretch only its own quantum, and only so far.
+    const Duration ceiling = std::max(settings_.time_quantum, settings_.quantum_ceiling);
+    return std::max(settings_.time_quantum,
+                    std::min(ceiling, std::min(swap, ceiling) * kQuantumPerSwap));
 }
 
 GpuSet Scheduler::compute_exclusive() const

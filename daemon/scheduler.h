@@ -26,6 +26,18 @@ using GpuSet = uint64_t;    // bit i = GpuIndex i
 
 inline constexpr GpuIndex kMaxGpus = 64;
 
+// Bounds on what clients report: their memory use and a GPU's memory size
+// (8 TiB: sums over a million clients still fit 64 bits), and their
+// cumulative swap times (2^44 us, about 200 days: sums stay within a
+// nanosecond Duration). Reports past them are refused, never wrapped.
+inline constexpr uint64_t kMaxReportedBytes = uint64_t{1} << 43;
+inline constexpr uint64_t kMaxReportedMicroseconds = uint64_t{1} << 44;
+// The smallest GPU memory a client may claim: no GPU CUDA 13 runs on has less.
+inline constexpr uint64_t kMinGpuMemory = uint64_t{256} << 20;
+// GPUs the host does not list (in /proc/driver/nvidia/gpus) that one user's
+// clients may add to the daemon's table; root is not limited.
+inline constexpr size_t kMaxUnlistedGpusPerUser = 4;
+
 inline constexpr GpuSet gpu_bit(GpuIndex g)
 {
     return GpuSet{1} << g;
@@ -35,6 +47,8 @@ struct SchedulerSettings {
     Mode mode = Mode::Auto;
     Duration time_quantum = std::chrono::seconds(30);
     Duration grace = std::chrono::seconds(10);
+    // The most a client's own swap-in reports may stretch its quantum to.
+    Duration quantum_ceiling = std::chrono::seconds(60);
 };
 
 struct GpuDescription {
@@ -45,10 +59,12 @@ struct GpuDescription {
 
 struct Gpu {
     GpuDescription description;
-    uint64_t capacity = 0;  // bytes the scheduler lets clients use together
+    bool listed_by_host = false;       // from the driver's GPU list, not a client
+    std::optional<uint32_t> named_by;  // else: the uid whose client first named it
+    uint64_t capacity = 0;             // bytes the scheduler lets clients use together
     std::vector<ClientId> holders;
     uint64_t grants = 0;      // lock grants on this GPU so far
-    Duration last_swap_in{};  // latest bulk swap-in reported by a client
+    Duration last_swap_in{};  // latest bulk swap-in reported by any client (shown)
 };
 
 // What a client's libnvshare.so moved for one GPU (cumulative).
@@ -81,6 +97,7 @@ struct Client {
     std::vector<GpuIndex> gpus;  // in the client's Hello order: local index -> GpuIndex
     std::map<GpuIndex, MemoryUse> memory;
     std::map<GpuIndex, SwapStats> swaps;
+    std::map<GpuIndex, Duration> last_swap_in;  // its own latest bulk swap-in
     // Managed memory it left on each oversubscribed GPU when it last let go
     // (what the latest Drop or Contended allowed); all of it while holding.
     std::map<GpuIndex, uint64_t> kept;
@@ -140,8 +157,17 @@ public:
     explicit Scheduler(SchedulerSettings settings = {});
 
     // ---- GPUs -----------------------------------------------------------
-    // Finds or adds a GPU by UUID; nullopt when kMaxGpus are known already.
+    // Finds or adds a GPU the host lists (trusted); nullopt when kMaxGpus
+    // are known already.
     std::optional<GpuIndex> ensure_gpu(const GpuDescription& description);
+    // Finds or adds a GPU named in the Hello of a client of user `uid`. Its
+    // claims are bounded and can only make the daemon more careful: a claimed
+    // memory size outside [kMinGpuMemory, kMaxReportedBytes] is refused, and
+    // a smaller size than the one known lowers it (a larger one is ignored).
+    // A GPU the host does not list counts against the user's
+    // kMaxUnlistedGpusPerUser. `refusal` says why when nullopt is returned.
+    std::optional<GpuIndex> claim_gpu(const GpuDescription& description, uint32_t uid,
+                                      TimePoint now, std::string* refusal);
     // Capacity for GPUs not yet seen: by UUID, else the default, else physical.
     void set_capacity_override(const std::string& uuid, uint64_t bytes);
     void set_default_capacity(std::optional<uint64_t> bytes);
@@ -151,6 +177,7 @@ public:
     void set_mode(Mode mode, TimePoint now);
     void set_time_quantum(Duration tq, TimePoint now);
     void set_grace(Duration grace);
+    void set_quantum_ceiling(Duration ceiling, TimePoint now);
     const SchedulerSettings& settings() const { return settings_; }
 
     // ---- client events ---------------------------------------------------
@@ -161,8 +188,9 @@ public:
     // deadlock each other.
     void request(ClientId id, GpuSet gpus, TimePoint now);
     void release(ClientId id, GpuSet gpus, TimePoint now);
-    void report_memory(ClientId id, GpuIndex gpu, MemoryUse use, TimePoint now);
-    void report_swaps(ClientId id, GpuIndex gpu, const SwapStats& stats, TimePoint now);
+    // False, changing nothing, for a report past the bounds above.
+    bool report_memory(ClientId id, GpuIndex gpu, MemoryUse use, TimePoint now);
+    bool report_swaps(ClientId id, GpuIndex gpu, const SwapStats& stats, TimePoint now);
     void disconnect(ClientId id, TimePoint now);
     // Takes the lock away from a holder now. False if it holds nothing.
     bool revoke(ClientId id, TimePoint now);
@@ -185,8 +213,9 @@ public:
     bool serializing(GpuIndex gpu) const;
     bool oversubscribed(GpuIndex gpu) const;
     // The longest a client may hold while others wait: the configured quantum,
-    // but at least kQuantumPerSwap times its GPUs' latest swap-in, so that
-    // switching never takes more than about a tenth of the GPU's time.
+    // but at least kQuantumPerSwap times its own latest swap-in on the GPUs
+    // it holds (so that switching never takes more than about a tenth of the
+    // GPU's time), up to the quantum ceiling.
     Duration quantum_for(const Client& c) const;
     static constexpr int kQuantumPerSwap = 10;
     // Waiting clients that want this GPU, first come first.
@@ -205,6 +234,8 @@ private:
     };
 
     Client* find(ClientId id);
+    std::optional<GpuIndex> add_gpu(const GpuDescription& description);
+    bool capacity_follows_physical(GpuIndex gpu) const;
     GpuSet compute_exclusive() const;
     bool oversubscribed_set(GpuSet gpus) const;
     void push(ActionKind kind, const Client& c, GpuSet gpus, Duration grace = {});

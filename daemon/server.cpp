@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <systemd/sd-daemon.h>
@@ -13,6 +14,7 @@
 #include "common/log.h"
 #include "common/uuid.h"
 #include "daemon/gpu_discovery.h"
+#include "daemon/printable_text.h"
 #include "daemon/status.h"
 
 namespace nvshare::daemon {
@@ -23,6 +25,15 @@ namespace {
 // let it grow the daemon's memory.
 constexpr size_t kMaxOutBuffer = 256 * 1024;
 
+// A connection must say Hello (or be done with its status query) this soon.
+constexpr auto kHelloDeadline = std::chrono::seconds(5);
+// Status queries of one user other than root: on average, and at once.
+constexpr double kStatusPerSecond = 20.0;
+constexpr double kStatusBurst = 20.0;
+// A rendered status is sent again while nothing changed and it is this young
+// (its running totals, held and waited time, may lag by that much).
+constexpr auto kStatusMaxAge = std::chrono::milliseconds(100);
+
 uint64_t to_usec(TimePoint t)
 {
     return static_cast<uint64_t>(
@@ -31,15 +42,6 @@ uint64_t to_usec(TimePoint t)
 
 // steady_clock is CLOCK_MONOTONIC on Linux, the clock sd-event timers use.
 static_assert(Clock::is_steady);
-
-std::string bounded_string(const char* s, size_t max)
-{
-    std::string out(s, strnlen(s, max));
-    for (char& ch : out)
-        if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f)
-            ch = '?';  // keep logs and status one line per client
-    return out;
-}
 
 }  // namespace
 
@@ -54,6 +56,7 @@ Server::~Server()
 {
     for (auto& [serial, c] : connections_) {
         sd_event_source_disable_unref(c->source);
+        sd_event_source_disable_unref(c->timer);
         close(c->fd);
     }
     sd_event_source_disable_unref(listen_source_);
@@ -83,6 +86,16 @@ bool Server::init()
     sd_event_add_signal(event_, nullptr, SIGTERM, nullptr, nullptr);
     sd_event_add_signal(event_, nullptr, SIGINT, nullptr, nullptr);
     signal(SIGPIPE, SIG_IGN);
+    // Every client is a descriptor: use all the kernel allows us (nvshared
+    // never calls select(), so a large limit is safe).
+    rlimit files{};
+    if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+        files.rlim_cur = files.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &files);
+    }
+    if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < options_.max_clients + 64)
+        NVS_WARN("the open-files limit (%llu) is below --max-clients (%zu): raise LimitNOFILE=",
+                 static_cast<unsigned long long>(files.rlim_cur), options_.max_clients);
     // Pings WATCHDOG=1 from the loop itself when WATCHDOG_USEC is set, so a
     // hung loop really trips systemd's watchdog.
     sd_event_set_watchdog(event_, 1);
@@ -220,8 +233,31 @@ int Server::on_connection(sd_event_source*, int, uint32_t revents, void* conn)
     Server* s = c->server;
     if (revents & EPOLLOUT)
         s->flush(*c);
-    if ((revents & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !c->dead)
+    if (c->paused) {
+        if (revents & (EPOLLHUP | EPOLLERR))
+            s->mark_dead(*c);
+    } else if ((revents & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !c->dead) {
         s->read_from(*c);
+    }
+    s->after_change();  // may destroy c
+    return 0;
+}
+
+int Server::on_connection_timer(sd_event_source*, uint64_t, void* conn)
+{
+    auto* c = static_cast<Connection*>(conn);
+    Server* s = c->server;
+    const auto now = Clock::now();
+    if (!c->registered && !c->closing && !c->dead && now >= c->hello_deadline) {
+        s->fail(*c, proto::ErrorCode::BadOrder,
+                "no Hello within " + std::to_string(kHelloDeadline.count()) + " s");
+    } else if (c->paused && now >= c->resume_at && !c->dead) {
+        c->paused = false;
+        s->update_io_events(*c);
+        s->process_input(*c);
+    }
+    if (!c->dead)
+        s->arm_connection_timer(*c);
     s->after_change();  // may destroy c
     return 0;
 }
@@ -230,6 +266,7 @@ int Server::on_timer(sd_event_source*, uint64_t, void* self)
 {
     auto* s = static_cast<Server*>(self);
     s->scheduler_.tick(Clock::now());
+    s->status_stale_ = true;
     s->after_change();
     return 0;
 }
@@ -271,15 +308,65 @@ void Server::accept_clients()
             close(fd);
             continue;
         }
-        Connection& ref = *c;
-        connections_.emplace(c->serial, std::move(c));
-        if (connections_.size() > options_.max_clients) {
-            fail(ref, proto::ErrorCode::Refused, "too many clients");
+        if (sd_event_add_time(event_, &c->timer, CLOCK_MONOTONIC, UINT64_MAX, 10000,
+                              on_connection_timer, c.get()) < 0) {
+            sd_event_source_disable_unref(c->source);
+            close(fd);
             continue;
         }
+        c->hello_deadline = Clock::now() + kHelloDeadline;
+        Connection& ref = *c;
+        connections_.emplace(c->serial, std::move(c));
+        ++connections_per_uid_[ref.peer.uid];
+        status_stale_ = true;
+        if (!admit(ref))
+            continue;
+        arm_connection_timer(ref);
         NVS_DEBUG("connection %llu from pid %d uid %u", static_cast<unsigned long long>(ref.serial),
                   ref.peer.pid, ref.peer.uid);
     }
+}
+
+// Root is always served; anyone else within the global limit and their own
+// share of it, so that one user's connections cannot lock the others out.
+bool Server::admit(Connection& c)
+{
+    if (c.peer.uid == 0)
+        return true;
+    if (connections_.size() > options_.max_clients) {
+        fail(c, proto::ErrorCode::Refused, "too many clients");
+        return false;
+    }
+    const size_t mine = connections_per_uid_[c.peer.uid];
+    if (mine > options_.max_clients_per_user) {
+        fail(c, proto::ErrorCode::Refused,
+             "user " + std::to_string(c.peer.uid) + " has " + std::to_string(mine - 1) +
+                 " connections already, the most one user may have (--max-clients-per-user)");
+        return false;
+    }
+    return true;
+}
+
+void Server::arm_connection_timer(Connection& c)
+{
+    std::optional<TimePoint> at;
+    if (!c.registered)
+        at = c.hello_deadline;
+    if (c.paused)
+        at = at ? std::min(*at, c.resume_at) : c.resume_at;
+    if (!at) {
+        sd_event_source_set_enabled(c.timer, SD_EVENT_OFF);
+        return;
+    }
+    sd_event_source_set_time(c.timer, to_usec(*at));
+    sd_event_source_set_enabled(c.timer, SD_EVENT_ONESHOT);
+}
+
+void Server::update_io_events(Connection& c)
+{
+    const uint32_t events =
+        (c.paused ? 0u : uint32_t{EPOLLIN}) | (c.out_sent < c.out.size() ? uint32_t{EPOLLOUT} : 0u);
+    sd_event_source_set_io_events(c.source, events);
 }
 
 void Server::read_from(Connection& c)
@@ -290,40 +377,7 @@ void Server::read_from(Connection& c)
         if (n > 0) {
             if (!c.closing)
                 c.in.insert(c.in.end(), buf, buf + n);
-            // Decode whole frames; the buffer never holds more than one
-            // maximal frame plus one read, whatever the client sends.
-            size_t off = 0;
-            while (!c.closing && !c.dead) {
-                proto::FrameHeader h{};
-                const auto st = proto::decode_header(c.in.data() + off, c.in.size() - off,
-                                                     proto::kMaxClientPayload, &h);
-                if (st == proto::DecodeStatus::NeedMore)
-                    break;
-                if (st == proto::DecodeStatus::BadMagic) {
-                    fail(c, proto::ErrorCode::BadMagic, "not an nvshare client (bad magic)");
-                    break;
-                }
-                if (st == proto::DecodeStatus::BadVersion) {
-                    fail(c, proto::ErrorCode::BadVersion,
-                         "protocol version " + std::to_string(h.version) +
-                             " not supported; this nvshared speaks version " +
-                             std::to_string(proto::kVersion));
-                    break;
-                }
-                if (st == proto::DecodeStatus::TooLarge) {
-                    fail(c, proto::ErrorCode::TooLarge,
-                         "frame of " + std::to_string(h.length) + " bytes exceeds the limit");
-                    break;
-                }
-                if (!proto::frame_complete(h, c.in.size() - off))
-                    break;
-                const uint8_t* payload = c.in.data() + off + sizeof h;
-                off += sizeof h + h.length;
-                if (!handle_frame(c, h, payload))
-                    break;
-            }
-            c.in.erase(c.in.begin(),
-                       c.in.begin() + static_cast<ptrdiff_t>(std::min(off, c.in.size())));
+            process_input(c);
             // One read per wakeup: the socket stays readable (level-triggered),
             // and sd-event serves every other ready client before this one
             // again, so a client that writes nonstop cannot starve the rest.
@@ -339,6 +393,79 @@ void Server::read_from(Connection& c)
             mark_dead(c);
         return;
     }
+}
+
+void Server::process_input(Connection& c)
+{
+    // Decode whole frames; the buffer never holds more than one maximal
+    // frame plus one read, whatever the client sends.
+    size_t off = 0;
+    while (!c.closing && !c.dead && !c.paused) {
+        proto::FrameHeader h{};
+        const auto st = proto::decode_header(c.in.data() + off, c.in.size() - off,
+                                             proto::kMaxClientPayload, &h);
+        if (st == proto::DecodeStatus::NeedMore)
+            break;
+        if (st == proto::DecodeStatus::BadMagic) {
+            fail(c, proto::ErrorCode::BadMagic, "not an nvshare client (bad magic)");
+            break;
+        }
+        if (st == proto::DecodeStatus::BadVersion) {
+            fail(c, proto::ErrorCode::BadVersion,
+                 "protocol version " + std::to_string(h.version) +
+                     " not supported; this nvshared speaks version " +
+                     std::to_string(proto::kVersion));
+            break;
+        }
+        if (st == proto::DecodeStatus::TooLarge) {
+            fail(c, proto::ErrorCode::TooLarge,
+                 "frame of " + std::to_string(h.length) + " bytes exceeds the limit");
+            break;
+        }
+        if (!proto::frame_complete(h, c.in.size() - off))
+            break;
+        // Over its user's status rate: this frame and those after it wait.
+        if (h.type == static_cast<uint16_t>(proto::MsgType::StatusQuery) &&
+            !status_allowed(c, Clock::now()))
+            break;
+        const uint8_t* payload = c.in.data() + off + sizeof h;
+        off += sizeof h + h.length;
+        bool go_on = false;
+        try {
+            go_on = handle_frame(c, h, payload);
+        } catch (const std::exception& e) {
+            // Whatever one client's data provoked costs that client alone.
+            fail(c, proto::ErrorCode::BadValue, std::string("cannot handle this: ") + e.what());
+        }
+        if (!go_on)
+            break;
+    }
+    c.in.erase(c.in.begin(), c.in.begin() + static_cast<ptrdiff_t>(std::min(off, c.in.size())));
+}
+
+bool Server::status_allowed(Connection& c, TimePoint now)
+{
+    if (c.peer.uid == 0)
+        return true;
+    auto it = status_budget_.try_emplace(c.peer.uid, kStatusPerSecond, kStatusBurst).first;
+    if (it->second.take(now))
+        return true;
+    c.paused = true;
+    c.resume_at = now + it->second.wait(now);
+    update_io_events(c);
+    arm_connection_timer(c);
+    return false;
+}
+
+void Server::send_status(Connection& c, TimePoint now)
+{
+    if (status_stale_ || now - status_rendered_at_ > kStatusMaxAge) {
+        status_text_ = status_text(scheduler_, connections_.size(), now, proto::kMaxStatusPayload);
+        status_rendered_at_ = now;
+        status_stale_ = false;
+    }
+    send(c, proto::MsgType::Status, status_text_.data(),
+         static_cast<uint32_t>(status_text_.size()));
 }
 
 bool Server::handle_frame(Connection& c, const proto::FrameHeader& h, const uint8_t* payload)
@@ -367,10 +494,10 @@ bool Server::handle_frame(Connection& c, const proto::FrameHeader& h, const uint
     }
     const auto now = Clock::now();
     if (type == MsgType::StatusQuery) {
-        const std::string text = status_json(scheduler_, connections_.size(), now).dump();
-        send(c, MsgType::Status, text.data(), static_cast<uint32_t>(text.size()));
+        send_status(c, now);
         return true;
     }
+    status_stale_ = true;  // everything else a registered client sends changes state
     if (!c.registered) {
         fail(c, proto::ErrorCode::BadOrder, "Hello must come first");
         return false;
@@ -383,8 +510,11 @@ bool Server::handle_frame(Connection& c, const proto::FrameHeader& h, const uint
             fail(c, proto::ErrorCode::BadValue, "memory report for unknown GPU index");
             return false;
         }
-        scheduler_.report_memory(c.serial, client->gpus[m.gpu], {m.managed_bytes, m.pinned_bytes},
-                                 now);
+        if (!scheduler_.report_memory(c.serial, client->gpus[m.gpu],
+                                      {m.managed_bytes, m.pinned_bytes}, now)) {
+            fail(c, proto::ErrorCode::BadValue, "memory report out of bounds");
+            return false;
+        }
         return true;
     }
     if (type == MsgType::Stats) {
@@ -395,11 +525,16 @@ bool Server::handle_frame(Connection& c, const proto::FrameHeader& h, const uint
             return false;
         }
         using std::chrono::microseconds;
-        scheduler_.report_swaps(
-            c.serial, client->gpus[st.gpu],
-            {st.bytes_prefetched, st.bytes_evicted, st.swap_ins, microseconds(st.swap_in_us),
-             st.swap_outs, microseconds(st.swap_out_us)},
-            now);
+        const auto us = [](uint64_t v) {
+            return microseconds(static_cast<int64_t>(std::min(v, kMaxReportedMicroseconds + 1)));
+        };
+        if (!scheduler_.report_swaps(c.serial, client->gpus[st.gpu],
+                                     {st.bytes_prefetched, st.bytes_evicted, st.swap_ins,
+                                      us(st.swap_in_us), st.swap_outs, us(st.swap_out_us)},
+                                     now)) {
+            fail(c, proto::ErrorCode::BadValue, "swap statistics out of bounds");
+            return false;
+        }
         return true;
     }
     proto::GpuMaskPayload m;
@@ -433,10 +568,12 @@ void Server::handle_hello(Connection& c, const uint8_t* payload, uint32_t length
         memcpy(&g, payload + sizeof hello + i * sizeof g, sizeof g);
         char text[kUuidTextSize];
         format_gpu_uuid(g.uuid, text);
+        std::string refusal;
         const auto index =
-            scheduler_.ensure_gpu({text, bounded_string(g.name, sizeof g.name), g.physical_memory});
+            scheduler_.claim_gpu({text, printable_utf8(g.name, sizeof g.name), g.physical_memory},
+                                 c.peer.uid, Clock::now(), &refusal);
         if (!index) {
-            fail(c, proto::ErrorCode::Refused, "too many GPUs on this host");
+            fail(c, proto::ErrorCode::Refused, refusal);
             return;
         }
         for (GpuIndex existing : gpus) {
@@ -447,12 +584,14 @@ void Server::handle_hello(Connection& c, const uint8_t* payload, uint32_t length
         }
         gpus.push_back(*index);
     }
-    ClientInfo info{c.peer.pid, c.peer.uid, bounded_string(hello.comm, sizeof hello.comm)};
+    ClientInfo info{c.peer.pid, c.peer.uid, printable_utf8(hello.comm, sizeof hello.comm)};
     if (!scheduler_.connect(c.serial, info, gpus)) {
         fail(c, proto::ErrorCode::Refused, "cannot register");
         return;
     }
     c.registered = true;
+    status_stale_ = true;
+    arm_connection_timer(c);
     NVS_INFO("client %llu registered: pid %d uid %u (%s), %zu GPU(s)",
              static_cast<unsigned long long>(c.serial), c.peer.pid, c.peer.uid, info.comm.c_str(),
              gpus.size());
@@ -474,6 +613,7 @@ void Server::fail(Connection& c, proto::ErrorCode code, const std::string& messa
         // Whatever it held is given back now, not when the socket closes.
         scheduler_.disconnect(c.serial, Clock::now());
         c.registered = false;
+        status_stale_ = true;
     }
     if (c.out.size() == c.out_sent)
         mark_dead(c);
@@ -483,15 +623,17 @@ void Server::send(Connection& c, proto::MsgType type, const void* payload, uint3
 {
     if (c.dead)
         return;
-    const size_t old = c.out.size();
-    c.out.resize(old + sizeof(proto::FrameHeader) + length);
-    proto::encode(type, payload, length, c.out.data() + old, c.out.size() - old);
+    // A client that left this much unread is not reading: one large frame
+    // (a status of many clients) is not held against it.
     if (c.out.size() - c.out_sent > kMaxOutBuffer) {
         NVS_WARN("client %llu (pid %d) does not read its messages; disconnecting",
                  static_cast<unsigned long long>(c.serial), c.peer.pid);
         mark_dead(c);
         return;
     }
+    const size_t old = c.out.size();
+    c.out.resize(old + sizeof(proto::FrameHeader) + length);
+    proto::encode(type, payload, length, c.out.data() + old, c.out.size() - old);
     flush(c);
 }
 
@@ -507,7 +649,7 @@ void Server::flush(Connection& c)
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && errno == EAGAIN) {
-            sd_event_source_set_io_events(c.source, EPOLLIN | EPOLLOUT);
+            update_io_events(c);
             return;
         }
         mark_dead(c);
@@ -515,7 +657,7 @@ void Server::flush(Connection& c)
     }
     c.out.clear();
     c.out_sent = 0;
-    sd_event_source_set_io_events(c.source, EPOLLIN);
+    update_io_events(c);
     if (c.closing)
         mark_dead(c);
 }
@@ -651,7 +793,12 @@ void Server::destroy(Connection& c)
                  c.peer.pid);
         scheduler_.disconnect(c.serial, Clock::now());
     }
+    status_stale_ = true;
+    if (auto it = connections_per_uid_.find(c.peer.uid);
+        it != connections_per_uid_.end() && --it->second == 0)
+        connections_per_uid_.erase(it);
     sd_event_source_disable_unref(c.source);
+    sd_event_source_disable_unref(c.timer);
     close(c.fd);
     connections_.erase(c.serial);
     resume_accepting();  // a descriptor is free again
@@ -738,6 +885,7 @@ void Server::update_status()
 void Server::set_mode(Mode mode)
 {
     scheduler_.set_mode(mode, Clock::now());
+    status_stale_ = true;
     broadcast_settings();
     after_change();
 }
@@ -745,6 +893,7 @@ void Server::set_mode(Mode mode)
 void Server::set_time_quantum(Duration tq)
 {
     scheduler_.set_time_quantum(tq, Clock::now());
+    status_stale_ = true;
     broadcast_settings();
     after_change();
 }
@@ -752,6 +901,7 @@ void Server::set_time_quantum(Duration tq)
 void Server::set_capacity(GpuIndex gpu, uint64_t bytes)
 {
     scheduler_.set_capacity(gpu, bytes, Clock::now());
+    status_stale_ = true;
     broadcast_settings();
     after_change();
 }
@@ -759,6 +909,7 @@ void Server::set_capacity(GpuIndex gpu, uint64_t bytes)
 bool Server::revoke(ClientId id)
 {
     const bool done = scheduler_.revoke(id, Clock::now());
+    status_stale_ = true;
     after_change();
     return done;
 }

@@ -17,6 +17,7 @@
 #include "common/protocol.h"
 #include "daemon/options.h"
 #include "daemon/scheduler.h"
+#include "daemon/token_bucket.h"
 
 namespace nvshare::daemon {
 
@@ -34,6 +35,13 @@ struct Connection {
     bool registered = false;
     bool closing = false;  // stop reading; close once `out` is flushed
     bool dead = false;     // close at the next reap
+    // An unregistered connection is closed at hello_deadline. A paused one
+    // (its user's status queries ran over their rate) is not read until
+    // resume_at; its frames wait in `in`. `timer` fires at the earlier.
+    TimePoint hello_deadline{};
+    bool paused = false;
+    TimePoint resume_at{};
+    sd_event_source* timer = nullptr;
 };
 
 class Server {
@@ -67,12 +75,21 @@ private:
     static int on_timer(sd_event_source* s, uint64_t usec, void* self);
     static int on_idle_timer(sd_event_source* s, uint64_t usec, void* self);
     static int on_accept_retry(sd_event_source* s, uint64_t usec, void* self);
+    static int on_connection_timer(sd_event_source* s, uint64_t usec, void* conn);
     void pause_accepting();
     void resume_accepting();
 
     void accept_clients();
     void read_from(Connection& c);
+    void process_input(Connection& c);
     bool handle_frame(Connection& c, const proto::FrameHeader& h, const uint8_t* payload);
+    // False (the connection paused until its user's rate allows) when a
+    // StatusQuery must wait; root is never paused.
+    bool status_allowed(Connection& c, TimePoint now);
+    void send_status(Connection& c, TimePoint now);
+    void arm_connection_timer(Connection& c);
+    void update_io_events(Connection& c);
+    bool admit(Connection& c);
     void handle_hello(Connection& c, const uint8_t* payload, uint32_t length);
     void fail(Connection& c, proto::ErrorCode code, const std::string& message);
     void send(Connection& c, proto::MsgType type, const void* payload, uint32_t length);
@@ -104,6 +121,12 @@ private:
     std::vector<uint64_t> doomed_;  // connections to close at the next reap
     std::function<void()> observer_;
     std::string last_status_;
+    std::map<uint32_t, size_t> connections_per_uid_;
+    std::map<uint32_t, TokenBucket> status_budget_;  // by uid; root has none
+    // The rendered status, kept until the state changes or it ages.
+    std::string status_text_;
+    TimePoint status_rendered_at_{};
+    bool status_stale_ = true;
 };
 
 }  // namespace nvshare::daemon

@@ -103,7 +103,32 @@ nlohmann::json status_json(const Scheduler& scheduler, size_t connections, TimeP
             {"grace_us", usec(s.grace)},
             {"connections", connections},
             {"clients", clients},
+            {"clients_omitted", 0},
             {"gpus", gpus}};
+}
+
+std::string status_text(const Scheduler& scheduler, size_t connections, TimePoint now,
+                        size_t max_bytes)
+{
+    using nlohmann::json;
+    const auto render = [](const json& j) {
+        return j.dump(-1, ' ', false, json::error_handler_t::replace);
+    };
+    json doc = status_json(scheduler, connections, now);
+    std::string text = render(doc);
+    auto& clients = doc["clients"];
+    const size_t total = clients.size();
+    while (text.size() > max_bytes && !clients.empty()) {
+        // Cut in proportion to the excess, at least one entry a round.
+        const size_t keep =
+            std::min(clients.size() - 1, static_cast<size_t>(static_cast<double>(clients.size()) *
+                                                             static_cast<double>(max_bytes) * 0.9 /
+                                                             static_cast<double>(text.size())));
+        clients.erase(clients.begin() + static_cast<ptrdiff_t>(keep), clients.end());
+        doc["clients_omitted"] = total - clients.size();
+        text = render(doc);
+    }
+    return text;
 }
 
 }  // namespace nvshare::daemon

@@ -165,6 +165,31 @@ TEST_F(DbusTest, BusctlReadsEveryProperty)
     EXPECT_EQ(nobody.out, "u 2\n");
 }
 
+// Strings that are not UTF-8 (a command cut mid-character by the kernel, a
+// GPU name of raw bytes) once made sd-bus refuse a signal, and nvshared left
+// the bus for good: now they are replaced where they enter, and the bus stays.
+TEST_F(DbusTest, ClientStringsThatAreNotUtf8KeepTheDaemonOnTheBus)
+{
+    ASSERT_NO_FATAL_FAILURE(start_daemon());
+    Registered c;
+    std::string error;
+    ASSERT_TRUE(c.lock.connect(socket(), &error)) << error;
+    GpuSpec gpu = test_gpu(1, 16 * kGiB);
+    gpu.name = "GPU \xFF\xC0";
+    ASSERT_TRUE(c.lock.hello(std::string("abcdefghijklmn训练").substr(0, 15), {gpu}));
+    ASSERT_TRUE(c.lock.expect(MsgType::Welcome, 5s));
+    // busctl prints U+FFFD as its UTF-8 bytes in octal.
+    EXPECT_EQ(get(kGpu0, kGpuIface, "Name"), "s \"GPU \\357\\277\\275\\357\\277\\275\"");
+    const auto list = run(busctl_argv({"call", kName, kManager, kManagerIface, "ListClients"}));
+    EXPECT_EQ(list.status, 0) << list.err;
+    EXPECT_NE(list.out.find("\"abcdefghijklmn\\357\\277\\275\""), std::string::npos) << list.out;
+    // Still on the bus, and settings still change.
+    const auto r = set(kManager, kManagerIface, "TimeQuantumUSec", "t", "2000000");
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(get(kManager, kManagerIface, "TimeQuantumUSec"), "t 2000000");
+    EXPECT_EQ(daemon->log().find("lost the system bus"), std::string::npos) << daemon->log();
+}
+
 TEST_F(DbusTest, NvsharectlShowsEveryProperty)
 {
     ASSERT_NO_FATAL_FAILURE(start_daemon({"--anti-thrashing", "on"}));

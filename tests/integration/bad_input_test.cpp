@@ -151,7 +151,7 @@ INSTANTIATE_TEST_SUITE_P(
         Garbage{"HelloShorterThanItsFixedPart", frame(MsgType::Hello, Bytes(10)),
                 ErrorCode::BadLength, "Hello"},
         Garbage{"HelloNamingAGpuTwice",
-                frame(MsgType::Hello, hello_payload({test_gpu(3, 1), test_gpu(3, 1)})),
+                frame(MsgType::Hello, hello_payload({test_gpu(3, 1 << 30), test_gpu(3, 1 << 30)})),
                 ErrorCode::BadValue, "twice"}),
     [](const auto& param_info) { return std::string(param_info.param.name); });
 

@@ -1,0 +1,489 @@
+// Clients are untrusted: every local user may connect to the lock socket, so
+// nothing one sends or owns may end the daemon, decide what others get, or
+// lock them out. Each test is an attack seen on an earlier nvshared (issue
+// 19), made by a raw client, most of them as another user.
+#include <grp.h>
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <memory>
+
+#include "common/lock_client.h"
+#include "common/uuid.h"
+#include "tests/integration/frames.h"
+#include "tests/integration/harness.h"
+
+namespace nvshare::itest {
+namespace {
+
+using proto::ErrorCode;
+using proto::MsgType;
+constexpr uint64_t kGiB = uint64_t{1} << 30;
+constexpr uid_t kNobody = 65534;
+
+// A raw client that has said Hello and got its Welcome.
+std::optional<LockClient> registered(const std::string& socket, const std::string& comm,
+                                     const std::vector<GpuSpec>& gpus)
+{
+    LockClient c;
+    std::string error;
+    if (!c.connect(socket, &error) || !c.hello(comm, gpus) || !c.expect(MsgType::Welcome, kTimeout))
+        return std::nullopt;
+    return c;
+}
+
+// The Error frame a client got (its code and text), or nullopt.
+std::optional<std::pair<uint32_t, std::string>> error_of(LockClient& c, Millis timeout = kTimeout)
+{
+    const auto f = c.expect(MsgType::Error, timeout);
+    if (!f)
+        return std::nullopt;
+    return std::make_pair(f->as<proto::ErrorFixed>().code, f->text(sizeof(proto::ErrorFixed)));
+}
+
+// Runs `body` in a child process as `uid` (the test runs as root); the child
+// writes its findings to `report` and exits when `stop` reaches EOF.
+class AsUser {
+public:
+    AsUser(uid_t uid, const std::function<void(FILE* report, int stop)>& body)
+    {
+        int report[2], stop[2];
+        EXPECT_EQ(pipe(report), 0);
+        EXPECT_EQ(pipe(stop), 0);
+        pid_ = fork();
+        if (pid_ == 0) {
+            close(report[0]);
+            close(stop[1]);
+            if (setgroups(0, nullptr) < 0 || setgid(uid) < 0 || setuid(uid) < 0)
+                _exit(99);
+            FILE* out = fdopen(report[1], "w");
+            setvbuf(out, nullptr, _IOLBF, 0);
+            body(out, stop[0]);
+            fclose(out);
+            _exit(0);
+        }
+        close(report[1]);
+        close(stop[0]);
+        report_ = fdopen(report[0], "r");
+        stop_ = stop[1];
+    }
+    ~AsUser()
+    {
+        finish();
+        if (report_ != nullptr)
+            fclose(report_);
+    }
+    // The child's next line of report ("" at EOF).
+    std::string line()
+    {
+        char buf[512];
+        if (fgets(buf, sizeof buf, report_) == nullptr)
+            return "";
+        std::string s(buf);
+        if (!s.empty() && s.back() == '\n')
+            s.pop_back();
+        return s;
+    }
+    void finish()
+    {
+        if (stop_ >= 0) {
+            close(stop_);
+            stop_ = -1;
+        }
+        if (pid_ > 0) {
+            waitpid(pid_, nullptr, 0);
+            pid_ = -1;
+        }
+    }
+
+private:
+    pid_t pid_ = -1;
+    FILE* report_ = nullptr;
+    int stop_ = -1;
+};
+
+// Blocks until the parent closes `stop`.
+void wait_for_stop(int stop)
+{
+    char c;
+    while (read(stop, &c, 1) > 0) {
+    }
+}
+
+void require_root()
+{
+    if (getuid() != 0)
+        GTEST_SKIP() << "other users' clients need root";
+}
+
+// ---- strings ----------------------------------------------------------------------
+
+TEST(Untrusted, CommandCutMidCharacterLeavesTheDaemonAndItsStatusAlive)
+{
+    require_root();
+    Daemon d;
+    ASSERT_TRUE(d.start());
+    // What the kernel keeps of "abcdefghijklmn训练": 15 bytes, the CJK
+    // character cut after its second byte; the GPU's name not UTF-8 either.
+    const std::string comm = std::string("abcdefghijklmn训练").substr(0, 15);
+    GpuSpec gpu = test_gpu(0, 16 * kGiB);
+    AsUser attacker(kNobody, [&](FILE* out, int stop) {
+        LockClient c;
+        std::string error;
+        const bool ok = c.connect(d.socket(), &error) && c.hello(comm, {gpu}) &&
+                        c.expect(MsgType::Welcome, kTimeout);
+        fprintf(out, "%s\n", ok ? "welcome" : "refused");
+        // Everyone's status query, nobody's too: the daemon must answer.
+        const std::string status = LockClient::query_status(d.socket(), &error);
+        fprintf(out, "%s\n", status.empty() ? "no status" : "status");
+        wait_for_stop(stop);
+    });
+    ASSERT_EQ(attacker.line(), "welcome");
+    EXPECT_EQ(attacker.line(), "status");
+    const auto status = d.status();
+    ASSERT_TRUE(status.is_object()) << "the daemon did not answer: " << d.log();
+    bool found = false;
+    for (const auto& c : status["clients"])
+        if (c["uid"] == kNobody) {
+            found = true;
+            EXPECT_EQ(c["comm"], "abcdefghijklmn\xEF\xBF\xBD");
+        }
+    EXPECT_TRUE(found) << status.dump();
+    attacker.finish();
+    EXPECT_TRUE(d.process().running()) << d.log();
+}
+
+TEST(Untrusted, GpuNameThatIsNotUtf8IsShownReplaced)
+{
+    Daemon d;
+    ASSERT_TRUE(d.start());
+    GpuSpec gpu = test_gpu(0, 16 * kGiB);
+    auto payload = hello_payload({gpu});
+    // Replace the name field of the one HelloGpu record with bytes that are
+    // not UTF-8 and a control character.
+    const size_t name_at = sizeof(proto::HelloFixed) + offsetof(proto::HelloGpu, name);
+    const char bad[] = "H\xFF\xC0\xAF\nX";
+    std::memcpy(payload.data() + name_at, bad, sizeof bad);
+    LockClient c;
+    std::string error;
+    ASSERT_TRUE(c.connect(d.socket(), &error)) << error;
+    const Bytes hello = frame(MsgType::Hello, payload);
+    ASSERT_TRUE(c.send_raw(hello.data(), hello.size()));
+    ASSERT_TRUE(c.expect(MsgType::Welcome, kTimeout));
+    const auto status = d.status();
+    ASSERT_TRUE(status.is_object()) << d.log();
+    EXPECT_EQ(Daemon::gpu_by_number(status, 0)["name"], "H\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD?X");
+}
+
+// ---- connections ------------------------------------------------------------------------
+
+TEST(Untrusted, OneUsersConnectionsDoNotLockOthersOut)
+{
+    require_root();
+    Daemon d;
+    ASSERT_TRUE(d.start({"--anti-thrashing", "on", "--time-quantum", "100ms", "--max-clients",
+                         "100", "--max-clients-per-user", "16"}));
+    // More connections than the whole daemon serves, all of one user.
+    AsUser attacker(kNobody, [&](FILE* out, int stop) {
+        std::vector<LockClient> held;
+        int refused = 0;
+        for (int i = 0; i < 120; ++i) {
+            LockClient c;
+            std::string error;
+            if (!c.connect(d.socket(), &error))
+                break;
+            if (!c.hello("hog", {test_gpu(0, 16 * kGiB)})) {
+                ++refused;
+                continue;
+            }
+            const auto f = c.receive(kTimeout);
+            if (f && f->type == MsgType::Welcome)
+                held.push_back(std::move(c));
+            else
+                ++refused;
+        }
+        fprintf(out, "%zu %d\n", held.size(), refused);
+        wait_for_stop(stop);
+    });
+    const std::string counts = attacker.line();
+    EXPECT_EQ(counts, "16 104") << "connections kept, refused";
+
+    // Two other users' busy clients still take turns...
+    TestClient a(d.socket(), {"--cycles", "10", "--hold", "5ms"}, 1001);
+    TestClient b(d.socket(), {"--cycles", "10", "--hold", "5ms"}, 1002);
+    // ...and a third user's new client is granted within a second of asking.
+    TestClient c(d.socket(), {"--cycles", "1"}, 1003);
+    const auto asked = c.wait_for("request");
+    const auto granted = c.wait_for("grant");
+    ASSERT_TRUE(asked && granted) << c.transcript();
+    EXPECT_LT(granted->ns - asked->ns, 1000000000u);
+    ASSERT_EQ(a.finish(), 0) << a.transcript();
+    ASSERT_EQ(b.finish(), 0) << b.transcript();
+    ASSERT_EQ(c.finish(), 0) << c.transcript();
+    struct Hold {
+        uint64_t from, to;
+    };
+    std::vector<Hold> holds;
+    for (TestClient* t : {&a, &b}) {
+        const auto grants = t->events_named("grant");
+        const auto releases = t->events_named("released");
+        ASSERT_EQ(grants.size(), 10u) << t->transcript();
+        ASSERT_EQ(releases.size(), 10u) << t->transcript();
+        for (size_t i = 0; i < grants.size(); ++i)
+            holds.push_back({grants[i].ns, releases[i].ns});
+    }
+    std::sort(holds.begin(), holds.end(), [](auto& x, auto& y) { return x.from < y.from; });
+    for (size_t i = 1; i < holds.size(); ++i)
+        EXPECT_GE(holds[i].from, holds[i - 1].to) << "two users' holds overlapped";
+    attacker.finish();
+}
+
+TEST(Untrusted, ConnectionThatSaysNoHelloIsClosed)
+{
+    Daemon d;
+    ASSERT_TRUE(d.start());
+    LockClient silent;
+    std::string error;
+    ASSERT_TRUE(silent.connect(d.socket(), &error)) << error;
+    const auto e = error_of(silent, 20s);
+    ASSERT_TRUE(e) << "never closed";
+    EXPECT_EQ(e->first, static_cast<uint32_t>(ErrorCode::BadOrder));
+    EXPECT_NE(e->second.find("no Hello within"), std::string::npos) << e->second;
+}
+
+// ---- claims ------------------------------------------------------------------------------------
+
+TEST(Untrusted, ImplausibleGpuMemoryIsRefusedAndALargerClaimChangesNothing)
+{
+    require_root();
+    Daemon d;
+    ASSERT_TRUE(d.start());  // auto mode
+    auto liar = LockClient();
+    std::string error;
+    ASSERT_TRUE(liar.connect(d.socket(), &error));
+    ASSERT_TRUE(liar.hello("liar", {test_gpu(0, UINT64_MAX)}));
+    const auto e = error_of(liar);
+    ASSERT_TRUE(e);
+    EXPECT_EQ(e->first, static_cast<uint32_t>(ErrorCode::Refused));
+    EXPECT_NE(e->second.find("implausible memory size"), std::string::npos) << e->second;
+
+    // The largest plausible claim, first, by another user: the honest
+    // clients' smaller figure wins, and two 12 GiB jobs on a 16 GiB GPU take
+    // turns.
+    AsUser big(kNobody, [&](FILE* out, int stop) {
+        auto c = registered(d.socket(), "big", {test_gpu(0, uint64_t{1} << 43)});
+        fprintf(out, "%s\n", c ? "welcome" : "refused");
+        wait_for_stop(stop);
+    });
+    ASSERT_EQ(big.line(), "welcome");
+    TestClient a(d.socket(), {"--gpu", "0:16G", "--mem", "0=12G", "--cycles", "0"});
+    TestClient b(d.socket(), {"--gpu", "0:16G", "--mem", "0=12G", "--cycles", "0"});
+    const auto status = d.wait_status([](const nlohmann::json& s) {
+        const auto g = Daemon::gpu_by_number(s, 0);
+        return g.is_object() && g["requested_memory"] == 24 * kGiB;
+    });
+    ASSERT_TRUE(status.is_object());
+    const auto gpu = Daemon::gpu_by_number(status, 0);
+    EXPECT_EQ(gpu["physical_memory"], 16 * kGiB);
+    EXPECT_EQ(gpu["capacity"], 16 * kGiB);
+    EXPECT_EQ(gpu["serializing"], true);
+    a.proceed();
+    b.proceed();
+}
+
+TEST(Untrusted, MemoryReportThatWouldWrapIsRefused)
+{
+    Daemon d;
+    ASSERT_TRUE(d.start());
+    TestClient a(d.socket(), {"--gpu", "0:16G", "--mem", "0=12G", "--cycles", "0"});
+    TestClient b(d.socket(), {"--gpu", "0:16G", "--mem", "0=12G", "--cycles", "0"});
+    ASSERT_TRUE(d.wait_status([](const nlohmann::json& s) {
+                     return Daemon::gpu_by_number(s, 0)["requested_memory"] == 24 * kGiB;
+                 }).is_object());
+    auto liar = registered(d.socket(), "liar", {test_gpu(0, 16 * kGiB)});
+    ASSERT_TRUE(liar);
+    // 2^64 - 24 GiB: added to the others' 24 GiB, it once wrapped to 0.
+    ASSERT_TRUE(liar->report_memory(0, 0 - 24 * kGiB));
+    const auto e = error_of(*liar);
+    ASSERT_TRUE(e);
+    EXPECT_EQ(e->first, static_cast<uint32_t>(ErrorCode::BadValue));
+    const auto gpu = Daemon::gpu_by_number(d.status(), 0);
+    EXPECT_EQ(gpu["requested_memory"], 24 * kGiB);
+    EXPECT_EQ(gpu["serializing"], true);
+    a.proceed();
+    b.proceed();
+}
+
+TEST(Untrusted, SwapTimeClaimStretchesTheQuantumOnlyToTheCeiling)
+{
+    Daemon d;
+    ASSERT_TRUE(d.start({"--anti-thrashing", "on", "--time-quantum", "300ms", "--quantum-ceiling",
+                         "1s", "--grace", "20s"}));
+    auto holder = registered(d.socket(), "holder", {test_gpu(0, 16 * kGiB)});
+    ASSERT_TRUE(holder);
+    ASSERT_TRUE(holder->request(1));
+    ASSERT_TRUE(holder->expect(MsgType::Grant, kTimeout));
+    // One swap-in of 100 s claimed: ten times that would hold the GPU for
+    // over a quarter of an hour.
+    proto::StatsPayload st{};
+    st.swap_ins = 1;
+    st.swap_in_us = 100000000;
+    ASSERT_TRUE(holder->send(MsgType::Stats, &st, sizeof st));
+    TestClient waiter(d.socket(), {});
+    ASSERT_TRUE(waiter.wait_for("request"));
+    const auto asked = std::chrono::steady_clock::now();
+    ASSERT_TRUE(holder->expect(MsgType::Drop, 15s)) << "the claim held the GPU";
+    EXPECT_LT(std::chrono::steady_clock::now() - asked, 5s);
+    ASSERT_TRUE(holder->release(1));
+    EXPECT_EQ(waiter.finish(), 0);
+
+    // A claim past the bounds is refused outright.
+    st.swap_ins = 2;
+    st.swap_in_us = UINT64_MAX;
+    ASSERT_TRUE(holder->send(MsgType::Stats, &st, sizeof st));
+    const auto e = error_of(*holder);
+    ASSERT_TRUE(e);
+    EXPECT_EQ(e->first, static_cast<uint32_t>(ErrorCode::BadValue));
+}
+
+TEST(Untrusted, MadeUpGpusDoNotFillTheTable)
+{
+    require_root();
+    TempDir info;
+    char uuid[kUuidTextSize];
+    format_gpu_uuid(test_gpu(0, 0).uuid, uuid);
+    std::filesystem::create_directory(info / "0000:01:00.0");
+    std::ofstream(info / "0000:01:00.0/information")
+        << "Model: \t\t Test GPU\nGPU UUID: \t " << uuid << "\n";
+    Daemon d;
+    ASSERT_TRUE(d.start({"--gpu-info-dir", info.path()}));
+    AsUser attacker(kNobody, [&](FILE* out, int stop) {
+        std::vector<LockClient> held;
+        int refused = 0;
+        for (int i = 0; i < 64; ++i) {
+            auto c = registered(d.socket(), "fake",
+                                {test_gpu(static_cast<uint8_t>(100 + i), 16 * kGiB)});
+            if (c)
+                held.push_back(std::move(*c));
+            else
+                ++refused;
+        }
+        fprintf(out, "%zu %d\n", held.size(), refused);
+        wait_for_stop(stop);
+    });
+    EXPECT_EQ(attacker.line(), "4 60") << "made-up GPUs accepted, refused";
+    // Another user's clients: the host's GPU, and one GPU of their own.
+    AsUser other(1001, [&](FILE* out, int stop) {
+        auto real = registered(d.socket(), "real", {test_gpu(0, 16 * kGiB)});
+        auto own = registered(d.socket(), "own", {test_gpu(7, 16 * kGiB)});
+        fprintf(out, "%s %s\n", real ? "welcome" : "refused", own ? "welcome" : "refused");
+        wait_for_stop(stop);
+    });
+    EXPECT_EQ(other.line(), "welcome welcome");
+    EXPECT_EQ(d.status()["gpus"].size(), 6u);
+}
+
+// ---- status
+// --------------------------------------------------------------------------------------
+
+TEST(Untrusted, StatusOfTwoThousandClientsArrivesWhole)
+{
+    rlimit files{};
+    getrlimit(RLIMIT_NOFILE, &files);
+    files.rlim_cur = files.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &files);
+    if (files.rlim_cur < 4500)
+        GTEST_SKIP() << "the open-files limit (" << files.rlim_cur << ") is below 4500";
+    Daemon d;
+    ASSERT_TRUE(d.start());
+    std::vector<LockClient> clients;
+    for (int i = 0; i < 2000; ++i) {
+        auto c = registered(d.socket(), "client" + std::to_string(i), {test_gpu(0, 16 * kGiB)});
+        ASSERT_TRUE(c) << "client " << i;
+        clients.push_back(std::move(*c));
+    }
+    std::string error;
+    const std::string text = LockClient::query_status(d.socket(), &error);
+    ASSERT_FALSE(text.empty()) << error;
+    EXPECT_GT(text.size(), size_t{256} << 10);
+    const auto status = nlohmann::json::parse(text);
+    EXPECT_EQ(status["clients"].size(), 2000u);
+    EXPECT_EQ(status["clients_omitted"], 0);
+}
+
+TEST(Untrusted, StatusFloodIsRateLimitedAndOthersAreServed)
+{
+    require_root();
+    Daemon d;
+    ASSERT_TRUE(d.start({"--anti-thrashing", "on"}));
+    constexpr auto kFlood = 2s;
+    AsUser flooder(kNobody, [&](FILE* out, int stop) {
+        std::vector<LockClient> conns(8);
+        std::string error;
+        for (auto& c : conns)
+            c.connect(d.socket(), &error);
+        const auto start = std::chrono::steady_clock::now();
+        int answered = 0;
+        while (std::chrono::steady_clock::now() - start < kFlood) {
+            for (auto& c : conns)
+                c.send(MsgType::StatusQuery, nullptr, 0);
+            for (auto& c : conns)
+                answered += c.expect(MsgType::Status, 500ms) ? 1 : 0;
+        }
+        const double seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        fprintf(out, "%d %.3f\n", answered, seconds);
+        wait_for_stop(stop);
+    });
+    // Meanwhile another user's client takes and gives back the lock.
+    TestClient other(d.socket(), {"--cycles", "5"}, 1001);
+    EXPECT_EQ(other.finish(), 0) << other.transcript();
+    const auto grants = other.events_named("grant");
+    const auto requests = other.events_named("request");
+    ASSERT_EQ(grants.size(), 5u);
+    for (size_t i = 0; i < grants.size(); ++i)
+        EXPECT_LT(grants[i].ns - requests[i].ns, 1000000000u) << "grant " << i;
+    int answered = 0;
+    double seconds = 0;
+    ASSERT_EQ(sscanf(flooder.line().c_str(), "%d %lf", &answered, &seconds), 2);
+    // At most the burst plus the rate over the time it ran (and one round of
+    // eight in flight as it ended); before the limit this was thousands.
+    EXPECT_GE(answered, 20);
+    EXPECT_LE(answered, 20 + 20 * seconds + 8) << "in " << seconds << " s";
+}
+
+// ---- files
+// -----------------------------------------------------------------------------------------
+
+TEST(UntrustedFiles, StateFileThatIsAFifoDoesNotHangTheStart)
+{
+    TempDir state;
+    ASSERT_EQ(mkfifo((state / "state.json").c_str(), 0600), 0);
+    Daemon d;
+    ASSERT_TRUE(d.start({"--state-dir", state.path()}));  // READY=1 within the timeout
+    EXPECT_NE(d.log().find("not a regular file"), std::string::npos) << d.log();
+}
+
+TEST(UntrustedFiles, ConfigLinkedToDevZeroIsRefusedAtOnce)
+{
+    TempDir etc;
+    std::filesystem::create_symlink("/dev/zero", etc / "nvshare.conf");
+    Daemon d;
+    Daemon::Config config;
+    config.args = {"--config", etc / "nvshare.conf"};
+    config.wait_ready = false;
+    ASSERT_TRUE(d.start(config));
+    EXPECT_EQ(exit_code(d.process().wait(kTimeout)), 1) << d.log();
+    EXPECT_NE(d.log().find("not a regular file"), std::string::npos) << d.log();
+}
+
+}  // namespace
+}  // namespace nvshare::itest

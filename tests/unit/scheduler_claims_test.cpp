@@ -1,0 +1,125 @@
+// What clients claim and report is bounded and can only make the scheduler
+// more careful (issue 19): GPU memory claims, memory and swap reports, the
+// GPUs one user may add, and how far a client's swap-in stretches its quantum.
+#include <gtest/gtest.h>
+
+#include "daemon/scheduler.h"
+
+using namespace nvshare::daemon;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr uint64_t GiB = 1ull << 30;
+const TimePoint t0{std::chrono::seconds(1000)};
+
+std::optional<GpuIndex> claim(Scheduler& s, const std::string& uuid, uint64_t memory,
+                              uint32_t uid = 1000, std::string* why = nullptr)
+{
+    std::string refusal;
+    auto g = s.claim_gpu({uuid, "test", memory}, uid, t0, &refusal);
+    if (why != nullptr)
+        *why = refusal;
+    return g;
+}
+
+TEST(SchedulerClaims, ImplausibleGpuMemoryIsRefused)
+{
+    Scheduler s;
+    std::string why;
+    EXPECT_FALSE(claim(s, "GPU-a", UINT64_MAX, 1000, &why));
+    EXPECT_NE(why.find("implausible"), std::string::npos);
+    EXPECT_FALSE(claim(s, "GPU-a", 1));
+    EXPECT_FALSE(claim(s, "GPU-a", kMaxReportedBytes + 1));
+    EXPECT_TRUE(claim(s, "GPU-a", kMaxReportedBytes));
+    EXPECT_TRUE(claim(s, "GPU-b", kMinGpuMemory));
+}
+
+TEST(SchedulerClaims, ASmallerClaimLowersAndALargerOneChangesNothing)
+{
+    Scheduler s;
+    const auto g = claim(s, "GPU-a", 8 * GiB * 1024);
+    ASSERT_TRUE(g);
+    EXPECT_EQ(s.gpus()[*g].capacity, 8 * GiB * 1024);
+    EXPECT_EQ(claim(s, "GPU-a", 16 * GiB), g);
+    EXPECT_EQ(s.gpus()[*g].description.physical_memory, 16 * GiB);
+    EXPECT_EQ(s.gpus()[*g].capacity, 16 * GiB);
+    EXPECT_EQ(claim(s, "GPU-a", 80 * GiB), g);
+    EXPECT_EQ(s.gpus()[*g].description.physical_memory, 16 * GiB);
+    EXPECT_EQ(s.gpus()[*g].capacity, 16 * GiB);
+}
+
+TEST(SchedulerClaims, AConfiguredCapacityIsKeptWhenTheClaimLowers)
+{
+    Scheduler s;
+    s.set_capacity_override("GPU-a", 12 * GiB);
+    const auto g = claim(s, "GPU-a", 80 * GiB);
+    ASSERT_TRUE(g);
+    claim(s, "GPU-a", 16 * GiB);
+    EXPECT_EQ(s.gpus()[*g].description.physical_memory, 16 * GiB);
+    EXPECT_EQ(s.gpus()[*g].capacity, 12 * GiB);
+}
+
+TEST(SchedulerClaims, OneUserAddsAtMostFourGpusTheHostDoesNotList)
+{
+    Scheduler s;
+    ASSERT_TRUE(s.ensure_gpu({"GPU-host", "listed", 0}));
+    for (size_t i = 0; i < kMaxUnlistedGpusPerUser; ++i)
+        EXPECT_TRUE(claim(s, "GPU-fake" + std::to_string(i), 16 * GiB, 65534));
+    std::string why;
+    EXPECT_FALSE(claim(s, "GPU-fake9", 16 * GiB, 65534, &why));
+    EXPECT_NE(why.find("not a GPU the host lists"), std::string::npos) << why;
+    // Listed GPUs, GPUs already known, other users and root are not held back.
+    EXPECT_TRUE(claim(s, "GPU-host", 16 * GiB, 65534));
+    EXPECT_TRUE(claim(s, "GPU-fake0", 16 * GiB, 65534));
+    EXPECT_TRUE(claim(s, "GPU-other", 16 * GiB, 1001));
+    for (int i = 0; i < 10; ++i)
+        EXPECT_TRUE(claim(s, "GPU-root" + std::to_string(i), 16 * GiB, 0));
+}
+
+TEST(SchedulerClaims, ReportsPastTheBoundsAreRefusedAndChangeNothing)
+{
+    Scheduler s;
+    const auto g = s.ensure_gpu({"GPU-a", "t", 16 * GiB});
+    ASSERT_TRUE(s.connect(1, {1, 1000, "a"}, {*g}));
+    ASSERT_TRUE(s.connect(2, {2, 1000, "b"}, {*g}));
+    EXPECT_TRUE(s.report_memory(1, *g, {12 * GiB, 0}, t0));
+    EXPECT_FALSE(s.report_memory(2, *g, {0 - 24 * GiB, 0}, t0));
+    EXPECT_FALSE(s.report_memory(2, *g, {0, kMaxReportedBytes + 1}, t0));
+    EXPECT_EQ(s.requested_memory(*g), 12 * GiB);
+    EXPECT_TRUE(s.report_memory(2, *g, {kMaxReportedBytes, kMaxReportedBytes}, t0));
+    EXPECT_EQ(s.requested_memory(*g), 12 * GiB + 2 * kMaxReportedBytes);
+    EXPECT_TRUE(s.report_memory(2, *g, {0, 0}, t0));
+    EXPECT_EQ(s.requested_memory(*g), 12 * GiB);
+
+    SwapStats st;
+    st.swap_ins = 1;
+    st.swap_in_time = std::chrono::microseconds(kMaxReportedMicroseconds + 1);
+    EXPECT_FALSE(s.report_swaps(1, *g, st, t0));
+    st.swap_in_time = -1s;
+    EXPECT_FALSE(s.report_swaps(1, *g, st, t0));
+}
+
+TEST(SchedulerClaims, ASwapInClaimStretchesOnlyTheClaimantsQuantumUpToTheCeiling)
+{
+    Scheduler s(SchedulerSettings{Mode::On, 300ms, 10s, 1s});
+    const auto g = s.ensure_gpu({"GPU-a", "t", 16 * GiB});
+    for (ClientId id : {1, 2, 3})
+        ASSERT_TRUE(s.connect(id, {static_cast<int32_t>(id), 1000, "c"}, {*g}));
+    s.request(1, gpu_bit(*g), t0);
+    s.request(2, gpu_bit(*g), t0);
+    SwapStats st;
+    st.swap_ins = 1;
+    st.swap_in_time = 100s;  // ten times that: far past the ceiling
+    ASSERT_TRUE(s.report_swaps(1, *g, st, t0));
+    EXPECT_EQ(s.quantum_for(*s.client(1)), 1s);
+    EXPECT_EQ(s.next_deadline(), t0 + 1s);
+    // Client 2's own quantum is the configured one, whatever 1 claimed.
+    s.release(1, gpu_bit(*g), t0);
+    s.request(3, gpu_bit(*g), t0);
+    ASSERT_EQ(s.client(2)->phase, Phase::Holding);
+    EXPECT_EQ(s.quantum_for(*s.client(2)), 300ms);
+    EXPECT_EQ(s.next_deadline(), t0 + 300ms);
+}
+
+}  // namespace
