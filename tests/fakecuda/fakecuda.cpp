@@ -98,7 +98,18 @@ struct Stream {
     // capture
     bool capturing = false;
     bool invalidated = false;
-    Graph* graph = nullptr;
+    Graph* graph = nullptr;      // the origin's: forked streams add to it
+    Stream* origin = nullptr;    // a forked stream: whose capture it joined
+    bool joined_back = false;    // a forked stream: the origin waited for it
+    std::vector<Stream*> forks;  // the origin: streams that joined its capture
+};
+
+// An event recorded in a capturing stream forks the capture into any stream
+// that waits for it; the origin must wait for an event recorded in each
+// fork before the capture ends, or the end fails (UNJOINED).
+struct Event {
+    Stream* capture_origin = nullptr;
+    Stream* recorded_on = nullptr;
 };
 
 struct Graph {
@@ -595,6 +606,18 @@ FAKE_EXPORT CUresult cuStreamCreate(CUstream* ps, unsigned int)
     return CUDA_SUCCESS;
 }
 
+// The driver takes the context of work on an explicit stream from the
+// stream, so such calls work with no current context (see submit()).
+FAKE_EXPORT CUresult cuStreamGetCtx(CUstream s, CUcontext* pctx)
+{
+    REQUIRE_INIT();
+    Stream* str = resolve(s);
+    if (str == nullptr || pctx == nullptr)
+        return CUDA_ERROR_INVALID_HANDLE;
+    *pctx = reinterpret_cast<CUcontext>(str->ctx);
+    return CUDA_SUCCESS;
+}
+
 FAKE_EXPORT CUresult cuStreamDestroy_v2(CUstream s)
 {
     REQUIRE_INIT();
@@ -690,17 +713,87 @@ static CUresult end_capture(CUstream s, CUgraph* graph)
     Stream* str = resolve(s);
     if (str == nullptr)
         return CUDA_ERROR_INVALID_HANDLE;
+    std::vector<Stream*> forks;
+    bool unjoined = false;
+    {
+        std::lock_guard<std::mutex> lock(str->mutex);
+        if (!str->capturing || str->origin != nullptr)
+            return CUDA_ERROR_ILLEGAL_STATE;
+        forks.swap(str->forks);
+    }
+    // The capture ends for every stream that joined it, joined back or not.
+    for (Stream* f : forks) {
+        std::lock_guard<std::mutex> lock(f->mutex);
+        unjoined = unjoined || !f->joined_back;
+        f->capturing = false;
+        f->graph = nullptr;
+        f->origin = nullptr;
+    }
     std::lock_guard<std::mutex> lock(str->mutex);
-    if (!str->capturing)
-        return CUDA_ERROR_ILLEGAL_STATE;
     str->capturing = false;
-    if (str->invalidated) {
+    if (str->invalidated || unjoined) {
         delete str->graph;
         str->graph = nullptr;
-        return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+        return unjoined ? CUDA_ERROR_STREAM_CAPTURE_UNJOINED
+                        : CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
     }
     *graph = reinterpret_cast<CUgraph>(str->graph);
     str->graph = nullptr;
+    return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuEventCreate(CUevent* ev, unsigned int)
+{
+    REQUIRE_INIT();
+    if (ev == nullptr)
+        return CUDA_ERROR_INVALID_VALUE;
+    *ev = reinterpret_cast<CUevent>(new Event());
+    return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuEventRecord(CUevent ev, CUstream s)
+{
+    REQUIRE_INIT();
+    auto* e = reinterpret_cast<Event*>(ev);
+    Stream* str = resolve(s);
+    if (e == nullptr || str == nullptr)
+        return CUDA_ERROR_INVALID_HANDLE;
+    std::lock_guard<std::mutex> lock(str->mutex);
+    e->recorded_on = str;
+    e->capture_origin = !str->capturing ? nullptr : str->origin != nullptr ? str->origin : str;
+    return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuStreamWaitEvent(CUstream s, CUevent ev, unsigned int)
+{
+    REQUIRE_INIT();
+    auto* e = reinterpret_cast<Event*>(ev);
+    Stream* str = resolve(s);
+    if (e == nullptr || str == nullptr)
+        return CUDA_ERROR_INVALID_HANDLE;
+    Stream* origin = e->capture_origin;
+    if (origin == nullptr)
+        return CUDA_SUCCESS;  // ordering only: the fake runs streams independently
+    if (str == origin) {      // joins a fork back
+        std::lock_guard<std::mutex> lock(e->recorded_on->mutex);
+        if (e->recorded_on != origin)
+            e->recorded_on->joined_back = true;
+        return CUDA_SUCCESS;
+    }
+    Graph* graph = nullptr;
+    {
+        std::lock_guard<std::mutex> lock(origin->mutex);
+        graph = origin->graph;
+        origin->forks.push_back(str);
+    }
+    std::lock_guard<std::mutex> lock(str->mutex);
+    if (str->capturing)
+        return CUDA_SUCCESS;
+    str->capturing = true;
+    str->invalidated = false;
+    str->origin = origin;
+    str->joined_back = false;
+    str->graph = graph;
     return CUDA_SUCCESS;
 }
 
@@ -778,7 +871,12 @@ static CUresult graph_launch(CUgraphExec exec, CUstream s, const char* api)
     auto* g = reinterpret_cast<Graph*>(exec);
     if (g == nullptr)
         return CUDA_ERROR_INVALID_VALUE;
+    // A large graph takes the driver a while to put on the GPU: its first
+    // nodes may run while the launch call is still submitting the rest.
+    const uint64_t submit_us = env_u64("FAKECUDA_GRAPH_SUBMIT_US", 0);
     for (const Op& op : g->ops) {
+        if (submit_us != 0)
+            usleep(static_cast<useconds_t>(submit_us));
         Op copy = op;
         copy.name = std::string(api) + ":" + op.name;
         const CUresult r = submit(s, std::move(copy), false);
@@ -961,6 +1059,83 @@ FAKE_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned, unsigned,
     if (f == nullptr)
         return CUDA_ERROR_INVALID_HANDLE;
     return submit(s, {"cuLaunchCooperativeKernel", kernel_us(params), {}}, false);
+}
+
+// Stream memory operations. A wait blocks its stream until another
+// submission (possibly from a thread that has not made it yet) writes the
+// word: what makes a drain's synchronisation depend on later work.
+static CUresult wait_value(CUstream s, CUdeviceptr addr, cuuint32_t value, unsigned int flags,
+                           const char* api)
+{
+    if (addr == 0 || (flags & 0xf) > CU_STREAM_WAIT_VALUE_EQ)
+        return CUDA_ERROR_INVALID_VALUE;
+    auto* word = reinterpret_cast<std::atomic<uint32_t>*>(addr);
+    const bool equal = (flags & 0xf) == CU_STREAM_WAIT_VALUE_EQ;
+    return submit(s,
+                  {api, 0,
+                   [=] {
+                       for (;;) {
+                           const uint32_t v = word->load();
+                           if (equal ? v == value : static_cast<int32_t>(v - value) >= 0)
+                               return;
+                           usleep(200);
+                       }
+                   }},
+                  false);
+}
+
+static CUresult write_value(CUstream s, CUdeviceptr addr, cuuint32_t value, const char* api)
+{
+    if (addr == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    auto* word = reinterpret_cast<std::atomic<uint32_t>*>(addr);
+    return submit(s, {api, 0, [=] { word->store(value); }}, false);
+}
+
+FAKE_EXPORT CUresult cuStreamWaitValue32_v2(CUstream s, CUdeviceptr addr, cuuint32_t value,
+                                            unsigned int flags)
+{
+    return wait_value(s, addr, value, flags, "cuStreamWaitValue32_v2");
+}
+FAKE_EXPORT CUresult cuStreamWriteValue32_v2(CUstream s, CUdeviceptr addr, cuuint32_t value,
+                                             unsigned int)
+{
+    return write_value(s, addr, value, "cuStreamWriteValue32_v2");
+}
+
+// Deprecated launches (the function's parameters set beforehand; here the
+// kernel takes FAKECUDA_KERNEL_US).
+FAKE_EXPORT CUresult cuLaunch(CUfunction f)
+{
+    if (f == nullptr)
+        return CUDA_ERROR_INVALID_HANDLE;
+    return submit(nullptr, {"cuLaunch", kernel_us(nullptr), {}}, false);
+}
+FAKE_EXPORT CUresult cuLaunchGrid(CUfunction f, int, int)
+{
+    if (f == nullptr)
+        return CUDA_ERROR_INVALID_HANDLE;
+    return submit(nullptr, {"cuLaunchGrid", kernel_us(nullptr), {}}, false);
+}
+FAKE_EXPORT CUresult cuLaunchGridAsync(CUfunction f, int, int, CUstream s)
+{
+    if (f == nullptr)
+        return CUDA_ERROR_INVALID_HANDLE;
+    return submit(s, {"cuLaunchGridAsync", kernel_us(nullptr), {}}, false);
+}
+FAKE_EXPORT CUresult cuLaunchCooperativeKernelMultiDevice(CUDA_LAUNCH_PARAMS* list, unsigned int n,
+                                                          unsigned int)
+{
+    if (list == nullptr || n == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (unsigned int i = 0; i < n; ++i) {
+        const CUresult r = submit(
+            list[i].hStream,
+            {"cuLaunchCooperativeKernelMultiDevice", kernel_us(list[i].kernelParams), {}}, false);
+        if (r != CUDA_SUCCESS)
+            return r;
+    }
+    return CUDA_SUCCESS;
 }
 
 FAKE_EXPORT CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n)
@@ -1200,6 +1375,10 @@ const ProcRow kProcRows[] = {
     ROW("cuCtxSynchronize", 2000, false, cuCtxSynchronize),
     ROW("cuStreamCreate", 2000, false, cuStreamCreate),
     ROW("cuStreamDestroy", 4000, false, cuStreamDestroy_v2),
+    ROW("cuStreamGetCtx", 9020, false, cuStreamGetCtx),
+    ROW("cuEventCreate", 2000, false, cuEventCreate),
+    ROW("cuEventRecord", 2000, false, cuEventRecord),
+    ROW("cuStreamWaitEvent", 3020, false, cuStreamWaitEvent),
     ROW("cuStreamSynchronize", 2000, false, cuStreamSynchronize),
     ROW("cuStreamSynchronize", 7000, true, cuStreamSynchronize_ptsz),
     ROW("cuStreamQuery", 2000, false, cuStreamQuery),
@@ -1236,6 +1415,12 @@ const ProcRow kProcRows[] = {
     ROW("cuLaunchKernelEx", 11060, false, cuLaunchKernelEx),
     ROW("cuLaunchKernelEx", 11060, true, cuLaunchKernelEx_ptsz),
     ROW("cuLaunchCooperativeKernel", 9000, false, cuLaunchCooperativeKernel),
+    ROW("cuStreamWaitValue32", 11070, false, cuStreamWaitValue32_v2),
+    ROW("cuStreamWriteValue32", 11070, false, cuStreamWriteValue32_v2),
+    ROW("cuLaunch", 2000, false, cuLaunch),
+    ROW("cuLaunchGrid", 2000, false, cuLaunchGrid),
+    ROW("cuLaunchGridAsync", 2000, false, cuLaunchGridAsync),
+    ROW("cuLaunchCooperativeKernelMultiDevice", 9000, false, cuLaunchCooperativeKernelMultiDevice),
     ROW("cuMemcpy", 4000, false, cuMemcpy),
     ROW("cuMemcpy", 7000, true, cuMemcpy_ptds),
     ROW("cuMemcpyAsync", 4000, false, cuMemcpyAsync),

@@ -74,6 +74,12 @@ std::string fill_api(Api* api, const std::string& route, bool per_thread)
     set(&api->stream_create, get({"cuStreamCreate", 2000, "cuStreamCreate", "cuStreamCreate"}));
     set(&api->stream_synchronize,
         get({"cuStreamSynchronize", 2000, "cuStreamSynchronize", "cuStreamSynchronize_ptsz"}));
+    set(&api->stream_destroy,
+        get({"cuStreamDestroy", 4000, "cuStreamDestroy_v2", "cuStreamDestroy_v2"}));
+    set(&api->event_create, get({"cuEventCreate", 2000, "cuEventCreate", "cuEventCreate"}));
+    set(&api->event_record, get({"cuEventRecord", 2000, "cuEventRecord", "cuEventRecord"}));
+    set(&api->stream_wait_event,
+        get({"cuStreamWaitEvent", 3020, "cuStreamWaitEvent", "cuStreamWaitEvent"}));
     set(&api->mem_alloc, get({"cuMemAlloc", 3020, "cuMemAlloc_v2", "cuMemAlloc_v2"}));
     set(&api->mem_free, get({"cuMemFree", 3020, "cuMemFree_v2", "cuMemFree_v2"}));
     set(&api->mem_alloc_managed,
@@ -85,11 +91,20 @@ std::string fill_api(Api* api, const std::string& route, bool per_thread)
         get({"cuLaunchKernel", 4000, "cuLaunchKernel", "cuLaunchKernel_ptsz"}));
     set(&api->launch_kernel_ex,
         get({"cuLaunchKernelEx", 11060, "cuLaunchKernelEx", "cuLaunchKernelEx_ptsz"}));
+    set(&api->launch_old, get({"cuLaunch", 2000, "cuLaunch", "cuLaunch"}));
+    set(&api->launch_grid, get({"cuLaunchGrid", 2000, "cuLaunchGrid", "cuLaunchGrid"}));
+    set(&api->launch_grid_async,
+        get({"cuLaunchGridAsync", 2000, "cuLaunchGridAsync", "cuLaunchGridAsync"}));
+    set(&api->launch_multi_device,
+        get({"cuLaunchCooperativeKernelMultiDevice", 9000, "cuLaunchCooperativeKernelMultiDevice",
+             "cuLaunchCooperativeKernelMultiDevice"}));
     set(&api->memcpy_htod, get({"cuMemcpyHtoD", 3020, "cuMemcpyHtoD_v2", "cuMemcpyHtoD_v2_ptds"}));
     set(&api->memcpy_dtoh, get({"cuMemcpyDtoH", 3020, "cuMemcpyDtoH_v2", "cuMemcpyDtoH_v2_ptds"}));
     set(&api->memset_d8, get({"cuMemsetD8", 3020, "cuMemsetD8_v2", "cuMemsetD8_v2_ptds"}));
     set(&api->memcpy_htod_async,
         get({"cuMemcpyHtoDAsync", 3020, "cuMemcpyHtoDAsync_v2", "cuMemcpyHtoDAsync_v2_ptsz"}));
+    set(&api->memset_d8_async,
+        get({"cuMemsetD8Async", 3020, "cuMemsetD8Async", "cuMemsetD8Async_ptsz"}));
     set(&api->begin_capture, get({"cuStreamBeginCapture", 10010, "cuStreamBeginCapture_v2",
                                   "cuStreamBeginCapture_v2_ptsz"}));
     set(&api->end_capture,
@@ -112,5 +127,9 @@ std::string fill_api(Api* api, const std::string& route, bool per_thread)
         get({"cuMemPrefetchAsync", 12020, "cuMemPrefetchAsync_v2", "cuMemPrefetchAsync_v2_ptsz"}));
     set(&api->prefetch_v1,
         get({"cuMemPrefetchAsync", 8000, "cuMemPrefetchAsync", "cuMemPrefetchAsync_ptsz"}));
+    set(&api->stream_wait_value32,
+        get({"cuStreamWaitValue32", 11070, "cuStreamWaitValue32_v2", "cuStreamWaitValue32_v2"}));
+    set(&api->stream_write_value32,
+        get({"cuStreamWriteValue32", 11070, "cuStreamWriteValue32_v2", "cuStreamWriteValue32_v2"}));
     return missing.empty() ? "" : "not found:" + missing;
 }
