@@ -139,6 +139,11 @@ struct State {
     std::map<CUdevice, Context*> primary;
     std::map<CUdeviceptr, Allocation> allocations;
     std::map<CUmemGenericAllocationHandle, Allocation> handles;
+    // References to a handle: its creation, each retain, each mapping. The
+    // memory goes with the last (cuMemRelease, cuMemUnmap).
+    std::map<CUmemGenericAllocationHandle, int> handle_refs;
+    std::map<CUdeviceptr, CUmemGenericAllocationHandle> mappings;
+    std::map<uint64_t, Allocation> arrays;     // CUarray / CUmipmappedArray
     std::map<CUdevice, uint64_t> device_used;  // plain device memory in use
     uint64_t next_stream_id = 1;
     uint64_t next_handle = 1;
@@ -997,7 +1002,23 @@ FAKE_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t si
         st().device_used[dev] += size;
     *handle = st().next_handle++;
     st().handles[*handle] = {size, dev, device ? "vmm" : "vmm-host"};
+    st().handle_refs[*handle] = 1;
     log_event("alloc %s %zu cuMemCreate", device ? "vmm" : "vmm-host", size);
+    return CUDA_SUCCESS;
+}
+
+static CUresult handle_unref(CUmemGenericAllocationHandle handle, const char* api)
+{
+    auto it = st().handles.find(handle);
+    if (it == st().handles.end())
+        return CUDA_ERROR_INVALID_VALUE;
+    if (--st().handle_refs[handle] > 0)
+        return CUDA_SUCCESS;
+    if (it->second.device >= 0)
+        st().device_used[it->second.device] -= it->second.size;
+    log_event("free %s %zu %s", it->second.kind, it->second.size, api);
+    st().handles.erase(it);
+    st().handle_refs.erase(handle);
     return CUDA_SUCCESS;
 }
 
@@ -1005,14 +1026,147 @@ FAKE_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 {
     REQUIRE_INIT();
     std::lock_guard<std::mutex> g(st().mutex);
-    auto it = st().handles.find(handle);
-    if (it == st().handles.end())
+    return handle_unref(handle, "cuMemRelease");
+}
+
+FAKE_EXPORT CUresult cuMemAddressReserve(CUdeviceptr* ptr, size_t size, size_t, CUdeviceptr,
+                                         unsigned long long)
+{
+    REQUIRE_INIT();
+    void* p = map_memory(size);
+    if (ptr == nullptr || p == nullptr)
         return CUDA_ERROR_INVALID_VALUE;
-    if (it->second.device >= 0)
-        st().device_used[it->second.device] -= it->second.size;
-    log_event("free %s %zu cuMemRelease", it->second.kind, it->second.size);
-    st().handles.erase(it);
+    *ptr = reinterpret_cast<CUdeviceptr>(p);
     return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
+{
+    REQUIRE_INIT();
+    munmap(reinterpret_cast<void*>(ptr), size);
+    return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t, size_t, CUmemGenericAllocationHandle handle,
+                              unsigned long long)
+{
+    REQUIRE_INIT();
+    std::lock_guard<std::mutex> g(st().mutex);
+    if (st().handles.count(handle) == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    st().mappings[ptr] = handle;
+    st().handle_refs[handle]++;
+    return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t)
+{
+    REQUIRE_INIT();
+    std::lock_guard<std::mutex> g(st().mutex);
+    auto it = st().mappings.find(ptr);
+    if (it == st().mappings.end())
+        return CUDA_ERROR_INVALID_VALUE;
+    const CUmemGenericAllocationHandle h = it->second;
+    st().mappings.erase(it);
+    return handle_unref(h, "cuMemUnmap");
+}
+
+// The same handle value again, with one more reference.
+FAKE_EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle* handle, void* addr)
+{
+    REQUIRE_INIT();
+    std::lock_guard<std::mutex> g(st().mutex);
+    auto it = st().mappings.find(reinterpret_cast<CUdeviceptr>(addr));
+    if (handle == nullptr || it == st().mappings.end())
+        return CUDA_ERROR_INVALID_VALUE;
+    st().handle_refs[it->second]++;
+    *handle = it->second;
+    return CUDA_SUCCESS;
+}
+
+// CUDA arrays: opaque handles with device memory behind them.
+static CUresult make_array(uint64_t* out, size_t bytes, const char* api)
+{
+    REQUIRE_INIT();
+    Context* c = current();
+    if (c == nullptr)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (out == nullptr)
+        return CUDA_ERROR_INVALID_VALUE;
+    std::lock_guard<std::mutex> g(st().mutex);
+    if (st().device_used[c->device] + bytes > st().memory)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    st().device_used[c->device] += bytes;
+    *out = st().next_handle++ << 4;
+    st().arrays[*out] = {bytes, c->device, "array"};
+    log_event("alloc array %zu %s", bytes, api);
+    return CUDA_SUCCESS;
+}
+
+static CUresult drop_array(uint64_t h, const char* api)
+{
+    REQUIRE_INIT();
+    std::lock_guard<std::mutex> g(st().mutex);
+    auto it = st().arrays.find(h);
+    if (it == st().arrays.end())
+        return CUDA_ERROR_INVALID_HANDLE;
+    st().device_used[it->second.device] -= it->second.size;
+    log_event("free array %zu %s", it->second.size, api);
+    st().arrays.erase(it);
+    return CUDA_SUCCESS;
+}
+
+static size_t element_bytes(CUarray_format f, unsigned channels)
+{
+    const size_t b = f == CU_AD_FORMAT_UNSIGNED_INT8 || f == CU_AD_FORMAT_SIGNED_INT8 ? 1
+                     : f == CU_AD_FORMAT_UNSIGNED_INT16 || f == CU_AD_FORMAT_SIGNED_INT16 ||
+                             f == CU_AD_FORMAT_HALF
+                         ? 2
+                         : 4;
+    return b * (channels == 0 ? 1 : channels);
+}
+
+FAKE_EXPORT CUresult cuArrayCreate_v2(CUarray* h, const CUDA_ARRAY_DESCRIPTOR* d)
+{
+    if (d == nullptr)
+        return CUDA_ERROR_INVALID_VALUE;
+    const size_t bytes =
+        element_bytes(d->Format, d->NumChannels) * d->Width * (d->Height ? d->Height : 1);
+    return make_array(reinterpret_cast<uint64_t*>(h), bytes, "cuArrayCreate_v2");
+}
+
+FAKE_EXPORT CUresult cuArray3DCreate_v2(CUarray* h, const CUDA_ARRAY3D_DESCRIPTOR* d)
+{
+    if (d == nullptr)
+        return CUDA_ERROR_INVALID_VALUE;
+    const size_t bytes = element_bytes(d->Format, d->NumChannels) * d->Width *
+                         (d->Height ? d->Height : 1) * (d->Depth ? d->Depth : 1);
+    return make_array(reinterpret_cast<uint64_t*>(h), bytes, "cuArray3DCreate_v2");
+}
+
+FAKE_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray* h, const CUDA_ARRAY3D_DESCRIPTOR* d,
+                                            unsigned int levels)
+{
+    if (d == nullptr || levels == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    size_t bytes = 0, w = d->Width, hh = d->Height, dd = d->Depth;
+    for (unsigned l = 0; l < levels; ++l) {
+        bytes += element_bytes(d->Format, d->NumChannels) * w * (hh ? hh : 1) * (dd ? dd : 1);
+        w = w > 1 ? w / 2 : 1;
+        hh = hh > 1 ? hh / 2 : hh;
+        dd = dd > 1 ? dd / 2 : dd;
+    }
+    return make_array(reinterpret_cast<uint64_t*>(h), bytes, "cuMipmappedArrayCreate");
+}
+
+FAKE_EXPORT CUresult cuArrayDestroy(CUarray h)
+{
+    return drop_array(reinterpret_cast<uint64_t>(h), "cuArrayDestroy");
+}
+
+FAKE_EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray h)
+{
+    return drop_array(reinterpret_cast<uint64_t>(h), "cuMipmappedArrayDestroy");
 }
 
 // ---- GPU work --------------------------------------------------------------------------
@@ -1409,6 +1563,16 @@ const ProcRow kProcRows[] = {
     ROW("cuMemFreeAsync", 11020, true, cuMemFreeAsync_ptsz),
     ROW("cuMemCreate", 10020, false, cuMemCreate),
     ROW("cuMemRelease", 10020, false, cuMemRelease),
+    ROW("cuMemAddressReserve", 10020, false, cuMemAddressReserve),
+    ROW("cuMemAddressFree", 10020, false, cuMemAddressFree),
+    ROW("cuMemMap", 10020, false, cuMemMap),
+    ROW("cuMemUnmap", 10020, false, cuMemUnmap),
+    ROW("cuMemRetainAllocationHandle", 11000, false, cuMemRetainAllocationHandle),
+    ROW("cuArrayCreate", 3020, false, cuArrayCreate_v2),
+    ROW("cuArray3DCreate", 3020, false, cuArray3DCreate_v2),
+    ROW("cuArrayDestroy", 2000, false, cuArrayDestroy),
+    ROW("cuMipmappedArrayCreate", 5000, false, cuMipmappedArrayCreate),
+    ROW("cuMipmappedArrayDestroy", 5000, false, cuMipmappedArrayDestroy),
     ROW("cuIpcGetMemHandle", 4010, false, cuIpcGetMemHandle),
     ROW("cuLaunchKernel", 4000, false, cuLaunchKernel),
     ROW("cuLaunchKernel", 7000, true, cuLaunchKernel_ptsz),

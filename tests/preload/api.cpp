@@ -3,6 +3,9 @@
 
 #include <dlfcn.h>
 
+#include <initializer_list>
+#include <utility>
+
 namespace {
 
 struct Name {
@@ -121,6 +124,29 @@ std::string fill_api(Api* api, const std::string& route, bool per_thread)
         get({"cuMemFreeAsync", 11020, "cuMemFreeAsync", "cuMemFreeAsync_ptsz"}));
     set(&api->mem_create, get({"cuMemCreate", 10020, "cuMemCreate", "cuMemCreate"}));
     set(&api->mem_release, get({"cuMemRelease", 10020, "cuMemRelease", "cuMemRelease"}));
+    for (auto [slot, n] : std::initializer_list<std::pair<void**, Name>>{
+             {reinterpret_cast<void**>(&api->mem_address_reserve),
+              {"cuMemAddressReserve", 10020, "cuMemAddressReserve", "cuMemAddressReserve"}},
+             {reinterpret_cast<void**>(&api->mem_address_free),
+              {"cuMemAddressFree", 10020, "cuMemAddressFree", "cuMemAddressFree"}},
+             {reinterpret_cast<void**>(&api->mem_map), {"cuMemMap", 10020, "cuMemMap", "cuMemMap"}},
+             {reinterpret_cast<void**>(&api->mem_unmap),
+              {"cuMemUnmap", 10020, "cuMemUnmap", "cuMemUnmap"}},
+             {reinterpret_cast<void**>(&api->mem_retain),
+              {"cuMemRetainAllocationHandle", 11000, "cuMemRetainAllocationHandle",
+               "cuMemRetainAllocationHandle"}},
+             {reinterpret_cast<void**>(&api->array_create),
+              {"cuArrayCreate", 3020, "cuArrayCreate_v2", "cuArrayCreate_v2"}},
+             {reinterpret_cast<void**>(&api->array3d_create),
+              {"cuArray3DCreate", 3020, "cuArray3DCreate_v2", "cuArray3DCreate_v2"}},
+             {reinterpret_cast<void**>(&api->array_destroy),
+              {"cuArrayDestroy", 2000, "cuArrayDestroy", "cuArrayDestroy"}},
+             {reinterpret_cast<void**>(&api->mipmapped_create),
+              {"cuMipmappedArrayCreate", 5000, "cuMipmappedArrayCreate", "cuMipmappedArrayCreate"}},
+             {reinterpret_cast<void**>(&api->mipmapped_destroy),
+              {"cuMipmappedArrayDestroy", 5000, "cuMipmappedArrayDestroy",
+               "cuMipmappedArrayDestroy"}}})
+        *slot = get(n);
     set(&api->ipc_get_mem_handle,
         get({"cuIpcGetMemHandle", 4010, "cuIpcGetMemHandle", "cuIpcGetMemHandle"}));
     set(&api->prefetch_v2,

@@ -47,6 +47,16 @@ struct Api {
     decltype(&cuMemFreeAsync) mem_free_async = nullptr;
     decltype(&cuMemCreate) mem_create = nullptr;
     decltype(&cuMemRelease) mem_release = nullptr;
+    decltype(&cuMemAddressReserve) mem_address_reserve = nullptr;
+    decltype(&cuMemAddressFree) mem_address_free = nullptr;
+    decltype(&cuMemMap) mem_map = nullptr;
+    decltype(&cuMemUnmap) mem_unmap = nullptr;
+    decltype(&cuMemRetainAllocationHandle) mem_retain = nullptr;
+    decltype(&cuArrayCreate) array_create = nullptr;
+    decltype(&cuArray3DCreate) array3d_create = nullptr;
+    decltype(&cuArrayDestroy) array_destroy = nullptr;
+    decltype(&cuMipmappedArrayCreate) mipmapped_create = nullptr;
+    decltype(&cuMipmappedArrayDestroy) mipmapped_destroy = nullptr;
     decltype(&cuIpcGetMemHandle) ipc_get_mem_handle = nullptr;
     decltype(&cuMemPrefetchAsync) prefetch_v2 = nullptr;
     decltype(&cuStreamWaitValue32) stream_wait_value32 = nullptr;

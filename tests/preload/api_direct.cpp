@@ -23,6 +23,16 @@ bool fill_direct(Api* api, bool per_thread)
     api->graph_destroy = &cuGraphDestroy;
     api->mem_create = &cuMemCreate;
     api->mem_release = &cuMemRelease;
+    api->mem_address_reserve = &cuMemAddressReserve;
+    api->mem_address_free = &cuMemAddressFree;
+    api->mem_map = &cuMemMap;
+    api->mem_unmap = &cuMemUnmap;
+    api->mem_retain = &cuMemRetainAllocationHandle;
+    api->array_create = &cuArrayCreate;
+    api->array3d_create = &cuArray3DCreate;
+    api->array_destroy = &cuArrayDestroy;
+    api->mipmapped_create = &cuMipmappedArrayCreate;
+    api->mipmapped_destroy = &cuMipmappedArrayDestroy;
     api->ipc_get_mem_handle = &cuIpcGetMemHandle;
     // Only the legacy-stream flavours are used for these.
     api->launch_old = &cuLaunch;

@@ -737,6 +737,30 @@ TEST(Memory, UsageIsReportedToTheDaemon)
     EXPECT_EQ(count_events(dir.file("fake.log"), p.pid(), "alloc async"), 1);
 }
 
+// Issue 20. CUDA arrays and mipmapped arrays are device memory; a VMM
+// handle retained from its mapping and released once still has its memory
+// mapped. All of it is counted.
+TEST(Memory, ArraysAndRetainedVmmAreCounted)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "auto"});
+    const std::string stop = dir.file("stop");
+    Process p = start_client(
+        dir, daemon.socket(),
+        {{"--kernels", "1", "--arrays", "--vmm-retained", "8M", "--until", stop}, {}, false}, "p");
+    // 16 MiB + 1 MiB + (1 MiB + 256 KiB) of arrays, 8 MiB of VMM.
+    const uint64_t expected = (26ull << 20) + (256ull << 10);
+    EXPECT_TRUE(eventually([&] {
+        const auto me = client_status(daemon.status(), p.pid());
+        return !me.is_null() && me["memory"].get<uint64_t>() == expected &&
+               me["pinned_memory"].get<uint64_t>() == expected;
+    })) << daemon.status().dump()
+        << p.out() << p.err();
+    touch(stop);
+    expect_clean_exit(p);
+    EXPECT_NE(p.out().find("vmm_retained=same"), std::string::npos) << p.out();
+}
+
 // CUDA IPC cannot export managed memory: the program is told why and which
 // variable keeps its memory plain; with it, the export works, the memory is
 // accounted as resident and the process is still scheduled.

@@ -36,6 +36,8 @@ struct Options {
     size_t vmm = 0;
     bool ipc = false;
     bool contextless = false;
+    bool arrays = false;      // --arrays: 18.25 MiB of arrays, kept
+    size_t vmm_retained = 0;  // --vmm-retained SIZE: see vmm_retained()
     bool deprecated = false;
     bool failed_captures = false;
     std::string wait_flag;  // --wait-flag: see flag_wait()
@@ -271,6 +273,48 @@ void flag_wait()
     printf("flag=ok\n");
 }
 
+// A 2D array (16 MiB), a 3D array (1 MiB) and a mipmapped array of two
+// levels (1.25 MiB), kept until the end.
+void arrays()
+{
+    CUDA_ARRAY_DESCRIPTOR d2{};
+    d2.Width = d2.Height = 1024;
+    d2.Format = CU_AD_FORMAT_FLOAT;
+    d2.NumChannels = 4;
+    CUarray a = nullptr, b = nullptr;
+    CHECK(api.array_create(&a, &d2));
+    CUDA_ARRAY3D_DESCRIPTOR d3{};
+    d3.Width = d3.Height = d3.Depth = 64;
+    d3.Format = CU_AD_FORMAT_FLOAT;
+    d3.NumChannels = 1;
+    CHECK(api.array3d_create(&b, &d3));
+    CUDA_ARRAY3D_DESCRIPTOR dm{};
+    dm.Width = dm.Height = 512;
+    dm.Format = CU_AD_FORMAT_UNSIGNED_INT8;
+    dm.NumChannels = 4;
+    CUmipmappedArray m = nullptr;
+    CHECK(api.mipmapped_create(&m, &dm, 2));
+    printf("arrays=ok\n");
+}
+
+// VMM memory mapped, its handle retained from the address (the same value)
+// and released once: the mapping keeps the memory, which must stay counted.
+void vmm_retained()
+{
+    CUmemAllocationProp prop{};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = device;
+    CUmemGenericAllocationHandle h = 0, again = 0;
+    CUdeviceptr va = 0;
+    CHECK(api.mem_create(&h, opt.vmm_retained, &prop, 0));
+    CHECK(api.mem_address_reserve(&va, opt.vmm_retained, 0, 0, 0));
+    CHECK(api.mem_map(va, opt.vmm_retained, 0, h, 0));
+    CHECK(api.mem_retain(&again, reinterpret_cast<void*>(va)));
+    CHECK(api.mem_release(again));
+    printf("vmm_retained=%s\n", again == h ? "same" : "different");
+}
+
 // Captures that end without a graph: one forked into a second stream that
 // is never joined back (the end fails with CUDA_ERROR_STREAM_CAPTURE_UNJOINED
 // and ends the capture), one whose stream is destroyed while capturing.
@@ -394,6 +438,10 @@ bool parse(int argc, char** argv)
             opt.failed_captures = true;
         else if (a == "--deprecated")
             opt.deprecated = true;
+        else if (a == "--arrays")
+            opt.arrays = true;
+        else if (a == "--vmm-retained")
+            opt.vmm_retained = parse_size(next());
         else if (a == "--contextless")
             opt.contextless = true;
         else if (a == "--wait-flag")
@@ -434,6 +482,10 @@ int main(int argc, char** argv)
         meminfo();
     if (opt.contextless)
         contextless();
+    if (opt.arrays)
+        arrays();
+    if (opt.vmm_retained != 0)
+        vmm_retained();
     if (!opt.barrier.empty()) {
         FILE* f = fopen((opt.barrier + "." + std::to_string(getpid())).c_str(), "w");
         if (f != nullptr)
