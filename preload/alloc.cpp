@@ -7,8 +7,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 
 #include "preload/alloc_table.h"
+#include "preload/array_size.h"
 #include "preload/client.h"
 #include "preload/contexts.h"
 #include "preload/devices.h"
@@ -24,6 +26,11 @@ using devices::Kind;
 
 AllocTable g_pointers;  // device pointers
 AllocTable g_handles;   // cuMemCreate handles
+// Extra references to a handle (cuMemRetainAllocationHandle gives back the
+// same value): handle -> count in `size`. Each cuMemRelease drops one; the
+// memory is uncounted only with the last.
+AllocTable g_handle_refs;
+AllocTable g_arrays;  // CUarray and CUmipmappedArray handles
 pthread_mutex_t g_mutex = PTHREAD_MUTEX_INITIALIZER;
 std::atomic<bool> g_warned_unmanaged{false};
 
@@ -134,6 +141,8 @@ void reset_after_fork()
     pthread_mutex_init(&g_mutex, nullptr);
     g_pointers.clear();
     g_handles.clear();
+    g_handle_refs.clear();
+    g_arrays.clear();
 }
 
 // Stream-ordered allocations (plain and from a pool) share this logic.
@@ -336,15 +345,122 @@ NVS_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t siz
     return r;
 }
 
+// A retained handle is the same value: count the reference, so that the
+// first release does not uncount memory still mapped.
+NVS_EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle* handle, void* addr)
+{
+    NVS_REQUIRE(real, cuMemRetainAllocationHandle);
+    const CUresult r = real(handle, addr);
+    if (r != CUDA_SUCCESS || handle == nullptr || config().disabled)
+        return r;
+    nvshare::preload::AllocTable::Entry e{};
+    pthread_mutex_lock(&g_mutex);
+    if (g_handles.find(*handle, &e)) {
+        nvshare::preload::AllocTable::Entry refs{};
+        const uint64_t n = g_handle_refs.remove(*handle, &refs) ? refs.size : 0;
+        g_handle_refs.insert(*handle, n + 1, e.gpu, e.kind);
+    }
+    pthread_mutex_unlock(&g_mutex);
+    return r;
+}
+
 NVS_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 {
     NVS_REQUIRE(real, cuMemRelease);
+    nvshare::preload::AllocTable::Entry refs{};
+    pthread_mutex_lock(&g_mutex);
+    const bool retained = g_handle_refs.remove(handle, &refs);
+    pthread_mutex_unlock(&g_mutex);
+    if (retained) {
+        const CUresult r = real(handle);
+        pthread_mutex_lock(&g_mutex);
+        const uint64_t left = r == CUDA_SUCCESS ? refs.size - 1 : refs.size;
+        if (left != 0)
+            g_handle_refs.insert(handle, left, refs.gpu, refs.kind);
+        pthread_mutex_unlock(&g_mutex);
+        return r;
+    }
     nvshare::preload::AllocTable::Entry e{};
     const bool found = untrack(g_handles, handle, &e);
     const CUresult r = real(handle);
     if (r != CUDA_SUCCESS && found)
         retrack(g_handles, e);
     return r;
+}
+
+// CUDA arrays (textures, surfaces) are device memory that cannot be managed:
+// counted as pinned, their size taken from the descriptor.
+template <typename Call>
+CUresult create_array(void* handle_out, uint64_t bytes, Call call)
+{
+    if (config().disabled || handle_out == nullptr)
+        return call();
+    const int gpu = prepare_current();
+    if (gpu < 0)
+        return call();
+    if (over_limit(gpu, bytes))
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    const CUresult r = call();
+    if (r == CUDA_SUCCESS) {
+        uint64_t key = 0;
+        memcpy(&key, handle_out, sizeof key);
+        track(g_arrays, key, bytes, gpu, nvshare::preload::devices::Kind::Pinned);
+    }
+    return r;
+}
+
+template <typename Call>
+CUresult destroy_array(uint64_t key, Call call)
+{
+    nvshare::preload::AllocTable::Entry e{};
+    const bool found = untrack(g_arrays, key, &e);
+    const CUresult r = call();
+    if (r != CUDA_SUCCESS && found)
+        retrack(g_arrays, e);
+    return r;
+}
+
+NVS_EXPORT CUresult cuArrayCreate_v2(CUarray* pHandle, const CUDA_ARRAY_DESCRIPTOR* d)
+{
+    NVS_REQUIRE(real, cuArrayCreate_v2);
+    if (d == nullptr)
+        return real(pHandle, d);
+    const uint64_t bytes =
+        nvshare::preload::array_bytes(d->Format, d->NumChannels, d->Width, d->Height, 0);
+    return create_array(pHandle, bytes, [&] { return real(pHandle, d); });
+}
+
+NVS_EXPORT CUresult cuArray3DCreate_v2(CUarray* pHandle, const CUDA_ARRAY3D_DESCRIPTOR* d)
+{
+    NVS_REQUIRE(real, cuArray3DCreate_v2);
+    if (d == nullptr)
+        return real(pHandle, d);
+    const uint64_t bytes =
+        nvshare::preload::array_bytes(d->Format, d->NumChannels, d->Width, d->Height, d->Depth);
+    return create_array(pHandle, bytes, [&] { return real(pHandle, d); });
+}
+
+NVS_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray* pHandle,
+                                           const CUDA_ARRAY3D_DESCRIPTOR* d, unsigned int levels)
+{
+    NVS_REQUIRE(real, cuMipmappedArrayCreate);
+    if (d == nullptr)
+        return real(pHandle, d, levels);
+    const uint64_t bytes = nvshare::preload::mipmapped_array_bytes(
+        d->Format, d->NumChannels, d->Width, d->Height, d->Depth, levels);
+    return create_array(pHandle, bytes, [&] { return real(pHandle, d, levels); });
+}
+
+NVS_EXPORT CUresult cuArrayDestroy(CUarray hArray)
+{
+    NVS_REQUIRE(real, cuArrayDestroy);
+    return destroy_array(reinterpret_cast<uint64_t>(hArray), [&] { return real(hArray); });
+}
+
+NVS_EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray hArray)
+{
+    NVS_REQUIRE(real, cuMipmappedArrayDestroy);
+    return destroy_array(reinterpret_cast<uint64_t>(hArray), [&] { return real(hArray); });
 }
 
 // The GPU as nvshared shares it: its capacity, less what this process uses.

@@ -352,7 +352,12 @@ bool Client::read_frames()
 
 bool Client::drain(uint64_t deadline)
 {
+    log_debug("draining: waiting for this process's GPU work");
     g_drain_deadline.store(deadline, std::memory_order_release);
+    // Calls admitted before the gate closed may still be putting work on the
+    // GPU: synchronising before they are out would miss that work.
+    if ((g_gate.load(std::memory_order_acquire) & kGateOpen) == 0 && !gate_wait_in_flight(deadline))
+        log_debug("a driver call admitted before the drop is still running");
     const bool done = contexts::drain_all();
     g_drain_deadline.store(0, std::memory_order_release);
     return done;

@@ -24,6 +24,13 @@ constexpr int kMaxContexts = 256;
 Known g_known[kMaxContexts];
 int g_count = 0;
 pthread_mutex_t g_mutex = PTHREAD_MUTEX_INITIALIZER;
+// The context the drain synchronises right now, outside g_mutex (nullptr:
+// none). Destroying it waits for the drain (g_synced) instead of the drain
+// holding g_mutex across the synchronisation: a thread that reaches the
+// gate takes g_mutex (note_current), and the work the drain waits for may
+// be that thread's next submission.
+CUcontext g_syncing = nullptr;
+pthread_cond_t g_synced = PTHREAD_COND_INITIALIZER;
 std::atomic<int> g_captures{0};
 
 struct Lock {
@@ -71,6 +78,10 @@ void forget(CUcontext ctx)
     const int i = find_locked(ctx);
     if (i >= 0)
         remove_locked(i);
+    // The driver's destroy synchronises the context too, so waiting for the
+    // drain's synchronisation costs the caller nothing it would not wait for.
+    while (ctx != nullptr && g_syncing == ctx)
+        pthread_cond_wait(&g_synced, &g_mutex);
 }
 
 void release_primary(CUdevice device, bool reset)
@@ -91,13 +102,46 @@ void capture_began(CUresult r)
         g_captures.fetch_add(1, std::memory_order_acq_rel);
 }
 
-void capture_ended(CUresult r)
+// Whether the driver says `stream` is capturing (including an invalidated
+// capture, which still has to be ended).
+bool capturing_now(CUstream stream)
 {
-    if (r != CUDA_SUCCESS && r != CUDA_ERROR_STREAM_CAPTURE_INVALIDATED)
-        return;
+    auto is_capturing = NVS_REAL(cuStreamIsCapturing);
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    return is_capturing != nullptr && is_capturing(stream, &status) == CUDA_SUCCESS &&
+           status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+void capture_ended()
+{
     int v = g_captures.load(std::memory_order_acquire);
     while (v > 0 && !g_captures.compare_exchange_weak(v, v - 1, std::memory_order_acq_rel)) {
     }
+}
+
+// Ending a capture can fail and still end it (UNJOINED ends and invalidates
+// it; other errors may leave it going): what counts is whether the stream
+// was capturing before the call and is not after.
+template <typename Call>
+CUresult end_capture(CUstream stream, Call call)
+{
+    const bool was = g_captures.load(std::memory_order_acquire) > 0 && capturing_now(stream);
+    const CUresult r = call();
+    if (r == CUDA_SUCCESS || r == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED ||
+        r == CUDA_ERROR_STREAM_CAPTURE_UNJOINED || (was && !capturing_now(stream)))
+        capture_ended();
+    return r;
+}
+
+// Destroying a capturing stream succeeds and ends its capture.
+template <typename Call>
+CUresult destroy_stream(CUstream stream, Call call)
+{
+    const bool was = g_captures.load(std::memory_order_acquire) > 0 && capturing_now(stream);
+    const CUresult r = call();
+    if (r == CUDA_SUCCESS && was)
+        capture_ended();
+    return r;
 }
 
 }  // namespace
@@ -122,6 +166,26 @@ bool note_current()
     return true;
 }
 
+bool note_current_or_stream(CUstream stream)
+{
+    if (note_current())
+        return true;
+    // The default streams mean "the current context's": there is none.
+    if (stream == nullptr || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD)
+        return false;
+    auto get_ctx = NVS_REAL(cuStreamGetCtx);
+    auto push = NVS_REAL(cuCtxPushCurrent_v2);
+    auto pop = NVS_REAL(cuCtxPopCurrent_v2);
+    CUcontext ctx = nullptr;
+    if (get_ctx == nullptr || push == nullptr || pop == nullptr ||
+        get_ctx(stream, &ctx) != CUDA_SUCCESS || ctx == nullptr || push(ctx) != CUDA_SUCCESS)
+        return false;
+    const bool noted = note_current();
+    CUcontext popped = nullptr;
+    pop(&popped);
+    return noted;
+}
+
 int current_device()
 {
     auto get_device = NVS_REAL(cuCtxGetDevice);
@@ -143,16 +207,34 @@ bool drain_all()
     // Another thread's global-mode capture must not make our
     // synchronisation illegal (and we never sync a capturing stream).
     relax_capture_mode();
-    Lock lock;  // a context cannot be destroyed while we sync it
-    for (int i = 0; i < g_count; ++i) {
-        if (push(g_known[i].ctx) != CUDA_SUCCESS)
-            continue;
-        const CUresult r = sync();
-        if (r != CUDA_SUCCESS)
-            log_debug("draining context %p: error %d", static_cast<void*>(g_known[i].ctx),
-                      static_cast<int>(r));
-        CUcontext popped = nullptr;
-        pop(&popped);
+    // The list as it is now; contexts made meanwhile have no work of ours to
+    // wait for. g_mutex is held only between synchronisations, never across
+    // one (see g_syncing).
+    CUcontext list[kMaxContexts];
+    int n = 0;
+    {
+        Lock lock;
+        for (int i = 0; i < g_count; ++i)
+            list[n++] = g_known[i].ctx;
+    }
+    for (int i = 0; i < n; ++i) {
+        {
+            Lock lock;
+            if (find_locked(list[i]) < 0)
+                continue;  // destroyed meanwhile
+            g_syncing = list[i];
+        }
+        if (push(list[i]) == CUDA_SUCCESS) {
+            const CUresult r = sync();
+            if (r != CUDA_SUCCESS)
+                log_debug("draining context %p: error %d", static_cast<void*>(list[i]),
+                          static_cast<int>(r));
+            CUcontext popped = nullptr;
+            pop(&popped);
+        }
+        Lock lock;
+        g_syncing = nullptr;
+        pthread_cond_broadcast(&g_synced);
     }
     return true;
 }
@@ -205,6 +287,8 @@ bool stream_capturing(CUstream stream)
 void reset_after_fork()
 {
     pthread_mutex_init(&g_mutex, nullptr);
+    pthread_cond_init(&g_synced, nullptr);
+    g_syncing = nullptr;
     g_count = 0;
     g_captures.store(0);
 }
@@ -215,7 +299,8 @@ void reset_after_fork()
 
 using nvshare::preload::contexts::add;
 using nvshare::preload::contexts::capture_began;
-using nvshare::preload::contexts::capture_ended;
+using nvshare::preload::contexts::destroy_stream;
+using nvshare::preload::contexts::end_capture;
 using nvshare::preload::contexts::forget;
 using nvshare::preload::contexts::release_primary;
 
@@ -367,14 +452,34 @@ NVS_EXPORT CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgraph h
 
 NVS_EXPORT CUresult cuStreamEndCapture(CUstream hStream, CUgraph* phGraph)
 {
-    NVS_CALL_REAL(cuStreamEndCapture, hStream, phGraph);
-    capture_ended(r);
-    return r;
+    auto real = NVS_REAL(cuStreamEndCapture);
+    if (real == nullptr)
+        return CUDA_ERROR_NOT_FOUND;
+    return end_capture(hStream, [&] { return real(hStream, phGraph); });
 }
 
 NVS_EXPORT CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph* phGraph)
 {
-    NVS_CALL_REAL(cuStreamEndCapture_ptsz, hStream, phGraph);
-    capture_ended(r);
-    return r;
+    auto real = NVS_REAL(cuStreamEndCapture_ptsz);
+    if (real == nullptr)
+        return CUDA_ERROR_NOT_FOUND;
+    // The per-thread default stream is named by 0 here.
+    const CUstream s = hStream == nullptr ? CU_STREAM_PER_THREAD : hStream;
+    return end_capture(s, [&] { return real(hStream, phGraph); });
+}
+
+NVS_EXPORT CUresult cuStreamDestroy(CUstream hStream)
+{
+    auto real = NVS_REAL(cuStreamDestroy);
+    if (real == nullptr)
+        return CUDA_ERROR_NOT_FOUND;
+    return destroy_stream(hStream, [&] { return real(hStream); });
+}
+
+NVS_EXPORT CUresult cuStreamDestroy_v2(CUstream hStream)
+{
+    auto real = NVS_REAL(cuStreamDestroy_v2);
+    if (real == nullptr)
+        return CUDA_ERROR_NOT_FOUND;
+    return destroy_stream(hStream, [&] { return real(hStream); });
 }

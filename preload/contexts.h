@@ -10,6 +10,11 @@ namespace nvshare::preload::contexts {
 // contexts made before we could see them). False if there is none.
 bool note_current();
 
+// Like note_current(); with no current context, registers the context of
+// `stream` instead (the driver takes the context from an explicit stream, so
+// such a call does reach the GPU). False if neither is known.
+bool note_current_or_stream(CUstream stream);
+
 // The device of the calling thread's current context, or -1.
 int current_device();
 

@@ -40,7 +40,7 @@ void futex_wake_all(std::atomic<uint32_t>* word)
 void gate_slow(CUstream stream)
 {
     if (config().disabled) {
-        g_gate.store(kGateOpen | kGateActive, std::memory_order_release);
+        g_gate.fetch_or(kGateOpen | kGateActive, std::memory_order_acq_rel);
         return;
     }
     // Work captured into a graph does nothing now; it is gated when the graph
@@ -52,17 +52,27 @@ void gate_slow(CUstream stream)
         g_active_at.store(now_ns(), std::memory_order_release);
     if (old & kGateOpen)
         return;
-    // No current context: the driver fails this call anyway.
-    if (!contexts::note_current())
-        return;
+    gate_leave();  // a waiting call is not in flight
+    // Never let work through unlocked, also without a current context: the
+    // driver takes the context from an explicit stream. (Where it has none
+    // at all the driver fails the call; waiting for the lock first is
+    // harmless.)
+    contexts::note_current_or_stream(stream);
     if (!client::ensure_started()) {
         gate_open();  // no client thread: fail open
+        g_gate.fetch_add(kGateInFlightOne, std::memory_order_acq_rel);
         return;
     }
     for (;;) {
         const uint32_t v = g_gate.load(std::memory_order_acquire);
-        if (v & kGateOpen)
-            return;
+        if (v & kGateOpen) {
+            // Counted only if still open when counted: a close in between
+            // would not wait for us.
+            if (g_gate.fetch_add(kGateInFlightOne, std::memory_order_acq_rel) & kGateOpen)
+                return;
+            gate_leave();
+            continue;
+        }
         client::want_lock();
         // A drain that cannot finish (queued work waits for work we hold
         // back) must not hang the process: let the work through.
@@ -72,12 +82,25 @@ void gate_slow(CUstream stream)
                     "giving the GPU back takes longer than the grace period: GPU work "
                     "goes through unscheduled meanwhile");
             gate_open();
+            g_gate.fetch_add(kGateInFlightOne, std::memory_order_acq_rel);
             return;
         }
         // Woken by the client thread; the timeout bounds a lost wake-up and
         // the check above.
         futex_wait(&g_gate, v, 200 * 1000 * 1000);
     }
+}
+
+bool gate_wait_in_flight(uint64_t deadline)
+{
+    // Calls usually leave the driver within microseconds; poll briefly.
+    while (g_gate.load(std::memory_order_acquire) >= kGateInFlightOne) {
+        if (now_ns() >= deadline)
+            return false;
+        timespec ts{0, 200 * 1000};
+        nanosleep(&ts, nullptr);
+    }
+    return true;
 }
 
 void gate_open()

@@ -12,6 +12,8 @@
         if (real == nullptr)                                               \
             return CUDA_ERROR_NOT_FOUND;                                   \
         ::nvshare::preload::gate_enter(stream, per_thread);                \
-        return real args;                                                  \
+        const CUresult r = real args;                                      \
+        ::nvshare::preload::gate_leave();                                  \
+        return r;                                                          \
     }
 #include "preload/hooks.def"

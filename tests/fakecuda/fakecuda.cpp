@@ -98,7 +98,18 @@ struct Stream {
     // capture
     bool capturing = false;
     bool invalidated = false;
-    Graph* graph = nullptr;
+    Graph* graph = nullptr;      // the origin's: forked streams add to it
+    Stream* origin = nullptr;    // a forked stream: whose capture it joined
+    bool joined_back = false;    // a forked stream: the origin waited for it
+    std::vector<Stream*> forks;  // the origin: streams that joined its capture
+};
+
+// An event recorded in a capturing stream forks the capture into any stream
+// that waits for it; the origin must wait for an event recorded in each
+// fork before the capture ends, or the end fails (UNJOINED).
+struct Event {
+    Stream* capture_origin = nullptr;
+    Stream* recorded_on = nullptr;
 };
 
 struct Graph {
@@ -128,6 +139,11 @@ struct State {
     std::map<CUdevice, Context*> primary;
     std::map<CUdeviceptr, Allocation> allocations;
     std::map<CUmemGenericAllocationHandle, Allocation> handles;
+    // References to a handle: its creation, each retain, each mapping. The
+    // memory goes with the last (cuMemRelease, cuMemUnmap).
+    std::map<CUmemGenericAllocationHandle, int> handle_refs;
+    std::map<CUdeviceptr, CUmemGenericAllocationHandle> mappings;
+    std::map<uint64_t, Allocation> arrays;     // CUarray / CUmipmappedArray
     std::map<CUdevice, uint64_t> device_used;  // plain device memory in use
     uint64_t next_stream_id = 1;
     uint64_t next_handle = 1;
@@ -595,6 +611,18 @@ FAKE_EXPORT CUresult cuStreamCreate(CUstream* ps, unsigned int)
     return CUDA_SUCCESS;
 }
 
+// The driver takes the context of work on an explicit stream from the
+// stream, so such calls work with no current context (see submit()).
+FAKE_EXPORT CUresult cuStreamGetCtx(CUstream s, CUcontext* pctx)
+{
+    REQUIRE_INIT();
+    Stream* str = resolve(s);
+    if (str == nullptr || pctx == nullptr)
+        return CUDA_ERROR_INVALID_HANDLE;
+    *pctx = reinterpret_cast<CUcontext>(str->ctx);
+    return CUDA_SUCCESS;
+}
+
 FAKE_EXPORT CUresult cuStreamDestroy_v2(CUstream s)
 {
     REQUIRE_INIT();
@@ -690,17 +718,87 @@ static CUresult end_capture(CUstream s, CUgraph* graph)
     Stream* str = resolve(s);
     if (str == nullptr)
         return CUDA_ERROR_INVALID_HANDLE;
+    std::vector<Stream*> forks;
+    bool unjoined = false;
+    {
+        std::lock_guard<std::mutex> lock(str->mutex);
+        if (!str->capturing || str->origin != nullptr)
+            return CUDA_ERROR_ILLEGAL_STATE;
+        forks.swap(str->forks);
+    }
+    // The capture ends for every stream that joined it, joined back or not.
+    for (Stream* f : forks) {
+        std::lock_guard<std::mutex> lock(f->mutex);
+        unjoined = unjoined || !f->joined_back;
+        f->capturing = false;
+        f->graph = nullptr;
+        f->origin = nullptr;
+    }
     std::lock_guard<std::mutex> lock(str->mutex);
-    if (!str->capturing)
-        return CUDA_ERROR_ILLEGAL_STATE;
     str->capturing = false;
-    if (str->invalidated) {
+    if (str->invalidated || unjoined) {
         delete str->graph;
         str->graph = nullptr;
-        return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+        return unjoined ? CUDA_ERROR_STREAM_CAPTURE_UNJOINED
+                        : CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
     }
     *graph = reinterpret_cast<CUgraph>(str->graph);
     str->graph = nullptr;
+    return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuEventCreate(CUevent* ev, unsigned int)
+{
+    REQUIRE_INIT();
+    if (ev == nullptr)
+        return CUDA_ERROR_INVALID_VALUE;
+    *ev = reinterpret_cast<CUevent>(new Event());
+    return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuEventRecord(CUevent ev, CUstream s)
+{
+    REQUIRE_INIT();
+    auto* e = reinterpret_cast<Event*>(ev);
+    Stream* str = resolve(s);
+    if (e == nullptr || str == nullptr)
+        return CUDA_ERROR_INVALID_HANDLE;
+    std::lock_guard<std::mutex> lock(str->mutex);
+    e->recorded_on = str;
+    e->capture_origin = !str->capturing ? nullptr : str->origin != nullptr ? str->origin : str;
+    return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuStreamWaitEvent(CUstream s, CUevent ev, unsigned int)
+{
+    REQUIRE_INIT();
+    auto* e = reinterpret_cast<Event*>(ev);
+    Stream* str = resolve(s);
+    if (e == nullptr || str == nullptr)
+        return CUDA_ERROR_INVALID_HANDLE;
+    Stream* origin = e->capture_origin;
+    if (origin == nullptr)
+        return CUDA_SUCCESS;  // ordering only: the fake runs streams independently
+    if (str == origin) {      // joins a fork back
+        std::lock_guard<std::mutex> lock(e->recorded_on->mutex);
+        if (e->recorded_on != origin)
+            e->recorded_on->joined_back = true;
+        return CUDA_SUCCESS;
+    }
+    Graph* graph = nullptr;
+    {
+        std::lock_guard<std::mutex> lock(origin->mutex);
+        graph = origin->graph;
+        origin->forks.push_back(str);
+    }
+    std::lock_guard<std::mutex> lock(str->mutex);
+    if (str->capturing)
+        return CUDA_SUCCESS;
+    str->capturing = true;
+    str->invalidated = false;
+    str->origin = origin;
+    str->joined_back = false;
+    str->graph = graph;
     return CUDA_SUCCESS;
 }
 
@@ -778,7 +876,12 @@ static CUresult graph_launch(CUgraphExec exec, CUstream s, const char* api)
     auto* g = reinterpret_cast<Graph*>(exec);
     if (g == nullptr)
         return CUDA_ERROR_INVALID_VALUE;
+    // A large graph takes the driver a while to put on the GPU: its first
+    // nodes may run while the launch call is still submitting the rest.
+    const uint64_t submit_us = env_u64("FAKECUDA_GRAPH_SUBMIT_US", 0);
     for (const Op& op : g->ops) {
+        if (submit_us != 0)
+            usleep(static_cast<useconds_t>(submit_us));
         Op copy = op;
         copy.name = std::string(api) + ":" + op.name;
         const CUresult r = submit(s, std::move(copy), false);
@@ -899,7 +1002,23 @@ FAKE_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t si
         st().device_used[dev] += size;
     *handle = st().next_handle++;
     st().handles[*handle] = {size, dev, device ? "vmm" : "vmm-host"};
+    st().handle_refs[*handle] = 1;
     log_event("alloc %s %zu cuMemCreate", device ? "vmm" : "vmm-host", size);
+    return CUDA_SUCCESS;
+}
+
+static CUresult handle_unref(CUmemGenericAllocationHandle handle, const char* api)
+{
+    auto it = st().handles.find(handle);
+    if (it == st().handles.end())
+        return CUDA_ERROR_INVALID_VALUE;
+    if (--st().handle_refs[handle] > 0)
+        return CUDA_SUCCESS;
+    if (it->second.device >= 0)
+        st().device_used[it->second.device] -= it->second.size;
+    log_event("free %s %zu %s", it->second.kind, it->second.size, api);
+    st().handles.erase(it);
+    st().handle_refs.erase(handle);
     return CUDA_SUCCESS;
 }
 
@@ -907,14 +1026,147 @@ FAKE_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 {
     REQUIRE_INIT();
     std::lock_guard<std::mutex> g(st().mutex);
-    auto it = st().handles.find(handle);
-    if (it == st().handles.end())
+    return handle_unref(handle, "cuMemRelease");
+}
+
+FAKE_EXPORT CUresult cuMemAddressReserve(CUdeviceptr* ptr, size_t size, size_t, CUdeviceptr,
+                                         unsigned long long)
+{
+    REQUIRE_INIT();
+    void* p = map_memory(size);
+    if (ptr == nullptr || p == nullptr)
         return CUDA_ERROR_INVALID_VALUE;
-    if (it->second.device >= 0)
-        st().device_used[it->second.device] -= it->second.size;
-    log_event("free %s %zu cuMemRelease", it->second.kind, it->second.size);
-    st().handles.erase(it);
+    *ptr = reinterpret_cast<CUdeviceptr>(p);
     return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
+{
+    REQUIRE_INIT();
+    munmap(reinterpret_cast<void*>(ptr), size);
+    return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t, size_t, CUmemGenericAllocationHandle handle,
+                              unsigned long long)
+{
+    REQUIRE_INIT();
+    std::lock_guard<std::mutex> g(st().mutex);
+    if (st().handles.count(handle) == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    st().mappings[ptr] = handle;
+    st().handle_refs[handle]++;
+    return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t)
+{
+    REQUIRE_INIT();
+    std::lock_guard<std::mutex> g(st().mutex);
+    auto it = st().mappings.find(ptr);
+    if (it == st().mappings.end())
+        return CUDA_ERROR_INVALID_VALUE;
+    const CUmemGenericAllocationHandle h = it->second;
+    st().mappings.erase(it);
+    return handle_unref(h, "cuMemUnmap");
+}
+
+// The same handle value again, with one more reference.
+FAKE_EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle* handle, void* addr)
+{
+    REQUIRE_INIT();
+    std::lock_guard<std::mutex> g(st().mutex);
+    auto it = st().mappings.find(reinterpret_cast<CUdeviceptr>(addr));
+    if (handle == nullptr || it == st().mappings.end())
+        return CUDA_ERROR_INVALID_VALUE;
+    st().handle_refs[it->second]++;
+    *handle = it->second;
+    return CUDA_SUCCESS;
+}
+
+// CUDA arrays: opaque handles with device memory behind them.
+static CUresult make_array(uint64_t* out, size_t bytes, const char* api)
+{
+    REQUIRE_INIT();
+    Context* c = current();
+    if (c == nullptr)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (out == nullptr)
+        return CUDA_ERROR_INVALID_VALUE;
+    std::lock_guard<std::mutex> g(st().mutex);
+    if (st().device_used[c->device] + bytes > st().memory)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    st().device_used[c->device] += bytes;
+    *out = st().next_handle++ << 4;
+    st().arrays[*out] = {bytes, c->device, "array"};
+    log_event("alloc array %zu %s", bytes, api);
+    return CUDA_SUCCESS;
+}
+
+static CUresult drop_array(uint64_t h, const char* api)
+{
+    REQUIRE_INIT();
+    std::lock_guard<std::mutex> g(st().mutex);
+    auto it = st().arrays.find(h);
+    if (it == st().arrays.end())
+        return CUDA_ERROR_INVALID_HANDLE;
+    st().device_used[it->second.device] -= it->second.size;
+    log_event("free array %zu %s", it->second.size, api);
+    st().arrays.erase(it);
+    return CUDA_SUCCESS;
+}
+
+static size_t element_bytes(CUarray_format f, unsigned channels)
+{
+    const size_t b = f == CU_AD_FORMAT_UNSIGNED_INT8 || f == CU_AD_FORMAT_SIGNED_INT8 ? 1
+                     : f == CU_AD_FORMAT_UNSIGNED_INT16 || f == CU_AD_FORMAT_SIGNED_INT16 ||
+                             f == CU_AD_FORMAT_HALF
+                         ? 2
+                         : 4;
+    return b * (channels == 0 ? 1 : channels);
+}
+
+FAKE_EXPORT CUresult cuArrayCreate_v2(CUarray* h, const CUDA_ARRAY_DESCRIPTOR* d)
+{
+    if (d == nullptr)
+        return CUDA_ERROR_INVALID_VALUE;
+    const size_t bytes =
+        element_bytes(d->Format, d->NumChannels) * d->Width * (d->Height ? d->Height : 1);
+    return make_array(reinterpret_cast<uint64_t*>(h), bytes, "cuArrayCreate_v2");
+}
+
+FAKE_EXPORT CUresult cuArray3DCreate_v2(CUarray* h, const CUDA_ARRAY3D_DESCRIPTOR* d)
+{
+    if (d == nullptr)
+        return CUDA_ERROR_INVALID_VALUE;
+    const size_t bytes = element_bytes(d->Format, d->NumChannels) * d->Width *
+                         (d->Height ? d->Height : 1) * (d->Depth ? d->Depth : 1);
+    return make_array(reinterpret_cast<uint64_t*>(h), bytes, "cuArray3DCreate_v2");
+}
+
+FAKE_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray* h, const CUDA_ARRAY3D_DESCRIPTOR* d,
+                                            unsigned int levels)
+{
+    if (d == nullptr || levels == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    size_t bytes = 0, w = d->Width, hh = d->Height, dd = d->Depth;
+    for (unsigned l = 0; l < levels; ++l) {
+        bytes += element_bytes(d->Format, d->NumChannels) * w * (hh ? hh : 1) * (dd ? dd : 1);
+        w = w > 1 ? w / 2 : 1;
+        hh = hh > 1 ? hh / 2 : hh;
+        dd = dd > 1 ? dd / 2 : dd;
+    }
+    return make_array(reinterpret_cast<uint64_t*>(h), bytes, "cuMipmappedArrayCreate");
+}
+
+FAKE_EXPORT CUresult cuArrayDestroy(CUarray h)
+{
+    return drop_array(reinterpret_cast<uint64_t>(h), "cuArrayDestroy");
+}
+
+FAKE_EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray h)
+{
+    return drop_array(reinterpret_cast<uint64_t>(h), "cuMipmappedArrayDestroy");
 }
 
 // ---- GPU work --------------------------------------------------------------------------
@@ -961,6 +1213,83 @@ FAKE_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned, unsigned,
     if (f == nullptr)
         return CUDA_ERROR_INVALID_HANDLE;
     return submit(s, {"cuLaunchCooperativeKernel", kernel_us(params), {}}, false);
+}
+
+// Stream memory operations. A wait blocks its stream until another
+// submission (possibly from a thread that has not made it yet) writes the
+// word: what makes a drain's synchronisation depend on later work.
+static CUresult wait_value(CUstream s, CUdeviceptr addr, cuuint32_t value, unsigned int flags,
+                           const char* api)
+{
+    if (addr == 0 || (flags & 0xf) > CU_STREAM_WAIT_VALUE_EQ)
+        return CUDA_ERROR_INVALID_VALUE;
+    auto* word = reinterpret_cast<std::atomic<uint32_t>*>(addr);
+    const bool equal = (flags & 0xf) == CU_STREAM_WAIT_VALUE_EQ;
+    return submit(s,
+                  {api, 0,
+                   [=] {
+                       for (;;) {
+                           const uint32_t v = word->load();
+                           if (equal ? v == value : static_cast<int32_t>(v - value) >= 0)
+                               return;
+                           usleep(200);
+                       }
+                   }},
+                  false);
+}
+
+static CUresult write_value(CUstream s, CUdeviceptr addr, cuuint32_t value, const char* api)
+{
+    if (addr == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    auto* word = reinterpret_cast<std::atomic<uint32_t>*>(addr);
+    return submit(s, {api, 0, [=] { word->store(value); }}, false);
+}
+
+FAKE_EXPORT CUresult cuStreamWaitValue32_v2(CUstream s, CUdeviceptr addr, cuuint32_t value,
+                                            unsigned int flags)
+{
+    return wait_value(s, addr, value, flags, "cuStreamWaitValue32_v2");
+}
+FAKE_EXPORT CUresult cuStreamWriteValue32_v2(CUstream s, CUdeviceptr addr, cuuint32_t value,
+                                             unsigned int)
+{
+    return write_value(s, addr, value, "cuStreamWriteValue32_v2");
+}
+
+// Deprecated launches (the function's parameters set beforehand; here the
+// kernel takes FAKECUDA_KERNEL_US).
+FAKE_EXPORT CUresult cuLaunch(CUfunction f)
+{
+    if (f == nullptr)
+        return CUDA_ERROR_INVALID_HANDLE;
+    return submit(nullptr, {"cuLaunch", kernel_us(nullptr), {}}, false);
+}
+FAKE_EXPORT CUresult cuLaunchGrid(CUfunction f, int, int)
+{
+    if (f == nullptr)
+        return CUDA_ERROR_INVALID_HANDLE;
+    return submit(nullptr, {"cuLaunchGrid", kernel_us(nullptr), {}}, false);
+}
+FAKE_EXPORT CUresult cuLaunchGridAsync(CUfunction f, int, int, CUstream s)
+{
+    if (f == nullptr)
+        return CUDA_ERROR_INVALID_HANDLE;
+    return submit(s, {"cuLaunchGridAsync", kernel_us(nullptr), {}}, false);
+}
+FAKE_EXPORT CUresult cuLaunchCooperativeKernelMultiDevice(CUDA_LAUNCH_PARAMS* list, unsigned int n,
+                                                          unsigned int)
+{
+    if (list == nullptr || n == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (unsigned int i = 0; i < n; ++i) {
+        const CUresult r = submit(
+            list[i].hStream,
+            {"cuLaunchCooperativeKernelMultiDevice", kernel_us(list[i].kernelParams), {}}, false);
+        if (r != CUDA_SUCCESS)
+            return r;
+    }
+    return CUDA_SUCCESS;
 }
 
 FAKE_EXPORT CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n)
@@ -1200,6 +1529,10 @@ const ProcRow kProcRows[] = {
     ROW("cuCtxSynchronize", 2000, false, cuCtxSynchronize),
     ROW("cuStreamCreate", 2000, false, cuStreamCreate),
     ROW("cuStreamDestroy", 4000, false, cuStreamDestroy_v2),
+    ROW("cuStreamGetCtx", 9020, false, cuStreamGetCtx),
+    ROW("cuEventCreate", 2000, false, cuEventCreate),
+    ROW("cuEventRecord", 2000, false, cuEventRecord),
+    ROW("cuStreamWaitEvent", 3020, false, cuStreamWaitEvent),
     ROW("cuStreamSynchronize", 2000, false, cuStreamSynchronize),
     ROW("cuStreamSynchronize", 7000, true, cuStreamSynchronize_ptsz),
     ROW("cuStreamQuery", 2000, false, cuStreamQuery),
@@ -1230,12 +1563,28 @@ const ProcRow kProcRows[] = {
     ROW("cuMemFreeAsync", 11020, true, cuMemFreeAsync_ptsz),
     ROW("cuMemCreate", 10020, false, cuMemCreate),
     ROW("cuMemRelease", 10020, false, cuMemRelease),
+    ROW("cuMemAddressReserve", 10020, false, cuMemAddressReserve),
+    ROW("cuMemAddressFree", 10020, false, cuMemAddressFree),
+    ROW("cuMemMap", 10020, false, cuMemMap),
+    ROW("cuMemUnmap", 10020, false, cuMemUnmap),
+    ROW("cuMemRetainAllocationHandle", 11000, false, cuMemRetainAllocationHandle),
+    ROW("cuArrayCreate", 3020, false, cuArrayCreate_v2),
+    ROW("cuArray3DCreate", 3020, false, cuArray3DCreate_v2),
+    ROW("cuArrayDestroy", 2000, false, cuArrayDestroy),
+    ROW("cuMipmappedArrayCreate", 5000, false, cuMipmappedArrayCreate),
+    ROW("cuMipmappedArrayDestroy", 5000, false, cuMipmappedArrayDestroy),
     ROW("cuIpcGetMemHandle", 4010, false, cuIpcGetMemHandle),
     ROW("cuLaunchKernel", 4000, false, cuLaunchKernel),
     ROW("cuLaunchKernel", 7000, true, cuLaunchKernel_ptsz),
     ROW("cuLaunchKernelEx", 11060, false, cuLaunchKernelEx),
     ROW("cuLaunchKernelEx", 11060, true, cuLaunchKernelEx_ptsz),
     ROW("cuLaunchCooperativeKernel", 9000, false, cuLaunchCooperativeKernel),
+    ROW("cuStreamWaitValue32", 11070, false, cuStreamWaitValue32_v2),
+    ROW("cuStreamWriteValue32", 11070, false, cuStreamWriteValue32_v2),
+    ROW("cuLaunch", 2000, false, cuLaunch),
+    ROW("cuLaunchGrid", 2000, false, cuLaunchGrid),
+    ROW("cuLaunchGridAsync", 2000, false, cuLaunchGridAsync),
+    ROW("cuLaunchCooperativeKernelMultiDevice", 9000, false, cuLaunchCooperativeKernelMultiDevice),
     ROW("cuMemcpy", 4000, false, cuMemcpy),
     ROW("cuMemcpy", 7000, true, cuMemcpy_ptds),
     ROW("cuMemcpyAsync", 4000, false, cuMemcpyAsync),

@@ -290,6 +290,119 @@ class Runner:
             ["--bursts", "300", "--burst-us", "30000", "--gap-us", "0", "--mem-mib", "256"],
             at_once, env_first={"NVSHARE_IDLE_RELEASE_MS": "120"})
 
+    # ---- the library under the driver (issue 20) ----
+
+    def client_of(self, sock, pid):
+        try:
+            return next((c for c in query_status(sock)["clients"] if c["pid"] == pid), None)
+        except OSError:
+            return None
+
+    def edge(self, sock, args, extra_env=None):
+        return subprocess.Popen([self.a.edge] + args, env=self.env(sock, extra=extra_env),
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+    def wait_file(self, path, proc, timeout=60):
+        t0 = time.time()
+        while not os.path.exists(path) and proc.poll() is None and time.time() - t0 < timeout:
+            time.sleep(0.01)
+        return os.path.exists(path)
+
+    def drain_waits_on_later_write(self):
+        """A drop comes while a queued kernel waits for a flag that the process
+        writes only later: the writer must pass the gate after the grace, and the
+        process must finish (before the fix it hung for good)."""
+        name = "drain-waits-on-later-write"
+        with tempfile.TemporaryDirectory(dir=self.a.out) as wd:
+            d = Daemon(self.a.nvshared, wd, ["--anti-thrashing", "on", "--time-quantum", "200ms",
+                                             "--grace", "1s"])
+            ready, go = os.path.join(wd, "ready"), os.path.join(wd, "go")
+            a = self.edge(d.sock, ["--mode", "flag-wait", "--ready", ready, "--go", go],
+                          {"NVSHARE_IDLE_RELEASE_MS": "0"})
+            if not self.wait_file(ready, a):
+                a.kill()
+                d.stop()
+                self.record(name, False, "never queued the wait: " + a.communicate()[0][-500:])
+                return
+            b, _ = self.start_work(d.sock, wd, "b", ["--bursts", "3", "--burst-us", "20000",
+                                                     "--gap-us", "0", "--mem-mib", "64"])
+            t0 = time.time()
+            dropped = False
+            while time.time() - t0 < 30 and not dropped:
+                c = self.client_of(d.sock, a.pid)
+                dropped = c is not None and c.get("drops", 0) >= 1
+                time.sleep(0.02)
+            time.sleep(0.2)  # the drain is under way, stuck on the wait
+            open(go, "w").close()
+            outs = self.run_all([a, b], 90)
+            rc = d.stop()
+            failed = programs_failed([(outs[1][0], outs[1][1])])
+            ok = (dropped and outs[0][0] == 0 and "RESULT OK" in outs[0][1] and not failed and
+                  rc == 0)
+            self.record(name, ok, f"dropped {dropped}, flag-wait exit {outs[0][0]}, other "
+                                  f"{failed or 'ok'}, daemon exit {rc}" +
+                        ("" if ok else " | " + outs[0][1][-500:]))
+
+    def contextless_stream_calls(self):
+        """With no current context, a memset and a copy on an explicit stream
+        wait for the lock that another process holds."""
+        name = "contextless-stream-calls"
+        with tempfile.TemporaryDirectory(dir=self.a.out) as wd:
+            d = Daemon(self.a.nvshared, wd, ["--anti-thrashing", "on", "--time-quantum", "10min"])
+            holder, _ = self.start_work(d.sock, wd, "holder",
+                                        ["--bursts", "40", "--burst-us", "50000", "--gap-us", "0",
+                                         "--mem-mib", "64"], {"NVSHARE_IDLE_RELEASE_MS": "0"})
+            if not self.wait_holding(d.sock, holder):
+                holder.kill()
+                d.stop()
+                self.record(name, False, "the holder never held the GPU")
+                return
+            ready = os.path.join(wd, "ready")
+            b = self.edge(d.sock, ["--mode", "contextless", "--ready", ready])
+            holder_out = holder.communicate(timeout=120)[0]
+            holder_end = time.monotonic_ns()
+            out = b.communicate(timeout=120)[0]
+            rc = d.stop()
+            line = [l for l in out.splitlines() if "RESULT OK" in l]
+            refused = bool(line) and "driver-refused" in line[0]
+            returned = int(line[0].split()[-1]) if line and not refused else 0
+            ok = (holder.returncode == 0 and b.returncode == 0 and bool(line) and
+                  (refused or returned >= holder_end - 50_000_000) and rc == 0)
+            self.record(name, ok, (f"driver refused the calls: {line[0]}" if refused else
+                                   f"calls returned {(returned - holder_end) / 1e6:+.0f} ms after "
+                                   f"the holder ended") + f", daemon exit {rc}" +
+                        ("" if ok else " | " + out[-400:] + holder_out[-200:]))
+
+    def failed_capture_releases_early(self):
+        """After a capture that ended in cudaErrorStreamCaptureUnjoined and a stream
+        destroyed while capturing, the process still hands the GPU over in its
+        pauses (before the fix it kept it for the whole quantum)."""
+        name = "failed-capture-releases-early"
+        with tempfile.TemporaryDirectory(dir=self.a.out) as wd:
+            d = Daemon(self.a.nvshared, wd, ["--anti-thrashing", "on", "--time-quantum", "10min"])
+            log1 = os.path.join(wd, "iv-first.txt")
+            first = self.edge(d.sock, ["--mode", "failed-captures", "--bursts", "6", "--burst-us",
+                                       "40000", "--gap-us", "700000", "--log", log1])
+            if not self.wait_holding(d.sock, first):
+                first.kill()
+                d.stop()
+                self.record(name, False, "never held the GPU: " + first.communicate()[0][-500:])
+                return
+            second, log2 = self.start_work(d.sock, wd, "second",
+                                           ["--bursts", "3", "--burst-us", "30000", "--gap-us",
+                                            "0", "--mem-mib", "64"])
+            outs = self.run_all([first, second], 120)
+            rc = d.stop()
+            if outs[0][0] != 0 or "RESULT OK" not in outs[0][1] or programs_failed([outs[1]]):
+                self.record(name, False, outs[0][1][-500:] + outs[1][1][-300:])
+                return
+            iv1, iv2 = read_intervals(log1), read_intervals(log2)
+            last1, first2 = max(e for _, e in iv1), min(st for st, _ in iv2)
+            ok = first2 < last1 and overlaps(iv1, iv2) == 0 and rc == 0
+            self.record(name, ok, f"the other's first kernel {(first2 - last1) / 1e6:+.0f} ms "
+                                  f"after this one's last (negative: ran in a pause), kernel "
+                                  f"overlaps {overlaps(iv1, iv2)}, daemon exit {rc}")
+
     def train_baseline(self):
         p = subprocess.run([sys.executable, self.a.train], env=self.env("", preload=False),
                            capture_output=True, text=True, timeout=300)
@@ -343,6 +456,7 @@ def main():
     ap.add_argument("--lib", required=True)
     ap.add_argument("--work", required=True)
     ap.add_argument("--work-ptds", required=True)
+    ap.add_argument("--edge", required=True)
     ap.add_argument("--train", required=True)
     ap.add_argument("--only")
     ap.add_argument("--out", default=tempfile.gettempdir())
@@ -370,6 +484,9 @@ def main():
             ["--anti-thrashing", "auto", "--capacity", "384M", "--time-quantum", "200ms"],
             False, busy),
         "switch": r.switching_scenarios,
+        "drain-waits-on-later-write": r.drain_waits_on_later_write,
+        "contextless-stream-calls": r.contextless_stream_calls,
+        "failed-capture-releases-early": r.failed_capture_releases_early,
         "train-baseline": r.train_baseline,
         "train-on": lambda: r.train_pair("train-on", ["--anti-thrashing", "on",
                                                       "--time-quantum", "500ms"]),

@@ -3,6 +3,9 @@
 
 #include <dlfcn.h>
 
+#include <initializer_list>
+#include <utility>
+
 namespace {
 
 struct Name {
@@ -74,6 +77,12 @@ std::string fill_api(Api* api, const std::string& route, bool per_thread)
     set(&api->stream_create, get({"cuStreamCreate", 2000, "cuStreamCreate", "cuStreamCreate"}));
     set(&api->stream_synchronize,
         get({"cuStreamSynchronize", 2000, "cuStreamSynchronize", "cuStreamSynchronize_ptsz"}));
+    set(&api->stream_destroy,
+        get({"cuStreamDestroy", 4000, "cuStreamDestroy_v2", "cuStreamDestroy_v2"}));
+    set(&api->event_create, get({"cuEventCreate", 2000, "cuEventCreate", "cuEventCreate"}));
+    set(&api->event_record, get({"cuEventRecord", 2000, "cuEventRecord", "cuEventRecord"}));
+    set(&api->stream_wait_event,
+        get({"cuStreamWaitEvent", 3020, "cuStreamWaitEvent", "cuStreamWaitEvent"}));
     set(&api->mem_alloc, get({"cuMemAlloc", 3020, "cuMemAlloc_v2", "cuMemAlloc_v2"}));
     set(&api->mem_free, get({"cuMemFree", 3020, "cuMemFree_v2", "cuMemFree_v2"}));
     set(&api->mem_alloc_managed,
@@ -85,11 +94,20 @@ std::string fill_api(Api* api, const std::string& route, bool per_thread)
         get({"cuLaunchKernel", 4000, "cuLaunchKernel", "cuLaunchKernel_ptsz"}));
     set(&api->launch_kernel_ex,
         get({"cuLaunchKernelEx", 11060, "cuLaunchKernelEx", "cuLaunchKernelEx_ptsz"}));
+    set(&api->launch_old, get({"cuLaunch", 2000, "cuLaunch", "cuLaunch"}));
+    set(&api->launch_grid, get({"cuLaunchGrid", 2000, "cuLaunchGrid", "cuLaunchGrid"}));
+    set(&api->launch_grid_async,
+        get({"cuLaunchGridAsync", 2000, "cuLaunchGridAsync", "cuLaunchGridAsync"}));
+    set(&api->launch_multi_device,
+        get({"cuLaunchCooperativeKernelMultiDevice", 9000, "cuLaunchCooperativeKernelMultiDevice",
+             "cuLaunchCooperativeKernelMultiDevice"}));
     set(&api->memcpy_htod, get({"cuMemcpyHtoD", 3020, "cuMemcpyHtoD_v2", "cuMemcpyHtoD_v2_ptds"}));
     set(&api->memcpy_dtoh, get({"cuMemcpyDtoH", 3020, "cuMemcpyDtoH_v2", "cuMemcpyDtoH_v2_ptds"}));
     set(&api->memset_d8, get({"cuMemsetD8", 3020, "cuMemsetD8_v2", "cuMemsetD8_v2_ptds"}));
     set(&api->memcpy_htod_async,
         get({"cuMemcpyHtoDAsync", 3020, "cuMemcpyHtoDAsync_v2", "cuMemcpyHtoDAsync_v2_ptsz"}));
+    set(&api->memset_d8_async,
+        get({"cuMemsetD8Async", 3020, "cuMemsetD8Async", "cuMemsetD8Async_ptsz"}));
     set(&api->begin_capture, get({"cuStreamBeginCapture", 10010, "cuStreamBeginCapture_v2",
                                   "cuStreamBeginCapture_v2_ptsz"}));
     set(&api->end_capture,
@@ -106,11 +124,38 @@ std::string fill_api(Api* api, const std::string& route, bool per_thread)
         get({"cuMemFreeAsync", 11020, "cuMemFreeAsync", "cuMemFreeAsync_ptsz"}));
     set(&api->mem_create, get({"cuMemCreate", 10020, "cuMemCreate", "cuMemCreate"}));
     set(&api->mem_release, get({"cuMemRelease", 10020, "cuMemRelease", "cuMemRelease"}));
+    for (auto [slot, n] : std::initializer_list<std::pair<void**, Name>>{
+             {reinterpret_cast<void**>(&api->mem_address_reserve),
+              {"cuMemAddressReserve", 10020, "cuMemAddressReserve", "cuMemAddressReserve"}},
+             {reinterpret_cast<void**>(&api->mem_address_free),
+              {"cuMemAddressFree", 10020, "cuMemAddressFree", "cuMemAddressFree"}},
+             {reinterpret_cast<void**>(&api->mem_map), {"cuMemMap", 10020, "cuMemMap", "cuMemMap"}},
+             {reinterpret_cast<void**>(&api->mem_unmap),
+              {"cuMemUnmap", 10020, "cuMemUnmap", "cuMemUnmap"}},
+             {reinterpret_cast<void**>(&api->mem_retain),
+              {"cuMemRetainAllocationHandle", 11000, "cuMemRetainAllocationHandle",
+               "cuMemRetainAllocationHandle"}},
+             {reinterpret_cast<void**>(&api->array_create),
+              {"cuArrayCreate", 3020, "cuArrayCreate_v2", "cuArrayCreate_v2"}},
+             {reinterpret_cast<void**>(&api->array3d_create),
+              {"cuArray3DCreate", 3020, "cuArray3DCreate_v2", "cuArray3DCreate_v2"}},
+             {reinterpret_cast<void**>(&api->array_destroy),
+              {"cuArrayDestroy", 2000, "cuArrayDestroy", "cuArrayDestroy"}},
+             {reinterpret_cast<void**>(&api->mipmapped_create),
+              {"cuMipmappedArrayCreate", 5000, "cuMipmappedArrayCreate", "cuMipmappedArrayCreate"}},
+             {reinterpret_cast<void**>(&api->mipmapped_destroy),
+              {"cuMipmappedArrayDestroy", 5000, "cuMipmappedArrayDestroy",
+               "cuMipmappedArrayDestroy"}}})
+        *slot = get(n);
     set(&api->ipc_get_mem_handle,
         get({"cuIpcGetMemHandle", 4010, "cuIpcGetMemHandle", "cuIpcGetMemHandle"}));
     set(&api->prefetch_v2,
         get({"cuMemPrefetchAsync", 12020, "cuMemPrefetchAsync_v2", "cuMemPrefetchAsync_v2_ptsz"}));
     set(&api->prefetch_v1,
         get({"cuMemPrefetchAsync", 8000, "cuMemPrefetchAsync", "cuMemPrefetchAsync_ptsz"}));
+    set(&api->stream_wait_value32,
+        get({"cuStreamWaitValue32", 11070, "cuStreamWaitValue32_v2", "cuStreamWaitValue32_v2"}));
+    set(&api->stream_write_value32,
+        get({"cuStreamWriteValue32", 11070, "cuStreamWriteValue32_v2", "cuStreamWriteValue32_v2"}));
     return missing.empty() ? "" : "not found:" + missing;
 }

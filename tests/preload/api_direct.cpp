@@ -23,7 +23,29 @@ bool fill_direct(Api* api, bool per_thread)
     api->graph_destroy = &cuGraphDestroy;
     api->mem_create = &cuMemCreate;
     api->mem_release = &cuMemRelease;
+    api->mem_address_reserve = &cuMemAddressReserve;
+    api->mem_address_free = &cuMemAddressFree;
+    api->mem_map = &cuMemMap;
+    api->mem_unmap = &cuMemUnmap;
+    api->mem_retain = &cuMemRetainAllocationHandle;
+    api->array_create = &cuArrayCreate;
+    api->array3d_create = &cuArray3DCreate;
+    api->array_destroy = &cuArrayDestroy;
+    api->mipmapped_create = &cuMipmappedArrayCreate;
+    api->mipmapped_destroy = &cuMipmappedArrayDestroy;
     api->ipc_get_mem_handle = &cuIpcGetMemHandle;
+    // Only the legacy-stream flavours are used for these.
+    api->launch_old = &cuLaunch;
+    api->launch_grid = &cuLaunchGrid;
+    api->launch_grid_async = &cuLaunchGridAsync;
+    api->launch_multi_device = &cuLaunchCooperativeKernelMultiDevice;
+    api->stream_destroy = &cuStreamDestroy_v2;
+    api->event_create = &cuEventCreate;
+    api->event_record = &cuEventRecord;
+    api->stream_wait_event = &cuStreamWaitEvent;
+    // Only the legacy-stream flavour is used (on explicit streams).
+    api->stream_wait_value32 = &cuStreamWaitValue32_v2;
+    api->stream_write_value32 = &cuStreamWriteValue32_v2;
     if (per_thread) {
         fill_direct_ptds(api);
         return true;
@@ -34,6 +56,7 @@ bool fill_direct(Api* api, bool per_thread)
     api->memcpy_htod = &cuMemcpyHtoD;
     api->memset_d8 = &cuMemsetD8;
     api->memcpy_htod_async = &cuMemcpyHtoDAsync;
+    api->memset_d8_async = &cuMemsetD8Async;
     api->begin_capture = &cuStreamBeginCapture;
     api->end_capture = &cuStreamEndCapture;
     api->graph_launch = &cuGraphLaunch;

@@ -19,4 +19,5 @@ void fill_direct_ptds(Api* api)
     api->mem_alloc_async = &cuMemAllocAsync;         // _ptsz
     api->mem_free_async = &cuMemFreeAsync;           // _ptsz
     api->prefetch_v2 = &cuMemPrefetchAsync;          // _v2_ptsz
+    api->memset_d8_async = &cuMemsetD8Async;         // _ptsz
 }

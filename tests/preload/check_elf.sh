@@ -37,7 +37,8 @@ for s in cuGetProcAddress cuGetProcAddress_v2 cuLaunchKernel cuLaunchKernel_ptsz
     cuStreamBatchMemOp cuMemAlloc_v2 cuMemAllocPitch_v2 cuMemFree_v2 cuMemAllocManaged \
     cuMemAllocAsync cuMemAllocFromPoolAsync_ptsz cuMemFreeAsync cuMemCreate cuMemRelease \
     cuMemGetInfo_v2 cuDeviceTotalMem_v2 cuDevicePrimaryCtxRetain cuCtxCreate_v4 \
-    cuCtxDestroy_v2 cuStreamBeginCapture_v2 cuStreamEndCapture; do
+    cuCtxDestroy_v2 cuStreamBeginCapture_v2 cuStreamEndCapture cuStreamDestroy_v2 cuLaunch \
+    cuLaunchGrid cuLaunchGridAsync cuLaunchCooperativeKernelMultiDevice; do
     echo "$exports" | grep -qE "^$s(@@NVSHARE_1)?\$" || err "$s not exported"
 done
 echo "exports: $(echo "$exports" | wc -l) symbols"

@@ -353,6 +353,124 @@ TEST(Release, RevokesAClientThatStopsAnswering)
     EXPECT_NE(a.err().find("revoked"), std::string::npos) << a.err();
 }
 
+// Issue 20. A drop arrives while queued work waits on a flag that this
+// process writes only later: the drain's synchronisation cannot finish until
+// that write is submitted. The writing thread reaches the closed gate while
+// the drain is under way; it must get past the gate once the grace period
+// is over (not block on a lock the drain holds), so that the work completes,
+// the drain ends and the process lives on.
+TEST(Release, DrainWaitingOnALaterSubmissionDoesNotHang)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "on", "--time-quantum", "200ms", "--grace", "1s"});
+    const std::string write = dir.file("write");
+    Process a = start_client(dir, daemon.socket(),
+                             {{"--kernels", "1", "--kernel-us", "10000", "--wait-flag", write},
+                              {{"NVSHARE_DEBUG", "1"}, {"NVSHARE_IDLE_RELEASE_MS", "0"}},
+                              false},
+                             "a");
+    ASSERT_TRUE(eventually([&] { return a.out().find("waiting=ok") != std::string::npos; }))
+        << a.out() << a.err();
+    Process b = start_client(dir, daemon.socket(),
+                             {{"--kernels", "1", "--kernel-us", "10000"}, {}, false}, "b");
+    // The drain has begun (and is stuck on the wait): now the write comes.
+    ASSERT_TRUE(eventually([&] { return a.err().find("draining") != std::string::npos; }))
+        << a.err();
+    touch(write);
+    EXPECT_EQ(a.wait(seconds(60)), 0) << "the process hung:\n" << a.out() << a.err();
+    EXPECT_NE(a.out().find("flag=ok"), std::string::npos) << a.out();
+    expect_clean_exit(b);
+}
+
+// Issue 20. A call admitted just before a drop may still be putting work on
+// the GPU (here a graph launch that takes the driver 8 x 30 ms to submit)
+// when the release comes: the release waits for it to leave the driver, so
+// none of that work runs while the next holder does.
+TEST(Release, WaitsForCallsStillInsideTheDriver)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "on", "--time-quantum", "100ms", "--grace", "10s"});
+    const std::string stop = dir.file("stop");
+    Process a = start_client(
+        dir, daemon.socket(),
+        {{"--route", "proc", "--graph", "--kernels", "8", "--kernel-us", "1000", "--until", stop},
+         {{"FAKECUDA_GRAPH_SUBMIT_US", "30000"}},
+         true},
+        "a");
+    ASSERT_TRUE(
+        eventually([&] { return count_events(dir.file("fake.log"), a.pid(), "end") >= 2; }));
+    Process b = start_client(dir, daemon.socket(),
+                             {{"--kernels", "6", "--kernel-us", "20000"}, {}, false}, "b");
+    EXPECT_EQ(b.wait(seconds(60)), 0) << b.out() << b.err();
+    touch(stop);
+    expect_clean_exit(a);
+    EXPECT_FALSE(overlapped(read_work(dir.file("fake.log")), a.pid(), b.pid()))
+        << read_file(dir.file("fake.log"));
+}
+
+// Issue 20. The deprecated launches (cuLaunch, cuLaunchGrid,
+// cuLaunchGridAsync, cuLaunchCooperativeKernelMultiDevice), linked directly
+// or handed out by cuGetProcAddress, wait for the lock like cuLaunchKernel.
+TEST(Gate, DeprecatedLaunchesAreGated)
+{
+    for (const char* route : {"direct", "proc"}) {
+        SCOPED_TRACE(route);
+        TempDir dir;
+        Daemon daemon(dir, {"--anti-thrashing", "on"});
+        ClientRun run{{"--route", route, "--deprecated", "--kernels", "2", "--kernel-us", "30000"},
+                      {{"FAKECUDA_KERNEL_US", "30000"}},
+                      std::string(route) == "proc"};
+        Pair p = run_pair(dir, daemon.socket(), run);
+        expect_clean_exit(p.a);
+        expect_clean_exit(p.b);
+        const std::string log = dir.file("fake.log");
+        EXPECT_FALSE(overlapped(read_work(log), p.a.pid(), p.b.pid())) << read_file(log);
+        for (pid_t pid : {p.a.pid(), p.b.pid()})
+            for (const char* name : {"cuLaunch", "cuLaunchGrid", "cuLaunchGridAsync",
+                                     "cuLaunchCooperativeKernelMultiDevice"})
+                EXPECT_EQ(count_events(log, pid, std::string(" ") + name + " stream="), 2) << name;
+    }
+}
+
+// ---- context-less calls ---------------------------------------------------------------
+
+// Issue 20. With no current context, work on an explicit stream still
+// reaches the GPU (the driver takes the context from the stream): it waits
+// for the lock like any other.
+TEST(Gate, ContextlessStreamCallsWaitForTheLock)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "on", "--time-quantum", "10min"});
+    const std::string stop = dir.file("stop");
+    // a holds the lock until it ends (no early release).
+    Process a = start_client(dir, daemon.socket(),
+                             {{"--kernels", "2", "--kernel-us", "10000", "--until", stop},
+                              {{"NVSHARE_IDLE_RELEASE_MS", "0"}},
+                              false},
+                             "a");
+    ASSERT_TRUE(
+        eventually([&] { return count_events(dir.file("fake.log"), a.pid(), "end") >= 2; }));
+    Process b =
+        start_client(dir, daemon.socket(), {{"--kernels", "0", "--contextless"}, {}, false}, "b");
+    ASSERT_TRUE(eventually([&] { return b.out().find("contextless=ready") != std::string::npos; }))
+        << b.out() << b.err();
+    // Unlocked, the calls return at once; gated, they wait for a. Either
+    // way a lets go only after this.
+    eventually([&] { return b.out().find("contextless=submitted") != std::string::npos; },
+               seconds(2));
+    touch(stop);
+    expect_clean_exit(a);
+    expect_clean_exit(b);
+    const auto work = read_work(dir.file("fake.log"));
+    uint64_t a_end = 0;
+    for (const Work& w : work_of(work, a.pid()))
+        a_end = std::max(a_end, w.end);
+    const auto mine = work_of(work, b.pid());
+    ASSERT_FALSE(mine.empty()) << read_file(dir.file("fake.log"));
+    for (const Work& w : mine)
+        EXPECT_GE(w.start, a_end) << w.name << " ran while a held the lock";
+}
+
 // ---- failing open ---------------------------------------------------------------------
 
 TEST(FailOpen, RunsWithoutADaemonWithOneWarning)
@@ -619,6 +737,30 @@ TEST(Memory, UsageIsReportedToTheDaemon)
     EXPECT_EQ(count_events(dir.file("fake.log"), p.pid(), "alloc async"), 1);
 }
 
+// Issue 20. CUDA arrays and mipmapped arrays are device memory; a VMM
+// handle retained from its mapping and released once still has its memory
+// mapped. All of it is counted.
+TEST(Memory, ArraysAndRetainedVmmAreCounted)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "auto"});
+    const std::string stop = dir.file("stop");
+    Process p = start_client(
+        dir, daemon.socket(),
+        {{"--kernels", "1", "--arrays", "--vmm-retained", "8M", "--until", stop}, {}, false}, "p");
+    // 16 MiB + 1 MiB + (1 MiB + 256 KiB) of arrays, 8 MiB of VMM.
+    const uint64_t expected = (26ull << 20) + (256ull << 10);
+    EXPECT_TRUE(eventually([&] {
+        const auto me = client_status(daemon.status(), p.pid());
+        return !me.is_null() && me["memory"].get<uint64_t>() == expected &&
+               me["pinned_memory"].get<uint64_t>() == expected;
+    })) << daemon.status().dump()
+        << p.out() << p.err();
+    touch(stop);
+    expect_clean_exit(p);
+    EXPECT_NE(p.out().find("vmm_retained=same"), std::string::npos) << p.out();
+}
+
 // CUDA IPC cannot export managed memory: the program is told why and which
 // variable keeps its memory plain; with it, the export works, the memory is
 // accounted as resident and the process is still scheduled.
@@ -714,6 +856,32 @@ TEST(Capture, NeverWaitsInsideACapture)
     expect_clean_exit(b);
     EXPECT_EQ(count_events(dir.file("fake.log"), b.pid(), "cuGraphLaunch:cuLaunchKernel"), 6);
     EXPECT_FALSE(overlapped(read_work(dir.file("fake.log")), a.pid(), b.pid()));
+}
+
+// Issue 20. A capture that ends in an error (a fork never joined back) and
+// a stream destroyed while capturing end their captures: the process must
+// not think one is still going on, or it would never release early (nor
+// prefetch, evict, or drop before three quarters of the grace).
+TEST(Capture, FailedCapturesEndTheirCount)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "on", "--time-quantum", "10min"});
+    Process a = start_client(
+        dir, daemon.socket(),
+        {{"--failed-captures", "--kernels", "2", "--kernel-us", "20000", "--hold-ms", "60000"},
+         {},
+         false},
+        "a");
+    ASSERT_TRUE(
+        eventually([&] { return count_events(dir.file("fake.log"), a.pid(), "end") >= 2; }));
+    // CUDA_ERROR_STREAM_CAPTURE_UNJOINED
+    EXPECT_NE(a.out().find("unjoined=904"), std::string::npos) << a.out();
+    EXPECT_NE(a.out().find("destroy_capturing=0"), std::string::npos) << a.out();
+    Process b = start_client(dir, daemon.socket(),
+                             {{"--kernels", "3", "--kernel-us", "20000"}, {}, false}, "b");
+    EXPECT_EQ(b.wait(seconds(30)), 0) << "a never released early\n" << b.out() << b.err();
+    a.signal(SIGTERM);
+    a.wait();
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "preload/alloc_table.h"
+#include "preload/array_size.h"
 #include "preload/env.h"
 #include "preload/idle_gaps.h"
 #include "preload/proc_address.h"
@@ -259,3 +260,25 @@ TEST(IdleGaps, WorkWithoutASeenPauseRecordsNothing)
 
 }  // namespace
 }  // namespace nvshare::preload
+
+// ---- array sizes (issue 20: arrays are counted) -------------------------------------
+
+TEST(ArraySize, FromTheDescriptor)
+{
+    using nvshare::preload::array_bytes;
+    EXPECT_EQ(array_bytes(CU_AD_FORMAT_FLOAT, 4, 1024, 1024, 0), 16ull << 20);
+    EXPECT_EQ(array_bytes(CU_AD_FORMAT_FLOAT, 1, 64, 64, 64), 1ull << 20);
+    EXPECT_EQ(array_bytes(CU_AD_FORMAT_UNSIGNED_INT8, 1, 1000, 0, 0), 1000u);  // 1D
+    EXPECT_EQ(array_bytes(CU_AD_FORMAT_HALF, 2, 10, 10, 1), 400u);
+    EXPECT_EQ(array_bytes(CU_AD_FORMAT_FLOAT, 4, UINT64_MAX / 2, 4, 0), UINT64_MAX);
+}
+
+TEST(ArraySize, MipmappedSumsItsLevels)
+{
+    using nvshare::preload::mipmapped_array_bytes;
+    // 512x512 RGBA8: 1 MiB + 256 KiB.
+    EXPECT_EQ(mipmapped_array_bytes(CU_AD_FORMAT_UNSIGNED_INT8, 4, 512, 512, 0, 2),
+              (1ull << 20) + (256ull << 10));
+    // Levels past 1x1 stay 1x1.
+    EXPECT_EQ(mipmapped_array_bytes(CU_AD_FORMAT_UNSIGNED_INT8, 1, 2, 0, 0, 4), 2u + 1 + 1 + 1);
+}

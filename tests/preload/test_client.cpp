@@ -35,6 +35,12 @@ struct Options {
     size_t async_alloc = 0;
     size_t vmm = 0;
     bool ipc = false;
+    bool contextless = false;
+    bool arrays = false;      // --arrays: 18.25 MiB of arrays, kept
+    size_t vmm_retained = 0;  // --vmm-retained SIZE: see vmm_retained()
+    bool deprecated = false;
+    bool failed_captures = false;
+    std::string wait_flag;  // --wait-flag: see flag_wait()
     std::string barrier;
     std::string until;
     int hold_ms = 0;
@@ -46,6 +52,7 @@ Api api;
 Options opt;
 CUstream stream = nullptr;
 CUdevice device = 0;
+CUcontext context = nullptr;
 std::vector<CUdeviceptr> pointers;
 
 [[noreturn]] void fail(const char* what, CUresult r)
@@ -78,10 +85,9 @@ void setup()
 {
     CHECK(api.init(0));
     CHECK(api.device_get(&device, 0));
-    CUcontext ctx = nullptr;
-    CHECK(api.primary_retain(&ctx, device));
-    CHECK(api.ctx_set_current(ctx));
-    if (opt.own_stream || opt.graph)
+    CHECK(api.primary_retain(&context, device));
+    CHECK(api.ctx_set_current(context));
+    if (opt.own_stream || opt.graph || !opt.wait_flag.empty() || opt.contextless)
         CHECK(api.stream_create(&stream, 0));
 }
 
@@ -90,8 +96,37 @@ void sync_stream()
     CHECK(api.stream_synchronize(stream));
 }
 
+void launch_on(CUstream s, uint32_t us)
+{
+    void* params[] = {&us};
+    CHECK(api.launch_kernel(reinterpret_cast<CUfunction>(1), 1, 1, 1, 1, 1, 1, 0, s, params,
+                            nullptr));
+}
+
+// One of each deprecated launch (cuLaunch and cuLaunchGrid on the default
+// stream; their kernels take FAKECUDA_KERNEL_US on the fake).
+void launch_deprecated(uint32_t us)
+{
+    auto f = reinterpret_cast<CUfunction>(1);
+    CHECK(api.launch_old(f));
+    CHECK(api.launch_grid(f, 1, 1));
+    CHECK(api.launch_grid_async(f, 1, 1, stream));
+    void* params[] = {&us};
+    CUDA_LAUNCH_PARAMS p{};
+    p.function = f;
+    p.gridDimX = p.gridDimY = p.gridDimZ = 1;
+    p.blockDimX = p.blockDimY = p.blockDimZ = 1;
+    p.hStream = stream;
+    p.kernelParams = params;
+    CHECK(api.launch_multi_device(&p, 1, 0));
+}
+
 void launch(uint32_t us)
 {
+    if (opt.deprecated) {
+        launch_deprecated(us);
+        return;
+    }
     void* params[] = {&us};
     auto f = reinterpret_cast<CUfunction>(1);
     if (opt.launch_ex) {
@@ -216,6 +251,113 @@ void prefetch()
     CHECK(api.mem_free(p));
 }
 
+// Queues a wait for a flag on one stream, then (once `opt.wait_flag` exists)
+// writes the flag from a second stream: the first stream's work depends on
+// a submission this thread makes later. A drain that synchronises in
+// between must let that submission through, or the process hangs.
+void flag_wait()
+{
+    CUdeviceptr flag = 0;
+    CHECK(api.mem_alloc(&flag, 4096));
+    CHECK(api.memset_d8(flag, 0, 4096));
+    CUstream writer = nullptr;
+    CHECK(api.stream_create(&writer, 0));
+    CHECK(api.stream_wait_value32(stream, flag, 1, CU_STREAM_WAIT_VALUE_GEQ));
+    printf("waiting=ok\n");
+    fflush(stdout);
+    wait_for(opt.wait_flag);
+    CHECK(api.stream_write_value32(writer, flag, 1, 0));
+    sync_stream();
+    CHECK(api.stream_synchronize(writer));
+    CHECK(api.mem_free(flag));
+    printf("flag=ok\n");
+}
+
+// A 2D array (16 MiB), a 3D array (1 MiB) and a mipmapped array of two
+// levels (1.25 MiB), kept until the end.
+void arrays()
+{
+    CUDA_ARRAY_DESCRIPTOR d2{};
+    d2.Width = d2.Height = 1024;
+    d2.Format = CU_AD_FORMAT_FLOAT;
+    d2.NumChannels = 4;
+    CUarray a = nullptr, b = nullptr;
+    CHECK(api.array_create(&a, &d2));
+    CUDA_ARRAY3D_DESCRIPTOR d3{};
+    d3.Width = d3.Height = d3.Depth = 64;
+    d3.Format = CU_AD_FORMAT_FLOAT;
+    d3.NumChannels = 1;
+    CHECK(api.array3d_create(&b, &d3));
+    CUDA_ARRAY3D_DESCRIPTOR dm{};
+    dm.Width = dm.Height = 512;
+    dm.Format = CU_AD_FORMAT_UNSIGNED_INT8;
+    dm.NumChannels = 4;
+    CUmipmappedArray m = nullptr;
+    CHECK(api.mipmapped_create(&m, &dm, 2));
+    printf("arrays=ok\n");
+}
+
+// VMM memory mapped, its handle retained from the address (the same value)
+// and released once: the mapping keeps the memory, which must stay counted.
+void vmm_retained()
+{
+    CUmemAllocationProp prop{};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = device;
+    CUmemGenericAllocationHandle h = 0, again = 0;
+    CUdeviceptr va = 0;
+    CHECK(api.mem_create(&h, opt.vmm_retained, &prop, 0));
+    CHECK(api.mem_address_reserve(&va, opt.vmm_retained, 0, 0, 0));
+    CHECK(api.mem_map(va, opt.vmm_retained, 0, h, 0));
+    CHECK(api.mem_retain(&again, reinterpret_cast<void*>(va)));
+    CHECK(api.mem_release(again));
+    printf("vmm_retained=%s\n", again == h ? "same" : "different");
+}
+
+// Captures that end without a graph: one forked into a second stream that
+// is never joined back (the end fails with CUDA_ERROR_STREAM_CAPTURE_UNJOINED
+// and ends the capture), one whose stream is destroyed while capturing.
+void failed_captures()
+{
+    CUstream origin = nullptr, side = nullptr, doomed = nullptr;
+    CHECK(api.stream_create(&origin, 0));
+    CHECK(api.stream_create(&side, 0));
+    CHECK(api.stream_create(&doomed, 0));
+    CUevent fork = nullptr;
+    CHECK(api.event_create(&fork, 0));
+    CHECK(api.begin_capture(origin, CU_STREAM_CAPTURE_MODE_RELAXED));
+    launch_on(origin, 1000);
+    CHECK(api.event_record(fork, origin));
+    CHECK(api.stream_wait_event(side, fork, 0));
+    launch_on(side, 1000);
+    CUgraph g = nullptr;
+    printf("unjoined=%d\n", static_cast<int>(api.end_capture(origin, &g)));
+    CHECK(api.begin_capture(doomed, CU_STREAM_CAPTURE_MODE_RELAXED));
+    launch_on(doomed, 1000);
+    printf("destroy_capturing=%d\n", static_cast<int>(api.stream_destroy(doomed)));
+    fflush(stdout);
+}
+
+// Work on an explicit stream from a thread with no current context: the
+// driver takes the context from the stream, so it reaches the GPU.
+void contextless()
+{
+    CUdeviceptr p = 0;
+    CHECK(api.mem_alloc(&p, 4096));
+    std::vector<unsigned char> in(4096, 7);
+    CHECK(api.ctx_set_current(nullptr));
+    printf("contextless=ready\n");
+    fflush(stdout);
+    CHECK(api.memset_d8_async(p, 0x11, 4096, stream));
+    CHECK(api.memcpy_htod_async(p, in.data(), in.size(), stream));
+    printf("contextless=submitted\n");
+    fflush(stdout);
+    sync_stream();
+    CHECK(api.ctx_set_current(context));
+    CHECK(api.mem_free(p));
+}
+
 void run_round()
 {
     if (opt.graph) {
@@ -292,6 +434,18 @@ bool parse(int argc, char** argv)
             opt.vmm = parse_size(next());
         else if (a == "--ipc")
             opt.ipc = true;
+        else if (a == "--failed-captures")
+            opt.failed_captures = true;
+        else if (a == "--deprecated")
+            opt.deprecated = true;
+        else if (a == "--arrays")
+            opt.arrays = true;
+        else if (a == "--vmm-retained")
+            opt.vmm_retained = parse_size(next());
+        else if (a == "--contextless")
+            opt.contextless = true;
+        else if (a == "--wait-flag")
+            opt.wait_flag = next();
         else if (a == "--barrier")
             opt.barrier = next();
         else if (a == "--until")
@@ -326,13 +480,23 @@ int main(int argc, char** argv)
     allocate();
     if (opt.meminfo)
         meminfo();
+    if (opt.contextless)
+        contextless();
+    if (opt.arrays)
+        arrays();
+    if (opt.vmm_retained != 0)
+        vmm_retained();
     if (!opt.barrier.empty()) {
         FILE* f = fopen((opt.barrier + "." + std::to_string(getpid())).c_str(), "w");
         if (f != nullptr)
             fclose(f);
         wait_for(opt.barrier);
     }
+    if (opt.failed_captures)
+        failed_captures();
     run_round();
+    if (!opt.wait_flag.empty())
+        flag_wait();
     for (int r = 1; r < opt.rounds; ++r) {
         usleep(static_cast<useconds_t>(opt.pause_ms) * 1000);  // a CPU phase: GPU idle
         run_round();

@@ -1,0 +1,248 @@
+// Edge cases of the driver API for the gpu suite (issue 20), one per mode,
+// each reaching the driver the way frameworks do: cudart, plus driver
+// functions from cudaGetDriverEntryPointByVersion (cuGetProcAddress
+// underneath, so libnvshare.so hands out its wrappers).
+//
+//   --mode flag-wait --ready FILE --go FILE
+//       Queues a wait for a flag on one stream, writes FILE, waits for GO to
+//       exist, then writes the flag from another stream. A drop that comes
+//       in between must not hang the process.
+//   --mode contextless --ready FILE
+//       With no current context, a memset and a copy on an explicit stream
+//       (the driver takes the context from the stream); prints the
+//       CLOCK_MONOTONIC time at which the calls returned, then verifies.
+//   --mode failed-captures [--bursts N --burst-us US --gap-us US]
+//       A capture forked into a second stream and never joined back
+//       (cudaStreamEndCapture fails with cudaErrorStreamCaptureUnjoined), a
+//       stream destroyed while capturing; then bursts of GPU work separated
+//       by CPU phases, their kernel intervals written to --log.
+// Prints "gpu_edge: RESULT OK ..." when everything checked out.
+#include <cuda.h>
+#include <cuda_runtime.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#define CHECK(call)                                                                  \
+    do {                                                                             \
+        cudaError_t err_ = (call);                                                   \
+        if (err_ != cudaSuccess) {                                                   \
+            fprintf(stderr, "gpu_edge: %s failed at line %d: %s\n", #call, __LINE__, \
+                    cudaGetErrorString(err_));                                       \
+            exit(1);                                                                 \
+        }                                                                            \
+    } while (0)
+
+#define CHECK_CU(call)                                                                     \
+    do {                                                                                   \
+        CUresult r_ = (call);                                                              \
+        if (r_ != CUDA_SUCCESS) {                                                          \
+            fprintf(stderr, "gpu_edge: %s failed at line %d: error %d\n", #call, __LINE__, \
+                    static_cast<int>(r_));                                                 \
+            exit(1);                                                                       \
+        }                                                                                  \
+    } while (0)
+
+namespace {
+
+__device__ unsigned long long global_ns()
+{
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+__global__ void spin(unsigned long long ns, unsigned long long* interval)
+{
+    const unsigned long long start = global_ns();
+    while (global_ns() - start < ns) {
+    }
+    if (interval != nullptr && threadIdx.x == 0) {
+        interval[0] = start;
+        interval[1] = global_ns();
+    }
+}
+
+template <typename F>
+F driver(const char* name, int version)
+{
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult q;
+    CHECK(cudaGetDriverEntryPointByVersion(name, &p, version, cudaEnableDefault, &q));
+    if (p == nullptr) {
+        fprintf(stderr, "gpu_edge: no driver entry point %s\n", name);
+        exit(1);
+    }
+    return reinterpret_cast<F>(p);
+}
+
+void touch(const char* path)
+{
+    FILE* f = fopen(path, "w");
+    if (f != nullptr)
+        fclose(f);
+}
+
+bool exists(const char* path)
+{
+    return access(path, F_OK) == 0;
+}
+
+unsigned long long monotonic_ns()
+{
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<unsigned long long>(ts.tv_sec) * 1000000000ull + ts.tv_nsec;
+}
+
+int flag_wait(const char* ready, const char* go)
+{
+    auto wait_value = driver<decltype(&cuStreamWaitValue32_v2)>("cuStreamWaitValue32", 12000);
+    auto write_value = driver<decltype(&cuStreamWriteValue32_v2)>("cuStreamWriteValue32", 12000);
+    unsigned* flag;
+    CHECK(cudaMalloc(&flag, 4096));
+    CHECK(cudaMemset(flag, 0, 4096));
+    cudaStream_t waiter, writer;
+    CHECK(cudaStreamCreateWithFlags(&waiter, cudaStreamNonBlocking));
+    CHECK(cudaStreamCreateWithFlags(&writer, cudaStreamNonBlocking));
+    spin<<<1, 32, 0, waiter>>>(20000000ull, nullptr);  // holds the lock now
+    CHECK_CU(wait_value(reinterpret_cast<CUstream>(waiter), reinterpret_cast<CUdeviceptr>(flag), 1,
+                        CU_STREAM_WAIT_VALUE_GEQ));
+    spin<<<1, 32, 0, waiter>>>(1000000ull, nullptr);  // queued behind the wait
+    touch(ready);
+    while (!exists(go))
+        usleep(1000);
+    CHECK_CU(
+        write_value(reinterpret_cast<CUstream>(writer), reinterpret_cast<CUdeviceptr>(flag), 1, 0));
+    CHECK(cudaStreamSynchronize(waiter));
+    CHECK(cudaStreamSynchronize(writer));
+    CHECK(cudaFree(flag));
+    printf("gpu_edge: RESULT OK flag-wait\n");
+    return 0;
+}
+
+int contextless(const char* ready)
+{
+    auto memset_async = driver<decltype(&cuMemsetD8Async)>("cuMemsetD8Async", 12000);
+    auto htod_async = driver<decltype(&cuMemcpyHtoDAsync_v2)>("cuMemcpyHtoDAsync", 12000);
+    auto get_current = driver<decltype(&cuCtxGetCurrent)>("cuCtxGetCurrent", 12000);
+    auto set_current = driver<decltype(&cuCtxSetCurrent)>("cuCtxSetCurrent", 12000);
+    const size_t n = 64u << 20;
+    unsigned char *buf, *host;
+    CHECK(cudaMalloc(&buf, n));
+    CHECK(cudaMallocHost(&host, n));
+    memset(host, 0x5a, n / 2);
+    cudaStream_t s;
+    CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    CUcontext ctx = nullptr;
+    CHECK_CU(get_current(&ctx));
+    CHECK_CU(set_current(nullptr));
+    touch(ready);
+    const CUresult r1 =
+        memset_async(reinterpret_cast<CUdeviceptr>(buf), 0x11, n, reinterpret_cast<CUstream>(s));
+    const CUresult r2 =
+        htod_async(reinterpret_cast<CUdeviceptr>(buf), host, n / 2, reinterpret_cast<CUstream>(s));
+    const unsigned long long returned = monotonic_ns();
+    CHECK_CU(set_current(ctx));
+    if (r1 != CUDA_SUCCESS || r2 != CUDA_SUCCESS) {
+        // Nothing reached the GPU: nothing to gate.
+        printf("gpu_edge: RESULT OK contextless driver-refused %d %d\n", static_cast<int>(r1),
+               static_cast<int>(r2));
+        return 0;
+    }
+    CHECK(cudaStreamSynchronize(s));
+    CHECK(cudaMemcpy(host, buf, n, cudaMemcpyDeviceToHost));
+    if (host[0] != 0x5a || host[n / 2 - 1] != 0x5a || host[n / 2] != 0x11 || host[n - 1] != 0x11) {
+        fprintf(stderr, "gpu_edge: contextless: wrong data\n");
+        return 1;
+    }
+    printf("gpu_edge: RESULT OK contextless returned_ns %llu\n", returned);
+    return 0;
+}
+
+int failed_captures(int bursts, long burst_us, long gap_us, const char* log_path)
+{
+    cudaStream_t origin, side, doomed;
+    CHECK(cudaStreamCreateWithFlags(&origin, cudaStreamNonBlocking));
+    CHECK(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
+    CHECK(cudaStreamCreateWithFlags(&doomed, cudaStreamNonBlocking));
+    cudaEvent_t fork;
+    CHECK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
+    CHECK(cudaStreamBeginCapture(origin, cudaStreamCaptureModeRelaxed));
+    spin<<<1, 32, 0, origin>>>(1000ull, nullptr);
+    CHECK(cudaEventRecord(fork, origin));
+    CHECK(cudaStreamWaitEvent(side, fork, 0));
+    spin<<<1, 32, 0, side>>>(1000ull, nullptr);
+    cudaGraph_t g = nullptr;
+    const cudaError_t unjoined = cudaStreamEndCapture(origin, &g);
+    if (unjoined != cudaErrorStreamCaptureUnjoined) {
+        fprintf(stderr, "gpu_edge: unjoined capture ended with %s\n", cudaGetErrorName(unjoined));
+        return 1;
+    }
+    cudaGetLastError();  // the failed end is not sticky; clear it
+    CHECK(cudaStreamBeginCapture(doomed, cudaStreamCaptureModeRelaxed));
+    spin<<<1, 32, 0, doomed>>>(1000ull, nullptr);
+    const cudaError_t destroyed = cudaStreamDestroy(doomed);
+    cudaGetLastError();
+
+    unsigned long long* intervals;
+    CHECK(cudaMalloc(&intervals, 2 * sizeof(unsigned long long) * bursts));
+    for (int b = 0; b < bursts; ++b) {
+        spin<<<1, 32>>>(static_cast<unsigned long long>(burst_us) * 1000, intervals + 2 * b);
+        CHECK(cudaStreamSynchronize(0));
+        usleep(static_cast<useconds_t>(gap_us));  // a CPU phase: the GPU is idle
+    }
+    std::vector<unsigned long long> iv(2 * bursts);
+    CHECK(cudaMemcpy(iv.data(), intervals, iv.size() * sizeof(iv[0]), cudaMemcpyDeviceToHost));
+    if (log_path != nullptr) {
+        FILE* f = fopen(log_path, "w");
+        if (f == nullptr)
+            return 1;
+        for (int b = 0; b < bursts; ++b)
+            fprintf(f, "%d %llu %llu\n", getpid(), iv[2 * b], iv[2 * b + 1]);
+        fclose(f);
+    }
+    printf("gpu_edge: RESULT OK failed-captures destroy-while-capturing %s\n",
+           cudaGetErrorName(destroyed));
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv)
+{
+    std::string mode;
+    const char *ready = "/dev/null", *go = "/dev/null", *log_path = nullptr;
+    int bursts = 6;
+    long burst_us = 40000, gap_us = 700000;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--mode"))
+            mode = argv[i + 1];
+        else if (!strcmp(argv[i], "--ready"))
+            ready = argv[i + 1];
+        else if (!strcmp(argv[i], "--go"))
+            go = argv[i + 1];
+        else if (!strcmp(argv[i], "--log"))
+            log_path = argv[i + 1];
+        else if (!strcmp(argv[i], "--bursts"))
+            bursts = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--burst-us"))
+            burst_us = atol(argv[i + 1]);
+        else if (!strcmp(argv[i], "--gap-us"))
+            gap_us = atol(argv[i + 1]);
+    }
+    CHECK(cudaFree(nullptr));  // the primary context, current on this thread
+    if (mode == "flag-wait")
+        return flag_wait(ready, go);
+    if (mode == "contextless")
+        return contextless(ready);
+    if (mode == "failed-captures")
+        return failed_captures(bursts, burst_us, gap_us, log_path);
+    fprintf(stderr, "gpu_edge: unknown --mode %s\n", mode.c_str());
+    return 2;
+}
