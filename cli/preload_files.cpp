@@ -214,7 +214,12 @@ bool replace_file(const std::string& path, const std::string& text, FileError* e
     if (fchmod(fd, 0644) != 0)
         return abandon("chmod " + tmp, errno);
     // glibc skips a file the starting process cannot read: 0644 root:root.
-    if (geteuid() == 0 && fchown(fd, 0, 0) != 0)
+    // Only when it is not root's already: nvshare-preload.service's system
+    // call filter (~@privileged) refuses fchown, and root's file needs none.
+    struct stat made {};
+    if (fstat(fd, &made) != 0)
+        return abandon("stat " + tmp, errno);
+    if (geteuid() == 0 && (made.st_uid != 0 || made.st_gid != 0) && fchown(fd, 0, 0) != 0)
         return abandon("chown " + tmp, errno);
     if (fsync(fd) != 0)
         return abandon("fsync " + tmp, errno);

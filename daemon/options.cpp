@@ -98,7 +98,8 @@ constexpr option kLongOptions[] = {
 
 ParsedOptions fail(const char* what, const char* value)
 {
-    fprintf(stderr, "nvshared: invalid %s: '%s' (see nvshared --help)\n", what, value);
+    // At error priority, so that `journalctl -p err` shows why it did not start.
+    NVS_ERROR("invalid %s: '%s' (see nvshared --help)", what, value);
     return {false, 2, {}};
 }
 
@@ -124,6 +125,7 @@ ParsedOptions parse_options(int argc, char** argv)
     r.options.state_dir = default_state_dir();
     SettingsLayer& cli = r.options.command_line;
     optind = 1;
+    opterr = 0;  // getopt's own messages carry no priority: ours do
     int opt;
     while ((opt = getopt_long(argc, argv, "s:q:g:m:c:vh", kLongOptions, nullptr)) != -1) {
         switch (opt) {
@@ -215,7 +217,8 @@ ParsedOptions parse_options(int argc, char** argv)
                 puts("nvshared " NVSHARE_VERSION);
                 return {false, 0, {}};
             default:
-                fputs("nvshared: see nvshared --help\n", stderr);
+                NVS_ERROR("unknown option or missing argument: '%s' (see nvshared --help)",
+                          argv[optind - 1]);
                 return {false, 2, {}};
         }
     }

@@ -33,6 +33,8 @@ constexpr double kStatusBurst = 20.0;
 // A rendered status is sent again while nothing changed and it is this young
 // (its running totals, held and waited time, may lag by that much).
 constexpr auto kStatusMaxAge = std::chrono::milliseconds(100);
+// systemd's STATUS= line changes at most this often.
+constexpr auto kStatusLineInterval = std::chrono::seconds(1);
 
 uint64_t to_usec(TimePoint t)
 {
@@ -63,6 +65,7 @@ Server::~Server()
     sd_event_source_disable_unref(timer_source_);
     sd_event_source_disable_unref(idle_source_);
     sd_event_source_disable_unref(retry_source_);
+    sd_event_source_disable_unref(status_line_timer_);
     if (listen_fd_ >= 0)
         close(listen_fd_);
     if (own_socket_)
@@ -117,6 +120,13 @@ bool Server::init()
     if (r < 0)
         return false;
     sd_event_source_set_enabled(timer_source_, SD_EVENT_OFF);
+    if (notifier_.enabled()) {
+        r = sd_event_add_time(event_, &status_line_timer_, CLOCK_MONOTONIC, UINT64_MAX, 100000,
+                              on_status_line_timer, this);
+        if (r < 0)
+            return false;
+        sd_event_source_set_enabled(status_line_timer_, SD_EVENT_OFF);
+    }
     if (options_.idle_exit) {
         r = sd_event_add_time(event_, &idle_source_, CLOCK_MONOTONIC, UINT64_MAX, 100000,
                               on_idle_timer, this);
@@ -206,9 +216,9 @@ bool Server::open_listener()
 int Server::run()
 {
     update_status();
-    sd_notify(0, "READY=1");
+    notifier_.send("READY=1");
     const int r = sd_event_loop(event_);
-    sd_notify(0, "STOPPING=1");
+    notifier_.send("STOPPING=1");
     if (r < 0) {
         NVS_ERROR("event loop failed: %s", strerror(-r));
         return 1;
@@ -874,10 +884,34 @@ void Server::update_status()
              "STATUS=%zu client(s), %zu holding, %zu waiting on %zu GPU(s); mode %s",
              scheduler_.clients().size(), holders, waiters, scheduler_.gpus().size(),
              proto::mode_name(scheduler_.settings().mode));
-    if (last_status_ != line) {
-        last_status_ = line;
-        sd_notify(0, line);
+    if (status_line_ != line) {
+        status_line_ = line;
+        send_status_line(Clock::now());
     }
+}
+
+void Server::send_status_line(TimePoint now)
+{
+    if (!notifier_.enabled() || status_line_ == status_line_sent_)
+        return;
+    TimePoint next = status_line_sent_at_ + kStatusLineInterval;
+    if (now >= next) {
+        if (notifier_.send(status_line_)) {
+            status_line_sent_ = status_line_;
+            status_line_sent_at_ = now;
+            return;
+        }
+        next = now + kStatusLineInterval;  // the manager's queue is full: later
+    }
+    sd_event_source_set_time(status_line_timer_, to_usec(next));
+    sd_event_source_set_enabled(status_line_timer_, SD_EVENT_ONESHOT);
+}
+
+int Server::on_status_line_timer(sd_event_source*, uint64_t, void* self)
+{
+    auto* s = static_cast<Server*>(self);
+    s->send_status_line(Clock::now());
+    return 0;
 }
 
 // ---- control plane --------------------------------------------------------------------

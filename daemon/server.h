@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/protocol.h"
+#include "daemon/notify.h"
 #include "daemon/options.h"
 #include "daemon/scheduler.h"
 #include "daemon/token_bucket.h"
@@ -76,6 +77,7 @@ private:
     static int on_idle_timer(sd_event_source* s, uint64_t usec, void* self);
     static int on_accept_retry(sd_event_source* s, uint64_t usec, void* self);
     static int on_connection_timer(sd_event_source* s, uint64_t usec, void* conn);
+    static int on_status_line_timer(sd_event_source* s, uint64_t usec, void* self);
     void pause_accepting();
     void resume_accepting();
 
@@ -103,6 +105,7 @@ private:
     void destroy(Connection& c);
     void rearm_timer();
     void update_status();
+    void send_status_line(TimePoint now);
     void update_idle_timer();
     Connection* by_client(ClientId id);
 
@@ -120,7 +123,13 @@ private:
     uint64_t next_serial_ = 1;
     std::vector<uint64_t> doomed_;  // connections to close at the next reap
     std::function<void()> observer_;
-    std::string last_status_;
+    // The STATUS= line for systemd: the latest, and the one last sent (at
+    // most one a second, never blocking; a line not sent is sent later).
+    Notifier notifier_;
+    std::string status_line_;
+    std::string status_line_sent_;
+    TimePoint status_line_sent_at_{};
+    sd_event_source* status_line_timer_ = nullptr;
     std::map<uint32_t, size_t> connections_per_uid_;
     std::map<uint32_t, TokenBucket> status_budget_;  // by uid; root has none
     // The rendered status, kept until the state changes or it ages.

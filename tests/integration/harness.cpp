@@ -279,6 +279,12 @@ void NotifySocket::read_loop()
             return;
         if (p[0].revents == 0)
             continue;
+        if (!reading_) {
+            // Wait for the stop pipe alone: the datagrams stay queued.
+            pollfd stop{stop_[0], POLLIN, 0};
+            poll(&stop, 1, -1);
+            return;
+        }
         char buf[4096];
         const ssize_t n = recv(fd_, buf, sizeof buf, 0);
         if (n <= 0)
@@ -305,6 +311,11 @@ std::optional<std::string> NotifySocket::wait_for(const std::string& prefix, Mil
             consumed_ == seen_.size())
             return std::nullopt;
     }
+}
+
+void NotifySocket::stop_reading()
+{
+    reading_ = false;
 }
 
 std::vector<std::string> NotifySocket::seen() const

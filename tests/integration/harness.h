@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <sys/types.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
@@ -101,6 +102,9 @@ public:
     // `prefix`; those passed over on the way stay in seen().
     std::optional<std::string> wait_for(const std::string& prefix, Millis timeout = kTimeout);
     std::vector<std::string> seen() const;
+    // From now on nothing is read: the socket's queue fills, as with a
+    // manager that is stuck.
+    void stop_reading();
 
 private:
     void read_loop();
@@ -111,6 +115,7 @@ private:
     std::condition_variable arrived_;
     std::vector<std::string> seen_;
     size_t consumed_ = 0;  // seen_[0..consumed_) were returned or passed over
+    std::atomic<bool> reading_{true};
     std::thread reader_;
 };
 

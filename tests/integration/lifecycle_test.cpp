@@ -24,6 +24,25 @@ bool exists(const std::string& path)
     return lstat(path.c_str(), &st) == 0;
 }
 
+// sd_notify() blocks once the manager's queue is full; nvshared's loop must
+// not (issue 18): STATUS= goes out at most once a second, without waiting.
+TEST(Lifecycle, NotifySocketThatStopsReadingDoesNotStopTheLock)
+{
+    Daemon d;
+    ASSERT_TRUE(d.start({"--anti-thrashing", "on"}));
+    d.notify().stop_reading();
+    // Hundreds of state changes: with a datagram for each, more than the
+    // socket's queue (net.unix.max_dgram_qlen, 512 at most) holds.
+    for (int round = 0; round < 150; ++round) {
+        TestClient c(d.socket(), {"--cycles", "2"});
+        ASSERT_EQ(c.finish(), 0) << "round " << round << ": " << c.transcript();
+    }
+    const auto start = std::chrono::steady_clock::now();
+    EXPECT_TRUE(d.status().is_object());
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 2s);
+    EXPECT_EQ(d.stop(), 0);
+}
+
 TEST(Lifecycle, SendsReadyAndOneLineStatus)
 {
     Daemon d;
@@ -97,6 +116,24 @@ INSTANTIATE_TEST_SUITE_P(Signals, ExitSignal, testing::Values(SIGTERM, SIGINT),
                          [](const auto& param_info) {
                              return param_info.param == SIGTERM ? "SIGTERM" : "SIGINT";
                          });
+
+// An option error is why a service does not start: it must show in
+// `journalctl -p err` (issue 18).
+TEST(Lifecycle, OptionErrorsAreLoggedAtErrorPriority)
+{
+    for (const std::vector<std::string>& args :
+         {std::vector<std::string>{"--idle-exit=bogus"}, {"--no-such-option"}, {"--capacity"}}) {
+        Daemon d;
+        Daemon::Config config;
+        config.args = args;
+        config.wait_ready = false;
+        ASSERT_TRUE(d.start(config));
+        EXPECT_EQ(exit_code(d.process().wait(kTimeout)), 2) << args[0];
+        const std::string log = d.log();
+        EXPECT_EQ(log.rfind("<3>", 0), 0u) << args[0] << ": " << log;
+        EXPECT_NE(log.find("see nvshared --help"), std::string::npos) << log;
+    }
+}
 
 TEST(Lifecycle, LogLinesCarryPriorityPrefixes)
 {
