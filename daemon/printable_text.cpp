@@ -55,6 +55,13 @@ bool is_control(uint32_t cp)
     return cp < 0x20 || (cp >= 0x7F && cp <= 0x9F);
 }
 
+// Valid UTF-8 that sd-bus still refuses in a string (found by the status
+// fuzzer): U+FDD0..U+FDEF and the last two code points of every plane.
+bool is_noncharacter(uint32_t cp)
+{
+    return (cp >= 0xFDD0 && cp <= 0xFDEF) || (cp & 0xFFFE) == 0xFFFE;
+}
+
 }  // namespace
 
 std::string printable_utf8(std::string_view raw)
@@ -66,9 +73,9 @@ std::string printable_utf8(std::string_view raw)
     while (!raw.empty()) {
         uint32_t cp = 0;
         const size_t n = decode_one(raw, &cp);
-        if (n == 0) {
+        if (n == 0 || is_noncharacter(cp)) {
             out += kReplacement;
-            raw.remove_prefix(1);
+            raw.remove_prefix(n == 0 ? 1 : n);
             continue;
         }
         if (is_control(cp))

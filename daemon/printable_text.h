@@ -12,8 +12,9 @@ namespace nvshare::daemon {
 
 // `raw` up to its first NUL, as valid UTF-8: each byte that does not begin a
 // well-formed sequence (bad lead or continuation bytes, a sequence cut short,
-// overlong forms, surrogates, code points past U+10FFFF) becomes U+FFFD;
-// control characters (C0, DEL, C1) become '?'.
+// overlong forms, surrogates, code points past U+10FFFF) becomes U+FFFD, and
+// so does a noncharacter (U+FDD0..U+FDEF, U+xxFFFE, U+xxFFFF), which D-Bus
+// refuses; control characters (C0, DEL, C1) become '?'.
 std::string printable_utf8(std::string_view raw);
 
 // The same for a fixed-size field that need not be NUL-terminated.

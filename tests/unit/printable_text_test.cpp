@@ -42,6 +42,20 @@ TEST(PrintableUtf8, ReplacesEveryMalformedForm)
     EXPECT_EQ(printable_utf8("\xE8\xAE"), kFffd + kFffd);  // cut short
 }
 
+TEST(PrintableUtf8, NoncharactersThatDbusRefusesAreReplaced)
+{
+    // U+BFFFF: what the status fuzzer found sd-bus refusing.
+    EXPECT_EQ(printable_utf8("a\xF2\xBF\xBF\xBF"
+                             "b"),
+              "a" + kFffd + "b");
+    EXPECT_EQ(printable_utf8("\xEF\xBF\xBE"), kFffd);           // U+FFFE
+    EXPECT_EQ(printable_utf8("\xEF\xB7\x90"), kFffd);           // U+FDD0
+    EXPECT_EQ(printable_utf8("\xEF\xB7\xAF"), kFffd);           // U+FDEF
+    EXPECT_EQ(printable_utf8("\xF4\x8F\xBF\xBF"), kFffd);       // U+10FFFF
+    EXPECT_EQ(printable_utf8("\xEF\xB7\xB0"), "\xEF\xB7\xB0");  // U+FDF0 is fine
+    EXPECT_EQ(printable_utf8("\xEF\xBF\xBD"), kFffd);           // U+FFFD itself stays
+}
+
 TEST(PrintableUtf8, ControlCharactersBecomeQuestionMarks)
 {
     EXPECT_EQ(printable_utf8("a\nb\tc\x7f"
