@@ -18,6 +18,23 @@
 namespace nvshare::itest {
 namespace {
 
+// Whether a Unix socket bound at `path` is listening: /proc/net/unix shows
+// __SO_ACCEPTCON (0x10000) in its flags.
+bool listening(const std::string& path)
+{
+    std::ifstream in("/proc/net/unix");
+    std::string line;
+    std::getline(in, line);  // the header
+    while (std::getline(in, line)) {
+        std::istringstream fields(line);
+        std::string num, refs, protocol, flags, type, state, inode, bound;
+        if (fields >> num >> refs >> protocol >> flags >> type >> state >> inode >> bound &&
+            bound == path && (std::stoul(flags, nullptr, 16) & 0x10000) != 0)
+            return true;
+    }
+    return false;
+}
+
 bool exists(const std::string& path)
 {
     struct stat st {};
@@ -263,11 +280,13 @@ TEST(Lifecycle, StartedBySystemdSocketActivate)
         "--anti-thrashing", "on"};
     spec.stderr_path = dir / "activate.log";
     Process p(spec);
-    // systemd-socket-activate binds, then waits for the first connection.
+    // systemd-socket-activate binds, listens, then waits for the first
+    // connection. The file exists from bind() on: a client that came before
+    // listen() was refused (seen on a loaded machine), so wait for listen().
     const auto deadline = std::chrono::steady_clock::now() + kTimeout;
-    while (!exists(socket) && std::chrono::steady_clock::now() < deadline)
+    while (!listening(socket) && std::chrono::steady_clock::now() < deadline)
         std::this_thread::sleep_for(2ms);
-    ASSERT_TRUE(exists(socket));
+    ASSERT_TRUE(listening(socket));
     chmod(socket.c_str(), 0666);
 
     // The first client makes it exec nvshared, which must serve that client.
