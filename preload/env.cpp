@@ -9,8 +9,10 @@
 #include <cstring>
 
 #include "build-config.h"
+#include "common/protocol.h"
 #include "preload/exclusion.h"
 #include "preload/log.h"
+#include "preload/ownership.h"
 
 namespace nvshare::preload {
 
@@ -145,6 +147,11 @@ void load(Problems* problems)
 {
     Config c;
     c.disabled = read_flag("NVSHARE_DISABLE", false, problems);
+    if (const Ownership own = process_ownership(); !own.owner) {
+        c.disabled = true;
+        c.second_copy = true;
+        c.owner_protocol = own.owner_protocol;
+    }
     c.debug = read_flag("NVSHARE_DEBUG", false, problems);
     c.single_oversub = read_flag("NVSHARE_ENABLE_SINGLE_OVERSUB", false, problems);
     c.prefetch = read_policy("NVSHARE_PREFETCH", problems);
@@ -196,6 +203,16 @@ const Config& config()
         Problems problems;
         load(&problems);
         g_state.store(2, std::memory_order_release);
+        if (g_config.second_copy) {
+            log_debug(
+                "another copy of libnvshare.so owns this process; this one passes every "
+                "call to the driver");
+            if (g_config.owner_protocol != proto::kVersion)
+                log_warn(
+                    "two versions of libnvshare.so are loaded (protocol %u owns the process, "
+                    "this copy speaks %u); the first one loaded is used",
+                    g_config.owner_protocol, proto::kVersion);
+        }
         for (int i = 0; i < problems.count; ++i)
             log_warn("ignoring %s=%s: not a valid value", problems.names[i], problems.values[i]);
         return g_config;

@@ -27,6 +27,8 @@ inline constexpr uint32_t kDefaultIdleReleaseMs = 20;
 struct Config {
     bool disabled = false;        // NVSHARE_DISABLE: pass everything through
     bool excluded = false;        // listed by the admin: pass-through too
+    bool second_copy = false;     // another libnvshare.so owns the process: pass-through
+    uint32_t owner_protocol = 0;  // with second_copy: the owner's protocol version
     bool debug = false;           // NVSHARE_DEBUG: debug messages on stderr
     bool single_oversub = false;  // NVSHARE_ENABLE_SINGLE_OVERSUB
     bool managed = true;          // NVSHARE_MANAGED, else not in the admin's plain-memory list

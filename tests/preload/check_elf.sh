@@ -22,9 +22,11 @@ for s in $exports; do
     case $s in
     cu[A-Z]*) ;;
     dlsym@@GLIBC_2.34 | dlsym@GLIBC_2.2.5 | dlsym@GLIBC_2.17) ;;
+    nvshare_process_owner@@NVSHARE_1) ;;
     *) err "unexpected export $s" ;;
     esac
 done
+echo "$exports" | grep -qx 'nvshare_process_owner@@NVSHARE_1' || err "nvshare_process_owner not exported"
 echo "$exports" | grep -qx 'dlsym@@GLIBC_2.34' || err "dlsym@@GLIBC_2.34 not exported"
 echo "$exports" | grep -qE '^dlsym@GLIBC_2\.(2\.5|17)$' || err "dlsym at the base glibc version not exported"
 # Every route to GPU work and allocation is hooked.

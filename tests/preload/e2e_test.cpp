@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <chrono>
+#include <fstream>
 #include <utility>
 
 #include "harness.h"
@@ -1054,6 +1056,66 @@ TEST(Switching, PolicyVariablesDecide)
         EXPECT_GE(events_of_both(dir, p, "prefetch to device 1048576"), 2);
         EXPECT_GE(events_of_both(dir, p, "prefetch to host 1048576"), 1);
     }
+}
+
+// ---- one process, one nvshare (issue 18) ---------------------------------------------
+
+// A second copy of the library under another path, as a system-wide
+// install and a build under test would be.
+std::string copy_of_library(const TempDir& dir)
+{
+    const std::string copy = dir.file("libnvshare-copy.so");
+    std::ifstream in(Paths::get().library, std::ios::binary);
+    std::ofstream out(copy, std::ios::binary);
+    out << in.rdbuf();
+    return copy;
+}
+
+int registrations(const std::string& daemon_log, pid_t pid)
+{
+    const std::string needle = "registered: pid " + std::to_string(pid) + " ";
+    int n = 0;
+    for (size_t at = daemon_log.find(needle); at != std::string::npos;
+         at = daemon_log.find(needle, at + 1))
+        ++n;
+    return n;
+}
+
+TEST(Copies, TwoByLdPreloadRegisterOnceAndRunAsFastAsOne)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "on"});
+    ClientRun run{
+        {"--kernels", "4", "--kernel-us", "20000", "--alloc", "1M"},
+        {{"LD_PRELOAD", Paths::get().preload + ":" + copy_of_library(dir)}, {"NVSHARE_DEBUG", "1"}},
+        false};
+    const auto start = std::chrono::steady_clock::now();
+    Process p = start_client(dir, daemon.socket(), run, "two");
+    ASSERT_EQ(p.wait(), 0) << p.err();
+    // Two active copies waited for themselves until revoked (the grace
+    // period, 10 s); one copy needs well under a second.
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+    EXPECT_EQ(registrations(daemon.log(), p.pid()), 1) << daemon.log();
+    EXPECT_NE(p.err().find("another copy of libnvshare.so owns this process"), std::string::npos)
+        << p.err();
+    EXPECT_EQ(p.err().find("two versions of libnvshare.so"), std::string::npos) << p.err();
+}
+
+TEST(Copies, ACopyLoadedByDlopenStaysOut)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "on"});
+    ClientRun run{{"--kernels", "4", "--kernel-us", "20000", "--alloc", "1M", "--dlopen-copy",
+                   copy_of_library(dir)},
+                  {},
+                  false};
+    Process p = start_client(dir, daemon.socket(), run, "dlopen");
+    ASSERT_EQ(p.wait(), 0) << p.err();
+    EXPECT_NE(p.out().find("dlopen-copy=ok"), std::string::npos) << p.out();
+    EXPECT_EQ(registrations(daemon.log(), p.pid()), 1) << daemon.log();
+    // The copy's allocation reached the driver untouched: plain device memory.
+    EXPECT_EQ(count_events(dir.file("fake.log"), p.pid(), "alloc device 12345"), 1);
+    EXPECT_EQ(count_events(dir.file("fake.log"), p.pid(), "alloc managed 12345"), 0);
 }
 
 }  // namespace

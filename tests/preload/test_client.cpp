@@ -2,6 +2,7 @@
 // (fake) driver through the route it is told to, allocates, launches
 // "kernels" of a given duration, copies, captures a graph, forks, ... and
 // reports what the driver answered on stdout (key=value lines).
+#include <dlfcn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -43,6 +44,7 @@ struct Options {
     std::string wait_flag;  // --wait-flag: see flag_wait()
     std::string barrier;
     std::string until;
+    std::string dlopen_copy;  // another libnvshare.so to dlopen and call into first
     int hold_ms = 0;
     int rounds = 1;
     int pause_ms = 0;
@@ -456,6 +458,8 @@ bool parse(int argc, char** argv)
             opt.rounds = atoi(next());
         else if (a == "--pause-ms")
             opt.pause_ms = atoi(next());
+        else if (a == "--dlopen-copy")
+            opt.dlopen_copy = next();
         else
             return false;
     }
@@ -477,6 +481,20 @@ int main(int argc, char** argv)
         return 3;
     }
     setup();
+    if (!opt.dlopen_copy.empty()) {
+        // A program that loads libnvshare.so itself (RTLD_LOCAL) and calls
+        // the driver through that copy (dlvsym: the preloaded copy's dlsym
+        // would answer its own wrapper): the copy must stay out of the way.
+        void* copy = dlopen(opt.dlopen_copy.c_str(), RTLD_NOW | RTLD_LOCAL);
+        using AllocFn = CUresult (*)(CUdeviceptr*, size_t);
+        auto alloc = copy == nullptr
+                         ? nullptr
+                         : reinterpret_cast<AllocFn>(dlvsym(copy, "cuMemAlloc_v2", "NVSHARE_1"));
+        CUdeviceptr p = 0;
+        const CUresult r = alloc == nullptr ? CUDA_ERROR_NOT_FOUND : alloc(&p, 12345);
+        printf("dlopen-copy=%s %s %d\n", r == CUDA_SUCCESS ? "ok" : "failed",
+               copy == nullptr ? dlerror() : "loaded", static_cast<int>(r));
+    }
     allocate();
     if (opt.meminfo)
         meminfo();
