@@ -1101,6 +1101,26 @@ TEST(Copies, TwoByLdPreloadRegisterOnceAndRunAsFastAsOne)
     EXPECT_EQ(p.err().find("two versions of libnvshare.so"), std::string::npos) << p.err();
 }
 
+// A host with nvshare installed lists its library in /etc/ld.so.preload; a
+// build under test comes by LD_PRELOAD (loaded first, so it owns).
+TEST(Copies, OneFromEtcLdSoPreloadAndOneByLdPreloadRegisterOnce)
+{
+    if (geteuid() != 0)
+        GTEST_SKIP() << "needs root for a private mount namespace";
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "on"});
+    ClientRun run{{"--kernels", "4", "--kernel-us", "20000", "--alloc", "1M"},
+                  {{"NVSHARE_DEBUG", "1"}},
+                  false};
+    const auto start = std::chrono::steady_clock::now();
+    Process p = start_client(dir, daemon.socket(), run, "etc", copy_of_library(dir));
+    ASSERT_EQ(p.wait(), 0) << p.err();
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+    EXPECT_EQ(registrations(daemon.log(), p.pid()), 1) << daemon.log();
+    EXPECT_NE(p.err().find("another copy of libnvshare.so owns this process"), std::string::npos)
+        << p.err();
+}
+
 TEST(Copies, ACopyLoadedByDlopenStaysOut)
 {
     TempDir dir;

@@ -214,7 +214,7 @@ std::string Daemon::log() const
 }
 
 Process start_client(const TempDir& dir, const std::string& socket, const ClientRun& run,
-                     const std::string& name)
+                     const std::string& name, const std::string& etc_ld_so_preload)
 {
     const Paths& p = Paths::get();
     std::map<std::string, std::string> env = {
@@ -227,8 +227,21 @@ Process start_client(const TempDir& dir, const std::string& socket, const Client
     };
     for (const auto& [k, v] : run.env)
         env[k] = v;
-    return spawn(run.dl_client ? p.client_dl : p.client, run.args, env, dir.file(name + ".out"),
-                 dir.file(name + ".err"));
+    const std::string& client = run.dl_client ? p.client_dl : p.client;
+    if (etc_ld_so_preload.empty())
+        return spawn(client, run.args, env, dir.file(name + ".out"), dir.file(name + ".err"));
+    // unshare and sh exec in place, so the pid is the client's. The list is
+    // written last: only the client starts with it.
+    const std::string script =
+        "set -e; saved=$(mktemp -d); cp -a /etc/. \"$saved\"; "
+        "mount -t tmpfs -o mode=0755 nvshare-test-etc /etc; cp -a \"$saved\"/. /etc; "
+        "rm -rf \"$saved\"; printf '%s\\n' \"$NVSHARE_TEST_ETC_PRELOAD\" >/etc/ld.so.preload; "
+        "exec \"$@\"";
+    std::vector<std::string> args = {"--mount", "--propagation", "private", "/bin/sh",
+                                     "-c",      script,          "sh",      client};
+    args.insert(args.end(), run.args.begin(), run.args.end());
+    env["NVSHARE_TEST_ETC_PRELOAD"] = etc_ld_so_preload;
+    return spawn("/usr/bin/unshare", args, env, dir.file(name + ".out"), dir.file(name + ".err"));
 }
 
 std::vector<Work> read_work(const std::string& log)

@@ -96,8 +96,10 @@ struct ClientRun {
     std::map<std::string, std::string> env;
     bool dl_client = false;  // the build not linked with -lcuda
 };
+// etc_ld_so_preload non-empty: the client runs in a private mount namespace
+// whose /etc/ld.so.preload holds it (a tmpfs copy of /etc; needs root).
 Process start_client(const TempDir& dir, const std::string& socket, const ClientRun& run,
-                     const std::string& name);
+                     const std::string& name, const std::string& etc_ld_so_preload = {});
 
 // One piece of GPU work from the fake's log.
 struct Work {
