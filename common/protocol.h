@@ -40,14 +40,15 @@ enum class MsgType : uint16_t {
     StatusQuery = 5,  // ask for a JSON status report (any peer, even unregistered)
     Stats = 6,        // swap statistics of one GPU (cumulative)
     // daemon -> client
-    Welcome = 16,    // reply to Hello: client id and current settings
-    Grant = 17,      // the client now holds the lock on these GPUs
-    Drop = 18,       // give the lock back within the grace period
-    Revoked = 19,    // the lock was taken away (grace expired or an admin said so)
-    Settings = 20,   // mode, time quantum or a capacity changed
-    Contended = 21,  // another client is waiting for GPUs this client holds
-    Status = 22,     // JSON text answering StatusQuery
-    Error = 23,      // the daemon refused a message; the connection is closed after it
+    Welcome = 16,     // reply to Hello: client id and current settings
+    Grant = 17,       // the client now holds the lock on these GPUs
+    Drop = 18,        // give the lock back within the grace period
+    Revoked = 19,     // the lock was taken away (grace expired or an admin said so)
+    Settings = 20,    // mode, time quantum or a capacity changed
+    Contended = 21,   // another client is waiting for GPUs this client holds
+    Status = 22,      // JSON text answering StatusQuery
+    Error = 23,       // the daemon refused a message; the connection is closed after it
+    Unpageable = 24,  // memory other clients of one GPU hold that cannot be paged out
 };
 
 struct FrameHeader {
@@ -157,6 +158,17 @@ struct MemoryPayload {
 };
 static_assert(sizeof(MemoryPayload) == 24);
 
+// The pinned memory (never evicted) that the other clients of one GPU report:
+// what this client can never get there, whatever the schedule. Sent when it
+// changes by at least kUnpageableStep, and on Hello when it is that much.
+struct UnpageablePayload {
+    uint32_t gpu;  // client-local index
+    uint32_t reserved;
+    uint64_t others_pinned_bytes;
+};
+static_assert(sizeof(UnpageablePayload) == 16);
+inline constexpr uint64_t kUnpageableStep = uint64_t{1} << 20;
+
 enum class ErrorCode : uint32_t {
     BadMagic = 1,
     BadVersion = 2,
@@ -246,6 +258,9 @@ inline bool fixed_payload_size(MsgType type, uint32_t* size)
         case MsgType::Memory:
             *size = sizeof(MemoryPayload);
             return true;
+        case MsgType::Unpageable:
+            *size = sizeof(UnpageablePayload);
+            return true;
         case MsgType::StatusQuery:
             *size = 0;
             return true;
@@ -259,7 +274,7 @@ inline constexpr uint32_t kLargestFixedPayload = sizeof(StatsPayload);
 
 inline bool is_known_type(uint16_t t)
 {
-    return (t >= 1 && t <= 6) || (t >= 16 && t <= 23);
+    return (t >= 1 && t <= 6) || (t >= 16 && t <= 24);
 }
 
 // Hello carries gpu_count records after the fixed part; the count must match

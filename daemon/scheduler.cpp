@@ -256,7 +256,12 @@ bool Scheduler::connect(ClientId id, ClientInfo info, std::vector<GpuIndex> gpus
     c.id = id;
     c.info = std::move(info);
     c.gpus = std::move(gpus);
+    const GpuSet registered = c.registered();
     clients_.emplace(id, std::move(c));
+    for_each_gpu(registered, [&](GpuIndex g) {
+        queues_[g].members.insert(id);
+        publish_unpageable(g);
+    });
     return true;
 }
 
@@ -331,7 +336,11 @@ bool Scheduler::report_memory(ClientId id, GpuIndex gpu, MemoryUse use, TimePoin
     MemoryUse& slot = c->memory[gpu];
     // Bounded reports from at most a million clients: no sum can wrap.
     queues_[gpu].requested = queues_[gpu].requested - slot.total() + use.total();
+    const bool pinned_changed = slot.pinned != use.pinned;
+    queues_[gpu].pinned = queues_[gpu].pinned - slot.pinned + use.pinned;
     slot = use;
+    if (pinned_changed)
+        publish_unpageable(gpu);
     refresh_exclusive(now);
     tick(now);
     return true;
@@ -373,11 +382,18 @@ void Scheduler::disconnect(ClientId id, TimePoint now)
         affected = c->wanted;
         dequeue(*c);
     }
-    for (const auto& [g, m] : c->memory)
+    for (const auto& [g, m] : c->memory) {
         queues_[g].requested -= m.total();
+        queues_[g].pinned -= m.pinned;
+    }
+    const GpuSet registered = c->registered();
     if (c->deadline)
         deadlines_.erase({*c->deadline, id});
     clients_.erase(id);
+    for_each_gpu(registered, [&](GpuIndex g) {
+        queues_[g].members.erase(id);
+        publish_unpageable(g);
+    });
     update_holder_deadlines(affected);
     const GpuSet before = exclusive_;
     refresh_exclusive(now);
@@ -424,6 +440,25 @@ void Scheduler::push(ActionKind kind, const Client& c, GpuSet gpus, Duration gra
             m->keep_offered = a.keep;
     }
     actions_.push_back(a);
+}
+
+void Scheduler::publish_unpageable(GpuIndex gpu)
+{
+    const GpuQueue& q = queues_[gpu];
+    for (ClientId id : q.members) {
+        Client* c = find(id);
+        if (c == nullptr)
+            continue;
+        const auto own = c->memory.find(gpu);
+        const uint64_t others = q.pinned - (own == c->memory.end() ? 0 : own->second.pinned);
+        uint64_t& sent = c->unpageable_sent[gpu];
+        if ((others > sent ? others - sent : sent - others) < proto::kUnpageableStep)
+            continue;
+        sent = others;
+        Action a{ActionKind::Unpageable, id, gpu_bit(gpu)};
+        a.others_pinned = others;
+        actions_.push_back(a);
+    }
 }
 
 uint64_t Scheduler::keep_allowance(const Client& c, GpuSet gpus) const

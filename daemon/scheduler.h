@@ -102,6 +102,8 @@ struct Client {
     // (what the latest Drop or Contended allowed); all of it while holding.
     std::map<GpuIndex, uint64_t> kept;
     uint64_t keep_offered = 0;
+    // Others' pinned memory on each GPU as last told to the client.
+    std::map<GpuIndex, uint64_t> unpageable_sent;
 
     Phase phase = Phase::Idle;
     GpuSet wanted = 0;  // while Waiting
@@ -130,10 +132,11 @@ struct Client {
 };
 
 enum class ActionKind {
-    Grant,      // client now holds `gpus`
-    Drop,       // client must release `gpus` within the grace period
-    Revoke,     // client's hold on `gpus` was taken away
-    Contended,  // somebody waits for GPUs the client holds exclusively
+    Grant,       // client now holds `gpus`
+    Drop,        // client must release `gpus` within the grace period
+    Revoke,      // client's hold on `gpus` was taken away
+    Contended,   // somebody waits for GPUs the client holds exclusively
+    Unpageable,  // others' pinned memory on the GPU in `gpus` changed
 };
 
 struct Action {
@@ -148,6 +151,7 @@ struct Action {
     // bytes the client may leave on `gpus` when it lets go (UINT64_MAX:
     // everything).
     uint64_t keep = UINT64_MAX;
+    uint64_t others_pinned = 0;  // Unpageable
 };
 
 enum class RevokeReason { GraceExpired, Admin };
@@ -231,6 +235,8 @@ private:
     struct GpuQueue {
         std::set<QueueKey> waiting;
         uint64_t requested = 0;  // memory reported by the GPU's clients
+        uint64_t pinned = 0;     // the pinned part of it
+        std::set<ClientId> members;
     };
 
     Client* find(ClientId id);
@@ -254,6 +260,9 @@ private:
     GpuSet revoke_hold(Client& c, TimePoint now);
     void try_heads(GpuSet freed, TimePoint now);
     void notify_contention(GpuSet gpus, TimePoint now);
+    // Tells each client of `gpu` the pinned memory of the others where it
+    // moved by kUnpageableStep or more since it was last told.
+    void publish_unpageable(GpuIndex gpu);
     void update_deadline(Client& c);
     void update_holder_deadlines(GpuSet gpus);
     void reschedule_all(TimePoint now);

@@ -756,6 +756,14 @@ void Server::dispatch_actions()
                 send(*c, proto::MsgType::Contended, &p, sizeof p);
                 break;
             }
+            case ActionKind::Unpageable: {
+                uint32_t index = 0;  // the GPU's place in the client's Hello
+                while (index < client->gpus.size() && gpu_bit(client->gpus[index]) != a.gpus)
+                    ++index;
+                const proto::UnpageablePayload p{index, 0, a.others_pinned};
+                send(*c, proto::MsgType::Unpageable, &p, sizeof p);
+                break;
+            }
         }
     }
 }

@@ -463,7 +463,8 @@ NVS_EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray hArray)
     return destroy_array(reinterpret_cast<uint64_t>(hArray), [&] { return real(hArray); });
 }
 
-// The GPU as nvshared shares it: its capacity, less what this process uses.
+// The GPU as nvshared shares it: its capacity, less what this process uses
+// and what other processes pin there (their managed memory can make room).
 NVS_EXPORT CUresult cuMemGetInfo_v2(size_t* free, size_t* total)
 {
     NVS_REQUIRE(real, cuMemGetInfo_v2);
@@ -474,10 +475,8 @@ NVS_EXPORT CUresult cuMemGetInfo_v2(size_t* free, size_t* total)
     const int gpu = ordinal >= 0 ? nvshare::preload::devices::index_of(ordinal, true) : -1;
     if (gpu < 0)
         return r;
-    const uint64_t cap = nvshare::preload::devices::capacity(static_cast<uint32_t>(gpu));
-    const uint64_t used = nvshare::preload::devices::used(static_cast<uint32_t>(gpu));
-    *total = cap;
-    *free = cap > used ? cap - used : 0;
+    *total = nvshare::preload::devices::capacity(static_cast<uint32_t>(gpu));
+    *free = nvshare::preload::devices::available(static_cast<uint32_t>(gpu));
     return r;
 }
 

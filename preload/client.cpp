@@ -179,7 +179,8 @@ bool Client::connect_and_hello()
         h.physical_memory = g.physical_memory;
         memcpy(h.name, g.name, sizeof h.name);
         memcpy(payload + sizeof hello + i * sizeof h, &h, sizeof h);
-        devices::at(i).dirty.store(true);  // the new session gets every report
+        devices::at(i).dirty.store(true);       // the new session gets every report
+        devices::at(i).others_pinned.store(0);  // until this session's daemon says
     }
     const auto length =
         static_cast<uint32_t>(sizeof hello + s_.gpu_count * sizeof(proto::HelloGpu));
@@ -300,6 +301,14 @@ bool Client::handle(proto::MsgType type, const uint8_t* p, uint32_t length)
             s_.contended = true;
             s_.oversubscribed = (c.flags & proto::kGrantOversubscribed) != 0;
             s_.keep_bytes = proto::keep_from_wire(c.keep_mib);
+            return true;
+        }
+        case MsgType::Unpageable: {
+            proto::UnpageablePayload u{};
+            memcpy(&u, p, sizeof u);
+            if (u.gpu >= s_.gpu_count)
+                return false;
+            devices::at(u.gpu).others_pinned.store(u.others_pinned_bytes);
             return true;
         }
         case MsgType::Error: {

@@ -58,6 +58,7 @@ int index_of(CUdevice ordinal, bool add)
             g.capacity.store(0);
             g.managed.store(0);
             g.pinned.store(0);
+            g.others_pinned.store(0);
             g.dirty.store(false);
             g_count.store(n + 1, std::memory_order_release);
             g_generation.fetch_add(1, std::memory_order_acq_rel);
@@ -100,6 +101,14 @@ uint64_t used(uint32_t index)
     const int64_t p = g_gpus[index].pinned.load(std::memory_order_acquire);
     const int64_t sum = m + p;
     return sum > 0 ? static_cast<uint64_t>(sum) : 0;
+}
+
+uint64_t available(uint32_t index)
+{
+    const uint64_t cap = capacity(index);
+    const uint64_t taken =
+        used(index) + g_gpus[index].others_pinned.load(std::memory_order_acquire);
+    return cap > taken ? cap - taken : 0;
 }
 
 void add_usage(uint32_t index, Kind kind, int64_t delta)

@@ -20,7 +20,8 @@ struct Gpu {
     uint8_t uuid[proto::kUuidBytes] = {};
     uint64_t physical_memory = 0;
     char name[proto::kGpuNameBytes] = {};
-    std::atomic<uint64_t> capacity{0};  // from nvshared; 0 = not known
+    std::atomic<uint64_t> capacity{0};       // from nvshared; 0 = not known
+    std::atomic<uint64_t> others_pinned{0};  // from nvshared: what other processes pin
     std::atomic<int64_t> managed{0};
     std::atomic<int64_t> pinned{0};
     std::atomic<bool> dirty{false};  // usage changed since the last report
@@ -38,6 +39,9 @@ Gpu& at(uint32_t index);
 // What this process may use on the GPU: nvshared's capacity, else physical.
 uint64_t capacity(uint32_t index);
 uint64_t used(uint32_t index);  // managed + pinned of this process
+// What cuMemGetInfo calls free: the capacity less this process's use and
+// the memory other processes pin there (which no schedule frees).
+uint64_t available(uint32_t index);
 
 void add_usage(uint32_t index, Kind kind, int64_t delta);
 

@@ -718,6 +718,43 @@ TEST(Memory, MemInfoReportsTheCapacity)
               "alloc=ok\nfree=1610612736\ntotal=2147483648\ndevice_total=2147483648\ndone=ok\n");
 }
 
+// Issue 20: free memory is what this process can really get: others' pinned
+// memory (here plain device memory) is never paged out to make room.
+TEST(Memory, MemInfoTakesOffWhatOthersPin)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "auto", "--capacity", "2G"});
+    const std::string stop = dir.file("stop");
+    Process pinner = start_client(
+        dir, daemon.socket(),
+        {{"--kernels", "1", "--alloc", "512M", "--until", stop}, {{"NVSHARE_MANAGED", "0"}}, false},
+        "pinner");
+    ASSERT_TRUE(eventually([&] {
+        const auto me = client_status(daemon.status(), pinner.pid());
+        return !me.is_null() && me["pinned_memory"].get<uint64_t>() == 512ull << 20;
+    })) << daemon.status().dump();
+    // Its first round ran after the grant, which nvshared sends after what
+    // the others pin: the answer cannot come too early.
+    Process p = start_client(
+        dir, daemon.socket(),
+        {{"--kernels", "1", "--alloc", "256M", "--meminfo-after-work"}, {}, false}, "p");
+    expect_clean_exit(p);
+    // 2 GiB less its own 256 MiB and the other's 512 MiB.
+    EXPECT_EQ(p.out(),
+              "alloc=ok\nfree=1342177280\ntotal=2147483648\ndevice_total=2147483648\n"
+              "done=ok\n");
+    touch(stop);
+    expect_clean_exit(pinner);
+    // Once the other is gone, all of it is free again.
+    Process q = start_client(
+        dir, daemon.socket(),
+        {{"--kernels", "1", "--alloc", "256M", "--meminfo-after-work"}, {}, false}, "q");
+    expect_clean_exit(q);
+    EXPECT_EQ(q.out(),
+              "alloc=ok\nfree=1879048192\ntotal=2147483648\ndevice_total=2147483648\n"
+              "done=ok\n");
+}
+
 TEST(Memory, UsageIsReportedToTheDaemon)
 {
     TempDir dir;

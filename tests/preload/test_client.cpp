@@ -27,6 +27,7 @@ struct Options {
     bool graph = false;
     bool copies = false;
     bool meminfo = false;
+    bool meminfo_after_work = false;  // once the first round ran (the lock was granted)
     bool prefetch = false;
     bool fork_child = false;
     bool free_at_end = true;
@@ -418,6 +419,8 @@ bool parse(int argc, char** argv)
             opt.copies = true;
         else if (a == "--meminfo")
             opt.meminfo = true;
+        else if (a == "--meminfo-after-work")
+            opt.meminfo_after_work = true;
         else if (a == "--prefetch")
             opt.prefetch = true;
         else if (a == "--fork")
@@ -513,6 +516,8 @@ int main(int argc, char** argv)
     if (opt.failed_captures)
         failed_captures();
     run_round();
+    if (opt.meminfo_after_work)
+        meminfo();
     if (!opt.wait_flag.empty())
         flag_wait();
     for (int r = 1; r < opt.rounds; ++r) {

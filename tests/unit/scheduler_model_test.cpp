@@ -26,7 +26,7 @@ std::set<std::tuple<int, uint64_t, uint64_t>> decisions(const std::vector<A>& ac
 {
     std::set<std::tuple<int, uint64_t, uint64_t>> out;
     for (const auto& a : actions)
-        if (static_cast<int>(a.kind) != 3)  // Grant, Drop, Revoke; not Contended
+        if (static_cast<int>(a.kind) < 3)  // Grant, Drop, Revoke; not Contended, Unpageable
             out.insert({static_cast<int>(a.kind), a.client, a.gpus});
     return out;
 }

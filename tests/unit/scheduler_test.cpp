@@ -35,6 +35,8 @@ protected:
     {
         std::vector<std::string> out;
         for (const Action& a : s_.take_actions()) {
+            if (a.kind == ActionKind::Unpageable)
+                continue;  // see unpageable()
             if (a.kind == ActionKind::Grant)
                 grant_contended_[a.client] = a.contended;
             const char* k = a.kind == ActionKind::Grant    ? "G"
@@ -46,6 +48,16 @@ protected:
         return out;
     }
     using V = std::vector<std::string>;
+    // Unpageable actions since the last call: client -> others' pinned bytes.
+    std::map<ClientId, uint64_t> unpageable()
+    {
+        std::map<ClientId, uint64_t> out;
+        for (const Action& a : s_.take_actions())
+            if (a.kind == ActionKind::Unpageable)
+                out[a.client] = a.others_pinned;
+        return out;
+    }
+    using U = std::map<ClientId, uint64_t>;
 
     Scheduler s_;
     TimePoint now_{std::chrono::seconds(1000)};
@@ -620,3 +632,34 @@ TEST(SchedulerProperties, InvariantsHoldUnderRandomEvents)
 }
 
 }  // namespace
+
+// cuMemGetInfo in each process answers from what the others pin (issue 20).
+TEST_F(SchedulerTest, TellsEachClientWhatTheOthersPin)
+{
+    gpu(0, 80 * GiB);
+    client(1);
+    client(2);
+    EXPECT_EQ(unpageable(), U{});  // nobody pins anything yet
+    s_.report_memory(1, 0, {8 * GiB, 2 * GiB}, now_);
+    EXPECT_EQ(unpageable(), (U{{2, 2 * GiB}}));  // not 1: its own pinning is not news
+    s_.report_memory(1, 0, {9 * GiB, 2 * GiB}, now_);
+    EXPECT_EQ(unpageable(), U{});  // managed memory changes nothing
+    s_.report_memory(1, 0, {9 * GiB, 2 * GiB + 4096}, now_);
+    EXPECT_EQ(unpageable(), U{});  // under a MiB: not worth a message
+    client(3);
+    EXPECT_EQ(unpageable(), (U{{3, 2 * GiB + 4096}}));  // told at once on arrival
+    s_.report_memory(3, 0, {0, 1 * GiB}, now_);
+    EXPECT_EQ(unpageable(), (U{{1, 1 * GiB}, {2, 3 * GiB + 4096}}));
+    s_.disconnect(1, now_);
+    EXPECT_EQ(unpageable(), (U{{2, 1 * GiB}, {3, 0}}));
+}
+
+TEST_F(SchedulerTest, UnpageableIsPerGpu)
+{
+    gpu(0, 80 * GiB);
+    gpu(1, 80 * GiB);
+    client(1, {0});
+    client(2, {1});
+    s_.report_memory(1, 0, {0, 4 * GiB}, now_);
+    EXPECT_EQ(unpageable(), U{});  // 2 is on another GPU
+}
