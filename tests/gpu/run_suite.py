@@ -19,6 +19,7 @@ Exit status 0 when every scenario passed; one line per scenario on stdout.
 import argparse
 import json
 import os
+import shutil
 import socket
 import struct
 import subprocess
@@ -405,6 +406,38 @@ class Runner:
                                   f"after this one's last (negative: ran in a pause), kernel "
                                   f"overlaps {overlaps(iv1, iv2)}, daemon exit {rc}")
 
+    # ---- one process, one nvshare (issue 18) ----
+
+    def two_copies_act_as_one(self):
+        """A process with two copies of the library (LD_PRELOAD of two paths, as a
+        build under test on a host where nvshare is installed) registers once and
+        takes turns with a one-copy process; it never waits for itself."""
+        name = "two-copies-act-as-one"
+        alt = ["--bursts", "6", "--burst-us", "40000", "--gap-us", "150000", "--mem-mib", "256"]
+        with tempfile.TemporaryDirectory(dir=self.a.out) as wd:
+            copy = os.path.join(wd, "libnvshare-copy.so")
+            shutil.copy(self.a.lib, copy)
+            d = Daemon(self.a.nvshared, wd, ["--anti-thrashing", "on", "--time-quantum", "2s"])
+            t0 = time.time()
+            two, log2 = self.start_work(d.sock, wd, "two", alt, extra_env={
+                "LD_PRELOAD": f"{self.a.lib}:{copy}", "NVSHARE_DEBUG": "1"})
+            one, log1 = self.start_work(d.sock, wd, "one", alt)
+            outs = self.run_all([two, one], 120)
+            elapsed = time.time() - t0
+            rc = d.stop()
+            with open(os.path.join(wd, "nvshared.log")) as f:
+                daemon_log = f.read()
+            regs = daemon_log.count(f"registered: pid {two.pid} ")
+            failed = programs_failed(outs)
+            n_overlap = overlaps(read_intervals(log2), read_intervals(log1)) if not failed else -1
+            said = "another copy of libnvshare.so owns this process" in outs[0][1]
+            # Two active copies waited for themselves until revoked (10 s).
+            ok = (not failed and rc == 0 and regs == 1 and said and n_overlap == 0 and
+                  elapsed < 8)
+            self.record(name, ok, f"{elapsed:.1f}s, registrations of the two-copy process "
+                                  f"{regs}, second copy said so: {said}, kernel overlaps "
+                                  f"{n_overlap}, daemon exit {rc}" + (f" {failed}" if failed else ""))
+
     def train_baseline(self):
         p = subprocess.run([sys.executable, self.a.train], env=self.env("", preload=False),
                            capture_output=True, text=True, timeout=300)
@@ -489,6 +522,7 @@ def main():
         "drain-waits-on-later-write": r.drain_waits_on_later_write,
         "contextless-stream-calls": r.contextless_stream_calls,
         "failed-capture-releases-early": r.failed_capture_releases_early,
+        "two-copies-act-as-one": r.two_copies_act_as_one,
         "train-baseline": r.train_baseline,
         "train-on": lambda: r.train_pair("train-on", ["--anti-thrashing", "on",
                                                       "--time-quantum", "500ms"]),
