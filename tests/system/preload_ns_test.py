@@ -93,7 +93,9 @@ class PreloadTest(unittest.TestCase):
             if os.path.lexists(path):
                 os.unlink(path)
         shutil.rmtree(DROP_IN_DIR, ignore_errors=True)
-        self.tmp = tempfile.mkdtemp(prefix="nvshare-preload-")
+        # Under the private /etc (root's, 0755): the merge lists no library
+        # below a directory others can write, such as /tmp.
+        self.tmp = tempfile.mkdtemp(prefix="nvshare-lib-", dir="/etc")
         os.chmod(self.tmp, 0o755)
         # The library under $LIB, so the entry exercises ld.so's expansion of
         # it, as /usr/$LIB/libnvshare.so does.
@@ -136,6 +138,28 @@ class PreloadTest(unittest.TestCase):
             if os.path.isdir(d):
                 left = [n for n in os.listdir(d) if n.startswith(".") and n != ".merged"]
                 self.assertEqual(left, [], f"temporary files left in {d}")
+
+    def ld_so_refuses(self, name, prefix=()):
+        """Lists `name` by hand; True if the real ld.so then prints its error."""
+        write(PRELOAD, name.encode() + b"\n")
+        try:
+            _, err = self.probe(prefix=prefix)
+        finally:
+            os.unlink(PRELOAD)
+        return f"ERROR: ld.so: object '{name}' from /etc/ld.so.preload cannot be preloaded" in err
+
+    def assert_left_out(self, name, reason):
+        """With nvshare enabled, a drop-in listing `name` leaves it out with a
+        warning naming it and `reason`; ld.so reads only nvshare's entry and
+        every process starts without an error."""
+        self.ctl("preload", "enable")
+        write(os.path.join(DROP_IN_DIR, "50-other.conf"), name.encode() + b"\n")
+        r = self.ctl("preload", "merge")
+        self.assertIn(f"warning: {name}: ", r.stderr)
+        self.assertIn(reason, r.stderr)
+        self.assertIn("left out of /etc/ld.so.preload", r.stderr)
+        self.assertEqual(ldso_reads(), [self.entry])
+        self.assertEqual(self.probe(), (0, "preload-marker: loaded, euid 0\n"))
 
     # ---- the tests --------------------------------------------------------------
 
@@ -279,7 +303,9 @@ class PreloadTest(unittest.TestCase):
         r = self.ctl("preload", "enable")
         self.assertEqual(read(PRELOAD), junk + b"\n" + self.entry.encode() + b"\n")
         self.ctl("preload", "disable")
-        self.assertEqual(read(PRELOAD), junk + b"\n")
+        # The entry sharing its line with a ':' is blanked out (same length).
+        blanked = junk.replace(self.entry.encode() + b":", b" " * len(self.entry) + b":")
+        self.assertEqual(read(PRELOAD), blanked + b"\n")
         # A NUL byte hides everything after it from ld.so: said, not hidden.
         write(PRELOAD, b"/opt/x.so\n\x00junk\n")
         r = self.ctl("preload", "enable")
@@ -318,7 +344,7 @@ class PreloadTest(unittest.TestCase):
         self.assertIn("up to date", r.stdout)
         for needle in ("10-binary.conf: contains a NUL byte", "'libbare.so' is not an absolute",
                        "'../up.so' is not an absolute", "30-huge.conf: larger than 64 KiB",
-                       "/nonexistent/libgone.so: no such library", "50-masked.conf: not a regular"):
+                       "/nonexistent/libgone.so: no such file: /nonexistent", "50-masked.conf: not a regular"):
             self.assertIn(needle, r.stderr)
         self.assertEqual(ldso_reads(), [self.entry])
 
