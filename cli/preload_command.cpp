@@ -164,7 +164,7 @@ int enable(const PreloadPaths& paths)
     if (collected.entries != std::vector<std::string>{paths.entry}) {
         fprintf(stderr, "nvsharectl: %s\n",
                 collected.warnings.empty() ? "NVSHARE_PRELOAD_ENTRY: not a single library"
-                                         : collected.warnings[0].c_str());
+                                           : collected.warnings[0].c_str());
         return kUsage;
     }
     LibraryChecker checker;
