@@ -14,6 +14,7 @@
 
 #include "build-config.h"
 #include "cli/exit_codes.h"
+#include "cli/library_facts.h"
 #include "cli/preload_files.h"
 #include "common/preload_merge.h"
 
@@ -44,11 +45,13 @@ void warn(const std::string& text)
     fprintf(stderr, "nvsharectl: warning: %s\n", text.c_str());
 }
 
-// The drop-ins' entries whose libraries exist, with warnings printed for
-// the rest: a missing library would make every program print an error, so it
-// is listed once it exists (the library before the line).
-bool usable_entries(const PreloadPaths& paths, std::vector<std::string>* entries,
-                    size_t* drop_in_count, FileError* error)
+// The drop-ins' entries that ld.so can load and only root can change, with
+// a warning for each of the rest: a library ld.so cannot load makes every
+// program print an error, and one that others can replace runs their code in
+// root's processes. A left-out entry is listed by the next merge that finds
+// it fine (nvshare-preload.path runs one when nvshare's library changes).
+bool usable_entries(const PreloadPaths& paths, LibraryChecker& checker,
+                    std::vector<std::string>* entries, size_t* drop_in_count, FileError* error)
 {
     std::vector<preload::DropIn> drop_ins;
     std::vector<std::string> warnings;
@@ -61,12 +64,11 @@ bool usable_entries(const PreloadPaths& paths, std::vector<std::string>* entries
     for (const auto& w : collected.warnings)
         warn(paths.dir + "/" + w);
     for (auto& entry : collected.entries) {
-        if (library_present(entry))
+        const LibraryCheck checked = checker.check(entry);
+        if (checked.problem.empty())
             entries->push_back(std::move(entry));
         else
-            warn(entry +
-                 ": no such library; left out until it is installed (then run "
-                 "'nvsharectl preload merge')");
+            warn(entry + ": " + checked.problem + "; left out of " + paths.file);
     }
     return true;
 }
@@ -94,14 +96,16 @@ bool write_merge(const PreloadPaths& paths, const std::string& old_state,
     return new_state == old_state || replace_file(paths.state, new_state, error);
 }
 
-// Regenerates the file from the drop-ins; `retired` entries go as well.
-// Called with the drop-in lock held.
-int merge_locked(const PreloadPaths& paths, const std::vector<std::string>& retired)
+// Regenerates the file from the drop-ins; `retired` entries go as well,
+// also from lines they share with other names, unless a drop-in lists them.
+// *written: the file's content afterwards. Called with the drop-in lock held.
+int merge_locked(const PreloadPaths& paths, LibraryChecker& checker,
+                 const std::vector<std::string>& retired, std::string* written = nullptr)
 {
     FileError error;
     std::vector<std::string> entries;
     size_t drop_in_count = 0;
-    if (!usable_entries(paths, &entries, &drop_in_count, &error))
+    if (!usable_entries(paths, checker, &entries, &drop_in_count, &error))
         return report(error);
 
     // What earlier merges wrote is theirs to take out again.
@@ -116,11 +120,19 @@ int merge_locked(const PreloadPaths& paths, const std::vector<std::string>& reti
     bool exists = false;
     if (!read_regular_file(paths.file, kMaxPreloadFileBytes, &current, &exists, &error))
         return report(error);
-    const preload::MergeResult merged = preload::merge(current, entries, owned);
+    preload::MergeResult merged = preload::merge(current, entries, owned);
+    std::vector<std::string> unwanted;
+    for (const auto& r : retired)
+        if (std::find(entries.begin(), entries.end(), r) == entries.end())
+            unwanted.push_back(r);
+    merged.text = preload::unlist(merged.text, unwanted);
+    merged.changed = merged.text != current;
     for (const auto& w : merged.warnings)
         warn(paths.file + ": " + w);
     if (!write_merge(paths, state, entries, merged, &error))
         return report(error);
+    if (written != nullptr)
+        *written = merged.text;
 
     const std::string entry_count = count(entries.size(), "entry", "entries");
     const std::string drop_in_summary = count(drop_in_count, "drop-in", "drop-ins");
@@ -141,24 +153,32 @@ int merge(const PreloadPaths& paths, const std::vector<std::string>& retired = {
     FileError error;
     if (!lock.acquire(paths.dir, &error))
         return report(error);
-    return merge_locked(paths, retired);
+    LibraryChecker checker;
+    return merge_locked(paths, checker, retired);
 }
 
 int enable(const PreloadPaths& paths)
 {
     // Only NVSHARE_PRELOAD_ENTRY can make the entry unusable: say so in its name.
-    const auto checked = preload::collect_entries({{"NVSHARE_PRELOAD_ENTRY", paths.entry}});
-    if (checked.entries != std::vector<std::string>{paths.entry}) {
+    const auto collected = preload::collect_entries({{"NVSHARE_PRELOAD_ENTRY", paths.entry}});
+    if (collected.entries != std::vector<std::string>{paths.entry}) {
         fprintf(stderr, "nvsharectl: %s\n",
-                checked.warnings.empty() ? "NVSHARE_PRELOAD_ENTRY: not a single library"
-                                         : checked.warnings[0].c_str());
+                collected.warnings.empty() ? "NVSHARE_PRELOAD_ENTRY: not a single library"
+                                           : collected.warnings[0].c_str());
         return kUsage;
     }
-    if (!library_present(paths.entry)) {
+    LibraryChecker checker;
+    const LibraryCheck checked = checker.check(paths.entry);
+    if (checked.missing) {
         fprintf(stderr,
                 "nvsharectl: %s is not installed; install libnvshare.so before enabling it\n",
                 paths.entry.c_str());
         return kNotFound;
+    }
+    if (!checked.problem.empty()) {
+        fprintf(stderr, "nvsharectl: %s: %s; not enabling it\n", paths.entry.c_str(),
+                checked.problem.c_str());
+        return kFailed;
     }
     DropInLock lock;
     FileError error;
@@ -171,7 +191,32 @@ int enable(const PreloadPaths& paths)
     // An existing drop-in is kept as it is: an administrator may have edited it.
     if (!exists && !replace_file(paths.drop_in, preload::drop_in_text(paths.entry), &error))
         return report(error);
-    return merge_locked(paths, {});
+    return merge_locked(paths, checker, {});
+}
+
+// The names in `text` that ld.so would read as nvshare's library: its entry,
+// and any other spelling of the same file (another token form, a symbolic
+// link, the expanded path).
+std::vector<std::string> spellings_of(const PreloadPaths& paths, LibraryChecker& checker,
+                                      std::string_view text)
+{
+    std::string why;
+    const std::string ours = checker.expand(paths.entry, &why);
+    struct stat our_st {};
+    const bool ours_exists = !ours.empty() && stat(ours.c_str(), &our_st) == 0;
+    std::vector<std::string> out = {paths.entry};
+    for (const auto& name : preload::glibc_entries(text)) {
+        if (std::find(out.begin(), out.end(), name) != out.end())
+            continue;
+        const std::string path = checker.expand(name, &why);
+        struct stat st {};
+        if (path.empty())
+            continue;
+        if (path == ours || (ours_exists && stat(path.c_str(), &st) == 0 &&
+                             st.st_dev == our_st.st_dev && st.st_ino == our_st.st_ino))
+            out.push_back(name);
+    }
+    return out;
 }
 
 int disable(const PreloadPaths& paths)
@@ -180,10 +225,29 @@ int disable(const PreloadPaths& paths)
     FileError error;
     if (!lock.acquire(paths.dir, &error))
         return report(error);
+    std::string current;
+    bool exists = false;
+    if (!read_regular_file(paths.file, kMaxPreloadFileBytes, &current, &exists, &error))
+        return report(error);
     if (!remove_file(paths.drop_in, &error))
         return report(error);
-    // The line goes even if someone had added it by hand: disable means off.
-    return merge_locked(paths, {paths.entry});
+    // The library goes however it is listed, also where someone added it by
+    // hand: disable means off, or says loudly that it is not.
+    LibraryChecker checker;
+    const std::vector<std::string> spellings = spellings_of(paths, checker, current);
+    std::string written;
+    if (const int rc = merge_locked(paths, checker, spellings, &written); rc != kOk)
+        return rc;
+    for (const auto& name : preload::glibc_entries(written)) {
+        if (std::find(spellings.begin(), spellings.end(), name) != spellings.end()) {
+            fprintf(stderr,
+                    "nvsharectl: %s still lists %s: a drop-in in %s lists it; remove it there "
+                    "and run 'nvsharectl preload merge'\n",
+                    paths.file.c_str(), name.c_str(), paths.dir.c_str());
+            return kFailed;
+        }
+    }
+    return kOk;
 }
 
 int status(const GlobalOptions& options, const PreloadPaths& paths)
@@ -198,14 +262,18 @@ int status(const GlobalOptions& options, const PreloadPaths& paths)
     const auto active_entries = preload::glibc_entries(current);
     const bool active = std::find(active_entries.begin(), active_entries.end(), paths.entry) !=
                         active_entries.end();
-    const bool present = library_present(paths.entry);
-    const std::string library = preload::expand_lib_token(paths.entry, NVSHARE_LD_LIB);
+    LibraryChecker checker;
+    const LibraryCheck checked = checker.check(paths.entry);
+    const bool present = !checked.missing;
+    const std::string& library = checked.path;
 
     if (options.json) {
         const nlohmann::json j = {
             {"entry", paths.entry},
             {"library", library.empty() ? paths.entry : library},
             {"library_installed", present},
+            {"library_problem",
+             checked.problem.empty() ? nlohmann::json(nullptr) : nlohmann::json(checked.problem)},
             {"drop_in", paths.drop_in},
             {"drop_in_present", drop_in_exists},
             {"file", paths.file},
@@ -225,9 +293,11 @@ int status(const GlobalOptions& options, const PreloadPaths& paths)
     printf("Listed:  %s\n", listed.empty() ? "(nothing)" : listed.c_str());
     printf("Active:  %s\n", active ? "yes: every new process loads libnvshare.so"
                                    : "no: processes run without libnvshare.so");
+    if (!checked.problem.empty() && !checked.missing)
+        warn(paths.entry + ": " + checked.problem);
     if (active && !present)
         warn("every program start prints an ld.so error; run 'nvsharectl preload disable'");
-    else if (drop_in_exists && !active && present)
+    else if (drop_in_exists && !active && checked.problem.empty())
         warn(paths.file + " is out of step with its drop-ins; run 'nvsharectl preload merge'");
     return kOk;
 }

@@ -246,13 +246,4 @@ bool remove_file(const std::string& path, FileError* error)
     return sync_dir(parent_dir(path), error);
 }
 
-bool library_present(const std::string& entry)
-{
-    const std::string path = preload::expand_lib_token(entry, NVSHARE_LD_LIB);
-    if (path.empty())
-        return true;
-    struct stat st {};
-    return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
-
 }  // namespace nvshare::cli

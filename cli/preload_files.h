@@ -66,8 +66,4 @@ bool replace_file(const std::string& path, const std::string& text, FileError* e
 // Removes `path` (missing is fine) and syncs its directory.
 bool remove_file(const std::string& path, FileError* error);
 
-// True if the library an entry names is a regular file here; also true when
-// the entry uses a token that cannot be expanded here (it cannot be checked).
-bool library_present(const std::string& entry);
-
 }  // namespace nvshare::cli

@@ -1,7 +1,6 @@
 #include "common/preload_merge.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cstring>
 
 namespace nvshare::preload {
@@ -84,16 +83,16 @@ std::string printable(std::string_view s)
 
 }  // namespace
 
-std::vector<std::string> glibc_entries(std::string_view text)
+std::vector<Span> glibc_entry_spans(std::string_view text)
 {
-    std::vector<std::string> out;
+    std::vector<Span> out;
     if (text.empty())
         return out;  // ld.so maps nothing for an empty file
     std::string file(text);
     // rtld.c's comment removal, quirk included: it searches [file, file +
     // rest) from the start each time, and `rest` shrinks by the offset of the
     // comment found plus the bytes blanked, so late comments stay unseen and
-    // one may be blanked only in part.
+    // one may be blanked only in part. Blanking keeps every offset.
     size_t rest = file.size();
     while (rest > 0) {
         const size_t comment = std::string_view(file.data(), rest).find('#');
@@ -108,27 +107,34 @@ std::vector<std::string> glibc_entries(std::string_view text)
     // rtld.c splits a NUL-terminated copy with strsep, so a NUL byte ends the
     // list; a last name without a trailing separator is loaded separately
     // (up to its own first NUL).
-    std::string_view last;
+    size_t last = file.size();
     size_t end = file.size();
     if (!is_separator(file.back())) {
-        size_t start = file.size();
-        while (start > 0 && !is_separator(file[start - 1]))
-            --start;
-        last = std::string_view(file).substr(start);
-        end = start;
+        last = file.size();
+        while (last > 0 && !is_separator(file[last - 1]))
+            --last;
+        end = last;
     }
-    const std::string_view head(file.data(), strnlen(file.data(), end));
+    const size_t head = strnlen(file.data(), end);
     size_t pos = 0;
-    while (pos < head.size()) {
+    while (pos < head) {
         size_t stop = pos;
-        while (stop < head.size() && !is_separator(head[stop]))
+        while (stop < head && !is_separator(file[stop]))
             ++stop;
         if (stop > pos)
-            out.emplace_back(head.substr(pos, stop - pos));
+            out.push_back({pos, stop - pos});
         pos = stop + 1;
     }
-    if (!last.empty() && last.front() != '\0')
-        out.emplace_back(last.data(), strnlen(last.data(), last.size()));
+    if (last < file.size() && file[last] != '\0')
+        out.push_back({last, strnlen(file.data() + last, file.size() - last)});
+    return out;
+}
+
+std::vector<std::string> glibc_entries(std::string_view text)
+{
+    std::vector<std::string> out;
+    for (const Span& span : glibc_entry_spans(text))
+        out.emplace_back(text.substr(span.offset, span.length));
     return out;
 }
 
@@ -229,43 +235,12 @@ std::string state_text(const std::vector<std::string>& entries)
     return out;
 }
 
-std::string expand_lib_token(std::string_view entry, std::string_view lib)
+std::string unlist(std::string_view text, const std::vector<std::string>& names)
 {
-    std::string out;
-    size_t i = 0;
-    while (i < entry.size()) {
-        if (entry[i] != '$') {
-            out += entry[i++];
-            continue;
-        }
-        // ld.so's dynamic string tokens: $NAME (ended by a character that
-        // cannot be part of a name) or ${NAME}.
-        const std::string_view rest = entry.substr(i + 1);
-        std::string_view name;
-        size_t length = 0;
-        for (std::string_view token : {"ORIGIN", "PLATFORM", "LIB"}) {
-            const bool braced = rest.size() >= token.size() + 2 && rest[0] == '{' &&
-                                rest.substr(1, token.size()) == token &&
-                                rest[token.size() + 1] == '}';
-            const bool plain = rest.substr(0, token.size()) == token &&
-                               (rest.size() == token.size() ||
-                                !(isalnum(static_cast<unsigned char>(rest[token.size()])) ||
-                                  rest[token.size()] == '_'));
-            if (braced || plain) {
-                name = token;
-                length = 1 + token.size() + (braced ? 2 : 0);
-                break;
-            }
-        }
-        if (name.empty()) {
-            out += entry[i++];  // not a token: ld.so keeps the '$'
-            continue;
-        }
-        if (name != "LIB" || lib.empty())
-            return {};
-        out += lib;
-        i += length;
-    }
+    std::string out(text);
+    for (const Span& span : glibc_entry_spans(text))
+        if (contains(names, text.substr(span.offset, span.length)))
+            out.replace(span.offset, span.length, span.length, ' ');
     return out;
 }
 

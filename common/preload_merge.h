@@ -28,6 +28,13 @@ inline constexpr size_t kMaxDropInBytes = 64 * 1024;
 // a NUL byte ends the list.
 std::vector<std::string> glibc_entries(std::string_view text);
 
+// Where glibc_entries' names stand in `text`: offset and length of each.
+struct Span {
+    size_t offset = 0;
+    size_t length = 0;
+};
+std::vector<Span> glibc_entry_spans(std::string_view text);
+
 // The entries of a list in the same format, read as intended: every '#'
 // starts a comment. Used for the drop-ins and the merge state.
 std::vector<std::string> list_entries(std::string_view text);
@@ -70,11 +77,12 @@ MergeResult merge(std::string_view current, const std::vector<std::string>& entr
 // last written, so they can be taken out once no drop-in lists them.
 std::string state_text(const std::vector<std::string>& entries);
 
-// `entry` with ld.so's $LIB / ${LIB} token replaced by `lib` (e.g.
-// "lib/x86_64-linux-gnu"); empty if the entry holds a dynamic string token
-// that cannot be expanded here ($PLATFORM, $ORIGIN, or $LIB with `lib`
-// empty), so the caller cannot check the file.
-std::string expand_lib_token(std::string_view entry, std::string_view lib);
+// `text` with every name ld.so reads that is one of `names` overwritten by
+// blanks, wherever it stands: also on a line shared with other names, which
+// merge() leaves alone. Blanks of the same length keep every other byte where
+// it was, so rtld.c's comment window, and with it everything else ld.so
+// reads, stays exactly as before.
+std::string unlist(std::string_view text, const std::vector<std::string>& names);
 
 // The content of the drop-in `nvsharectl preload enable` writes. The
 // nvshare.conf that meson installs (systemd/nvshare-preload.conf.in) must be

@@ -9,7 +9,10 @@
 // and in order, followed by each entry once; merging again changes nothing;
 // after disable our entry is gone unless a drop-in still lists it; enable then
 // disable gives the file back; the state reads back as what was written; and
-// where ld.so's reading cannot differ from the intended one, it does not.
+// where ld.so's reading cannot differ from the intended one, it does not;
+// unlist (disable's fallback for shared lines) leaves ld.so reading every
+// other name, in order, and not the unlisted one; token expansion never
+// leaves a token it knows in a path it returns.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -17,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/preload_library.h"
 #include "common/preload_merge.h"
 #include "tests/fuzz/fuzz_check.h"
 
@@ -131,8 +135,25 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
     // (rtld.c's quirk) and no NUL byte.
     if (current.find_first_of(std::string_view("#\0", 2)) == std::string::npos)
         FUZZ_CHECK(pm::glibc_entries(current) == pm::list_entries(current));
-    for (const auto& e : pm::list_entries(current))
-        (void)pm::expand_lib_token(e, "lib/x86_64-linux-gnu");
+    for (const auto& e : pm::list_entries(current)) {
+        std::string why;
+        const std::string path = pm::expand_tokens(e, {"lib/x86_64-linux-gnu", "haswell"}, &why);
+        FUZZ_CHECK(path.empty() != why.empty());
+        FUZZ_CHECK(path.empty() || !pm::uses_platform(path));
+    }
+
+    // unlist: same length, and ld.so reads the other names as before.
+    const std::vector<std::string> before = pm::glibc_entries(current);
+    if (!before.empty()) {
+        const std::vector<std::string> gone = {before[before.size() / 2]};
+        const std::string unlisted = pm::unlist(current, gone);
+        FUZZ_CHECK(unlisted.size() == current.size());
+        std::vector<std::string> expected;
+        for (const auto& e : before)
+            if (e != gone[0])
+                expected.push_back(e);
+        FUZZ_CHECK(pm::glibc_entries(unlisted) == expected);
+    }
 
     // enable: our drop-in joins the admin's.
     const std::vector<std::string> enabled_entries =

@@ -141,6 +141,11 @@ def check_tree():
         merge_service = under(destdir, UNITDIR + "/nvshare-preload.service")
         check(unit_values(merge_service, "ExecStart") == [BINDIR + "/nvsharectl preload merge"],
               "nvshare-preload.service does not run the installed nvsharectl")
+        # The merge runs again when the installed library changes.
+        path_unit = under(destdir, UNITDIR + "/nvshare-preload.path")
+        check(unit_values(path_unit, "PathChanged") ==
+              ["/etc/ld.so.preload.d", LIBDIR + "/libnvshare.so"],
+              "nvshare-preload.path does not watch the drop-ins and the installed library")
         sock = under(destdir, UNITDIR + "/nvshare.socket")
         check(unit_values(sock, "ListenStream") == [SOCKET_PATH],
               f"nvshare.socket does not listen on {SOCKET_PATH}")

@@ -93,7 +93,9 @@ class PreloadTest(unittest.TestCase):
             if os.path.lexists(path):
                 os.unlink(path)
         shutil.rmtree(DROP_IN_DIR, ignore_errors=True)
-        self.tmp = tempfile.mkdtemp(prefix="nvshare-preload-")
+        # Under the private /etc (root's, 0755): the merge lists no library
+        # below a directory others can write, such as /tmp.
+        self.tmp = tempfile.mkdtemp(prefix="nvshare-lib-", dir="/etc")
         os.chmod(self.tmp, 0o755)
         # The library under $LIB, so the entry exercises ld.so's expansion of
         # it, as /usr/$LIB/libnvshare.so does.
@@ -109,6 +111,12 @@ class PreloadTest(unittest.TestCase):
             os.unlink(PRELOAD)
         shutil.rmtree(DROP_IN_DIR, ignore_errors=True)
         shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def place(self, path):
+        """The marker library at `path`, root's, 0755."""
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        shutil.copy(MARKER, path)
+        return path
 
     def make_library(self, name):
         path = os.path.join(self.tmp, LIB_TOKEN, name) if LIB_TOKEN else os.path.join(self.tmp, name)
@@ -136,6 +144,28 @@ class PreloadTest(unittest.TestCase):
             if os.path.isdir(d):
                 left = [n for n in os.listdir(d) if n.startswith(".") and n != ".merged"]
                 self.assertEqual(left, [], f"temporary files left in {d}")
+
+    def ld_so_refuses(self, name, prefix=()):
+        """Lists `name` by hand; True if the real ld.so then prints its error."""
+        write(PRELOAD, name.encode() + b"\n")
+        try:
+            _, err = self.probe(prefix=prefix)
+        finally:
+            os.unlink(PRELOAD)
+        return f"ERROR: ld.so: object '{name}' from /etc/ld.so.preload cannot be preloaded" in err
+
+    def assert_left_out(self, name, reason):
+        """With nvshare enabled, a drop-in listing `name` leaves it out with a
+        warning naming it and `reason`; ld.so reads only nvshare's entry and
+        every process starts without an error."""
+        self.ctl("preload", "enable")
+        write(os.path.join(DROP_IN_DIR, "50-other.conf"), name.encode() + b"\n")
+        r = self.ctl("preload", "merge")
+        self.assertIn(f"warning: {name}: ", r.stderr)
+        self.assertIn(reason, r.stderr)
+        self.assertIn("left out of /etc/ld.so.preload", r.stderr)
+        self.assertEqual(ldso_reads(), [self.entry])
+        self.assertEqual(self.probe(), (0, "preload-marker: loaded, euid 0\n"))
 
     # ---- the tests --------------------------------------------------------------
 
@@ -279,7 +309,9 @@ class PreloadTest(unittest.TestCase):
         r = self.ctl("preload", "enable")
         self.assertEqual(read(PRELOAD), junk + b"\n" + self.entry.encode() + b"\n")
         self.ctl("preload", "disable")
-        self.assertEqual(read(PRELOAD), junk + b"\n")
+        # The entry sharing its line with a ':' is blanked out (same length).
+        blanked = junk.replace(self.entry.encode() + b":", b" " * len(self.entry) + b":")
+        self.assertEqual(read(PRELOAD), blanked + b"\n")
         # A NUL byte hides everything after it from ld.so: said, not hidden.
         write(PRELOAD, b"/opt/x.so\n\x00junk\n")
         r = self.ctl("preload", "enable")
@@ -318,7 +350,7 @@ class PreloadTest(unittest.TestCase):
         self.assertIn("up to date", r.stdout)
         for needle in ("10-binary.conf: contains a NUL byte", "'libbare.so' is not an absolute",
                        "'../up.so' is not an absolute", "30-huge.conf: larger than 64 KiB",
-                       "/nonexistent/libgone.so: no such library", "50-masked.conf: not a regular"):
+                       "/nonexistent/libgone.so: no such file: /nonexistent", "50-masked.conf: not a regular"):
             self.assertIn(needle, r.stderr)
         self.assertEqual(ldso_reads(), [self.entry])
 
@@ -403,6 +435,189 @@ class PreloadTest(unittest.TestCase):
         self.assertEqual((on["active"], on["drop_in_present"]), (True, True))
         text = self.ctl("preload", "status").stdout
         self.assertIn("Active:  yes", text)
+
+    # ---- only what ld.so can load, and only root can change ------------------
+
+    def ld_so_platform(self):
+        """What ld.so expands $PLATFORM to (glibc 2.36 picks "haswell" on
+        such Intel CPUs, unlike the kernel's AT_PLATFORM)."""
+        r = subprocess.run(["/bin/true"], env=dict(os.environ, LD_SHOW_AUXV="1"),
+                           capture_output=True, text=True, timeout=60)
+        at_platform = [l.split()[-1] for l in r.stdout.splitlines() if l.startswith("AT_PLATFORM:")]
+        # ld.so's own value: the directory it loads a $PLATFORM entry from.
+        candidates = set(at_platform + ["haswell", "xeon_phi", "x86_64", "i686", "aarch64"])
+        for name in candidates:
+            self.place(os.path.join(self.tmp, "plat", name, "libmarker.so"))
+        entry = os.path.join(self.tmp, "plat", "$PLATFORM", "libmarker.so")
+        write(PRELOAD, entry.encode() + b"\n")
+        try:
+            r = subprocess.run(["cat", "/proc/self/maps"], capture_output=True, text=True,
+                               timeout=60)
+        finally:
+            os.unlink(PRELOAD)
+        mapped = [n for n in candidates if f"/plat/{n}/libmarker.so" in r.stdout]
+        shutil.rmtree(os.path.join(self.tmp, "plat"))
+        self.assertEqual(len(mapped), 1, r.stdout)
+        return mapped[0], at_platform[0] if at_platform else ""
+
+    def test_platform_is_expanded_as_ld_so_does(self):
+        platform, at_platform = self.ld_so_platform()
+        entry = os.path.join(self.tmp, "plat", "$PLATFORM", "libmarker.so")
+        # Only where ld.so looks: listed, and loaded.
+        self.place(os.path.join(self.tmp, "plat", platform, "libmarker.so"))
+        self.ctl("preload", "enable")
+        write(os.path.join(DROP_IN_DIR, "50-other.conf"), entry.encode() + b"\n")
+        r = self.ctl("preload", "merge")
+        self.assertNotIn("warning", r.stderr)
+        self.assertEqual(ldso_reads(), [entry, self.entry])
+        rc, err = self.probe()
+        self.assertEqual(err, "preload-marker: loaded, euid 0\n" * 2)
+        # Missing there: left out, where listing it makes ld.so complain.
+        shutil.rmtree(os.path.join(self.tmp, "plat"))
+        if at_platform and at_platform != platform:
+            # The kernel's AT_PLATFORM directory is not where ld.so looks.
+            self.place(os.path.join(self.tmp, "plat", at_platform, "libmarker.so"))
+        r = self.ctl("preload", "merge")
+        self.assertIn(f"warning: {entry}: no such file: {self.tmp}/plat/{platform}", r.stderr)
+        self.assertEqual(ldso_reads(), [self.entry])
+        self.assertEqual(self.probe(), (0, "preload-marker: loaded, euid 0\n"))
+        self.assertTrue(self.ld_so_refuses(entry))
+
+    def test_a_file_that_is_not_an_elf_shared_object_is_left_out(self):
+        text = self.make_library("libtext.so")
+        write(text, b"INPUT(-lc)\n")  # a linker script, as libc.so is
+        self.assert_left_out(text, "is not an ELF file")
+        self.assertTrue(self.ld_so_refuses(text))
+        os.unlink(os.path.join(DROP_IN_DIR, "50-other.conf"))
+        # An executable (ET_EXEC) ld.so cannot preload either.
+        shutil.copy("/bin/sh" if not os.path.islink("/bin/sh") else os.path.realpath("/bin/sh"),
+                    text)
+        with open(text, "rb") as f:
+            elf_type = f.read(18)[16]
+        if elf_type == 2:
+            self.assert_left_out(text, "is an executable, not a shared object")
+            self.assertTrue(self.ld_so_refuses(text))
+
+    def elf_header(self, elf_class, machine, elf_type=3):
+        """An ELF header alone (ld.so reads no further than what it rejects)."""
+        import struct
+        ident = b"\x7fELF" + bytes([elf_class, 1, 1, 0]) + bytes(8)
+        if elf_class == 2:
+            rest = struct.pack("<HHIQQQIHHHHHH", elf_type, machine, 1, 0, 64, 0, 0, 64, 56, 0,
+                               64, 0, 0)
+        else:
+            rest = struct.pack("<HHIIIIIHHHHHH", elf_type, machine, 1, 0, 52, 0, 0, 52, 32, 0,
+                               40, 0, 0)
+        return ident + rest
+
+    def test_wrong_elf_class_or_machine_is_left_out(self):
+        if os.uname().machine != "x86_64":
+            self.skipTest("the crafted headers assume an x86-64 host")
+        lib32 = self.make_library("lib32.so")
+        write(lib32, self.elf_header(1, 3))  # ELFCLASS32, EM_386
+        self.assert_left_out(lib32, "is a 32-bit ELF object; programs here are 64-bit")
+        self.assertTrue(self.ld_so_refuses(lib32))
+        arm = self.make_library("libarm.so")
+        write(arm, self.elf_header(2, 183))  # ELFCLASS64, EM_AARCH64
+        write(os.path.join(DROP_IN_DIR, "50-other.conf"), arm.encode() + b"\n")
+        r = self.ctl("preload", "merge")
+        self.assertIn(f"warning: {arm}: {arm} is built for AArch64; programs here are x86-64",
+                      r.stderr)
+        self.assertEqual(ldso_reads(), [self.entry])
+        self.assertTrue(self.ld_so_refuses(arm))
+
+    def test_a_library_only_root_can_read_is_left_out(self):
+        secret = self.make_library("libsecret.so")
+        os.chmod(secret, 0o600)
+        self.assert_left_out(secret, "is not readable by every user (mode 0600)")
+        setpriv = shutil.which("setpriv")
+        if setpriv:
+            # Root's processes would load it; everyone else's would complain.
+            self.assertTrue(self.ld_so_refuses(
+                secret, prefix=(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups")))
+
+    def test_a_library_in_a_world_writable_directory_is_left_out(self):
+        for mode in (0o777, 0o1777, 0o775):
+            with self.subTest(mode=oct(mode)):
+                shared = os.path.join(self.tmp, "shared")
+                os.makedirs(shared, exist_ok=True)
+                os.chmod(shared, mode)
+                lib = os.path.join(shared, "libmarker.so")
+                shutil.copy(MARKER, lib)
+                self.assert_left_out(lib, f"directory {shared} is writable by group or others "
+                                          f"(mode {mode:04o})")
+        # Through a symbolic link too: the directory it leads into counts.
+        link = os.path.join(self.tmp, "via-link")
+        os.symlink(shared, link)
+        self.assert_left_out(os.path.join(link, "libmarker.so"), f"directory {shared} is writable")
+
+    def test_a_library_not_owned_by_root_is_left_out(self):
+        lib = self.make_library("libnobody.so")
+        os.chown(lib, 65534, 65534)
+        self.assert_left_out(lib, f"file {lib} is owned by uid 65534, not root")
+        os.chown(lib, 0, 0)
+        owned = os.path.join(self.tmp, "nobodys")
+        os.makedirs(owned)
+        os.chown(owned, 65534, 65534)
+        shutil.copy(MARKER, os.path.join(owned, "libx.so"))
+        self.assert_left_out(os.path.join(owned, "libx.so"),
+                             f"directory {owned} is owned by uid 65534, not root")
+
+    def test_a_deleted_or_replaced_library_goes_on_the_next_merge(self):
+        other = self.make_library("libother.so")
+        self.ctl("preload", "enable")
+        write(os.path.join(DROP_IN_DIR, "50-other.conf"), other.encode() + b"\n")
+        self.ctl("preload", "merge")
+        self.assertEqual(ldso_reads(), [other, self.entry])
+        os.unlink(other)
+        r = self.ctl("preload", "merge")
+        self.assertIn(f"warning: {other}: no such file: {other}", r.stderr)
+        self.assertEqual(ldso_reads(), [self.entry])
+        self.assertEqual(self.probe(), (0, "preload-marker: loaded, euid 0\n"))
+        # nvshare's own library replaced by something ld.so cannot load.
+        write(self.library, b"garbage")
+        r = self.ctl("preload", "merge")
+        self.assertIn("is not an ELF file", r.stderr)
+        self.assertFalse(os.path.lexists(PRELOAD))
+        self.assertEqual(self.probe(), (0, ""))
+        # Back in place: listed again by the next merge.
+        shutil.copy(MARKER, self.library)
+        self.ctl("preload", "merge")
+        self.assertEqual(ldso_reads(), [self.entry])
+
+    def test_enable_refuses_a_library_ld_so_must_not_load(self):
+        os.chmod(self.library, 0o666)
+        r = self.ctl("preload", "enable", expect=1)
+        self.assertIn("writable by group or others (mode 0666); not enabling it", r.stderr)
+        self.assertFalse(os.path.lexists(DROP_IN))
+        self.assertFalse(os.path.lexists(PRELOAD))
+        status = json.loads(self.ctl("--json", "preload", "status").stdout)
+        self.assertIn("writable by group or others", status["library_problem"])
+
+    def test_disable_unlists_the_library_from_a_shared_line(self):
+        foreign = self.make_library("libforeign.so")
+        # By hand, on shared lines, in two spellings (the entry and its path).
+        lines = (f"{foreign} {self.entry}\n/opt/absent.so:{self.library}\t{foreign}\n").encode()
+        write(PRELOAD, lines)
+        self.ctl("preload", "enable")
+        rc, err = self.probe()
+        self.assertEqual(err.count("preload-marker: loaded"), 2, err)  # each library once
+        self.ctl("preload", "disable")
+        self.assertNotIn(self.entry, ldso_reads())
+        self.assertEqual(ldso_reads(), [foreign, "/opt/absent.so", foreign])
+        data = read(PRELOAD)
+        self.assertEqual(len(data), len(lines))  # blanked, every other byte in place
+        rc, err = self.probe()
+        self.assertEqual(err.count("preload-marker: loaded"), 1, err)
+        r = subprocess.run(["cat", "/proc/self/maps"], capture_output=True, text=True, timeout=60)
+        self.assertNotIn(self.library, r.stdout)
+
+    def test_disable_fails_loudly_while_a_drop_in_lists_the_library(self):
+        self.ctl("preload", "enable")
+        write(os.path.join(DROP_IN_DIR, "50-other.conf"), self.entry.encode() + b"\n")
+        r = self.ctl("preload", "disable", expect=1)
+        self.assertIn(f"still lists {self.entry}: a drop-in in {DROP_IN_DIR} lists it", r.stderr)
+        self.assertEqual(ldso_reads(), [self.entry])
 
     def test_setuid_programs_load_the_entry(self):
         su = shutil.which("su")

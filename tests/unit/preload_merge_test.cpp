@@ -275,24 +275,54 @@ TEST(MergeState, ListsTheEntriesAndNothingElse)
     EXPECT_THAT(list_entries(state_text({})), IsEmpty());
 }
 
-// ---- $LIB and the drop-in text -----------------------------------------------------
+// ---- disable: unlisting a name wherever it stands -------------------------------
 
-TEST(ExpandLib, ReplacesLibInBothSpellings)
+TEST(Unlist, BlanksTheNameOnASharedLineAndKeepsEveryOffset)
 {
-    EXPECT_EQ(expand_lib_token("/usr/$LIB/libnvshare.so", "lib/x86_64-linux-gnu"),
-              "/usr/lib/x86_64-linux-gnu/libnvshare.so");
-    EXPECT_EQ(expand_lib_token("/usr/${LIB}/x.so", "lib64"), "/usr/lib64/x.so");
-    EXPECT_EQ(expand_lib_token("/plain/path.so", ""), "/plain/path.so");
+    const std::string file = "/a.so /usr/$LIB/libnvshare.so:/b.so\n";
+    const std::string out = unlist(file, kNvshare);
+    EXPECT_EQ(out, "/a.so " + std::string(23, ' ') + ":/b.so\n");
+    EXPECT_THAT(glibc_entries(out), ElementsAre("/a.so", "/b.so"));
 }
 
-TEST(ExpandLib, UnknownDollarIsLiteralOthersUncheckable)
+TEST(Unlist, EverySeparatorAndTheLastNameWithoutNewline)
 {
-    EXPECT_EQ(expand_lib_token("/opt/$LIBRARY/x.so", "lib"), "/opt/$LIBRARY/x.so");
-    EXPECT_EQ(expand_lib_token("/opt/$/x.so", "lib"), "/opt/$/x.so");
-    EXPECT_EQ(expand_lib_token("/usr/$PLATFORM/x.so", "lib"), "");
-    EXPECT_EQ(expand_lib_token("$ORIGIN/x.so", "lib"), "");
-    EXPECT_EQ(expand_lib_token("/usr/$LIB/x.so", ""), "");
+    const std::string file = "/x.so\t/n.so\n/n.so:/y.so /n.so";
+    const std::string out = unlist(file, {"/n.so"});
+    EXPECT_EQ(out.size(), file.size());
+    EXPECT_THAT(glibc_entries(out), ElementsAre("/x.so", "/y.so"));
 }
+
+TEST(Unlist, FollowsGlibcsCommentQuirkAndLeavesCommentsAlone)
+{
+    // ld.so reads "ghij" out of the late comment; "one" in the first
+    // comment is not read, so it stays.
+    const std::string file = "# one\n#abcdefghij\n";
+    EXPECT_THAT(glibc_entries(file), ElementsAre("ghij"));
+    EXPECT_EQ(unlist(file, {"one"}), file);
+    const std::string out = unlist(file, {"ghij"});
+    EXPECT_THAT(glibc_entries(out), IsEmpty());
+    EXPECT_EQ(out, "# one\n#abcdef    \n");
+}
+
+TEST(Unlist, NamesAfterANulAreNotReadAndNotTouched)
+{
+    using namespace std::string_literals;
+    const std::string file = "/n.so\n\0/n.so\n"s;
+    EXPECT_EQ(unlist(file, {"/n.so"}), "     \n\0/n.so\n"s);
+}
+
+TEST(GlibcEntrySpans, PointAtTheNames)
+{
+    const std::string file = "  /a.so\t:/b.so\n/c";
+    std::vector<std::string> named;
+    for (const Span& s : glibc_entry_spans(file))
+        named.push_back(file.substr(s.offset, s.length));
+    EXPECT_EQ(named, glibc_entries(file));
+    EXPECT_THAT(named, ElementsAre("/a.so", "/b.so", "/c"));
+}
+
+// ---- the drop-in text ---------------------------------------------------------------
 
 TEST(DropInText, ListsTheEntryOnItsOwnLine)
 {
