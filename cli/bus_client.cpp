@@ -47,8 +47,10 @@ int report_bus_error(const sdbus::Error& e, const std::string& action)
     auto is = [&name](const char* prefix) { return name.rfind(prefix, 0) == 0; };
     if (name == "org.freedesktop.DBus.Error.AccessDenied" ||
         name == "org.freedesktop.DBus.Error.InteractiveAuthorizationRequired") {
-        fprintf(stderr, "nvsharectl: %s: %s\nThis needs root: try sudo.\n", action.c_str(),
-                message.c_str());
+        fprintf(stderr,
+                "nvsharectl: %s: %s\nThis needs root or a polkit rule: try sudo "
+                "(org.nvshare.Scheduler1(5), AUTHORIZATION).\n",
+                action.c_str(), message.c_str());
         return kAccessDenied;
     }
     if (name == "org.freedesktop.DBus.Error.InvalidArgs") {

@@ -3,6 +3,7 @@
 #include "build-config.h"
 #include "common/log.h"
 #include "common/mode.h"
+#include "daemon/authorization.h"
 #include "daemon/settings.h"
 #include "daemon/status.h"
 
@@ -20,22 +21,34 @@ uint64_t usec(Duration d)
     return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(d).count());
 }
 
-// Writes are for root alone. The uid comes from the bus driver (a trusted
-// source), fetched with one synchronous call: only writes pay for it.
-void require_root(sdbus::IObject& object, const char* action)
+// Root may write at once; anyone else needs polkit's yes for the action the
+// request needs (daemon/authorization.h). The caller's uid comes from the bus
+// driver (a trusted source), fetched with one synchronous call: only writes
+// pay for it.
+void authorize(sdbus::IObject& object, PolkitAuthority& polkit, Request request, const char* what)
 {
     const auto message = object.getCurrentlyProcessedMessage();
-    uid_t uid = static_cast<uid_t>(-1);
+    const std::string sender = message->getSender();
     try {
-        uid = message->getCredsUid();
+        request.caller = message->getCredsUid();
     } catch (const sdbus::Error& e) {
         NVS_WARN("cannot tell who sent %s: %s", message->getMemberName().c_str(),
                  e.getMessage().c_str());
     }
-    if (uid != 0) {
-        NVS_NOTICE("refused uid %d: %s requires root", static_cast<int>(uid), action);
-        throw sdbus::Error(kAccessDenied, std::string(action) + " requires root");
+    const auto action = required_action(request);
+    if (!action)
+        return;
+    const int uid = static_cast<int>(request.caller);
+    std::string detail;
+    const Verdict verdict = polkit.check(sender, *action, detail);
+    if (verdict == Verdict::Allowed) {
+        NVS_NOTICE("uid %d allowed by polkit (%.*s): %s", uid, static_cast<int>(action->size()),
+                   action->data(), what);
+        return;
     }
+    const std::string refusal = denial_message(what, *action, verdict, detail);
+    NVS_NOTICE("refused uid %d: %s", uid, refusal.c_str());
+    throw sdbus::Error(kAccessDenied, refusal);
 }
 
 }  // namespace
@@ -48,8 +61,11 @@ std::string gpu_object_path(GpuIndex gpu)
 // ---- manager --------------------------------------------------------------------
 
 ManagerObject::ManagerObject(sdbus::IConnection& connection, Server& server,
-                             SettingsControl& control)
-    : AdaptorInterfaces(connection, kManagerPath), server_(server), control_(control)
+                             SettingsControl& control, PolkitAuthority& polkit)
+    : AdaptorInterfaces(connection, kManagerPath),
+      server_(server),
+      control_(control),
+      polkit_(polkit)
 {
     registerAdaptor();
 }
@@ -75,9 +91,12 @@ std::vector<ManagerObject::Client> ManagerObject::ListClients()
 
 void ManagerObject::RevokeClient(const uint64_t& id)
 {
-    require_root(getObject(), "revoking a client's lock");
-    if (server_.scheduler().client(id) == nullptr)
+    const auto* client = server_.scheduler().client(id);
+    if (client == nullptr)
         throw sdbus::Error(kNoSuchClient, "no client with id " + std::to_string(id));
+    // The owner is the uid the lock socket saw (SO_PEERCRED), not a claim.
+    authorize(getObject(), polkit_, {Operation::Revoke, kUnknownUid, client->info.uid},
+              "revoking a client's lock");
     NVS_NOTICE("revoking the lock of client %llu on request", static_cast<unsigned long long>(id));
     if (!server_.revoke(id))
         throw sdbus::Error(kNotHolding, "client " + std::to_string(id) + " holds no lock");
@@ -85,7 +104,7 @@ void ManagerObject::RevokeClient(const uint64_t& id)
 
 void ManagerObject::ResetSettings()
 {
-    require_root(getObject(), "resetting nvshare settings");
+    authorize(getObject(), polkit_, {Operation::ChangeSettings}, "resetting nvshare settings");
     control_.reset();
 }
 
@@ -101,7 +120,6 @@ uint64_t ManagerObject::TimeQuantumUSec()
 
 void ManagerObject::TimeQuantumUSec(const uint64_t& value)
 {
-    require_root(getObject(), "changing nvshare settings");
     const uint64_t max_usec = usec(kMaxTimeQuantum);
     const Duration tq = std::chrono::microseconds(std::min(value, max_usec + 1));
     if (!valid_time_quantum(tq))
@@ -109,6 +127,7 @@ void ManagerObject::TimeQuantumUSec(const uint64_t& value)
                                              " us is out of range (valid: 1000 to " +
                                              std::to_string(max_usec) + " us, i.e. " +
                                              kTimeQuantumRange + ")");
+    authorize(getObject(), polkit_, {Operation::ChangeSettings}, "changing nvshare settings");
     control_.set_time_quantum(tq);
 }
 
@@ -119,11 +138,11 @@ std::string ManagerObject::AntiThrashing()
 
 void ManagerObject::AntiThrashing(const std::string& value)
 {
-    require_root(getObject(), "changing nvshare settings");
     const auto mode = parse_mode(value);
     if (!mode)
         throw sdbus::Error(kInvalidArgs,
                            "unknown anti-thrashing mode '" + value + "' (valid: on, off, auto)");
+    authorize(getObject(), polkit_, {Operation::ChangeSettings}, "changing nvshare settings");
     control_.set_mode(*mode);
 }
 
@@ -140,10 +159,11 @@ uint32_t ManagerObject::ClientCount()
 // ---- GPUs -----------------------------------------------------------------------
 
 GpuObject::GpuObject(sdbus::IConnection& connection, Server& server, SettingsControl& control,
-                     GpuIndex index)
+                     PolkitAuthority& polkit, GpuIndex index)
     : AdaptorInterfaces(connection, gpu_object_path(index)),
       server_(server),
       control_(control),
+      polkit_(polkit),
       index_(index)
 {
     registerAdaptor();
@@ -182,9 +202,9 @@ uint64_t GpuObject::Capacity()
 
 void GpuObject::Capacity(const uint64_t& value)
 {
-    require_root(getObject(), "changing nvshare settings");
     if (value == 0)
         throw sdbus::Error(kInvalidArgs, "capacity must be greater than 0 bytes");
+    authorize(getObject(), polkit_, {Operation::ChangeSettings}, "changing nvshare settings");
     control_.set_capacity(index_, value);
 }
 

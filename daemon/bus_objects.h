@@ -1,13 +1,15 @@
 // The objects nvshared puts on the system bus, implementing the adaptors
 // generated from dbus/org.nvshare.Scheduler1.xml. Getters read the Scheduler;
-// writes check that the caller is root and that the value is valid, then go
-// through SettingsControl. All of it runs on the daemon's loop thread.
+// writes check that the value is valid and that the caller is root or
+// authorized by polkit, then go through SettingsControl. All of it runs on the daemon's loop
+// thread.
 #pragma once
 
 #include <sdbus-c++/sdbus-c++.h>
 
 #include <memory>
 
+#include "daemon/polkit.h"
 #include "daemon/server.h"
 #include "daemon/settings_control.h"
 #include "dbus/scheduler1-adaptor.h"
@@ -22,7 +24,8 @@ class ManagerObject final
     : public sdbus::AdaptorInterfaces<org::nvshare::Scheduler1::Manager_adaptor,
                                       sdbus::Properties_adaptor, sdbus::ObjectManager_adaptor> {
 public:
-    ManagerObject(sdbus::IConnection& connection, Server& server, SettingsControl& control);
+    ManagerObject(sdbus::IConnection& connection, Server& server, SettingsControl& control,
+                  PolkitAuthority& polkit);
     ~ManagerObject();
 
 private:
@@ -41,6 +44,7 @@ private:
 
     Server& server_;
     SettingsControl& control_;
+    PolkitAuthority& polkit_;
 };
 
 class GpuObject final
@@ -48,7 +52,7 @@ class GpuObject final
                                       sdbus::Properties_adaptor, sdbus::ManagedObject_adaptor> {
 public:
     GpuObject(sdbus::IConnection& connection, Server& server, SettingsControl& control,
-              GpuIndex index);
+              PolkitAuthority& polkit, GpuIndex index);
     ~GpuObject();
 
 private:
@@ -69,6 +73,7 @@ private:
 
     Server& server_;
     SettingsControl& control_;
+    PolkitAuthority& polkit_;
     GpuIndex index_;
 };
 

@@ -36,9 +36,12 @@ std::unique_ptr<BusService> BusService::start(Server& server, SettingsControl& c
 
 BusService::BusService(Server& server, SettingsControl& control,
                        std::unique_ptr<sdbus::IConnection> connection)
-    : server_(server), control_(control), connection_(std::move(connection))
+    : server_(server),
+      control_(control),
+      connection_(std::move(connection)),
+      polkit_(std::make_unique<PolkitAuthority>(*connection_))
 {
-    manager_ = std::make_unique<ManagerObject>(*connection_, server_, control_);
+    manager_ = std::make_unique<ManagerObject>(*connection_, server_, control_, *polkit_);
     manager_sent_ = manager_values();
 }
 
@@ -93,7 +96,7 @@ void BusService::process()
         return;
     try {
         // Drain fully: a synchronous call inside a handler (the credentials
-        // lookup) can pull further messages into sd-bus's queue.
+        // lookup, polkit) can pull further messages into sd-bus's queue.
         while (connection_->processPendingRequest()) {
         }
         // What sd-bus waits for changes (POLLOUT while it has output queued,
@@ -178,7 +181,8 @@ void BusService::on_state_changed()
         if (g == gpus_.size()) {
             // A GPU the daemon has just met: it gets its object now.
             try {
-                gpus_.push_back(std::make_unique<GpuObject>(*connection_, server_, control_, g));
+                gpus_.push_back(
+                    std::make_unique<GpuObject>(*connection_, server_, control_, *polkit_, g));
             } catch (const sdbus::Error& e) {
                 NVS_WARN("cannot put GPU %u on the bus (%s)", g, e.getMessage().c_str());
                 return;  // tried again at the next change

@@ -244,4 +244,18 @@ std::string nvsharectl_path()
     return env_or_throw("NVSHARECTL");
 }
 
+std::unique_ptr<Background> start_nvshared(const TempDir& dir, const PrivateBus& bus,
+                                           const std::vector<std::string>& extra)
+{
+    if (access((dir / "nvshare.conf").c_str(), F_OK) != 0)
+        write_text(dir / "nvshare.conf", "");
+    std::vector<std::string> argv = {nvshared_path(),     "--socket",    dir / "nvshare.sock",
+                                     "--state-dir",       dir / "state", "--config",
+                                     dir / "nvshare.conf"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    auto daemon = std::make_unique<Background>(argv, dir / "nvshared.log");
+    wait_until([&] { return bus.has_owner("org.nvshare.Scheduler1") || !daemon->running(); });
+    return daemon;
+}
+
 }  // namespace nvshare::test

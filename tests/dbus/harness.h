@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -85,5 +86,12 @@ private:
 // Paths of what is under test, from the environment meson sets.
 std::string nvshared_path();
 std::string nvsharectl_path();
+
+// The built nvshared with its socket, state and config (nvshare.conf,
+// created empty when absent) in `dir`, logging to dir/nvshared.log. Returns
+// once it owns org.nvshare.Scheduler1 on `bus`, or has exited (check
+// running()).
+std::unique_ptr<Background> start_nvshared(const TempDir& dir, const PrivateBus& bus,
+                                           const std::vector<std::string>& extra = {});
 
 }  // namespace nvshare::test

@@ -9,8 +9,8 @@
               NVSHARE_* variable of cli/*.cpp (ENVIRONMENT) in nvsharectl(1)
   libnvshare  every NVSHARE_* variable named in preload/*.cpp and *.h in
               ENVIRONMENT of libnvshare(8)
-  dbus        every interface, method, property and signal of dbus/*.xml in
-              org.nvshare.Scheduler1(5)
+  dbus        every interface, method, property and signal of dbus/*.xml, and
+              every polkit action of polkit/*.policy, in org.nvshare.Scheduler1(5)
   protocol    every message type, error code, mode, constant, payload
               structure (with its size) and field of common/protocol.h in
               nvshare-protocol(7)
@@ -152,6 +152,9 @@ def dbus_terms():
         with open(xml) as f:
             data = f.read()
         terms += re.findall(r"<(?:interface|method|property|signal)\s+name=\"([^\"]+)\"", data)
+    for policy in sorted(glob.glob(os.path.join(SOURCE, "polkit", "*.policy"))):
+        with open(policy) as f:
+            terms += re.findall(r"<action\s+id=\"([^\"]+)\"", f.read())
     return terms
 
 

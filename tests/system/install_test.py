@@ -113,6 +113,7 @@ def check_tree():
             if os.path.exists(os.path.join(SOURCE, "dbus", name)) or \
                     os.path.exists(os.path.join(SOURCE, "dbus", name + ".in")):
                 expected[f"{DATADIR}/dbus-1/{kind}/{name}"] = "file"
+        expected[f"{DATADIR}/polkit-1/actions/org.nvshare.scheduler1.policy"] = "file"
         for path, kind in sorted(expected.items()):
             full = under(destdir, path)
             if check(os.path.isfile(full), f"{path} is not installed") and kind == "exec":

@@ -1,0 +1,358 @@
+// nvshared's polkit checks against a real polkitd on the private bus.
+// polkitd reads actions and rules from fixed directories under /usr and /etc,
+// so this program enters a mount namespace of its own first (main) and each
+// test bind-mounts directories of its own over those: one with the shipped
+// polkit/org.nvshare.scheduler1.policy, one with the test's rules. The host's
+// /usr and /etc are never changed. Callers other than root run as nobody.
+#include <grp.h>
+#include <gtest/gtest.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <memory>
+
+#include "common/lock_client.h"
+#include "tests/dbus/harness.h"
+
+namespace nvshare::test {
+namespace {
+
+using proto::MsgType;
+
+constexpr const char* kPolkitd = "/usr/lib/polkit-1/polkitd";
+constexpr const char* kPolkitName = "org.freedesktop.PolicyKit1";
+constexpr const char* kName = "org.nvshare.Scheduler1";
+constexpr const char* kManager = "/org/nvshare/Scheduler1";
+constexpr const char* kManagerIface = "org.nvshare.Scheduler1.Manager";
+constexpr const char* kGpu0 = "/org/nvshare/Scheduler1/gpu/0";
+constexpr const char* kGpuIface = "org.nvshare.Scheduler1.Gpu";
+constexpr uid_t kNobody = 65534;
+constexpr uint64_t kGiB = 1ull << 30;
+
+std::string g_skip;  // why this program cannot run its tests here
+
+// `source` over `target` for one test's lifetime.
+class BindMount {
+public:
+    BindMount(const std::string& source, std::string target) : target_(std::move(target))
+    {
+        if (mount(source.c_str(), target_.c_str(), nullptr, MS_BIND, nullptr) != 0)
+            throw std::runtime_error("cannot bind-mount " + source + " over " + target_ + ": " +
+                                     strerror(errno));
+    }
+    ~BindMount() { umount2(target_.c_str(), MNT_DETACH); }
+    BindMount(const BindMount&) = delete;
+    BindMount& operator=(const BindMount&) = delete;
+
+private:
+    std::string target_;
+};
+
+// A lock client in a child process running as nobody: registered, holding
+// GPU 0's lock, until destruction.
+class NobodyClient {
+public:
+    explicit NobodyClient(const std::string& socket)
+    {
+        int report[2], stop[2];
+        if (pipe(report) != 0 || pipe(stop) != 0)
+            throw std::runtime_error("pipe failed");
+        pid_ = fork();
+        if (pid_ < 0)
+            throw std::runtime_error("fork failed");
+        if (pid_ == 0) {
+            close(report[0]);
+            close(stop[1]);
+            uint64_t id = 0;
+            if (setgroups(0, nullptr) == 0 && setgid(kNobody) == 0 && setuid(kNobody) == 0) {
+                LockClient c;
+                std::string error;
+                if (c.connect(socket, &error) &&
+                    c.hello("nobody-client", {test_gpu(1, 16 * kGiB)})) {
+                    const auto welcome = c.expect(MsgType::Welcome, 10s);
+                    if (welcome && c.request(1) && c.expect(MsgType::Grant, 10s))
+                        id = welcome->as<proto::WelcomeFixed>().client_id;
+                }
+                if (write(report[1], &id, sizeof id) != sizeof id)
+                    _exit(1);
+                char byte;
+                while (read(stop[0], &byte, 1) > 0) {  // until the parent closes it
+                }
+            }
+            _exit(id == 0 ? 1 : 0);
+        }
+        close(report[1]);
+        close(stop[0]);
+        stop_ = stop[1];
+        if (read(report[0], &id_, sizeof id_) != sizeof id_)
+            id_ = 0;
+        close(report[0]);
+    }
+    ~NobodyClient()
+    {
+        close(stop_);
+        waitpid(pid_, nullptr, 0);
+    }
+    NobodyClient(const NobodyClient&) = delete;
+    NobodyClient& operator=(const NobodyClient&) = delete;
+    uint64_t id() const { return id_; }  // 0 when it did not get the lock
+
+private:
+    pid_t pid_ = -1;
+    int stop_ = -1;
+    uint64_t id_ = 0;
+};
+
+class PolkitTest : public ::testing::Test {
+protected:
+    TempDir dir;
+    std::unique_ptr<PrivateBus> bus;
+    std::vector<std::unique_ptr<BindMount>> mounts;
+    std::unique_ptr<Background> polkitd;
+    std::unique_ptr<Background> daemon;
+
+    void SetUp() override
+    {
+        if (!g_skip.empty())
+            GTEST_SKIP() << g_skip;
+        for (const char* d : {"actions", "rules", "no-rules"})
+            std::filesystem::create_directory(dir / d);
+        std::filesystem::copy_file(env_path("NVSHARE_TEST_POLKIT_POLICY"),
+                                   dir / "actions/org.nvshare.scheduler1.policy");
+        chmod((dir / "actions/org.nvshare.scheduler1.policy").c_str(), 0644);
+        // polkitd reads them as user polkitd.
+        for (const char* d : {"actions", "rules", "no-rules"})
+            chmod((dir / d).c_str(), 0755);
+        mounts.push_back(
+            std::make_unique<BindMount>(dir / "actions", "/usr/share/polkit-1/actions"));
+        mounts.push_back(std::make_unique<BindMount>(dir / "rules", "/etc/polkit-1/rules.d"));
+        // The host's packaged rules stay out, so only the test's rules count.
+        mounts.push_back(
+            std::make_unique<BindMount>(dir / "no-rules", "/usr/share/polkit-1/rules.d"));
+        bus = std::make_unique<PrivateBus>();
+    }
+
+    void TearDown() override
+    {
+        daemon.reset();
+        polkitd.reset();
+        bus.reset();
+        mounts.clear();
+    }
+
+    static std::string env_path(const char* name)
+    {
+        const char* value = getenv(name);
+        if (value == nullptr)
+            throw std::runtime_error(std::string(name) + " is not set (run through meson test)");
+        return value;
+    }
+
+    // A JavaScript rule: `body` runs with `action` and `subject` bound.
+    void add_rule(const std::string& body)
+    {
+        write_text(dir / "rules/50-nvshare-test.rules",
+                   "polkit.addRule(function(action, subject) {\n" + body + "\n});\n");
+        chmod((dir / "rules/50-nvshare-test.rules").c_str(), 0644);
+    }
+
+    // polkitd starts as root and changes to user polkitd itself.
+    void start_polkitd()
+    {
+        polkitd =
+            std::make_unique<Background>(std::vector<std::string>{kPolkitd}, dir / "polkitd.log");
+        ASSERT_TRUE(
+            wait_until([this] { return bus->has_owner(kPolkitName) || !polkitd->running(); }));
+        ASSERT_TRUE(polkitd->running()) << polkitd->log();
+    }
+
+    void start_daemon()
+    {
+        daemon = start_nvshared(dir, *bus, {"--anti-thrashing", "on"});
+        ASSERT_TRUE(daemon->running()) << daemon->log();
+        ASSERT_TRUE(bus->has_owner(kName)) << daemon->log();
+    }
+
+    RunResult ctl(std::vector<std::string> args, bool nobody)
+    {
+        args.insert(args.begin(), nvsharectl_path());
+        return run(nobody ? as_nobody(args) : args);
+    }
+    static std::string get(const char* path, const char* iface, const char* property)
+    {
+        const auto r = run({"busctl", "--system", "get-property", kName, path, iface, property});
+        EXPECT_EQ(r.status, 0) << property << ": " << r.err;
+        return r.out.substr(0, r.out.find_last_not_of('\n') + 1);
+    }
+
+    LockClient root_client(const std::string& comm)
+    {
+        LockClient c;
+        std::string error;
+        EXPECT_TRUE(c.connect(dir / "nvshare.sock", &error)) << error;
+        EXPECT_TRUE(c.hello(comm, {test_gpu(1, 16 * kGiB)}));
+        EXPECT_TRUE(c.expect(MsgType::Welcome, 10s));
+        return c;
+    }
+};
+
+TEST_F(PolkitTest, WithoutRulesOthersCannotChangeSettings)
+{
+    ASSERT_NO_FATAL_FAILURE(start_polkitd());
+    ASSERT_NO_FATAL_FAILURE(start_daemon());
+    auto a = root_client("alpha");  // so that the GPU object exists
+    ASSERT_TRUE(wait_until([] { return get(kManager, kManagerIface, "ClientCount") == "u 1"; }));
+
+    for (const auto& args : std::vector<std::vector<std::string>>{
+             {"set-tq", "5s"}, {"anti-thrashing", "off"}, {"set-capacity", "0", "1G"}, {"reset"}}) {
+        const auto r = ctl(args, /*nobody=*/true);
+        EXPECT_EQ(r.status, 4) << args[0] << ": " << r.err;
+        // auth_admin_keep, asked without interaction: a challenge, so no.
+        EXPECT_NE(r.err.find("org.nvshare.scheduler1.set-settings, which polkit grants only after "
+                             "authentication"),
+                  std::string::npos)
+            << r.err;
+    }
+    EXPECT_EQ(get(kManager, kManagerIface, "TimeQuantumUSec"), "t 30000000");
+    EXPECT_EQ(get(kManager, kManagerIface, "AntiThrashing"), "s \"on\"");
+    EXPECT_EQ(get(kGpu0, kGpuIface, "Capacity"), "t " + std::to_string(16 * kGiB));
+    EXPECT_NE(daemon->log().find("refused uid 65534"), std::string::npos) << daemon->log();
+    // Root still may, polkit or not.
+    EXPECT_EQ(ctl({"set-tq", "5s"}, false).status, 0);
+    EXPECT_EQ(get(kManager, kManagerIface, "TimeQuantumUSec"), "t 5000000");
+}
+
+TEST_F(PolkitTest, ARuleForAGroupLetsItsMembersChangeSettings)
+{
+    const group* nobody_group = getgrgid(kNobody);
+    ASSERT_NE(nobody_group, nullptr);
+    add_rule(std::string("if (action.id == \"org.nvshare.scheduler1.set-settings\" &&\n"
+                         "    subject.isInGroup(\"") +
+             nobody_group->gr_name + "\"))\n  return polkit.Result.YES;");
+    ASSERT_NO_FATAL_FAILURE(start_polkitd());
+    ASSERT_NO_FATAL_FAILURE(start_daemon());
+    auto a = root_client("alpha");
+    ASSERT_TRUE(wait_until([] { return get(kManager, kManagerIface, "ClientCount") == "u 1"; }));
+
+    auto r = ctl({"set-tq", "5s"}, true);
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(get(kManager, kManagerIface, "TimeQuantumUSec"), "t 5000000");
+    r = ctl({"anti-thrashing", "off"}, true);
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(get(kManager, kManagerIface, "AntiThrashing"), "s \"off\"");
+    r = ctl({"set-capacity", "0", "1G"}, true);
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(get(kGpu0, kGpuIface, "Capacity"), "t " + std::to_string(kGiB));
+    r = ctl({"reset"}, true);
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(get(kManager, kManagerIface, "TimeQuantumUSec"), "t 30000000");
+    EXPECT_NE(
+        daemon->log().find("uid 65534 allowed by polkit (org.nvshare.scheduler1.set-settings)"),
+        std::string::npos)
+        << daemon->log();
+
+    // The rule covers settings only: root's lock stays root's.
+    ASSERT_TRUE(a.request(1));
+    ASSERT_TRUE(a.expect(MsgType::Grant, 10s));
+    const auto id = get(kGpu0, kGpuIface, "Holders").substr(5);  // "at 1 ID"
+    r = ctl({"revoke", id}, true);
+    EXPECT_EQ(r.status, 4) << r.err;
+    EXPECT_NE(r.err.find("org.nvshare.scheduler1.revoke,"), std::string::npos) << r.err;
+}
+
+TEST_F(PolkitTest, UsersRevokeTheirOwnClientsButNotOthers)
+{
+    ASSERT_NO_FATAL_FAILURE(start_polkitd());
+    ASSERT_NO_FATAL_FAILURE(start_daemon());
+    NobodyClient mine(dir / "nvshare.sock");
+    ASSERT_NE(mine.id(), 0u);
+    auto root = root_client("root-client");
+    ASSERT_TRUE(root.request(1));  // waits behind nobody's client (anti-thrashing on)
+    ASSERT_TRUE(wait_until([] { return get(kGpu0, kGpuIface, "Queue") != "at 0"; }));
+
+    // revoke-own is "yes" by default: no authentication, no rule.
+    const auto own = ctl({"revoke", std::to_string(mine.id())}, true);
+    EXPECT_EQ(own.status, 0) << own.err;
+    ASSERT_TRUE(root.expect(MsgType::Grant, 10s));
+    EXPECT_NE(daemon->log().find("uid 65534 allowed by polkit (org.nvshare.scheduler1.revoke-own)"),
+              std::string::npos)
+        << daemon->log();
+
+    // Root's client is another user's: that needs org.nvshare.scheduler1.revoke.
+    const auto holders = get(kGpu0, kGpuIface, "Holders");
+    const auto other = ctl({"revoke", holders.substr(5)}, true);
+    EXPECT_EQ(other.status, 4) << other.err;
+    EXPECT_NE(other.err.find("org.nvshare.scheduler1.revoke, which polkit grants only after "
+                             "authentication"),
+              std::string::npos)
+        << other.err;
+    EXPECT_EQ(get(kGpu0, kGpuIface, "Holders"), holders);
+}
+
+TEST_F(PolkitTest, ARuleCanTakeRevokingOnesOwnAway)
+{
+    add_rule(
+        "if (action.id == \"org.nvshare.scheduler1.revoke-own\")\n"
+        "  return polkit.Result.NO;");
+    ASSERT_NO_FATAL_FAILURE(start_polkitd());
+    ASSERT_NO_FATAL_FAILURE(start_daemon());
+    NobodyClient mine(dir / "nvshare.sock");
+    ASSERT_NE(mine.id(), 0u);
+
+    const auto r = ctl({"revoke", std::to_string(mine.id())}, true);
+    EXPECT_EQ(r.status, 4) << r.err;
+    EXPECT_NE(r.err.find("org.nvshare.scheduler1.revoke-own, which polkit denied"),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(get(kGpu0, kGpuIface, "Holders"), "at 1 " + std::to_string(mine.id()));
+}
+
+TEST_F(PolkitTest, AHungPolkitdDelaysOnlyOthersAndOnlyBriefly)
+{
+    ASSERT_NO_FATAL_FAILURE(start_polkitd());
+    ASSERT_NO_FATAL_FAILURE(start_daemon());
+    ASSERT_EQ(kill(polkitd->pid(), SIGSTOP), 0);
+
+    // Root is not asked about: a stopped polkitd changes nothing for it.
+    auto r = ctl({"set-tq", "5s"}, false);
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(get(kManager, kManagerIface, "TimeQuantumUSec"), "t 5000000");
+
+    // Anyone else waits for nvshared's polkit timeout (5 s), not for ever.
+    r = ctl({"set-tq", "7s"}, true);
+    EXPECT_EQ(r.status, 4) << r.err;
+    EXPECT_NE(r.err.find("org.nvshare.scheduler1.set-settings, and asking polkit failed"),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(get(kManager, kManagerIface, "TimeQuantumUSec"), "t 5000000");
+    // And the daemon goes on serving the lock.
+    auto a = root_client("alpha");
+    ASSERT_TRUE(a.request(1));
+    EXPECT_TRUE(a.expect(MsgType::Grant, 10s));
+    kill(polkitd->pid(), SIGCONT);
+}
+
+}  // namespace
+}  // namespace nvshare::test
+
+int main(int argc, char** argv)
+{
+    ::testing::InitGoogleTest(&argc, argv);
+    using nvshare::test::g_skip;
+    // A mount namespace for the whole program, entered while it has one
+    // thread, with nothing propagating back to the host.
+    if (geteuid() != 0)
+        g_skip = "needs root: for a private mount namespace and to run polkitd";
+    else if (access(nvshare::test::kPolkitd, X_OK) != 0)
+        g_skip = std::string(nvshare::test::kPolkitd) +
+                 " is missing (Debian package polkitd; .ci/install-deps --tests installs it)";
+    else if (unshare(CLONE_NEWNS) != 0 ||
+             mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
+        g_skip = std::string("no private mount namespace: ") + strerror(errno);
+    return RUN_ALL_TESTS();
+}
