@@ -145,16 +145,54 @@ void reset_after_fork()
     g_arrays.clear();
 }
 
+namespace {
+
+std::atomic<bool> g_graph_memory{false};
+
+void note_graph_memory()
+{
+    if (!g_graph_memory.exchange(true))
+        client::poke();  // the client thread starts looking at the pools
+}
+
+}  // namespace
+
+bool graph_memory_in_use()
+{
+    return g_graph_memory.load(std::memory_order_relaxed);
+}
+
+void refresh_graph_memory()
+{
+    auto real = NVS_REAL(cuDeviceGetGraphMemAttribute);
+    if (real == nullptr)
+        return;
+    for (uint32_t i = 0; i < devices::count(); ++i) {
+        devices::Gpu& g = devices::at(i);
+        cuuint64_t reserved = 0;
+        if (real(g.ordinal, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &reserved) != CUDA_SUCCESS)
+            continue;
+        const uint64_t before = g.graph_pool.exchange(reserved);
+        if (reserved != before)
+            devices::add_usage(i, Kind::Pinned,
+                               static_cast<int64_t>(reserved) - static_cast<int64_t>(before));
+    }
+}
+
 // Stream-ordered allocations (plain and from a pool) share this logic.
 template <typename Call>
 CUresult allocate_async(CUdeviceptr* dptr, size_t bytes, CUstream stream, int per_thread, Call call)
 {
     if (config().disabled)
         return call();
-    // Inside a capture this becomes graph memory, freed by the graph: not ours.
+    // Inside a capture this becomes graph memory, counted from the pool.
     if (contexts::stream_capturing(per_thread != 0 && stream == nullptr ? CU_STREAM_PER_THREAD
-                                                                        : stream))
-        return call();
+                                                                        : stream)) {
+        const CUresult r = call();
+        if (r == CUDA_SUCCESS)
+            note_graph_memory();
+        return r;
+    }
     const int gpu = prepare_current();
     if (gpu < 0)
         return call();
@@ -461,6 +499,17 @@ NVS_EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray hArray)
 {
     NVS_REQUIRE(real, cuMipmappedArrayDestroy);
     return destroy_array(reinterpret_cast<uint64_t>(hArray), [&] { return real(hArray); });
+}
+
+NVS_EXPORT CUresult cuGraphAddMemAllocNode(CUgraphNode* phGraphNode, CUgraph hGraph,
+                                           const CUgraphNode* dependencies, size_t numDependencies,
+                                           CUDA_MEM_ALLOC_NODE_PARAMS* nodeParams)
+{
+    NVS_REQUIRE(real, cuGraphAddMemAllocNode);
+    const CUresult r = real(phGraphNode, hGraph, dependencies, numDependencies, nodeParams);
+    if (r == CUDA_SUCCESS && !config().disabled)
+        nvshare::preload::alloc::note_graph_memory();
+    return r;
 }
 
 // The GPU as nvshared shares it: its capacity, less what this process uses

@@ -24,4 +24,11 @@ size_t managed_ranges(uint32_t gpu, Range* out, size_t max);
 // device memory and nvshare made managed.
 bool made_managed(uint64_t ptr);
 
+// Graph memory (allocation nodes, stream-ordered allocations made during
+// capture) lives in the driver's graph pool of each GPU from the graph's
+// launch until trimmed, never paged. Once the process made any, the client
+// thread counts the pools' size as pinned memory (refresh_graph_memory).
+bool graph_memory_in_use();
+void refresh_graph_memory();
+
 }  // namespace nvshare::preload::alloc

@@ -39,6 +39,8 @@ constexpr uint32_t kBackoffMaxMs = 10000;
 constexpr uint64_t kReportPeriodNs = 20ull * 1000 * 1000;
 constexpr uint64_t kWelcomeTimeoutNs = 5ull * 1000 * 1000 * 1000;
 constexpr uint64_t kCapturePollNs = 5ull * 1000 * 1000;
+// How often a process that uses graph memory has its pools looked at.
+constexpr uint64_t kGraphPollNs = 200ull * 1000 * 1000;
 
 enum Started { kNotStarted = 0, kStarting = 1, kRunning = 2, kFailed = 3 };
 
@@ -89,6 +91,7 @@ struct Session {
     uint64_t next_idle_check = 0;
     uint64_t quiet_since = 0;  // when ACTIVE was last cleared: no work submitted since
     uint64_t last_report = 0;
+    uint64_t last_graph_check = 0;
 };
 
 class Client {
@@ -472,6 +475,10 @@ void Client::work(uint64_t now)
     // Memory first: in auto mode the daemon decides from it whether this
     // request may run alongside others, so it must not learn it too late.
     const bool requesting = g_want.load() && !s_.holding && !s_.requested;
+    if (alloc::graph_memory_in_use() && (requesting || now - s_.last_graph_check >= kGraphPollNs)) {
+        s_.last_graph_check = now;
+        alloc::refresh_graph_memory();
+    }
     if (requesting || now - s_.last_report >= kReportPeriodNs) {
         bool sent = false;
         for (uint32_t i = 0; i < s_.gpu_count; ++i) {
@@ -514,6 +521,8 @@ int Client::timeout_ms(uint64_t now) const
     for (uint32_t i = 0; i < s_.gpu_count; ++i)
         if (devices::at(i).dirty.load())
             consider(s_.last_report + kReportPeriodNs);
+    if (alloc::graph_memory_in_use() && s_.gpu_count != 0)
+        consider(s_.last_graph_check + kGraphPollNs);
     if (next == UINT64_MAX)
         return -1;
     if (next <= now)

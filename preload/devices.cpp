@@ -59,6 +59,7 @@ int index_of(CUdevice ordinal, bool add)
             g.managed.store(0);
             g.pinned.store(0);
             g.others_pinned.store(0);
+            g.graph_pool.store(0);
             g.dirty.store(false);
             g_count.store(n + 1, std::memory_order_release);
             g_generation.fetch_add(1, std::memory_order_acq_rel);

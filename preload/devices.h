@@ -22,6 +22,7 @@ struct Gpu {
     char name[proto::kGpuNameBytes] = {};
     std::atomic<uint64_t> capacity{0};       // from nvshared; 0 = not known
     std::atomic<uint64_t> others_pinned{0};  // from nvshared: what other processes pin
+    std::atomic<uint64_t> graph_pool{0};     // graph memory counted in `pinned`
     std::atomic<int64_t> managed{0};
     std::atomic<int64_t> pinned{0};
     std::atomic<bool> dirty{false};  // usage changed since the last report

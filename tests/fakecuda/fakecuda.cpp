@@ -114,7 +114,13 @@ struct Event {
 
 struct Graph {
     std::vector<Op> ops;
+    uint64_t alloc_bytes = 0;    // memory allocation nodes (graph memory)
+    bool pool_reserved = false;  // an exec's graph memory is in the pool
 };
+
+// The graph memory pool of the (single) fake device: what launched execs'
+// allocation nodes reserved, until trimmed (as the driver keeps it for reuse).
+std::atomic<uint64_t> g_graph_pool{0};
 
 struct Context {
     CUdevice device = 0;
@@ -859,6 +865,46 @@ FAKE_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec* exec, CUgraph grap
     return CUDA_SUCCESS;
 }
 
+FAKE_EXPORT CUresult cuGraphCreate(CUgraph* graph, unsigned int)
+{
+    REQUIRE_INIT();
+    *graph = reinterpret_cast<CUgraph>(new Graph());
+    return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuGraphAddMemAllocNode(CUgraphNode* node, CUgraph graph, const CUgraphNode*,
+                                            size_t, CUDA_MEM_ALLOC_NODE_PARAMS* params)
+{
+    REQUIRE_INIT();
+    if (graph == nullptr || params == nullptr)
+        return CUDA_ERROR_INVALID_VALUE;
+    auto* g = reinterpret_cast<Graph*>(graph);
+    g->alloc_bytes += params->bytesize;
+    params->dptr = 0x7f0000000000ull + g->alloc_bytes;  // an address, never dereferenced
+    if (node != nullptr)
+        *node = nullptr;
+    return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuDeviceGetGraphMemAttribute(CUdevice dev, CUgraphMem_attribute attr,
+                                                  void* value)
+{
+    REQUIRE_DEVICE(dev);
+    if (value == nullptr)
+        return CUDA_ERROR_INVALID_VALUE;
+    const bool reserved = attr == CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT ||
+                          attr == CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT;
+    *static_cast<cuuint64_t*>(value) = reserved ? g_graph_pool.load() : 0;
+    return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuDeviceGraphMemTrim(CUdevice dev)
+{
+    REQUIRE_DEVICE(dev);
+    g_graph_pool = 0;
+    return CUDA_SUCCESS;
+}
+
 FAKE_EXPORT CUresult cuGraphDestroy(CUgraph graph)
 {
     delete reinterpret_cast<Graph*>(graph);
@@ -876,6 +922,10 @@ static CUresult graph_launch(CUgraphExec exec, CUstream s, const char* api)
     auto* g = reinterpret_cast<Graph*>(exec);
     if (g == nullptr)
         return CUDA_ERROR_INVALID_VALUE;
+    if (!g->pool_reserved) {
+        g->pool_reserved = true;
+        g_graph_pool += g->alloc_bytes;
+    }
     // A large graph takes the driver a while to put on the GPU: its first
     // nodes may run while the launch call is still submitting the rest.
     const uint64_t submit_us = env_u64("FAKECUDA_GRAPH_SUBMIT_US", 0);
@@ -966,6 +1016,8 @@ static CUresult alloc_async(CUdeviceptr* dptr, size_t size, CUstream s, const ch
     if (str != nullptr) {
         std::lock_guard<std::mutex> lock(str->mutex);
         captured = str->capturing;
+        if (captured && str->graph != nullptr)
+            str->graph->alloc_bytes += size;  // an allocation node of the graph
     }
     return allocate(dptr, size, captured ? "graph" : "async", true, api);
 }
@@ -1551,6 +1603,10 @@ const ProcRow kProcRows[] = {
     ROW("cuGraphLaunch", 10000, true, cuGraphLaunch_ptsz),
     ROW("cuGraphExecDestroy", 10000, false, cuGraphExecDestroy),
     ROW("cuGraphDestroy", 10000, false, cuGraphDestroy),
+    ROW("cuGraphCreate", 10000, false, cuGraphCreate),
+    ROW("cuGraphAddMemAllocNode", 11040, false, cuGraphAddMemAllocNode),
+    ROW("cuDeviceGetGraphMemAttribute", 11040, false, cuDeviceGetGraphMemAttribute),
+    ROW("cuDeviceGraphMemTrim", 11040, false, cuDeviceGraphMemTrim),
     ROW("cuMemAlloc", 2000, false, cuMemAlloc),
     ROW("cuMemAlloc", 3020, false, cuMemAlloc_v2),
     ROW("cuMemAllocPitch", 3020, false, cuMemAllocPitch_v2),

@@ -118,6 +118,9 @@ std::string fill_api(Api* api, const std::string& route, bool per_thread)
     set(&api->graph_exec_destroy,
         get({"cuGraphExecDestroy", 10000, "cuGraphExecDestroy", "cuGraphExecDestroy"}));
     set(&api->graph_destroy, get({"cuGraphDestroy", 10000, "cuGraphDestroy", "cuGraphDestroy"}));
+    set(&api->graph_create, get({"cuGraphCreate", 10000, "cuGraphCreate", "cuGraphCreate"}));
+    set(&api->graph_add_mem_alloc_node,
+        get({"cuGraphAddMemAllocNode", 11040, "cuGraphAddMemAllocNode", "cuGraphAddMemAllocNode"}));
     set(&api->mem_alloc_async,
         get({"cuMemAllocAsync", 11020, "cuMemAllocAsync", "cuMemAllocAsync_ptsz"}));
     set(&api->mem_free_async,

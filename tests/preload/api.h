@@ -43,6 +43,8 @@ struct Api {
     decltype(&cuGraphLaunch) graph_launch = nullptr;
     decltype(&cuGraphExecDestroy) graph_exec_destroy = nullptr;
     decltype(&cuGraphDestroy) graph_destroy = nullptr;
+    decltype(&cuGraphCreate) graph_create = nullptr;
+    decltype(&cuGraphAddMemAllocNode) graph_add_mem_alloc_node = nullptr;
     decltype(&cuMemAllocAsync) mem_alloc_async = nullptr;
     decltype(&cuMemFreeAsync) mem_free_async = nullptr;
     decltype(&cuMemCreate) mem_create = nullptr;

@@ -34,6 +34,8 @@ bool fill_direct(Api* api, bool per_thread)
     api->mipmapped_create = &cuMipmappedArrayCreate;
     api->mipmapped_destroy = &cuMipmappedArrayDestroy;
     api->ipc_get_mem_handle = &cuIpcGetMemHandle;
+    api->graph_create = &cuGraphCreate;
+    api->graph_add_mem_alloc_node = &cuGraphAddMemAllocNode;
     // Only the legacy-stream flavours are used for these.
     api->launch_old = &cuLaunch;
     api->launch_grid = &cuLaunchGrid;

@@ -800,6 +800,28 @@ TEST(Memory, ArraysAndRetainedVmmAreCounted)
     EXPECT_NE(p.out().find("vmm_retained=same"), std::string::npos) << p.out();
 }
 
+// Issue 20: graph memory (a stream-ordered allocation made during capture,
+// an allocation node) sits in the driver's graph pool once launched, never
+// paged: it is counted as pinned, from the pool's size.
+TEST(Memory, GraphMemoryIsCountedFromThePool)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "auto"});
+    const std::string stop = dir.file("stop");
+    Process p =
+        start_client(dir, daemon.socket(),
+                     {{"--kernels", "1", "--graph-memory", "8M", "--until", stop}, {}, false}, "p");
+    EXPECT_TRUE(eventually([&] {
+        const auto me = client_status(daemon.status(), p.pid());
+        return !me.is_null() && me["memory"].get<uint64_t>() == 16ull << 20 &&
+               me["pinned_memory"].get<uint64_t>() == 16ull << 20;
+    })) << daemon.status().dump()
+        << p.out() << p.err();
+    touch(stop);
+    expect_clean_exit(p);
+    EXPECT_NE(p.out().find("graph_memory=ok"), std::string::npos) << p.out();
+}
+
 // CUDA IPC cannot export managed memory: the program is told why and which
 // variable keeps its memory plain; with it, the export works, the memory is
 // accounted as resident and the process is still scheduled.

@@ -40,6 +40,7 @@ struct Options {
     bool contextless = false;
     bool arrays = false;      // --arrays: 18.25 MiB of arrays, kept
     size_t vmm_retained = 0;  // --vmm-retained SIZE: see vmm_retained()
+    size_t graph_memory = 0;  // --graph-memory SIZE: see graph_memory()
     bool deprecated = false;
     bool failed_captures = false;
     std::string wait_flag;  // --wait-flag: see flag_wait()
@@ -90,7 +91,8 @@ void setup()
     CHECK(api.device_get(&device, 0));
     CHECK(api.primary_retain(&context, device));
     CHECK(api.ctx_set_current(context));
-    if (opt.own_stream || opt.graph || !opt.wait_flag.empty() || opt.contextless)
+    if (opt.own_stream || opt.graph || !opt.wait_flag.empty() || opt.contextless ||
+        opt.graph_memory != 0)
         CHECK(api.stream_create(&stream, 0));
 }
 
@@ -239,6 +241,37 @@ void graph()
     sync_stream();
     CHECK(api.graph_exec_destroy(exec));
     CHECK(api.graph_destroy(g));
+}
+
+// Graph memory of `opt.graph_memory` bytes both ways a program makes it: a
+// stream-ordered allocation inside a capture, and an allocation node added
+// by hand. Each graph is launched once (the pool then holds the memory) and
+// kept.
+void graph_memory()
+{
+    CHECK(api.begin_capture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CUdeviceptr p = 0;
+    CHECK(api.mem_alloc_async(&p, opt.graph_memory, stream));
+    CHECK(api.mem_free_async(p, stream));
+    CUgraph captured = nullptr;
+    CHECK(api.end_capture(stream, &captured));
+    CUgraph built = nullptr;
+    CHECK(api.graph_create(&built, 0));
+    CUDA_MEM_ALLOC_NODE_PARAMS params{};
+    params.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    params.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    params.poolProps.location.id = device;
+    params.bytesize = opt.graph_memory;
+    CUgraphNode node = nullptr;
+    CHECK(api.graph_add_mem_alloc_node(&node, built, nullptr, 0, &params));
+    for (CUgraph g : {captured, built}) {
+        CUgraphExec exec = nullptr;
+        CHECK(api.graph_instantiate(&exec, g, 0));
+        CHECK(api.graph_launch(exec, stream));
+    }
+    sync_stream();
+    printf("graph_memory=ok\n");
+    fflush(stdout);
 }
 
 void prefetch()
@@ -419,6 +452,8 @@ bool parse(int argc, char** argv)
             opt.copies = true;
         else if (a == "--meminfo")
             opt.meminfo = true;
+        else if (a == "--graph-memory")
+            opt.graph_memory = parse_size(next());
         else if (a == "--meminfo-after-work")
             opt.meminfo_after_work = true;
         else if (a == "--prefetch")
@@ -507,6 +542,8 @@ int main(int argc, char** argv)
         arrays();
     if (opt.vmm_retained != 0)
         vmm_retained();
+    if (opt.graph_memory != 0)
+        graph_memory();
     if (!opt.barrier.empty()) {
         FILE* f = fopen((opt.barrier + "." + std::to_string(getpid())).c_str(), "w");
         if (f != nullptr)
