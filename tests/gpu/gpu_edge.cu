@@ -16,6 +16,14 @@
 //       (cudaStreamEndCapture fails with cudaErrorStreamCaptureUnjoined), a
 //       stream destroyed while capturing; then bursts of GPU work separated
 //       by CPU phases, their kernel intervals written to --log.
+//   --mode accounting --ready FILE --go FILE [--plain-mib N]
+//       Memory nvshare must count as pinned: a 64 MiB CUDA array, 32 MiB of
+//       graph memory (a stream-ordered allocation captured into a graph,
+//       launched once), and N MiB of cudaMalloc (plain under
+//       NVSHARE_MANAGED=0); writes FILE and keeps it all until GO exists.
+//   --mode meminfo
+//       Allocates 16 MiB, runs a kernel (so it holds the lock), then prints
+//       what cudaMemGetInfo answers: "RESULT OK meminfo FREE TOTAL".
 // Prints "gpu_edge: RESULT OK ..." when everything checked out.
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -220,12 +228,51 @@ int failed_captures(int bursts, long burst_us, long gap_us, const char* log_path
 
 }  // namespace
 
+int accounting(const char* ready, const char* go, long plain_mib)
+{
+    const cudaChannelFormatDesc desc = cudaCreateChannelDesc<float>();
+    cudaArray_t array;
+    CHECK(cudaMallocArray(&array, &desc, 4096, 4096));  // 64 MiB
+    cudaStream_t s;
+    CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    void* graph_memory = nullptr;
+    CHECK(cudaMallocAsync(&graph_memory, 32u << 20, s));
+    CHECK(cudaFreeAsync(graph_memory, s));
+    cudaGraph_t graph;
+    CHECK(cudaStreamEndCapture(s, &graph));
+    cudaGraphExec_t exec;
+    CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    CHECK(cudaGraphLaunch(exec, s));
+    CHECK(cudaStreamSynchronize(s));
+    void* plain = nullptr;
+    if (plain_mib > 0)
+        CHECK(cudaMalloc(&plain, static_cast<size_t>(plain_mib) << 20));
+    touch(ready);
+    while (!exists(go))
+        usleep(10000);
+    printf("gpu_edge: RESULT OK accounting\n");
+    return 0;
+}
+
+int meminfo()
+{
+    void* mine = nullptr;
+    CHECK(cudaMalloc(&mine, 16u << 20));
+    spin<<<1, 32>>>(1000000ull, nullptr);
+    CHECK(cudaDeviceSynchronize());
+    size_t free = 0, total = 0;
+    CHECK(cudaMemGetInfo(&free, &total));
+    printf("gpu_edge: RESULT OK meminfo %zu %zu\n", free, total);
+    return 0;
+}
+
 int main(int argc, char** argv)
 {
     std::string mode;
     const char *ready = "/dev/null", *go = "/dev/null", *log_path = nullptr;
     int bursts = 6;
-    long burst_us = 40000, gap_us = 700000;
+    long burst_us = 40000, gap_us = 700000, plain_mib = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--mode"))
             mode = argv[i + 1];
@@ -241,6 +288,8 @@ int main(int argc, char** argv)
             burst_us = atol(argv[i + 1]);
         else if (!strcmp(argv[i], "--gap-us"))
             gap_us = atol(argv[i + 1]);
+        else if (!strcmp(argv[i], "--plain-mib"))
+            plain_mib = atol(argv[i + 1]);
     }
     CHECK(cudaFree(nullptr));  // the primary context, current on this thread
     if (mode == "flag-wait")
@@ -249,6 +298,10 @@ int main(int argc, char** argv)
         return contextless(ready);
     if (mode == "failed-captures")
         return failed_captures(bursts, burst_us, gap_us, log_path);
+    if (mode == "accounting")
+        return accounting(ready, go, plain_mib);
+    if (mode == "meminfo")
+        return meminfo();
     fprintf(stderr, "gpu_edge: unknown --mode %s\n", mode.c_str());
     return 2;
 }

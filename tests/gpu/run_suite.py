@@ -406,6 +406,41 @@ class Runner:
                                   f"after this one's last (negative: ran in a pause), kernel "
                                   f"overlaps {overlaps(iv1, iv2)}, daemon exit {rc}")
 
+    def accounting_on_the_real_driver(self):
+        """Arrays, graph memory and plain memory are counted as pinned, and another
+        process's cudaMemGetInfo takes them off its free memory (issue 20)."""
+        name = "accounting-and-meminfo"
+        with tempfile.TemporaryDirectory(dir=self.a.out) as wd:
+            d = Daemon(self.a.nvshared, wd, ["--anti-thrashing", "auto"])
+            ready, go = os.path.join(wd, "ready"), os.path.join(wd, "go")
+            a = self.edge(d.sock, ["--mode", "accounting", "--ready", ready, "--go", go,
+                                   "--plain-mib", "1024"], {"NVSHARE_MANAGED": "0"})
+            expected = (64 + 32 + 1024) << 20
+            pinned, t0 = 0, time.time()
+            if self.wait_file(ready, a):
+                while time.time() - t0 < 15 and pinned < expected:
+                    c = self.client_of(d.sock, a.pid)
+                    pinned = c.get("pinned_memory", 0) if c else 0
+                    time.sleep(0.05)
+            time.sleep(0.5)  # the other's figure reaches nvshared, then b
+            b = self.edge(d.sock, ["--mode", "meminfo"])
+            out_b = b.communicate(timeout=120)[0]
+            open(go, "w").close()
+            out_a = a.communicate(timeout=60)[0]
+            rc = d.stop()
+            line = [l for l in out_b.splitlines() if "RESULT OK meminfo" in l]
+            free, total = (int(x) for x in line[0].split()[-2:]) if line else (0, 0)
+            # b's free memory: the capacity less its own 16 MiB and a's pinned memory.
+            want = total - (16 << 20) - pinned
+            ok = (a.returncode == 0 and b.returncode == 0 and rc == 0 and
+                  expected <= pinned <= expected + (128 << 20) and bool(line) and
+                  abs(free - want) <= (8 << 20))
+            self.record(name, ok, f"pinned {pinned >> 20} MiB counted of {expected >> 20} MiB "
+                                  f"(array 64, graph 32, plain 1024); the other's cudaMemGetInfo "
+                                  f"free {free >> 20} MiB of {total >> 20}, expected "
+                                  f"{want >> 20}; daemon exit {rc}" +
+                        ("" if ok else " | " + out_a[-300:] + " | " + out_b[-300:]))
+
     # ---- one process, one nvshare (issue 18) ----
 
     def two_copies_act_as_one(self):
@@ -522,6 +557,7 @@ def main():
         "drain-waits-on-later-write": r.drain_waits_on_later_write,
         "contextless-stream-calls": r.contextless_stream_calls,
         "failed-capture-releases-early": r.failed_capture_releases_early,
+        "accounting-and-meminfo": r.accounting_on_the_real_driver,
         "two-copies-act-as-one": r.two_copies_act_as_one,
         "train-baseline": r.train_baseline,
         "train-on": lambda: r.train_pair("train-on", ["--anti-thrashing", "on",
