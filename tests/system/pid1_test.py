@@ -182,8 +182,7 @@ def check_idle_exit(a):
     a.write(f"{DROP_INS}/idle.conf", "[Service]\nEnvironment=NVSHARE_IDLE_EXIT=2s\n")
     try:
         a.reload()
-        a.run(["systemctl", "restart", UNIT])
-        a.expect_state(UNIT, "active", timeout=5)
+        a.run(["systemctl", "restart", UNIT])  # returns once nvshared is ready (Type=notify)
         a.expect_state(UNIT, "inactive", timeout=30)  # idle for 2 s: exits
         if a.prop(UNIT, "Result") != "success":
             raise Failed(f"the idle exit left Result={a.prop(UNIT, 'Result')}")
@@ -195,7 +194,7 @@ def check_idle_exit(a):
     finally:
         a.remove(f"{DROP_INS}/idle.conf")
         a.reload()
-    a.run(["systemctl", "start", UNIT])
+        a.run(["systemctl", "start", UNIT])
     a.expect_state(UNIT, "active", timeout=5)
 
 
@@ -205,16 +204,19 @@ def preload_lines(a):
 
 
 def merged_once_more(a, since, want_marker):
-    """Waits for the path unit's merge to run to its end; returns /etc/ld.so.preload."""
+    """Waits for the path unit's merge to run to its end (a run after
+    `since`, an InvocationID); returns /etc/ld.so.preload."""
     unit = "nvshare-preload.service"
-    wait_for(f"a merge {'adding' if want_marker else 'removing'} the marker",
-             lambda: (MARKER_INSIDE in preload_lines(a)) == want_marker and
-             a.prop(unit, "InvocationID") != since and
+    wait_for(f"the path unit starting {unit}",
+             lambda: a.prop(unit, "InvocationID") != since and
              a.state(unit) not in ("activating", "deactivating"), 30)
     result, status = a.prop(unit, "Result"), a.prop(unit, "ExecMainStatus")
     if result != "success" or status != "0" or a.state(unit) == "failed":
-        shown = a.run(["systemctl", "status", "--no-pager", unit], ok=False).stdout
+        shown = a.run(["systemctl", "status", "--no-pager", "-n", "5", unit], ok=False).stdout
         raise Failed(f"{unit}: Result={result}, status {status}:\n{shown}")
+    # A drop-in change the first run missed starts another: wait for it too.
+    wait_for(f"/etc/ld.so.preload {'listing' if want_marker else 'without'} the marker",
+             lambda: (MARKER_INSIDE in preload_lines(a)) == want_marker, 10)
     return preload_lines(a)
 
 
@@ -247,15 +249,20 @@ def check_option_error(a):
         if a.run(["systemctl", "restart", UNIT], ok=False).returncode == 0:
             raise Failed("nvshare started with NVSHARE_IDLE_EXIT=bogus")
         want = "invalid idle exit time: 'bogus'"
-        wait_for(f"{want!r} in journalctl -u nvshare -p err",
-                 lambda: want in a.out(["journalctl", "-u", UNIT, "-p", "err", "-o", "cat",
-                                        f"--after-cursor={cursor}"]), 10)
+        journal = ["journalctl", "-u", UNIT, "-o", "cat", f"--after-cursor={cursor}"]
+        try:
+            wait_for(f"{want!r} in journalctl -u nvshare -p err",
+                     lambda: want in a.out(journal + ["-p", "err"]), 10)
+        except Failed as e:
+            raise Failed(f"{e}; at any priority:\n{a.out(journal + ['-n', '5'])}") from None
     finally:
+        # Back to the installed unit, running, whatever happened above.
         a.remove(f"{DROP_INS}/bogus.conf")
         a.reload()
-    a.run(["systemctl", "reset-failed", UNIT])
-    a.run(["systemctl", "restart", UNIT])
+        a.run(["systemctl", "reset-failed", UNIT], ok=False)
+        a.run(["systemctl", "restart", UNIT])
     a.expect_state(UNIT, "active", timeout=5)
+    a.expect_state("nvshare.socket", "active", timeout=5)
 
 
 def check_journal_priorities(a):
