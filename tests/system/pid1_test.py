@@ -129,6 +129,15 @@ def check_enable_now(a):
         a.expect_state(unit, "active", timeout=5)
 
 
+def check_install_paths(a):
+    """Debian's multiarch libdir, named through ld.so's $LIB in the entry."""
+    multiarch = a.out(["gcc", "-print-multiarch"])
+    a.run(["test", "-f", f"/usr/lib/{multiarch}/libnvshare.so"])
+    lines = preload_lines(a)
+    if "/usr/$LIB/libnvshare.so" not in lines:
+        raise Failed(f"/etc/ld.so.preload lists {lines}, not /usr/$LIB/libnvshare.so")
+
+
 def check_status_line(a):
     pattern = r"\d+ client\(s\), \d+ holding, \d+ waiting on \d+ GPU\(s\); mode (on|off|auto)"
     text = wait_for("a STATUS= line", lambda: re.fullmatch(pattern, a.prop(UNIT, "StatusText")),
@@ -303,6 +312,7 @@ def check_security(a):
 
 CHECKS = [
     ("enable-now", check_enable_now),
+    ("install-paths", check_install_paths),
     ("status-line", check_status_line),
     ("socket-activation", check_socket_activation),
     ("bus-activation", check_bus_activation),
