@@ -825,6 +825,42 @@ TEST(Memory, IpcOnManagedMemoryNamesTheOptOut)
     EXPECT_EQ(count_events(dir.file("fake.log"), q.pid(), "ipc export"), 2);
 }
 
+// Where the GPU cannot let the CPU and itself use managed memory at once
+// (CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS = 0), cudaMalloc memory
+// stays plain, accounted as resident, with one warning; the process is
+// still scheduled. NVSHARE_MANAGED=0 asked for plain memory: no warning.
+TEST(Memory, NoConcurrentManagedAccessKeepsMemoryPlain)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "on"});
+    const std::string stop = dir.file("stop");
+    Process p = start_client(dir, daemon.socket(),
+                             {{"--kernels", "1", "--alloc", "1M", "--allocs", "2", "--until", stop},
+                              {{"FAKECUDA_NO_CONCURRENT_MANAGED", "1"}},
+                              false},
+                             "p");
+    EXPECT_TRUE(eventually([&] {
+        const auto me = client_status(daemon.status(), p.pid());
+        return !me.is_null() && me["pinned_memory"].get<uint64_t>() == 2ull << 20 &&
+               me["memory"].get<uint64_t>() == 2ull << 20;
+    })) << daemon.status().dump()
+        << p.err();
+    touch(stop);
+    expect_clean_exit(p);
+    EXPECT_EQ(count_events(dir.file("fake.log"), p.pid(), "alloc device 1048576"), 2);
+    EXPECT_EQ(count_events(dir.file("fake.log"), p.pid(), "alloc managed"), 0);
+    EXPECT_EQ(count_lines_containing(p.err(), "CONCURRENT_MANAGED_ACCESS"), 1) << p.err();
+
+    Process q = start_client(dir, daemon.socket(),
+                             {{"--kernels", "1", "--alloc", "1M"},
+                              {{"FAKECUDA_NO_CONCURRENT_MANAGED", "1"}, {"NVSHARE_MANAGED", "0"}},
+                              false},
+                             "q");
+    expect_clean_exit(q);
+    EXPECT_EQ(q.err(), "");
+    EXPECT_EQ(count_events(dir.file("fake.log"), q.pid(), "alloc device 1048576"), 1);
+}
+
 TEST(Memory, PlainMemoryIsStillScheduledAndAccountedAsResident)
 {
     TempDir dir;
