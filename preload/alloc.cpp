@@ -102,14 +102,21 @@ bool over_limit(int gpu, uint64_t bytes)
     return true;
 }
 
+// Device memory stays plain where the process keeps plain memory
+// (NVSHARE_MANAGED=0, the admin's plain-memory list) or the GPU cannot let
+// the CPU and itself use managed memory at once.
+bool keep_plain(int gpu)
+{
+    return !config().managed || !devices::at(static_cast<uint32_t>(gpu)).concurrent_managed;
+}
+
 // Managed allocation in place of device memory; plain device memory where
-// the GPU cannot do managed memory or the process keeps plain memory
-// (NVSHARE_MANAGED=0, the admin's plain-memory list).
+// the GPU cannot do managed memory or keep_plain().
 CUresult allocate_managed(CUdeviceptr* dptr, size_t bytes, int gpu)
 {
     auto managed = NVS_REAL(cuMemAllocManaged);
     auto plain = NVS_REAL(cuMemAlloc_v2);
-    if (!config().managed && plain != nullptr) {
+    if (keep_plain(gpu) && plain != nullptr) {
         const CUresult r = plain(dptr, bytes);
         if (r == CUDA_SUCCESS)
             track(g_pointers, *dptr, bytes, gpu, Kind::Pinned);
@@ -292,7 +299,7 @@ NVS_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, size_t
         return real(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
     if (over_limit(gpu, bytes))
         return CUDA_ERROR_OUT_OF_MEMORY;
-    if (!config().managed) {
+    if (keep_plain(gpu)) {
         // Plain memory: the driver's own pitch, accounted as resident.
         const CUresult r = real(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
         if (r == CUDA_SUCCESS)

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "preload/client.h"
+#include "preload/env.h"
 #include "preload/hook_table.h"
 #include "preload/log.h"
 
@@ -44,7 +45,17 @@ int index_of(CUdevice ordinal, bool add)
     char name[proto::kGpuNameBytes] = {};
     if (get_name == nullptr || get_name(name, sizeof name - 1, ordinal) != CUDA_SUCCESS)
         name[0] = '\0';
+    // Without it, the CPU touching managed memory while a kernel runs
+    // faults: rewriting cudaMalloc would break correct programs. Unknown
+    // (no answer): as before, managed.
+    auto get_attribute = NVS_REAL(cuDeviceGetAttribute);
+    int concurrent = 1;
+    if (get_attribute == nullptr ||
+        get_attribute(&concurrent, CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, ordinal) !=
+            CUDA_SUCCESS)
+        concurrent = 1;
 
+    bool added = false;
     pthread_mutex_lock(&g_mutex);
     i = find(ordinal);
     if (i < 0) {
@@ -55,6 +66,7 @@ int index_of(CUdevice ordinal, bool add)
             memcpy(g.uuid, uuid.bytes, sizeof g.uuid);
             g.physical_memory = memory;
             memcpy(g.name, name, sizeof g.name);
+            g.concurrent_managed = concurrent != 0;
             g.capacity.store(0);
             g.managed.store(0);
             g.pinned.store(0);
@@ -64,12 +76,19 @@ int index_of(CUdevice ordinal, bool add)
             g_count.store(n + 1, std::memory_order_release);
             g_generation.fetch_add(1, std::memory_order_acq_rel);
             i = static_cast<int>(n);
+            added = true;
         } else {
             log_warn("more than %u GPUs in one process: GPU %d is not scheduled", kMaxGpus,
                      ordinal);
         }
     }
     pthread_mutex_unlock(&g_mutex);
+    if (added && concurrent == 0 && config().managed)
+        log_warn(
+            "GPU %d has no concurrent managed access "
+            "(CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS=0): device memory allocated on it "
+            "stays plain device memory, accounted as resident (it cannot be paged out)",
+            ordinal);
     if (i >= 0)
         client::poke();
     return i;

@@ -20,6 +20,11 @@ struct Gpu {
     uint8_t uuid[proto::kUuidBytes] = {};
     uint64_t physical_memory = 0;
     char name[proto::kGpuNameBytes] = {};
+    // CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS: false where the CPU and
+    // the GPU cannot use managed memory at the same time (some virtualised
+    // or older setups); device allocations then stay plain. Set before the
+    // GPU is published (g_count), never changed after.
+    bool concurrent_managed = true;
     std::atomic<uint64_t> capacity{0};       // from nvshared; 0 = not known
     std::atomic<uint64_t> others_pinned{0};  // from nvshared: what other processes pin
     std::atomic<uint64_t> graph_pool{0};     // graph memory counted in `pinned`
@@ -29,7 +34,8 @@ struct Gpu {
 };
 
 // Index of the GPU with this CUDA ordinal; registers it when `add` (querying
-// the driver for its UUID, memory and name). -1 if unknown or on error.
+// the driver for its UUID, memory, name and concurrent managed access). -1 if
+// unknown or on error.
 int index_of(CUdevice ordinal, bool add);
 
 uint32_t count();

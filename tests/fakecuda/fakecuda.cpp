@@ -468,6 +468,9 @@ FAKE_EXPORT CUresult cuDeviceGetAttribute(int* value, CUdevice_attribute attr, C
     REQUIRE_DEVICE(dev);
     switch (attr) {
         case CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS:
+            // As on some virtualised or older setups, with FAKECUDA_NO_CONCURRENT_MANAGED=1.
+            *value = env_u64("FAKECUDA_NO_CONCURRENT_MANAGED", 0) != 0 ? 0 : 1;
+            break;
         case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY:
             *value = 1;
             break;
@@ -988,6 +991,104 @@ FAKE_EXPORT CUresult cuIpcGetMemHandle(CUipcMemHandle* handle, CUdeviceptr dptr)
     memset(handle, 0, sizeof *handle);
     memcpy(handle->reserved, &dptr, sizeof dptr);
     log_event("ipc export %zu", it->second.size);
+    return CUDA_SUCCESS;
+}
+
+// The allocation `ptr` points into (any address of it); end() if none.
+// Callers hold st().mutex.
+static std::map<CUdeviceptr, Allocation>::iterator containing(CUdeviceptr ptr)
+{
+    auto& all = st().allocations;
+    auto it = all.upper_bound(ptr);
+    if (it == all.begin())
+        return all.end();
+    --it;
+    return ptr - it->first < it->second.size ? it : all.end();
+}
+
+// As on a real GPU: GPUDirect RDMA (dma-buf export, nvidia-peermem's
+// tokens) takes device memory, never managed memory.
+FAKE_EXPORT CUresult cuMemGetHandleForAddressRange(void* handle, CUdeviceptr dptr, size_t size,
+                                                   CUmemRangeHandleType type, unsigned long long)
+{
+    REQUIRE_INIT();
+    if (handle == nullptr || type != CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD)
+        return CUDA_ERROR_INVALID_VALUE;
+    std::lock_guard<std::mutex> g(st().mutex);
+    auto it = containing(dptr);
+    if (it == st().allocations.end() || strcmp(it->second.kind, "device") != 0 || size == 0 ||
+        size > it->second.size - (dptr - it->first))
+        return CUDA_ERROR_INVALID_VALUE;
+    const int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);  // stands for the dma-buf
+    if (fd < 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    *static_cast<int*>(handle) = fd;
+    log_event("dmabuf export %zu", size);
+    return CUDA_SUCCESS;
+}
+
+// The attributes the tests ask for. Unknown pointers: an error from
+// cuPointerGetAttribute, zeros from cuPointerGetAttributes (as the driver).
+static CUresult pointer_attribute(void* data, CUpointer_attribute attribute, CUdeviceptr ptr,
+                                  bool zero_if_unknown)
+{
+    auto it = containing(ptr);
+    const bool known = it != st().allocations.end();
+    if (!known && !zero_if_unknown)
+        return CUDA_ERROR_INVALID_VALUE;
+    const bool device = known && strcmp(it->second.kind, "device") == 0;
+    switch (attribute) {
+        case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+            *static_cast<CUdeviceptr*>(data) = known ? it->first : 0;
+            return CUDA_SUCCESS;
+        case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+            *static_cast<size_t*>(data) = known ? it->second.size : 0;
+            return CUDA_SUCCESS;
+        case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+            *static_cast<unsigned int*>(data) =
+                known && strcmp(it->second.kind, "managed") == 0 ? 1 : 0;
+            return CUDA_SUCCESS;
+        case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
+            *static_cast<unsigned int*>(data) = device ? 1 : 0;
+            return CUDA_SUCCESS;
+        case CU_POINTER_ATTRIBUTE_P2P_TOKENS: {
+            if (!device)
+                return CUDA_ERROR_INVALID_VALUE;
+            auto* t = static_cast<CUDA_POINTER_ATTRIBUTE_P2P_TOKENS*>(data);
+            t->p2pToken = it->first;
+            t->vaSpaceToken = static_cast<unsigned int>(getpid());
+            log_event("p2p tokens %zu", it->second.size);
+            return CUDA_SUCCESS;
+        }
+        default:
+            return CUDA_ERROR_INVALID_VALUE;
+    }
+}
+
+FAKE_EXPORT CUresult cuPointerGetAttribute(void* data, CUpointer_attribute attribute,
+                                           CUdeviceptr ptr)
+{
+    REQUIRE_INIT();
+    if (data == nullptr)
+        return CUDA_ERROR_INVALID_VALUE;
+    std::lock_guard<std::mutex> g(st().mutex);
+    return pointer_attribute(data, attribute, ptr, false);
+}
+
+FAKE_EXPORT CUresult cuPointerGetAttributes(unsigned int count, CUpointer_attribute* attributes,
+                                            void** data, CUdeviceptr ptr)
+{
+    REQUIRE_INIT();
+    if (attributes == nullptr || data == nullptr)
+        return CUDA_ERROR_INVALID_VALUE;
+    std::lock_guard<std::mutex> g(st().mutex);
+    for (unsigned int i = 0; i < count; ++i) {
+        if (data[i] == nullptr)
+            return CUDA_ERROR_INVALID_VALUE;
+        const CUresult r = pointer_attribute(data[i], attributes[i], ptr, true);
+        if (r != CUDA_SUCCESS)
+            return r;
+    }
     return CUDA_SUCCESS;
 }
 
@@ -1630,6 +1731,9 @@ const ProcRow kProcRows[] = {
     ROW("cuMipmappedArrayCreate", 5000, false, cuMipmappedArrayCreate),
     ROW("cuMipmappedArrayDestroy", 5000, false, cuMipmappedArrayDestroy),
     ROW("cuIpcGetMemHandle", 4010, false, cuIpcGetMemHandle),
+    ROW("cuMemGetHandleForAddressRange", 11070, false, cuMemGetHandleForAddressRange),
+    ROW("cuPointerGetAttribute", 4000, false, cuPointerGetAttribute),
+    ROW("cuPointerGetAttributes", 7000, false, cuPointerGetAttributes),
     ROW("cuLaunchKernel", 4000, false, cuLaunchKernel),
     ROW("cuLaunchKernel", 7000, true, cuLaunchKernel_ptsz),
     ROW("cuLaunchKernelEx", 11060, false, cuLaunchKernelEx),

@@ -152,6 +152,13 @@ std::string fill_api(Api* api, const std::string& route, bool per_thread)
         *slot = get(n);
     set(&api->ipc_get_mem_handle,
         get({"cuIpcGetMemHandle", 4010, "cuIpcGetMemHandle", "cuIpcGetMemHandle"}));
+    set(&api->mem_get_handle_for_range,
+        get({"cuMemGetHandleForAddressRange", 11070, "cuMemGetHandleForAddressRange",
+             "cuMemGetHandleForAddressRange"}));
+    set(&api->pointer_get_attribute,
+        get({"cuPointerGetAttribute", 4000, "cuPointerGetAttribute", "cuPointerGetAttribute"}));
+    set(&api->pointer_get_attributes,
+        get({"cuPointerGetAttributes", 7000, "cuPointerGetAttributes", "cuPointerGetAttributes"}));
     set(&api->prefetch_v2,
         get({"cuMemPrefetchAsync", 12020, "cuMemPrefetchAsync_v2", "cuMemPrefetchAsync_v2_ptsz"}));
     set(&api->prefetch_v1,

@@ -60,6 +60,9 @@ struct Api {
     decltype(&cuMipmappedArrayCreate) mipmapped_create = nullptr;
     decltype(&cuMipmappedArrayDestroy) mipmapped_destroy = nullptr;
     decltype(&cuIpcGetMemHandle) ipc_get_mem_handle = nullptr;
+    decltype(&cuMemGetHandleForAddressRange) mem_get_handle_for_range = nullptr;
+    decltype(&cuPointerGetAttribute) pointer_get_attribute = nullptr;
+    decltype(&cuPointerGetAttributes) pointer_get_attributes = nullptr;
     decltype(&cuMemPrefetchAsync) prefetch_v2 = nullptr;
     decltype(&cuStreamWaitValue32) stream_wait_value32 = nullptr;
     decltype(&cuStreamWriteValue32) stream_write_value32 = nullptr;

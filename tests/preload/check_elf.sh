@@ -29,7 +29,8 @@ done
 echo "$exports" | grep -qx 'nvshare_process_owner@@NVSHARE_1' || err "nvshare_process_owner not exported"
 echo "$exports" | grep -qx 'dlsym@@GLIBC_2.34' || err "dlsym@@GLIBC_2.34 not exported"
 echo "$exports" | grep -qE '^dlsym@GLIBC_2\.(2\.5|17)$' || err "dlsym at the base glibc version not exported"
-# Every route to GPU work and allocation is hooked.
+# Every route to GPU work and allocation is hooked, and the paths managed
+# memory loses (CUDA IPC, GPUDirect RDMA), whose failures the library explains.
 for s in cuGetProcAddress cuGetProcAddress_v2 cuLaunchKernel cuLaunchKernel_ptsz \
     cuLaunchKernelEx cuLaunchKernelEx_ptsz cuLaunchCooperativeKernel cuGraphLaunch \
     cuGraphLaunch_ptsz cuMemcpy cuMemcpyAsync_ptsz cuMemcpyHtoD_v2 cuMemcpyHtoD_v2_ptds \
@@ -40,7 +41,8 @@ for s in cuGetProcAddress cuGetProcAddress_v2 cuLaunchKernel cuLaunchKernel_ptsz
     cuMemAllocAsync cuMemAllocFromPoolAsync_ptsz cuMemFreeAsync cuMemCreate cuMemRelease \
     cuMemGetInfo_v2 cuDeviceTotalMem_v2 cuDevicePrimaryCtxRetain cuCtxCreate_v4 \
     cuCtxDestroy_v2 cuStreamBeginCapture_v2 cuStreamEndCapture cuStreamDestroy_v2 cuLaunch \
-    cuLaunchGrid cuLaunchGridAsync cuLaunchCooperativeKernelMultiDevice; do
+    cuLaunchGrid cuLaunchGridAsync cuLaunchCooperativeKernelMultiDevice cuIpcGetMemHandle \
+    cuMemGetHandleForAddressRange cuPointerGetAttribute cuPointerGetAttributes; do
     echo "$exports" | grep -qE "^$s(@@NVSHARE_1)?\$" || err "$s not exported"
 done
 echo "exports: $(echo "$exports" | wc -l) symbols"

@@ -847,6 +847,88 @@ TEST(Memory, IpcOnManagedMemoryNamesTheOptOut)
     EXPECT_EQ(count_events(dir.file("fake.log"), q.pid(), "ipc export"), 2);
 }
 
+// GPUDirect RDMA (dma-buf export, peer-memory tokens) takes cuMemAlloc
+// memory only, and managed memory is not RDMA-capable: on memory nvshare
+// made managed, the program gets the driver's answer unchanged (through
+// every route) and one line naming both ways to keep the memory plain; each
+// path alone is enough to say so. With NVSHARE_MANAGED=0 the paths work.
+TEST(Memory, GpuDirectOnManagedMemoryNamesTheOptOut)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "on"});
+    const std::vector<std::string> all{"--kernels", "1", "--alloc",     "1M",
+                                       "--allocs",  "2", "--gpudirect", "dmabuf,p2p,rdma"};
+    const std::string lost = "alloc=ok\ndmabuf=error:1\np2p=error:1\nrdma=ok:0\n";
+    for (const auto& [route, dl_client] : std::vector<std::pair<std::string, bool>>{
+             {"direct", false}, {"dlsym", true}, {"proc", true}}) {
+        ClientRun run{all, {}, dl_client};
+        run.args.insert(run.args.end(), {"--route", route});
+        Process p = start_client(dir, daemon.socket(), run, "managed-" + route);
+        expect_clean_exit(p);
+        EXPECT_EQ(p.out(), lost + lost + "done=ok\n") << route;
+        EXPECT_EQ(count_lines_containing(p.err(), "NVSHARE_MANAGED=0"), 1) << route << p.err();
+        EXPECT_EQ(count_lines_containing(p.err(), "preload-plain.conf"), 1) << route << p.err();
+        EXPECT_EQ(count_lines_containing(p.err(), "dma-buf"), 1) << route << p.err();
+    }
+    for (const auto& [path, named] : std::vector<std::pair<std::string, std::string>>{
+             {"dmabuf", "dma-buf"},
+             {"p2p", "CU_POINTER_ATTRIBUTE_P2P_TOKENS"},
+             {"rdma", "CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE"}}) {
+        Process p = start_client(
+            dir, daemon.socket(),
+            {{"--kernels", "1", "--alloc", "1M", "--allocs", "2", "--gpudirect", path}, {}, false},
+            "only-" + path);
+        expect_clean_exit(p);
+        EXPECT_EQ(count_lines_containing(p.err(), "NVSHARE_MANAGED=0"), 1) << path << p.err();
+        EXPECT_EQ(count_lines_containing(p.err(), named), 1) << path << p.err();
+    }
+
+    Process q =
+        start_client(dir, daemon.socket(), {all, {{"NVSHARE_MANAGED", "0"}}, false}, "plain");
+    expect_clean_exit(q);
+    const std::string kept = "alloc=ok\ndmabuf=ok\np2p=ok\nrdma=ok:1\n";
+    EXPECT_EQ(q.out(), kept + kept + "done=ok\n");
+    EXPECT_EQ(q.err(), "");
+    EXPECT_EQ(count_events(dir.file("fake.log"), q.pid(), "dmabuf export 524288"), 2);
+    EXPECT_EQ(count_events(dir.file("fake.log"), q.pid(), "p2p tokens 1048576"), 2);
+}
+
+// Where the GPU cannot let the CPU and itself use managed memory at once
+// (CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS = 0), cudaMalloc memory
+// stays plain, accounted as resident, with one warning; the process is
+// still scheduled. NVSHARE_MANAGED=0 asked for plain memory: no warning.
+TEST(Memory, NoConcurrentManagedAccessKeepsMemoryPlain)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "on"});
+    const std::string stop = dir.file("stop");
+    Process p = start_client(dir, daemon.socket(),
+                             {{"--kernels", "1", "--alloc", "1M", "--allocs", "2", "--until", stop},
+                              {{"FAKECUDA_NO_CONCURRENT_MANAGED", "1"}},
+                              false},
+                             "p");
+    EXPECT_TRUE(eventually([&] {
+        const auto me = client_status(daemon.status(), p.pid());
+        return !me.is_null() && me["pinned_memory"].get<uint64_t>() == 2ull << 20 &&
+               me["memory"].get<uint64_t>() == 2ull << 20;
+    })) << daemon.status().dump()
+        << p.err();
+    touch(stop);
+    expect_clean_exit(p);
+    EXPECT_EQ(count_events(dir.file("fake.log"), p.pid(), "alloc device 1048576"), 2);
+    EXPECT_EQ(count_events(dir.file("fake.log"), p.pid(), "alloc managed"), 0);
+    EXPECT_EQ(count_lines_containing(p.err(), "CONCURRENT_MANAGED_ACCESS"), 1) << p.err();
+
+    Process q = start_client(dir, daemon.socket(),
+                             {{"--kernels", "1", "--alloc", "1M"},
+                              {{"FAKECUDA_NO_CONCURRENT_MANAGED", "1"}, {"NVSHARE_MANAGED", "0"}},
+                              false},
+                             "q");
+    expect_clean_exit(q);
+    EXPECT_EQ(q.err(), "");
+    EXPECT_EQ(count_events(dir.file("fake.log"), q.pid(), "alloc device 1048576"), 1);
+}
+
 TEST(Memory, PlainMemoryIsStillScheduledAndAccountedAsResident)
 {
     TempDir dir;

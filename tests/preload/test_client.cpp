@@ -37,6 +37,7 @@ struct Options {
     size_t async_alloc = 0;
     size_t vmm = 0;
     bool ipc = false;
+    std::string gpudirect;  // --gpudirect dmabuf,p2p,rdma: see gpudirect()
     bool contextless = false;
     bool arrays = false;      // --arrays: 18.25 MiB of arrays, kept
     size_t vmm_retained = 0;  // --vmm-retained SIZE: see vmm_retained()
@@ -145,6 +146,40 @@ void launch(uint32_t us)
     }
 }
 
+// GPUDirect RDMA on a fresh allocation (an address inside it, as MPI and
+// UCX pass their buffers), each path named in opt.gpudirect once:
+// dma-buf export, nvidia-peermem's tokens, the RDMA-capable attribute
+// (through cuPointerGetAttributes). Prints what the driver answered.
+void gpudirect(CUdeviceptr p)
+{
+    const CUdeviceptr inside = p + opt.alloc / 2;
+    auto result = [](CUresult r) {
+        return r == CUDA_SUCCESS ? std::string("ok") : "error:" + std::to_string(r);
+    };
+    if (opt.gpudirect.find("dmabuf") != std::string::npos) {
+        int fd = -1;
+        const CUresult r = api.mem_get_handle_for_range(&fd, inside, opt.alloc / 2,
+                                                        CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0);
+        printf("dmabuf=%s\n", result(r).c_str());
+        if (r == CUDA_SUCCESS)
+            close(fd);
+    }
+    if (opt.gpudirect.find("p2p") != std::string::npos) {
+        CUDA_POINTER_ATTRIBUTE_P2P_TOKENS tokens{};
+        const CUresult r =
+            api.pointer_get_attribute(&tokens, CU_POINTER_ATTRIBUTE_P2P_TOKENS, inside);
+        printf("p2p=%s\n", result(r).c_str());
+    }
+    if (opt.gpudirect.find("rdma") != std::string::npos) {
+        unsigned int capable = 2, managed = 2;
+        CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                                       CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE};
+        void* data[] = {&managed, &capable};
+        const CUresult r = api.pointer_get_attributes(2, attrs, data, inside);
+        printf("rdma=%s:%u\n", result(r).c_str(), capable);
+    }
+}
+
 void allocate()
 {
     for (int i = 0; opt.alloc != 0 && i < opt.allocs; ++i) {
@@ -157,6 +192,8 @@ void allocate()
         CHECK(r);
         printf("alloc=ok\n");
         pointers.push_back(p);
+        if (!opt.gpudirect.empty())
+            gpudirect(p);
         if (opt.ipc) {
             CUipcMemHandle handle;
             const CUresult e = api.ipc_get_mem_handle(&handle, p);
@@ -474,6 +511,8 @@ bool parse(int argc, char** argv)
             opt.vmm = parse_size(next());
         else if (a == "--ipc")
             opt.ipc = true;
+        else if (a == "--gpudirect")
+            opt.gpudirect = next();
         else if (a == "--failed-captures")
             opt.failed_captures = true;
         else if (a == "--deprecated")
