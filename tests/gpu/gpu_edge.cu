@@ -24,6 +24,11 @@
 //   --mode meminfo
 //       Allocates 16 MiB, runs a kernel (so it holds the lock), then prints
 //       what cudaMemGetInfo answers: "RESULT OK meminfo FREE TOTAL".
+//   --mode gpudirect
+//       What GPUDirect RDMA asks of a cudaMalloc buffer (an address inside
+//       it, as MPI and UCX pass): a dma-buf export, peer-memory tokens, the
+//       RDMA-capable attribute; prints each answer
+//       ("RESULT OK gpudirect dmabuf=R p2p=R rdma=V").
 // Prints "gpu_edge: RESULT OK ..." when everything checked out.
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -267,6 +272,30 @@ int meminfo()
     return 0;
 }
 
+int gpudirect()
+{
+    auto get_handle = driver<decltype(&cuMemGetHandleForAddressRange)>(
+        "cuMemGetHandleForAddressRange", 11070);
+    auto get_attribute = driver<decltype(&cuPointerGetAttribute)>("cuPointerGetAttribute", 4000);
+    void* buffer = nullptr;
+    const size_t size = 4u << 20;
+    CHECK(cudaMalloc(&buffer, size));
+    const CUdeviceptr inside = reinterpret_cast<CUdeviceptr>(buffer) + (2u << 20);
+    int fd = -1;
+    const CUresult dmabuf =
+        get_handle(&fd, inside, 2u << 20, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0);
+    if (dmabuf == CUDA_SUCCESS)
+        close(fd);
+    CUDA_POINTER_ATTRIBUTE_P2P_TOKENS tokens{};
+    const CUresult p2p = get_attribute(&tokens, CU_POINTER_ATTRIBUTE_P2P_TOKENS, inside);
+    int rdma = -1;
+    const CUresult rdma_r =
+        get_attribute(&rdma, CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE, inside);
+    printf("gpu_edge: RESULT OK gpudirect dmabuf=%d p2p=%d rdma=%d:%d\n", static_cast<int>(dmabuf),
+           static_cast<int>(p2p), static_cast<int>(rdma_r), rdma);
+    return 0;
+}
+
 int main(int argc, char** argv)
 {
     std::string mode;
@@ -302,6 +331,8 @@ int main(int argc, char** argv)
         return accounting(ready, go, plain_mib);
     if (mode == "meminfo")
         return meminfo();
+    if (mode == "gpudirect")
+        return gpudirect();
     fprintf(stderr, "gpu_edge: unknown --mode %s\n", mode.c_str());
     return 2;
 }

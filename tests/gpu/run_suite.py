@@ -441,6 +441,29 @@ class Runner:
                                   f"{want >> 20}; daemon exit {rc}" +
                         ("" if ok else " | " + out_a[-300:] + " | " + out_b[-300:]))
 
+    def gpudirect_names_the_opt_out(self):
+        """GPUDirect RDMA on a rewritten cudaMalloc buffer: the driver's answers pass
+        through unchanged; where a path is lost that plain memory has (a run with
+        NVSHARE_MANAGED=0 shows what plain memory gets), one line names the opt-out
+        (issue 20)."""
+        name = "gpudirect-names-the-opt-out"
+        with tempfile.TemporaryDirectory(dir=self.a.out) as wd:
+            d = Daemon(self.a.nvshared, wd, ["--anti-thrashing", "auto"])
+            runs = {}
+            for label, env in (("managed", {}), ("plain", {"NVSHARE_MANAGED": "0"})):
+                p = self.edge(d.sock, ["--mode", "gpudirect"], env)
+                out = p.communicate(timeout=120)[0]
+                line = [l for l in out.splitlines() if "RESULT OK gpudirect" in l]
+                runs[label] = (p.returncode, line[0].split("gpudirect ")[1] if line else None,
+                               out.count("NVSHARE_MANAGED=0"))
+            rc = d.stop()
+            (mrc, managed, mwarn), (prc, plain, pwarn) = runs["managed"], runs["plain"]
+            lost = managed != plain
+            ok = (mrc == 0 and prc == 0 and rc == 0 and managed is not None and
+                  plain is not None and pwarn == 0 and mwarn == (1 if lost else 0))
+            self.record(name, ok, f"rewritten: {managed} ({mwarn} line naming the opt-out); "
+                                  f"plain: {plain} ({pwarn}); daemon exit {rc}")
+
     # ---- one process, one nvshare (issue 18) ----
 
     def two_copies_act_as_one(self):
@@ -558,6 +581,7 @@ def main():
         "contextless-stream-calls": r.contextless_stream_calls,
         "failed-capture-releases-early": r.failed_capture_releases_early,
         "accounting-and-meminfo": r.accounting_on_the_real_driver,
+        "gpudirect-names-the-opt-out": r.gpudirect_names_the_opt_out,
         "two-copies-act-as-one": r.two_copies_act_as_one,
         "train-baseline": r.train_baseline,
         "train-on": lambda: r.train_pair("train-on", ["--anti-thrashing", "on",
