@@ -236,11 +236,17 @@ Process start_client(const TempDir& dir, const std::string& socket, const Client
         "set -e; saved=$(mktemp -d); cp -a /etc/. \"$saved\"; "
         "mount -t tmpfs -o mode=0755 nvshare-test-etc /etc; cp -a \"$saved\"/. /etc; "
         "rm -rf \"$saved\"; printf '%s\\n' \"$NVSHARE_TEST_ETC_PRELOAD\" >/etc/ld.so.preload; "
+        "[ -z \"$NVSHARE_TEST_CLIENT_PRELOAD\" ] || export "
+        "LD_PRELOAD=\"$NVSHARE_TEST_CLIENT_PRELOAD\"; "
         "exec \"$@\"";
     std::vector<std::string> args = {"--mount", "--propagation", "private", "/bin/sh",
                                      "-c",      script,          "sh",      client};
     args.insert(args.end(), run.args.begin(), run.args.end());
     env["NVSHARE_TEST_ETC_PRELOAD"] = etc_ld_so_preload;
+    // Only the client gets the preload (a sanitizer's runtime in it aborts
+    // the set-up's cp and mount).
+    env["NVSHARE_TEST_CLIENT_PRELOAD"] = env["LD_PRELOAD"] == "\x01" ? "" : env["LD_PRELOAD"];
+    env["LD_PRELOAD"] = "\x01";
     return spawn("/usr/bin/unshare", args, env, dir.file(name + ".out"), dir.file(name + ".err"));
 }
 
