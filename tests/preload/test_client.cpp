@@ -263,6 +263,17 @@ void copies()
     printf("copies=ok\n");
 }
 
+// Instantiates, launches and waits for `g`, then destroys both.
+void launch_once(CUgraph g)
+{
+    CUgraphExec exec = nullptr;
+    CHECK(api.graph_instantiate(&exec, g, 0));
+    CHECK(api.graph_launch(exec, stream));
+    sync_stream();
+    CHECK(api.graph_exec_destroy(exec));
+    CHECK(api.graph_destroy(g));
+}
+
 void graph()
 {
     CHECK(api.begin_capture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL));
@@ -272,12 +283,7 @@ void graph()
     CHECK(api.end_capture(stream, &g));
     printf("captured=ok\n");
     fflush(stdout);
-    CUgraphExec exec = nullptr;
-    CHECK(api.graph_instantiate(&exec, g, 0));
-    CHECK(api.graph_launch(exec, stream));
-    sync_stream();
-    CHECK(api.graph_exec_destroy(exec));
-    CHECK(api.graph_destroy(g));
+    launch_once(g);
 }
 
 // Graph memory of `opt.graph_memory` bytes both ways a program makes it: a
@@ -300,15 +306,9 @@ void graph_memory()
     params.bytesize = opt.graph_memory;
     CUgraphNode node = nullptr;
     CHECK(api.graph_add_mem_alloc_node(&node, built, nullptr, 0, &params));
-    for (CUgraph g : {captured, built}) {
-        CUgraphExec exec = nullptr;
-        CHECK(api.graph_instantiate(&exec, g, 0));
-        CHECK(api.graph_launch(exec, stream));
-        sync_stream();
-        // The pool keeps the memory for reuse after the graphs are gone.
-        CHECK(api.graph_exec_destroy(exec));
-        CHECK(api.graph_destroy(g));
-    }
+    // The pool keeps the memory for reuse after the graphs are gone.
+    launch_once(captured);
+    launch_once(built);
     printf("graph_memory=ok\n");
     fflush(stdout);
 }
