@@ -40,15 +40,17 @@ enum class MsgType : uint16_t {
     StatusQuery = 5,  // ask for a JSON status report (any peer, even unregistered)
     Stats = 6,        // swap statistics of one GPU (cumulative)
     // daemon -> client
-    Welcome = 16,     // reply to Hello: client id and current settings
-    Grant = 17,       // the client now holds the lock on these GPUs
-    Drop = 18,        // give the lock back within the grace period
-    Revoked = 19,     // the lock was taken away (grace expired or an admin said so)
-    Settings = 20,    // mode, time quantum or a capacity changed
-    Contended = 21,   // another client is waiting for GPUs this client holds
-    Status = 22,      // JSON text answering StatusQuery
-    Error = 23,       // the daemon refused a message; the connection is closed after it
-    Unpageable = 24,  // memory other clients of one GPU hold that cannot be paged out
+    Welcome = 16,      // reply to Hello: client id and current settings
+    Grant = 17,        // the client now holds the lock on these GPUs
+    Drop = 18,         // give the lock back within the grace period
+    Revoked = 19,      // the lock was taken away (grace expired or an admin said so)
+    Settings = 20,     // mode, time quantum or a capacity changed
+    Contended = 21,    // another client is waiting for GPUs this client holds
+    Status = 22,       // JSON text answering StatusQuery
+    Error = 23,        // the daemon refused a message; the connection is closed after it
+    Unpageable = 24,   // memory other clients of one GPU hold that cannot be paged out
+    Waiting = 25,      // why this client waits for a GPU: who holds it, its place, the reason
+    RevokeCause = 26,  // sent just before Revoked: why the lock is taken away
 };
 
 struct FrameHeader {
@@ -128,13 +130,53 @@ struct GrantPayload {  // Grant, Contended
 };
 static_assert(sizeof(GrantPayload) == 16);
 
+// Drop flag: the GPU has just begun to be shared in turns (mode on, or its
+// memory oversubscribed) while several clients ran on it; without it, the
+// holder's time quantum ran out while others wait.
+inline constexpr uint32_t kDropTurnsBegin = 8u;
+
 struct DropPayload {
     uint64_t gpus;
     uint64_t grace_us;  // revoked if not Released within this
-    uint32_t flags;     // kGrantOversubscribed
+    uint32_t flags;     // kGrantOversubscribed, kDropTurnsBegin
     uint32_t keep_mib;  // as in Contended
 };
 static_assert(sizeof(DropPayload) == 24);
+
+// Why a GPU is taken in turns, so that a client waits for it.
+enum class WaitReason : uint32_t {
+    Oversubscribed = 1,  // auto mode, and the memory its clients report exceeds its capacity
+    ModeOn = 2,          // anti-thrashing mode is on
+    Priority = 3,        // reserved for priority classes; not sent yet
+};
+
+// Sent for each GPU a client waits for when it is queued, and again when the
+// holder, the client's place, the reason or the holder's quantum changes.
+struct WaitingPayload {
+    uint32_t gpu;         // client-local index
+    uint32_t reason;      // WaitReason
+    uint32_t place;       // in the GPU's queue: 1 = next
+    int32_t holder_pid;   // 0: nobody holds it (an earlier waiter or another GPU is in the way)
+    uint32_t holder_uid;  // with holder_pid
+    uint32_t reserved;
+    uint64_t held_us;              // how long the holder has held it, when this was sent
+    uint64_t quantum_us;           // the holder's time quantum
+    char holder_comm[kCommBytes];  // NUL-padded printable UTF-8, from the holder's Hello
+};
+static_assert(sizeof(WaitingPayload) == 56);
+
+enum class RevokeCauseCode : uint32_t {
+    GraceExpired = 1,  // a Drop was not answered by Released within its grace period
+    Admin = 2,         // an administrator revoked it (nvsharectl revoke, D-Bus RevokeClient)
+};
+
+// Precedes the Revoked frame it explains; clients that do not know it ignore it.
+struct RevokeCausePayload {
+    uint64_t gpus;   // as in the Revoked that follows
+    uint32_t cause;  // RevokeCauseCode
+    uint32_t reserved;
+};
+static_assert(sizeof(RevokeCausePayload) == 16);
 
 // Cumulative over the client's life, for one GPU: what nvshare's bulk
 // migration moved and how long the moves took.
@@ -261,6 +303,12 @@ inline bool fixed_payload_size(MsgType type, uint32_t* size)
         case MsgType::Unpageable:
             *size = sizeof(UnpageablePayload);
             return true;
+        case MsgType::Waiting:
+            *size = sizeof(WaitingPayload);
+            return true;
+        case MsgType::RevokeCause:
+            *size = sizeof(RevokeCausePayload);
+            return true;
         case MsgType::StatusQuery:
             *size = 0;
             return true;
@@ -274,7 +322,7 @@ inline constexpr uint32_t kLargestFixedPayload = sizeof(StatsPayload);
 
 inline bool is_known_type(uint16_t t)
 {
-    return (t >= 1 && t <= 6) || (t >= 16 && t <= 24);
+    return (t >= 1 && t <= 6) || (t >= 16 && t <= 26);
 }
 
 // Hello carries gpu_count records after the fixed part; the count must match

@@ -168,6 +168,7 @@ void Scheduler::set_capacity(GpuIndex gpu, uint64_t bytes, TimePoint now)
 void Scheduler::set_mode(Mode mode, TimePoint now)
 {
     settings_.mode = mode;
+    wait_dirty_ = ~GpuSet{0};  // the reason waiters are given follows the mode
     refresh_exclusive(now);
     tick(now);
 }
@@ -176,6 +177,7 @@ void Scheduler::set_time_quantum(Duration tq, TimePoint now)
 {
     // Deadlines derive from granted_at + TQ, so the running quantum follows.
     settings_.time_quantum = tq;
+    wait_dirty_ = ~GpuSet{0};
     for (auto& [id, c] : clients_)
         if (c.phase == Phase::Holding)
             update_deadline(c);
@@ -190,6 +192,7 @@ void Scheduler::set_grace(Duration grace)
 void Scheduler::set_quantum_ceiling(Duration ceiling, TimePoint now)
 {
     settings_.quantum_ceiling = ceiling;
+    wait_dirty_ = ~GpuSet{0};
     for (auto& [id, c] : clients_)
         if (c.phase == Phase::Holding)
             update_deadline(c);
@@ -229,8 +232,22 @@ std::vector<ClientId> Scheduler::queue(GpuIndex gpu) const
     return ids;
 }
 
+std::optional<WaitFacts> Scheduler::wait_facts(ClientId id, GpuIndex gpu) const
+{
+    if (gpu >= queues_.size() || !serializing(gpu))
+        return std::nullopt;
+    uint32_t place = 0;
+    for (const auto& [seq, waiter] : queues_[gpu].waiting) {
+        ++place;
+        if (waiter == id)
+            return facts_at(gpu, place);
+    }
+    return std::nullopt;
+}
+
 std::vector<Action> Scheduler::take_actions()
 {
+    publish_waits();
     std::vector<Action> out;
     out.swap(actions_);
     return out;
@@ -286,12 +303,14 @@ void Scheduler::request(ClientId id, GpuSet gpus, TimePoint now)
     if (c->phase == Phase::Waiting) {
         const GpuSet old = c->wanted;
         dequeue(*c);
+        for_each_gpu(old & ~gpus, [&](GpuIndex g) { c->wait_sent.erase(g); });
         c->wanted = gpus;
         enqueue(*c);  // keeps its place: same sequence number
         freed |= old & ~gpus;
         update_holder_deadlines(old & ~gpus);
     } else {
         c->phase = Phase::Waiting;
+        c->wait_sent.clear();
         c->sequence = next_sequence_++;
         c->waiting_since = now;
         c->wanted = gpus;
@@ -363,6 +382,7 @@ bool Scheduler::report_swaps(ClientId id, GpuIndex gpu, const SwapStats& stats, 
                                     stats.swap_ins - old.swap_ins, uint64_t{1} << 62));
         c->last_swap_in[gpu] = latest;
         gpus_[gpu].last_swap_in = latest;
+        wait_dirty_ |= c->held;  // its quantum may have grown
         update_deadline(*c);
     }
     old = stats;
@@ -407,7 +427,7 @@ bool Scheduler::revoke(ClientId id, TimePoint now)
     Client* c = find(id);
     if (c == nullptr || c->phase != Phase::Holding)
         return false;
-    try_heads(revoke_hold(*c, now), now);
+    try_heads(revoke_hold(*c, now, RevokeReason::Admin), now);
     tick(now);
     return true;
 }
@@ -531,17 +551,20 @@ void Scheduler::refresh_exclusive(TimePoint now)
     if (e == exclusive_)
         return;
     exclusive_ = e;
+    wait_dirty_ = ~GpuSet{0};
     reschedule_all(now);
 }
 
 void Scheduler::enqueue(Client& c)
 {
+    wait_dirty_ |= c.wanted;
     for_each_gpu(c.wanted, [&](GpuIndex g) { queues_[g].waiting.insert({c.sequence, c.id}); });
     waiting_++;
 }
 
 void Scheduler::dequeue(Client& c)
 {
+    wait_dirty_ |= c.wanted;  // the places behind it move up
     for_each_gpu(c.wanted, [&](GpuIndex g) { queues_[g].waiting.erase({c.sequence, c.id}); });
     waiting_--;
 }
@@ -575,6 +598,7 @@ void Scheduler::grant(Client& c, TimePoint now)
     holding_++;
     c.held = c.wanted;
     c.wanted = 0;
+    c.wait_sent.clear();
     c.granted_at = now;
     c.waited_total += now - c.waiting_since;
     c.grants++;
@@ -592,6 +616,7 @@ void Scheduler::grant(Client& c, TimePoint now)
 GpuSet Scheduler::end_hold(Client& c, GpuSet gpus, TimePoint now)
 {
     gpus &= c.held;
+    wait_dirty_ |= gpus;
     for_each_gpu(gpus, [&](GpuIndex g) {
         erase_value(gpus_[g].holders, c.id);
         const auto m = c.memory.find(g);
@@ -610,7 +635,7 @@ GpuSet Scheduler::end_hold(Client& c, GpuSet gpus, TimePoint now)
     return gpus;
 }
 
-void Scheduler::send_drop(Client& c, TimePoint now)
+void Scheduler::send_drop(Client& c, TimePoint now, bool turns_begin)
 {
     if (c.drop_sent)
         return;
@@ -618,17 +643,59 @@ void Scheduler::send_drop(Client& c, TimePoint now)
     c.drop_deadline = now + settings_.grace;
     c.drops++;
     push(ActionKind::Drop, c, c.held, settings_.grace);
+    actions_.back().turns_begin = turns_begin;
     update_deadline(c);
 }
 
-GpuSet Scheduler::revoke_hold(Client& c, TimePoint now)
+GpuSet Scheduler::revoke_hold(Client& c, TimePoint now, RevokeReason reason)
 {
     const GpuSet held = c.held;
     c.revocations++;
     c.keep_offered = UINT64_MAX;  // it did not let go: assume all its data stayed
     end_hold(c, held, now);
     push(ActionKind::Revoke, c, held);
+    actions_.back().revoke_reason = reason;
     return held;
+}
+
+WaitFacts Scheduler::facts_at(GpuIndex gpu, uint32_t place) const
+{
+    WaitFacts f;
+    f.place = place;
+    f.reason = settings_.mode == Mode::On ? WaitReason::ModeOn : WaitReason::Oversubscribed;
+    const auto& holders = gpus_[gpu].holders;
+    if (!holders.empty()) {
+        // The first granted: the one that keeps the GPU when it is taken in turns.
+        const Client& h = clients_.at(holders.front());
+        f.holder = h.id;
+        f.held_since = h.granted_at;
+        f.quantum = quantum_for(h);
+    }
+    return f;
+}
+
+// A waiter's facts change only when its GPU's queue, holder, quantum or
+// reason does, so only the GPUs marked since the last call are looked at.
+void Scheduler::publish_waits()
+{
+    const GpuSet dirty = wait_dirty_ & exclusive_;
+    wait_dirty_ = 0;
+    for_each_gpu(dirty, [&](GpuIndex g) {
+        if (g >= queues_.size())
+            return;
+        uint32_t place = 0;
+        for (const auto& [seq, id] : queues_[g].waiting) {
+            const WaitFacts f = facts_at(g, ++place);
+            Client& c = clients_.at(id);
+            const auto sent = c.wait_sent.find(g);
+            if (sent != c.wait_sent.end() && sent->second.same_news(f))
+                continue;
+            c.wait_sent[g] = f;
+            Action a{ActionKind::Waiting, id, gpu_bit(g)};
+            a.wait = f;
+            actions_.push_back(a);
+        }
+    });
 }
 
 // GPUs were freed or a waiter left: the first waiter of each such GPU may now go.
@@ -704,7 +771,7 @@ void Scheduler::reschedule_all(TimePoint now)
         const ClientId keep = *first;
         for (ClientId h : std::vector<ClientId>(holders))
             if (h != keep)
-                send_drop(clients_.at(h), now);
+                send_drop(clients_.at(h), now, true);
     });
 
     std::vector<Client*> waiters;
@@ -740,7 +807,7 @@ void Scheduler::tick(TimePoint now)
             continue;
         if (c.drop_sent) {
             if (now >= c.drop_deadline)
-                try_heads(revoke_hold(c, now), now);
+                try_heads(revoke_hold(c, now, RevokeReason::GraceExpired), now);
             else
                 update_deadline(c);
         } else if (contended(c) && now >= c.granted_at + quantum_for(c)) {

@@ -19,6 +19,7 @@ using Clock = std::chrono::steady_clock;
 using TimePoint = Clock::time_point;
 using Duration = std::chrono::nanoseconds;
 using Mode = proto::Mode;
+using WaitReason = proto::WaitReason;
 
 using ClientId = uint64_t;
 using GpuIndex = uint32_t;  // daemon-wide, in order of discovery
@@ -85,6 +86,21 @@ struct MemoryUse {
 
 enum class Phase { Idle, Waiting, Holding };
 
+// What a waiting client is told about one GPU it waits for.
+struct WaitFacts {
+    std::optional<ClientId> holder;  // none: an earlier waiter or another GPU is in the way
+    uint32_t place = 0;              // in the GPU's queue: 1 = next
+    WaitReason reason = WaitReason::ModeOn;
+    TimePoint held_since{};  // the holder's grant
+    Duration quantum{};      // the holder's quantum
+    // Changes worth telling: the holder's time moves on by itself.
+    bool same_news(const WaitFacts& o) const
+    {
+        return holder == o.holder && place == o.place && reason == o.reason &&
+               held_since == o.held_since && quantum == o.quantum;
+    }
+};
+
 struct ClientInfo {
     int32_t pid = 0;
     uint32_t uid = 0;
@@ -104,6 +120,8 @@ struct Client {
     uint64_t keep_offered = 0;
     // Others' pinned memory on each GPU as last told to the client.
     std::map<GpuIndex, uint64_t> unpageable_sent;
+    // Why it waits for each GPU, as last told (while Waiting).
+    std::map<GpuIndex, WaitFacts> wait_sent;
 
     Phase phase = Phase::Idle;
     GpuSet wanted = 0;  // while Waiting
@@ -137,7 +155,10 @@ enum class ActionKind {
     Revoke,      // client's hold on `gpus` was taken away
     Contended,   // somebody waits for GPUs the client holds exclusively
     Unpageable,  // others' pinned memory on the GPU in `gpus` changed
+    Waiting,     // why the client waits for the GPU in `gpus` changed
 };
+
+enum class RevokeReason { GraceExpired, Admin };
 
 struct Action {
     ActionKind kind;
@@ -152,9 +173,10 @@ struct Action {
     // everything).
     uint64_t keep = UINT64_MAX;
     uint64_t others_pinned = 0;  // Unpageable
+    bool turns_begin = false;    // Drop: the GPU has just begun to be taken in turns
+    RevokeReason revoke_reason = RevokeReason::GraceExpired;  // Revoke
+    WaitFacts wait{};                                         // Waiting
 };
-
-enum class RevokeReason { GraceExpired, Admin };
 
 class Scheduler {
 public:
@@ -224,6 +246,9 @@ public:
     static constexpr int kQuantumPerSwap = 10;
     // Waiting clients that want this GPU, first come first.
     std::vector<ClientId> queue(GpuIndex gpu) const;
+    // Why client `id` waits for `gpu`; nullopt if it does not wait for it,
+    // or the GPU is not taken in turns (then it waits for another one).
+    std::optional<WaitFacts> wait_facts(ClientId id, GpuIndex gpu) const;
     size_t holding_count() const { return holding_; }
     size_t waiting_count() const { return waiting_; }
 
@@ -256,8 +281,12 @@ private:
     bool contended(const Client& c) const;
     void grant(Client& c, TimePoint now);
     GpuSet end_hold(Client& c, GpuSet gpus, TimePoint now);
-    void send_drop(Client& c, TimePoint now);
-    GpuSet revoke_hold(Client& c, TimePoint now);
+    void send_drop(Client& c, TimePoint now, bool turns_begin = false);
+    GpuSet revoke_hold(Client& c, TimePoint now, RevokeReason reason);
+    WaitFacts facts_at(GpuIndex gpu, uint32_t place) const;
+    // Tells the waiters of the GPUs whose queue, holder or quantum changed
+    // since the last call what changed for them.
+    void publish_waits();
     void try_heads(GpuSet freed, TimePoint now);
     void notify_contention(GpuSet gpus, TimePoint now);
     // Tells each client of `gpu` the pinned memory of the others where it
@@ -274,7 +303,8 @@ private:
     std::optional<uint64_t> default_capacity_;
     std::map<ClientId, Client> clients_;
     std::set<std::pair<TimePoint, ClientId>> deadlines_;
-    GpuSet exclusive_ = 0;  // GPUs whose clients take turns
+    GpuSet exclusive_ = 0;   // GPUs whose clients take turns
+    GpuSet wait_dirty_ = 0;  // GPUs for publish_waits() to look at
     size_t holding_ = 0;
     size_t waiting_ = 0;
     uint64_t next_sequence_ = 1;

@@ -713,6 +713,15 @@ Connection* Server::by_client(ClientId id)
     return it == connections_.end() ? nullptr : it->second.get();
 }
 
+// Which GPU a one-GPU action names, as the client's Hello index.
+static uint32_t local_index(const Client& client, GpuSet gpu)
+{
+    uint32_t index = 0;
+    while (index < client.gpus.size() && gpu_bit(client.gpus[index]) != gpu)
+        ++index;
+    return index;
+}
+
 void Server::dispatch_actions()
 {
     for (const Action& a : scheduler_.take_actions()) {
@@ -737,35 +746,71 @@ void Server::dispatch_actions()
                 const auto grace_us =
                     std::chrono::duration_cast<std::chrono::microseconds>(a.grace).count();
                 const proto::DropPayload p{local, static_cast<uint64_t>(grace_us),
-                                           flags & proto::kGrantOversubscribed,
+                                           (flags & proto::kGrantOversubscribed) |
+                                               (a.turns_begin ? proto::kDropTurnsBegin : 0u),
                                            proto::keep_to_wire(a.keep)};
                 NVS_DEBUG("drop request to client %llu", static_cast<unsigned long long>(a.client));
                 send(*c, proto::MsgType::Drop, &p, sizeof p);
                 break;
             }
             case ActionKind::Revoke: {
-                NVS_WARN("revoked the lock of client %llu (pid %d %s)",
+                const bool admin = a.revoke_reason == RevokeReason::Admin;
+                NVS_WARN("revoked the lock of client %llu (pid %d %s): %s",
                          static_cast<unsigned long long>(a.client), client->info.pid,
-                         client->info.comm.c_str());
+                         client->info.comm.c_str(),
+                         admin ? "an administrator asked" : "not released within the grace period");
+                const proto::RevokeCausePayload why{
+                    local,
+                    static_cast<uint32_t>(admin ? proto::RevokeCauseCode::Admin
+                                                : proto::RevokeCauseCode::GraceExpired),
+                    0};
+                send(*c, proto::MsgType::RevokeCause, &why, sizeof why);
                 const proto::GpuMaskPayload p{local};
                 send(*c, proto::MsgType::Revoked, &p, sizeof p);
                 break;
             }
+            case ActionKind::Waiting:
+                send_waiting(*c, *client, a);
+                break;
             case ActionKind::Contended: {
                 const proto::GrantPayload p{local, flags, proto::keep_to_wire(a.keep)};
                 send(*c, proto::MsgType::Contended, &p, sizeof p);
                 break;
             }
             case ActionKind::Unpageable: {
-                uint32_t index = 0;  // the GPU's place in the client's Hello
-                while (index < client->gpus.size() && gpu_bit(client->gpus[index]) != a.gpus)
-                    ++index;
-                const proto::UnpageablePayload p{index, 0, a.others_pinned};
+                const proto::UnpageablePayload p{local_index(*client, a.gpus), 0, a.others_pinned};
                 send(*c, proto::MsgType::Unpageable, &p, sizeof p);
                 break;
             }
         }
     }
+}
+
+void Server::send_waiting(Connection& c, const Client& client, const Action& a)
+{
+    const auto us = [](Duration d) {
+        return static_cast<uint64_t>(
+            std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::microseconds>(d).count()));
+    };
+    proto::WaitingPayload p{};
+    p.gpu = local_index(client, a.gpus);
+    p.reason = static_cast<uint32_t>(a.wait.reason);
+    p.place = a.wait.place;
+    if (a.wait.holder) {
+        if (const Client* h = scheduler_.client(*a.wait.holder)) {
+            p.holder_pid = h->info.pid;
+            p.holder_uid = h->info.uid;
+            p.held_us = us(Clock::now() - a.wait.held_since);
+            p.quantum_us = us(a.wait.quantum);
+            // Printable already; cut at a character boundary to fit.
+            size_t n = std::min(h->info.comm.size(), sizeof p.holder_comm);
+            while (n > 0 && n < h->info.comm.size() &&
+                   (static_cast<uint8_t>(h->info.comm[n]) & 0xC0) == 0x80)
+                --n;
+            memcpy(p.holder_comm, h->info.comm.data(), n);
+        }
+    }
+    send(c, proto::MsgType::Waiting, &p, sizeof p);
 }
 
 void Server::after_change()

@@ -99,6 +99,7 @@ private:
     void send_settings(Connection& c, bool welcome);
     void broadcast_settings();
     void dispatch_actions();
+    void send_waiting(Connection& c, const Client& client, const Action& a);
     void after_change();  // dispatch, re-arm timers, notify observer, reap
     void mark_dead(Connection& c);
     void reap();

@@ -1,6 +1,7 @@
 #include "preload/client.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/futex.h>
 #include <poll.h>
 #include <pthread.h>
@@ -20,6 +21,7 @@
 #include <new>
 
 #include "common/protocol.h"
+#include "common/uuid.h"
 #include "preload/alloc.h"
 #include "preload/clock.h"
 #include "preload/contexts.h"
@@ -29,6 +31,7 @@
 #include "preload/idle_gaps.h"
 #include "preload/log.h"
 #include "preload/residency.h"
+#include "preload/wait_notice.h"
 
 namespace nvshare::preload::client {
 
@@ -64,6 +67,8 @@ constexpr uint64_t kQuickCheckNs = 2ull * 1000 * 1000;
 constexpr uint64_t kSwapPollNs = 2ull * 1000 * 1000;
 // The program's work waits at most this long for a swap-in to finish.
 constexpr uint64_t kSwapInGateLimitNs = 5ull * 1000 * 1000 * 1000;
+// A wait that was announced is announced again at most this often.
+constexpr uint64_t kWaitNoticeRepeatNs = 30ull * 1000 * 1000 * 1000;
 bool g_atfork_registered = false;
 
 void set_ready()
@@ -92,6 +97,13 @@ struct Session {
     uint64_t quiet_since = 0;  // when ACTIVE was last cleared: no work submitted since
     uint64_t last_report = 0;
     uint64_t last_graph_check = 0;
+    // The current wait for the lock, and what nvshared said about it.
+    uint64_t requested_at = 0;
+    uint64_t next_notice = 0;   // when to print that we still wait (0: never)
+    bool announced = false;     // a waiting line was printed for this wait
+    uint32_t revoke_cause = 0;  // from the RevokeCause before a Revoked
+    proto::WaitingPayload waits[devices::kMaxGpus] = {};
+    uint64_t wait_received[devices::kMaxGpus] = {};  // 0: nothing said about the GPU
 };
 
 class Client {
@@ -113,8 +125,13 @@ private:
     void work(uint64_t now);
     int timeout_ms(uint64_t now) const;
     void wait_event(int timeout);
+    void announce_wait(uint64_t now);
+    void end_wait(uint64_t gpus, uint64_t now);
+    const char* user_name(uint32_t uid);
 
     Session s_;
+    char passwd_[32 * 1024];
+    char user_[64];
     IdleGaps gaps_;  // kept across connections: a property of the program
     size_t in_len_ = 0;
     uint8_t in_[64 * 1024];
@@ -266,6 +283,7 @@ bool Client::handle(proto::MsgType type, const uint8_t* p, uint32_t length)
             s_.next_idle_check = now + config().idle_release_ms * 1000000ull;
             s_.quiet_since = now;
             g_want.store(false);
+            end_wait(g.gpus, now);
             if (residency::on_grant(g.gpus, s_.oversubscribed)) {
                 // Our data was evicted: kernels that ran now would fault it
                 // in page by page, far slower than the bulk prefetch, and
@@ -288,16 +306,37 @@ bool Client::handle(proto::MsgType type, const uint8_t* p, uint32_t length)
                 s_.drop_pending = true;
                 s_.drop_deadline = now + d.grace_us * 1000 * 3 / 4;
             }
-            log_debug("drop requested (grace %llu us)",
-                      static_cast<unsigned long long>(d.grace_us));
+            log_debug("drop requested (grace %llu us): %s",
+                      static_cast<unsigned long long>(d.grace_us),
+                      (d.flags & proto::kDropTurnsBegin) != 0
+                          ? "the GPU is now taken in turns"
+                          : "the time quantum is over and others wait");
+            return true;
+        }
+        case MsgType::RevokeCause: {
+            proto::RevokeCausePayload r{};
+            memcpy(&r, p, sizeof r);
+            s_.revoke_cause = r.cause;
             return true;
         }
         case MsgType::Revoked:
             gate_close();
             s_.holding = s_.requested = s_.drop_pending = false;
             s_.open_after_swap_in = 0;
-            log_warn("nvshared revoked the GPU lock (not released in time)");
+            s_.next_notice = 0;
+            log_warn("nvshared revoked the GPU lock: %s", revoke_cause_text(s_.revoke_cause));
+            s_.revoke_cause = 0;
             return true;
+        case MsgType::Waiting: {
+            proto::WaitingPayload w{};
+            memcpy(&w, p, sizeof w);
+            if (w.gpu >= s_.gpu_count)
+                return false;
+            w.holder_comm[proto::kCommBytes - 1] = '\0';  // printed as a C string
+            s_.waits[w.gpu] = w;
+            s_.wait_received[w.gpu] = now;
+            return true;
+        }
         case MsgType::Contended: {
             proto::GrantPayload c{};
             memcpy(&c, p, sizeof c);
@@ -500,8 +539,90 @@ void Client::work(uint64_t now)
             gate_open();  // nothing to schedule
         } else if (send_mask(proto::MsgType::Request)) {
             s_.requested = true;
+            s_.requested_at = now;
+            s_.announced = false;
+            s_.next_notice =
+                config().wait_notice_ms != 0 ? now + config().wait_notice_ms * 1000000ull : 0;
+            memset(s_.wait_received, 0, sizeof s_.wait_received);
         }
     }
+    if (s_.requested && !s_.holding && s_.next_notice != 0 && now >= s_.next_notice)
+        announce_wait(now);
+}
+
+// One line on stderr about the GPU this process waits for: the first that
+// somebody holds, else the first nvshared said anything about.
+void Client::announce_wait(uint64_t now)
+{
+    uint32_t pick = s_.gpu_count;
+    for (uint32_t i = 0; i < s_.gpu_count; ++i) {
+        if (s_.wait_received[i] == 0)
+            continue;
+        if (pick == s_.gpu_count)
+            pick = i;
+        if (s_.waits[i].holder_pid != 0) {
+            pick = i;
+            break;
+        }
+    }
+    const bool known = pick < s_.gpu_count;
+    const devices::Gpu& gpu = devices::at(known ? pick : 0);
+    char uuid[kUuidTextSize];
+    format_gpu_uuid(gpu.uuid, uuid);
+    WaitContext ctx;
+    ctx.ordinal = static_cast<int>(gpu.ordinal);
+    ctx.gpu_name = gpu.name;
+    ctx.gpu_uuid = uuid;
+    ctx.waited_ns = now - s_.requested_at;
+    if (known) {
+        ctx.since_frame_ns = now - s_.wait_received[pick];
+        if (s_.waits[pick].holder_pid != 0)
+            ctx.holder_user = user_name(s_.waits[pick].holder_uid);
+    }
+    char line[400];
+    format_waiting(line, sizeof line, known ? &s_.waits[pick] : nullptr, ctx);
+    log_warn("%s", line);
+    s_.announced = true;
+    s_.next_notice = now + kWaitNoticeRepeatNs;
+}
+
+// The lock came: say so if the wait was announced.
+void Client::end_wait(uint64_t gpus, uint64_t now)
+{
+    s_.next_notice = 0;
+    if (!s_.announced)
+        return;
+    s_.announced = false;
+    const uint32_t first = gpus != 0 ? static_cast<uint32_t>(__builtin_ctzll(gpus)) : 0;
+    char line[96];
+    format_got(line, sizeof line,
+               static_cast<int>(devices::at(first < s_.gpu_count ? first : 0).ordinal),
+               now - s_.requested_at);
+    log_warn("%s", line);
+}
+
+// From the passwd file only: NSS modules may block or take locks.
+const char* Client::user_name(uint32_t uid)
+{
+    user_[0] = '\0';
+    const int fd = open(kPasswdPath, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return user_;
+    size_t n = 0;
+    for (;;) {
+        const ssize_t r = read(fd, passwd_ + n, sizeof passwd_ - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        n += static_cast<size_t>(r);
+        if (n == sizeof passwd_)
+            break;
+    }
+    close(fd);
+    if (!user_name_in(passwd_, n, uid, user_, sizeof user_))
+        user_[0] = '\0';
+    return user_;
 }
 
 int Client::timeout_ms(uint64_t now) const
@@ -518,6 +639,8 @@ int Client::timeout_ms(uint64_t now) const
         consider(now + kSwapPollNs);
     if (s_.open_after_swap_in != 0)
         consider(s_.open_after_swap_in);
+    if (s_.requested && !s_.holding && s_.next_notice != 0)
+        consider(s_.next_notice);
     for (uint32_t i = 0; i < s_.gpu_count; ++i)
         if (devices::at(i).dirty.load())
             consider(s_.last_report + kReportPeriodNs);

@@ -163,6 +163,13 @@ void load(Problems* problems)
         else
             problems->add("NVSHARE_IDLE_RELEASE_MS", v);
     }
+    if (const char* v = getenv("NVSHARE_WAIT_NOTICE_MS")) {
+        uint32_t ms = 0;
+        if (parse_millis(v, 3600 * 1000, &ms))
+            c.wait_notice_ms = ms;
+        else
+            problems->add("NVSHARE_WAIT_NOTICE_MS", v);
+    }
     const char* path = getenv("NVSHARE_SOCKET");
     if (path != nullptr && (path[0] != '/' || strlen(path) >= sizeof c.socket_path)) {
         problems->add("NVSHARE_SOCKET", path);

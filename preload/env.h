@@ -23,6 +23,7 @@ bool parse_policy(const char* text, Policy* out);
 bool parse_millis(const char* text, uint32_t max, uint32_t* out);
 
 inline constexpr uint32_t kDefaultIdleReleaseMs = 20;
+inline constexpr uint32_t kDefaultWaitNoticeMs = 2000;
 
 struct Config {
     bool disabled = false;        // NVSHARE_DISABLE: pass everything through
@@ -33,6 +34,7 @@ struct Config {
     bool single_oversub = false;  // NVSHARE_ENABLE_SINGLE_OVERSUB
     bool managed = true;          // NVSHARE_MANAGED, else not in the admin's plain-memory list
     uint32_t idle_release_ms = kDefaultIdleReleaseMs;  // NVSHARE_IDLE_RELEASE_MS, 0 = never
+    uint32_t wait_notice_ms = kDefaultWaitNoticeMs;    // NVSHARE_WAIT_NOTICE_MS, 0 = never
     char socket_path[108] = {};                        // NVSHARE_SOCKET or the built-in default
     Policy prefetch = Policy::Auto;                    // NVSHARE_PREFETCH: bulk swap-in on grant
     Policy evict = Policy::Auto;                       // NVSHARE_EVICT: bulk swap-out on release

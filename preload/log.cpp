@@ -1,5 +1,6 @@
 #include "preload/log.h"
 
+#include <time.h>
 #include <unistd.h>
 
 #include <cstdarg>
@@ -11,10 +12,21 @@ namespace nvshare::preload {
 
 namespace {
 
-void emit(const char* format, va_list args)
+// Debug lines carry CLOCK_MONOTONIC seconds, so that the lines of several
+// processes (and of nvshared's journal) can be put in order.
+void emit(bool timestamp, const char* format, va_list args)
 {
     char line[512];
-    int n = snprintf(line, sizeof line, "[nvshare] pid %d: ", static_cast<int>(getpid()));
+    int n;
+    if (timestamp) {
+        timespec ts{};
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        n = snprintf(line, sizeof line,
+                     "[nvshare %lld.%06ld] pid %d: ", static_cast<long long>(ts.tv_sec),
+                     ts.tv_nsec / 1000, static_cast<int>(getpid()));
+    } else {
+        n = snprintf(line, sizeof line, "[nvshare] pid %d: ", static_cast<int>(getpid()));
+    }
     if (n < 0)
         return;
     const int m = vsnprintf(line + n, sizeof line - static_cast<size_t>(n) - 1, format, args);
@@ -33,7 +45,7 @@ void log_warn(const char* format, ...)
 {
     va_list args;
     va_start(args, format);
-    emit(format, args);
+    emit(false, format, args);
     va_end(args);
 }
 
@@ -43,7 +55,7 @@ void log_debug(const char* format, ...)
         return;
     va_list args;
     va_start(args, format);
-    emit(format, args);
+    emit(true, format, args);
     va_end(args);
 }
 

@@ -1,4 +1,5 @@
-// stderr messages of libnvshare.so: "[nvshare] ..." written with one write(2)
+// stderr messages of libnvshare.so: "[nvshare] ..." (debug lines:
+// "[nvshare SECONDS] ...", CLOCK_MONOTONIC) written with one write(2)
 // each (no stdio buffering shared with the host program).
 #pragma once
 

@@ -324,7 +324,13 @@ TEST_F(DbusTest, RootRevokesAndNobodyCannot)
 
     const auto r = ctl({"revoke", std::to_string(a.id)});
     ASSERT_EQ(r.status, 0) << r.err;
-    EXPECT_TRUE(a.lock.expect(MsgType::Revoked, 5s));
+    // The client learns the true cause first (issue 16), then loses the lock.
+    const auto cause = a.lock.expect(MsgType::RevokeCause, 5s);
+    ASSERT_TRUE(cause);
+    EXPECT_EQ(cause->as<proto::RevokeCausePayload>().cause,
+              static_cast<uint32_t>(proto::RevokeCauseCode::Admin));
+    const auto revoked = a.lock.receive(5s);
+    EXPECT_TRUE(revoked && revoked->type == MsgType::Revoked);
     EXPECT_TRUE(b.lock.expect(MsgType::Grant, 5s));
     // By pid: this process runs both clients; only the holder is revoked.
     const auto by_pid = ctl({"revoke", "pid:" + std::to_string(getpid())});

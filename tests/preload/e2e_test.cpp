@@ -352,7 +352,114 @@ TEST(Release, RevokesAClientThatStopsAnswering)
     expect_clean_exit(a);
     ASSERT_FALSE(me.is_null());
     EXPECT_GE(me["revocations"].get<int>(), 1);
-    EXPECT_NE(a.err().find("revoked"), std::string::npos) << a.err();
+    // The true cause (issue 16), from the daemon's RevokeCause frame.
+    EXPECT_NE(a.err().find("revoked the GPU lock: not released within the grace period"),
+              std::string::npos)
+        << a.err();
+}
+
+// ---- telling a waiting process why it waits (issue 16) -----------------------------
+
+// The first line of `text` that contains `needle`, or "".
+std::string line_containing(const std::string& text, const std::string& needle)
+{
+    const size_t at = text.find(needle);
+    if (at == std::string::npos)
+        return {};
+    const size_t start = text.rfind('\n', at);
+    const size_t end = text.find('\n', at);
+    const size_t from = start == std::string::npos ? 0 : start + 1;
+    return text.substr(from, (end == std::string::npos ? text.size() : end) - from);
+}
+
+// A holder that keeps the GPU for `hold_ms` after its work (no early
+// release), once it holds it.
+Process start_holder(const TempDir& dir, const Daemon& daemon, const std::string& hold_ms,
+                     std::vector<std::string> extra = {})
+{
+    std::vector<std::string> args{"--kernels", "2", "--kernel-us", "10000", "--hold-ms", hold_ms};
+    args.insert(args.end(), extra.begin(), extra.end());
+    Process a = start_client(dir, daemon.socket(),
+                             {args, {{"NVSHARE_IDLE_RELEASE_MS", "0"}}, false}, "holder");
+    EXPECT_TRUE(
+        eventually([&] { return count_events(dir.file("fake.log"), a.pid(), "end") >= 2; }));
+    return a;
+}
+
+bool is_waiting(const Daemon& daemon, pid_t pid)
+{
+    const auto me = client_status(daemon.status(), pid);
+    return !me.is_null() && me["state"] == "waiting";
+}
+
+// Two processes wait behind a holder in `on` mode: after the notice delay
+// each prints one line naming the holder (pid, command, user), its own
+// place and the reason, and one line when it gets the GPU.
+TEST(WaitNotice, NamesTheHolderThePlaceAndTheReason)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "on", "--time-quantum", "10min"});
+    Process a = start_holder(dir, daemon, "4000");
+    const auto holder = client_status(daemon.status(), a.pid());
+    ASSERT_FALSE(holder.is_null());
+    const ClientRun waiter{
+        {"--kernels", "2", "--kernel-us", "10000"}, {{"NVSHARE_WAIT_NOTICE_MS", "500"}}, false};
+    Process b = start_client(dir, daemon.socket(), waiter, "b");
+    ASSERT_TRUE(eventually([&] { return is_waiting(daemon, b.pid()); }));
+    Process c = start_client(dir, daemon.socket(), waiter, "c");
+    expect_clean_exit(a);
+    expect_clean_exit(b);
+    expect_clean_exit(c);
+
+    const std::string held_by = "held by pid " + std::to_string(a.pid()) + " (" +
+                                holder["comm"].get<std::string>() + ", user root) for ";
+    for (auto [p, place] : {std::pair{&b, "; 1st in line; "}, std::pair{&c, "; 2nd in line; "}}) {
+        const std::string err = p->err();
+        EXPECT_EQ(count_lines_containing(err, "waiting for GPU 0 ("), 1) << err;
+        const std::string line = line_containing(err, "waiting for GPU 0 (");
+        EXPECT_EQ(line.rfind("[nvshare] pid " + std::to_string(p->pid()) + ": ", 0), 0u) << line;
+        EXPECT_NE(line.find(held_by), std::string::npos) << line;
+        EXPECT_NE(line.find(" of its 600.0 s quantum"), std::string::npos) << line;
+        EXPECT_NE(line.find(place), std::string::npos) << line;
+        EXPECT_NE(line.find("why: mode on, processes take turns"), std::string::npos) << line;
+        EXPECT_EQ(count_lines_containing(err, "got GPU 0 after "), 1) << err;
+        EXPECT_LT(err.find("waiting for GPU"), err.find("got GPU")) << err;
+    }
+}
+
+TEST(WaitNotice, ZeroDelayMeansNever)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "on", "--time-quantum", "10min"});
+    Process a = start_holder(dir, daemon, "3000");
+    Process b = start_client(
+        dir, daemon.socket(),
+        {{"--kernels", "2", "--kernel-us", "10000"}, {{"NVSHARE_WAIT_NOTICE_MS", "0"}}, false},
+        "b");
+    ASSERT_TRUE(eventually([&] { return is_waiting(daemon, b.pid()); }));
+    expect_clean_exit(a);
+    expect_clean_exit(b);
+    EXPECT_EQ(b.err().find("[nvshare]"), std::string::npos) << b.err();
+}
+
+// In auto mode the waiter learns that the GPU's memory is oversubscribed.
+TEST(WaitNotice, OversubscriptionIsTheReasonInAutoMode)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "auto", "--capacity", "1G", "--time-quantum", "10min"});
+    Process a = start_holder(dir, daemon, "4000", {"--alloc", "700M"});
+    Process b = start_client(dir, daemon.socket(),
+                             {{"--kernels", "2", "--kernel-us", "10000", "--alloc", "700M"},
+                              {{"NVSHARE_WAIT_NOTICE_MS", "500"}},
+                              false},
+                             "b");
+    expect_clean_exit(a);
+    expect_clean_exit(b);
+    const std::string line = line_containing(b.err(), "waiting for GPU 0 (");
+    EXPECT_NE(line.find("why: its memory is oversubscribed, processes take turns"),
+              std::string::npos)
+        << b.err();
+    EXPECT_NE(line.find("held by pid " + std::to_string(a.pid())), std::string::npos) << line;
 }
 
 // Issue 20. A drop arrives while queued work waits on a flag that this

@@ -1,6 +1,6 @@
 // Unit tests of libnvshare's pure parts: variant matching for
 // cuGetProcAddress, environment parsing, the allocation table, the idle
-// gap history.
+// gap history, the lines about waiting for the GPU.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -11,6 +11,7 @@
 #include "preload/env.h"
 #include "preload/idle_gaps.h"
 #include "preload/proc_address.h"
+#include "preload/wait_notice.h"
 
 namespace nvshare::preload {
 namespace {
@@ -256,6 +257,141 @@ TEST(IdleGaps, WorkWithoutASeenPauseRecordsNothing)
     g.resumed(9 * kMs);  // submitted before the pause was seen: no pause at all
     EXPECT_EQ(g.remembered(), 1u);
     EXPECT_EQ(g.hold_for(0, 20 * kMs), 20 * kMs);
+}
+
+// ---- the lines about waiting (issue 16) -------------------------------------
+
+proto::WaitingPayload waiting(uint32_t reason, uint32_t place, int32_t pid)
+{
+    proto::WaitingPayload w{};
+    w.gpu = 0;
+    w.reason = reason;
+    w.place = place;
+    w.holder_pid = pid;
+    w.holder_uid = 1001;
+    w.held_us = 11'500'000;
+    w.quantum_us = 30'000'000;
+    memcpy(w.holder_comm, "python3", 7);
+    return w;
+}
+
+WaitContext context(const char* user)
+{
+    WaitContext c;
+    c.ordinal = 1;
+    c.gpu_name = "NVIDIA H100 80GB HBM3";
+    c.gpu_uuid = "GPU-01234567-89ab-cdef-0123-456789abcdef";
+    c.holder_user = user;
+    c.waited_ns = 2'040'000'000;
+    c.since_frame_ns = 600'000'000;
+    return c;
+}
+
+std::string waiting_line(const proto::WaitingPayload* w, const WaitContext& c)
+{
+    char line[400];
+    const size_t n = format_waiting(line, sizeof line, w, c);
+    EXPECT_EQ(n, strlen(line));
+    return line;
+}
+
+TEST(WaitNotice, NamesGpuHolderTimePlaceAndReason)
+{
+    const auto w = waiting(static_cast<uint32_t>(proto::WaitReason::ModeOn), 2, 456);
+    EXPECT_EQ(waiting_line(&w, context("alice")),
+              "waiting for GPU 1 (NVIDIA H100 80GB HBM3, GPU-01234567-89ab-cdef-0123-456789abcdef) "
+              "for 2.0 s: held by pid 456 (python3, user alice) for 12.1 s of its 30.0 s quantum; "
+              "2nd in line; why: mode on, processes take turns");
+}
+
+TEST(WaitNotice, EachReasonHasItsWords)
+{
+    using proto::WaitReason;
+    const std::map<WaitReason, std::string> words{
+        {WaitReason::Oversubscribed, "why: its memory is oversubscribed, processes take turns"},
+        {WaitReason::ModeOn, "why: mode on, processes take turns"},
+        {WaitReason::Priority, "why: a process of higher priority goes first"},
+    };
+    for (const auto& [reason, text] : words) {
+        const auto w = waiting(static_cast<uint32_t>(reason), 1, 456);
+        EXPECT_NE(waiting_line(&w, context("alice")).find(text), std::string::npos) << text;
+    }
+    const auto unknown = waiting(99, 1, 456);
+    EXPECT_NE(waiting_line(&unknown, context("alice")).find("why: processes take turns"),
+              std::string::npos);
+}
+
+TEST(WaitNotice, PlacesUidsAndMissingFacts)
+{
+    for (const auto& [place, text] : std::map<uint32_t, std::string>{{1, "1st"},
+                                                                     {2, "2nd"},
+                                                                     {3, "3rd"},
+                                                                     {4, "4th"},
+                                                                     {11, "11th"},
+                                                                     {12, "12th"},
+                                                                     {13, "13th"},
+                                                                     {21, "21st"},
+                                                                     {112, "112th"}}) {
+        const auto w = waiting(2, place, 456);
+        EXPECT_NE(waiting_line(&w, context("alice")).find("; " + text + " in line;"),
+                  std::string::npos)
+            << place;
+    }
+    const auto w = waiting(2, 1, 456);
+    EXPECT_NE(waiting_line(&w, context("")).find("(python3, uid 1001)"), std::string::npos);
+    const auto behind = waiting(2, 3, 0);
+    EXPECT_NE(waiting_line(&behind, context("")).find(": processes ahead in line; 3rd in line"),
+              std::string::npos);
+    const auto others = waiting(2, 1, 0);
+    EXPECT_NE(waiting_line(&others, context("")).find("its other GPUs"), std::string::npos);
+    EXPECT_EQ(waiting_line(nullptr, context("")),
+              "waiting for GPU 1 (NVIDIA H100 80GB HBM3, GPU-01234567-89ab-cdef-0123-456789abcdef) "
+              "for 2.0 s (nvshared does not say why)");
+}
+
+TEST(WaitNotice, LongTextIsCutNotOverrun)
+{
+    auto w = waiting(2, 4000000000u, 2147483647);
+    memset(w.holder_comm, 'x', sizeof w.holder_comm - 1);
+    char small[40];
+    memset(small, '#', sizeof small);
+    EXPECT_EQ(format_waiting(small, 32, &w, context("alice")), 31u);
+    EXPECT_EQ(small[31], '\0');
+    EXPECT_EQ(small[32], '#');
+}
+
+TEST(WaitNotice, GotLineAndRevokeCauses)
+{
+    char line[96];
+    format_got(line, sizeof line, 0, 9'160'000'000);
+    EXPECT_STREQ(line, "got GPU 0 after 9.1 s");
+    EXPECT_STREQ(revoke_cause_text(static_cast<uint32_t>(proto::RevokeCauseCode::GraceExpired)),
+                 "not released within the grace period");
+    EXPECT_STREQ(revoke_cause_text(static_cast<uint32_t>(proto::RevokeCauseCode::Admin)),
+                 "revoked by an administrator (nvsharectl revoke)");
+    EXPECT_STREQ(revoke_cause_text(0), "no cause given");
+}
+
+TEST(WaitNotice, UserNamesComeFromPasswdText)
+{
+    const std::string passwd =
+        "root:x:0:0:root:/root:/bin/bash\n"
+        "broken\n"
+        "bad:x:12a:0::/:/bin/sh\n"
+        "alice:x:1001:1001:Alice:/home/alice:/bin/bash\n"
+        "huge:x:99999999999:0::/:/bin/sh\n"
+        "last:x:7:7::/:";  // no final newline
+    char name[64];
+    ASSERT_TRUE(user_name_in(passwd.data(), passwd.size(), 1001, name, sizeof name));
+    EXPECT_STREQ(name, "alice");
+    ASSERT_TRUE(user_name_in(passwd.data(), passwd.size(), 0, name, sizeof name));
+    EXPECT_STREQ(name, "root");
+    ASSERT_TRUE(user_name_in(passwd.data(), passwd.size(), 7, name, sizeof name));
+    EXPECT_STREQ(name, "last");
+    EXPECT_FALSE(user_name_in(passwd.data(), passwd.size(), 12, name, sizeof name));
+    EXPECT_FALSE(user_name_in(passwd.data(), passwd.size(), 1215752191, name, sizeof name))
+        << "99999999999 wrapped to 32 bits";
+    EXPECT_FALSE(user_name_in(passwd.data(), passwd.size(), 1001, name, 5)) << "no room";
 }
 
 }  // namespace

@@ -180,6 +180,10 @@ def protocol_missing(text):
     for name, value in enum("ErrorCode"):
         if not re.search(r"\*" + name + r"\* \(" + value + r"\)", flat):
             missing.append(f"error code {name} ({value})")
+    for kind in ("WaitReason", "RevokeCauseCode"):
+        for name, value in enum(kind):
+            if not re.search(r"\*" + name + r"\* \(" + value + r"\)", flat):
+                missing.append(f"{kind} {name} ({value})")
     for name, value in enum("Mode"):
         if not re.search(value + r" = \*" + name + r"\*", flat):
             missing.append(f"mode {name} = {value}")

@@ -120,6 +120,6 @@ TEST(Protocol, FixedSizesAreKnownOnlyForFixedTypes)
     EXPECT_TRUE(is_known_type(6));
     EXPECT_FALSE(is_known_type(7));
     EXPECT_FALSE(is_known_type(0));
-    EXPECT_TRUE(is_known_type(24));
-    EXPECT_FALSE(is_known_type(25));
+    EXPECT_TRUE(is_known_type(26));
+    EXPECT_FALSE(is_known_type(27));
 }

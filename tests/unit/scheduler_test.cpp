@@ -34,9 +34,14 @@ protected:
     std::vector<std::string> actions()
     {
         std::vector<std::string> out;
-        for (const Action& a : s_.take_actions()) {
+        last_ = s_.take_actions();
+        for (const Action& a : last_) {
             if (a.kind == ActionKind::Unpageable)
                 continue;  // see unpageable()
+            if (a.kind == ActionKind::Waiting) {
+                waits_.push_back(a);  // see waits()
+                continue;
+            }
             if (a.kind == ActionKind::Grant)
                 grant_contended_[a.client] = a.contended;
             const char* k = a.kind == ActionKind::Grant    ? "G"
@@ -58,10 +63,42 @@ protected:
         return out;
     }
     using U = std::map<ClientId, uint64_t>;
+    // All actions since the last call but Waiting (see waits()).
+    std::vector<Action> decisions()
+    {
+        std::vector<Action> out;
+        for (const Action& a : s_.take_actions())
+            if (a.kind != ActionKind::Waiting)
+                out.push_back(a);
+        return out;
+    }
+    // Waiting actions since the last call, as "client:place:holder:reason"
+    // (holder 0: none; reason as in proto::WaitReason).
+    std::vector<std::string> waits()
+    {
+        actions();
+        std::vector<std::string> out;
+        for (const Action& a : waits_)
+            out.push_back(std::to_string(a.client) + ":" + std::to_string(a.wait.place) + ":" +
+                          std::to_string(a.wait.holder.value_or(0)) + ":" +
+                          std::to_string(static_cast<int>(a.wait.reason)));
+        waits_.clear();
+        return out;
+    }
+    // The action of this kind among those the last actions() call took.
+    const Action* last(ActionKind kind) const
+    {
+        for (const Action& a : last_)
+            if (a.kind == kind)
+                return &a;
+        return nullptr;
+    }
 
     Scheduler s_;
     TimePoint now_{std::chrono::seconds(1000)};
     std::map<ClientId, bool> grant_contended_;  // CONTENDED flag of each client's last Grant
+    std::vector<Action> last_;
+    std::vector<Action> waits_;
 };
 
 TEST_F(SchedulerTest, GrantsAFreeGpuAtOnce)
@@ -210,6 +247,89 @@ TEST_F(SchedulerTest, AdminRevocation)
     EXPECT_FALSE(s_.revoke(2, now_)) << "2 only waits";
     EXPECT_TRUE(s_.revoke(1, now_));
     EXPECT_EQ(actions(), (V{"R1", "G2"}));
+}
+
+// Issue 16: a waiter is told who holds its GPU, its place and why, once,
+// and again only when one of them changes.
+TEST_F(SchedulerTest, WaitersAreToldHolderPlaceAndReason)
+{
+    gpu(0);
+    for (ClientId id : {1, 2, 3})
+        client(id);
+    s_.request(1, gpu_bit(0), now_);
+    EXPECT_TRUE(waits().empty()) << "a holder waits for nothing";
+    advance(5s);
+    s_.request(2, gpu_bit(0), now_);
+    s_.request(3, gpu_bit(0), now_);
+    EXPECT_EQ(waits(), (V{"2:1:1:2", "3:2:1:2"}));  // mode on
+    const auto facts = s_.wait_facts(3, 0);
+    ASSERT_TRUE(facts);
+    EXPECT_EQ(facts->place, 2u);
+    EXPECT_EQ(facts->holder, ClientId{1});
+    EXPECT_EQ(facts->held_since, now_ - 5s);
+    EXPECT_EQ(facts->quantum, 30s);
+    EXPECT_FALSE(s_.wait_facts(1, 0)) << "1 holds";
+    // Time passing and events that change nothing for them say nothing.
+    advance(1s);
+    s_.report_memory(1, 0, {1 * GiB, 0}, now_);
+    EXPECT_TRUE(waits().empty());
+    // The holder changes: 3 moves up and is told; 2 holds now.
+    s_.release(1, gpu_bit(0), now_);
+    EXPECT_EQ(waits(), V{"3:1:2:2"});
+    // A new quantum is news for the waiter.
+    s_.set_time_quantum(20s, now_);
+    EXPECT_EQ(waits(), V{"3:1:2:2"});
+    EXPECT_EQ(s_.wait_facts(3, 0)->quantum, 20s);
+}
+
+TEST_F(SchedulerTest, OversubscriptionIsTheReasonInAutoMode)
+{
+    gpu(0, 10 * GiB);
+    s_.set_mode(Mode::Auto, now_);
+    for (ClientId id : {1, 2})
+        client(id);
+    s_.report_memory(1, 0, {6 * GiB, 0}, now_);
+    s_.report_memory(2, 0, {6 * GiB, 0}, now_);
+    s_.request(1, gpu_bit(0), now_);
+    s_.request(2, gpu_bit(0), now_);
+    EXPECT_EQ(waits(), V{"2:1:1:1"});
+    // Switching the mode on changes the reason.
+    s_.set_mode(Mode::On, now_);
+    EXPECT_EQ(waits(), V{"2:1:1:2"});
+}
+
+TEST_F(SchedulerTest, RevocationsAndDropsCarryTheirCause)
+{
+    gpu(0);
+    client(1);
+    client(2);
+    s_.request(1, gpu_bit(0), now_);
+    s_.request(2, gpu_bit(0), now_);
+    actions();
+    advance(30s);
+    ASSERT_EQ(actions(), V{"D1"});
+    EXPECT_FALSE(last(ActionKind::Drop)->turns_begin) << "the quantum ran out";
+    advance(10s);
+    ASSERT_EQ(actions(), (V{"R1", "G2"}));
+    EXPECT_EQ(last(ActionKind::Revoke)->revoke_reason, RevokeReason::GraceExpired);
+    EXPECT_TRUE(s_.revoke(2, now_));
+    ASSERT_EQ(actions(), V{"R2"});
+    EXPECT_EQ(last(ActionKind::Revoke)->revoke_reason, RevokeReason::Admin);
+}
+
+TEST_F(SchedulerTest, ADropWhenTurnsBeginSaysSo)
+{
+    gpu(0);
+    s_.set_mode(Mode::Off, now_);
+    client(1);
+    client(2);
+    s_.request(1, gpu_bit(0), now_);
+    advance(1s);
+    s_.request(2, gpu_bit(0), now_);
+    ASSERT_EQ(actions(), (V{"G1", "G2"}));
+    s_.set_mode(Mode::On, now_);
+    ASSERT_EQ(actions(), V{"D2"});
+    EXPECT_TRUE(last(ActionKind::Drop)->turns_begin);
 }
 
 TEST_F(SchedulerTest, ChangingTheQuantumAppliesToTheRunningOne)
@@ -387,7 +507,7 @@ TEST_F(SchedulerTest, ContendedGrantCarriesTheKeep)
     s_.request(3, gpu_bit(0), now_);
     (void)s_.take_actions();
     s_.release(1, gpu_bit(0), now_);  // 1 left everything it was allowed: 4 GiB
-    const auto acts = s_.take_actions();
+    const auto acts = decisions();
     ASSERT_EQ(acts.size(), 1u);
     EXPECT_EQ(acts[0].kind, ActionKind::Grant);
     EXPECT_TRUE(acts[0].contended);
@@ -406,7 +526,7 @@ TEST_F(SchedulerTest, KeepsEverythingWhereMemoryFits)
     s_.request(1, gpu_bit(0), now_);
     (void)s_.take_actions();
     s_.request(2, gpu_bit(0), now_);
-    const auto acts = s_.take_actions();
+    const auto acts = decisions();
     ASSERT_EQ(acts.size(), 1u);
     EXPECT_EQ(acts[0].kind, ActionKind::Contended);
     EXPECT_EQ(acts[0].keep, UINT64_MAX);
