@@ -464,6 +464,36 @@ class Runner:
             self.record(name, ok, f"rewritten: {managed} ({mwarn} line naming the opt-out); "
                                   f"plain: {plain} ({pwarn}); daemon exit {rc}")
 
+    # ---- users know what is happening (issue 16) ----
+
+    def wait_notice_says_why(self):
+        """A process queued behind a holder says on stderr, after
+        NVSHARE_WAIT_NOTICE_MS, whom it waits for and why, then when it got the GPU."""
+        name = "wait-notice-says-why"
+        with tempfile.TemporaryDirectory(dir=self.a.out) as wd:
+            d = Daemon(self.a.nvshared, wd, ["--anti-thrashing", "on", "--time-quantum", "10min"])
+            holder, _ = self.start_work(d.sock, wd, "holder",
+                                        ["--bursts", "40", "--burst-us", "50000", "--gap-us", "0",
+                                         "--mem-mib", "64"], {"NVSHARE_IDLE_RELEASE_MS": "0"})
+            if not self.wait_holding(d.sock, holder):
+                holder.kill()
+                d.stop()
+                self.record(name, False, "the holder never held the GPU")
+                return
+            waiter, _ = self.start_work(d.sock, wd, "waiter",
+                                        ["--bursts", "2", "--burst-us", "10000", "--gap-us", "0",
+                                         "--mem-mib", "64"], {"NVSHARE_WAIT_NOTICE_MS": "500"})
+            outs = self.run_all([holder, waiter], 120)
+            rc = d.stop()
+            lines = [l for l in outs[1][1].splitlines() if "[nvshare]" in l]
+            waiting = [l for l in lines if "waiting for GPU" in l]
+            got = [l for l in lines if "got GPU" in l]
+            ok = (not programs_failed(outs) and rc == 0 and len(waiting) == 1 and len(got) == 1
+                  and f"pid {holder.pid} " in waiting[0] and "mode on" in waiting[0]
+                  and "1st in line" in waiting[0])
+            self.record(name, ok, " | ".join(waiting + got) + f"; daemon exit {rc}" +
+                        ("" if ok else " | " + outs[1][1][-400:]))
+
     # ---- one process, one nvshare (issue 18) ----
 
     def two_copies_act_as_one(self):
@@ -583,6 +613,7 @@ def main():
         "accounting-and-meminfo": r.accounting_on_the_real_driver,
         "gpudirect-names-the-opt-out": r.gpudirect_names_the_opt_out,
         "two-copies-act-as-one": r.two_copies_act_as_one,
+        "wait-notice-says-why": r.wait_notice_says_why,
         "train-baseline": r.train_baseline,
         "train-on": lambda: r.train_pair("train-on", ["--anti-thrashing", "on",
                                                       "--time-quantum", "500ms"]),
