@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/protocol.h"
+#include "daemon/journal.h"
 #include "daemon/notify.h"
 #include "daemon/options.h"
 #include "daemon/scheduler.h"
@@ -108,6 +109,8 @@ private:
     void send_status_line(TimePoint now);
     void update_idle_timer();
     Connection* by_client(ClientId id);
+    EventSubject subject(const Client& client, GpuSet gpus) const;
+    void log_due_waits(TimePoint now);
 
     Options options_;
     Scheduler scheduler_;
@@ -136,6 +139,9 @@ private:
     std::string status_text_;
     TimePoint status_rendered_at_{};
     bool status_stale_ = true;
+    EventLog events_;
+    // While revoke() runs: its Revoke action names the administrator as cause.
+    std::optional<ClientId> admin_revoke_;
 };
 
 }  // namespace nvshare::daemon
