@@ -407,6 +407,7 @@ void Scheduler::disconnect(ClientId id, TimePoint now)
         queues_[g].pinned -= m.pinned;
     }
     const GpuSet registered = c->registered();
+    usage_.retire(*c, now);
     if (c->deadline)
         deadlines_.erase({*c->deadline, id});
     clients_.erase(id);

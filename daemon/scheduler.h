@@ -12,18 +12,13 @@
 #include <vector>
 
 #include "common/protocol.h"
+#include "daemon/scheduler_types.h"
+#include "daemon/usage.h"
 
 namespace nvshare::daemon {
 
-using Clock = std::chrono::steady_clock;
-using TimePoint = Clock::time_point;
-using Duration = std::chrono::nanoseconds;
 using Mode = proto::Mode;
 using WaitReason = proto::WaitReason;
-
-using ClientId = uint64_t;
-using GpuIndex = uint32_t;  // daemon-wide, in order of discovery
-using GpuSet = uint64_t;    // bit i = GpuIndex i
 
 inline constexpr GpuIndex kMaxGpus = 64;
 
@@ -251,6 +246,8 @@ public:
     std::optional<WaitFacts> wait_facts(ClientId id, GpuIndex gpu) const;
     size_t holding_count() const { return holding_; }
     size_t waiting_count() const { return waiting_; }
+    // Every user's use of every GPU, exited clients included.
+    std::map<UsageKey, Usage> usage(TimePoint now) const { return usage_.totals(clients_, now); }
 
 private:
     // Every event touches only the GPUs and clients it concerns, so the cost
@@ -309,6 +306,7 @@ private:
     size_t waiting_ = 0;
     uint64_t next_sequence_ = 1;
     std::vector<Action> actions_;
+    UsageLedger usage_;
 };
 
 }  // namespace nvshare::daemon

@@ -275,7 +275,9 @@ int Server::on_connection_timer(sd_event_source*, uint64_t, void* conn)
 int Server::on_timer(sd_event_source*, uint64_t, void* self)
 {
     auto* s = static_cast<Server*>(self);
-    s->scheduler_.tick(Clock::now());
+    const auto now = Clock::now();
+    s->scheduler_.tick(now);
+    s->log_due_waits(now);
     s->status_stale_ = true;
     s->after_change();
     return 0;
@@ -554,10 +556,19 @@ bool Server::handle_frame(Connection& c, const proto::FrameHeader& h, const uint
         fail(c, proto::ErrorCode::BadValue, "GPU mask names a GPU the client did not register");
         return false;
     }
-    if (type == MsgType::Request)
+    if (type == MsgType::Request) {
         scheduler_.request(c.serial, *set, now);
-    else
+        if (client->phase == Phase::Waiting)
+            events_.waiting(c.serial, client->waiting_since);
+    } else {
         scheduler_.release(c.serial, *set, now);
+        if (client->phase != Phase::Waiting)
+            events_.not_waiting(c.serial);
+        const EventSubject who = subject(*client, *set);
+        events_.emit(EventKind::Released, LogLevel::Debug, &who, {}, "pid %d (%s) released %s",
+                     client->info.pid, client->info.comm.c_str(),
+                     who.gpu_uuids.empty() ? "" : who.gpu_uuids[0].c_str());
+    }
     return true;
 }
 
@@ -602,9 +613,11 @@ void Server::handle_hello(Connection& c, const uint8_t* payload, uint32_t length
     c.registered = true;
     status_stale_ = true;
     arm_connection_timer(c);
-    NVS_INFO("client %llu registered: pid %d uid %u (%s), %zu GPU(s)",
-             static_cast<unsigned long long>(c.serial), c.peer.pid, c.peer.uid, info.comm.c_str(),
-             gpus.size());
+    const EventSubject who = subject(*scheduler_.client(c.serial), 0);
+    events_.emit(EventKind::Registered, LogLevel::Info, &who, {},
+                 "client %llu registered: pid %d uid %u (%s), %zu GPU(s)",
+                 static_cast<unsigned long long>(c.serial), c.peer.pid, c.peer.uid,
+                 info.comm.c_str(), gpus.size());
     send_settings(c, true);
 }
 
@@ -621,6 +634,7 @@ void Server::fail(Connection& c, proto::ErrorCode code, const std::string& messa
     c.in.clear();
     if (c.registered) {
         // Whatever it held is given back now, not when the socket closes.
+        events_.not_waiting(c.serial);
         scheduler_.disconnect(c.serial, Clock::now());
         c.registered = false;
         status_stale_ = true;
@@ -707,6 +721,46 @@ void Server::broadcast_settings()
             send_settings(*c, false);
 }
 
+EventSubject Server::subject(const Client& client, GpuSet gpus) const
+{
+    EventSubject who{client.id, client.info, {}};
+    for (GpuIndex g : client.gpus)
+        if (gpus == 0 || (gpus & gpu_bit(g)) != 0)
+            who.gpu_uuids.push_back(scheduler_.gpus()[g].description.uuid);
+    return who;
+}
+
+// Waits that passed the threshold: who waits, for what, behind whom.
+void Server::log_due_waits(TimePoint now)
+{
+    for (ClientId id : events_.due_waits(now)) {
+        const Client* client = scheduler_.client(id);
+        if (client == nullptr || client->phase != Phase::Waiting)
+            continue;
+        const EventSubject who = subject(*client, client->wanted);
+        std::string holders;
+        for (GpuIndex g : client->gpus) {
+            if ((client->wanted & gpu_bit(g)) == 0)
+                continue;
+            for (ClientId h : scheduler_.gpus()[g].holders) {
+                if (const Client* holder = scheduler_.client(h))
+                    holders += (holders.empty() ? "" : ", ") + std::string("pid ") +
+                               std::to_string(holder->info.pid) + " (" + holder->info.comm + ")";
+            }
+        }
+        events_.emit(EventKind::Waiting, LogLevel::Info, &who,
+                     {"NVSHARE_WAITED_US=" +
+                      std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(
+                                         now - client->waiting_since)
+                                         .count())},
+                     "pid %d (%s, uid %u) has waited %.1f s for %s; held by %s", client->info.pid,
+                     client->info.comm.c_str(), client->info.uid,
+                     std::chrono::duration<double>(now - client->waiting_since).count(),
+                     who.gpu_uuids.empty() ? "?" : who.gpu_uuids[0].c_str(),
+                     holders.empty() ? "nobody (not yet switched)" : holders.c_str());
+    }
+}
+
 Connection* Server::by_client(ClientId id)
 {
     auto it = connections_.find(id);
@@ -737,8 +791,15 @@ void Server::dispatch_actions()
             case ActionKind::Grant: {
                 const proto::GrantPayload p{local, flags,
                                             a.contended ? proto::keep_to_wire(a.keep) : 0};
-                NVS_DEBUG("grant %llu to client %llu", static_cast<unsigned long long>(local),
-                          static_cast<unsigned long long>(a.client));
+                const bool waited_long = events_.not_waiting(a.client);
+                const EventSubject who = subject(*client, a.gpus);
+                events_.emit(EventKind::Granted, LogLevel::Info, &who,
+                             {std::string("NVSHARE_EXCLUSIVE=") + (a.exclusive ? "1" : "0")},
+                             "granted %s to pid %d (%s, uid %u)%s%s",
+                             who.gpu_uuids.empty() ? "?" : who.gpu_uuids[0].c_str(),
+                             client->info.pid, client->info.comm.c_str(), client->info.uid,
+                             a.exclusive ? ", exclusively" : ", shared",
+                             waited_long ? " after a long wait" : "");
                 send(*c, proto::MsgType::Grant, &p, sizeof p);
                 break;
             }
@@ -749,16 +810,26 @@ void Server::dispatch_actions()
                                            (flags & proto::kGrantOversubscribed) |
                                                (a.turns_begin ? proto::kDropTurnsBegin : 0u),
                                            proto::keep_to_wire(a.keep)};
-                NVS_DEBUG("drop request to client %llu", static_cast<unsigned long long>(a.client));
+                const EventSubject who = subject(*client, a.gpus);
+                events_.emit(EventKind::Drop, LogLevel::Info, &who,
+                             {"NVSHARE_GRACE_US=" + std::to_string(grace_us)},
+                             "asked pid %d (%s, uid %u) to release %s within %.1f s: others wait",
+                             client->info.pid, client->info.comm.c_str(), client->info.uid,
+                             who.gpu_uuids.empty() ? "?" : who.gpu_uuids[0].c_str(),
+                             static_cast<double>(grace_us) / 1e6);
                 send(*c, proto::MsgType::Drop, &p, sizeof p);
                 break;
             }
             case ActionKind::Revoke: {
                 const bool admin = a.revoke_reason == RevokeReason::Admin;
-                NVS_WARN("revoked the lock of client %llu (pid %d %s): %s",
-                         static_cast<unsigned long long>(a.client), client->info.pid,
-                         client->info.comm.c_str(),
-                         admin ? "an administrator asked" : "not released within the grace period");
+                const EventSubject who = subject(*client, a.gpus);
+                events_.emit(EventKind::Revoked, LogLevel::Info, &who,
+                             {std::string("NVSHARE_CAUSE=") + (admin ? "admin" : "grace-expired")},
+                             "revoked the lock on %s from pid %d (%s, uid %u): %s",
+                             who.gpu_uuids.empty() ? "?" : who.gpu_uuids[0].c_str(),
+                             client->info.pid, client->info.comm.c_str(), client->info.uid,
+                             admin ? "an administrator revoked it"
+                                   : "it did not release within the grace period");
                 const proto::RevokeCausePayload why{
                     local,
                     static_cast<uint32_t>(admin ? proto::RevokeCauseCode::Admin
@@ -852,8 +923,13 @@ void Server::reap()
 void Server::destroy(Connection& c)
 {
     if (c.registered) {
-        NVS_INFO("client %llu (pid %d) disconnected", static_cast<unsigned long long>(c.serial),
-                 c.peer.pid);
+        if (const Client* client = scheduler_.client(c.serial)) {
+            const EventSubject who = subject(*client, 0);
+            events_.emit(EventKind::Gone, LogLevel::Info, &who, {},
+                         "client %llu (pid %d) disconnected",
+                         static_cast<unsigned long long>(c.serial), c.peer.pid);
+        }
+        events_.not_waiting(c.serial);
         scheduler_.disconnect(c.serial, Clock::now());
     }
     status_stale_ = true;
@@ -903,7 +979,9 @@ int Server::on_accept_retry(sd_event_source*, uint64_t, void* self)
 
 void Server::rearm_timer()
 {
-    const auto next = scheduler_.next_deadline();
+    auto next = scheduler_.next_deadline();
+    if (const auto wait = events_.next_wait_deadline())
+        next = next ? std::min(*next, *wait) : *wait;
     if (!next) {
         sd_event_source_set_enabled(timer_source_, SD_EVENT_OFF);
         return;
@@ -972,6 +1050,10 @@ int Server::on_status_line_timer(sd_event_source*, uint64_t, void* self)
 void Server::set_mode(Mode mode)
 {
     scheduler_.set_mode(mode, Clock::now());
+    events_.emit(
+        EventKind::SettingChanged, LogLevel::Info, nullptr,
+        {"NVSHARE_SETTING=anti-thrashing", std::string("NVSHARE_VALUE=") + proto::mode_name(mode)},
+        "anti-thrashing set to %s", proto::mode_name(mode));
     status_stale_ = true;
     broadcast_settings();
     after_change();
@@ -980,6 +1062,10 @@ void Server::set_mode(Mode mode)
 void Server::set_time_quantum(Duration tq)
 {
     scheduler_.set_time_quantum(tq, Clock::now());
+    const auto tq_us = std::chrono::duration_cast<std::chrono::microseconds>(tq).count();
+    events_.emit(EventKind::SettingChanged, LogLevel::Info, nullptr,
+                 {"NVSHARE_SETTING=time-quantum", "NVSHARE_VALUE=" + std::to_string(tq_us)},
+                 "time quantum set to %.3f s", static_cast<double>(tq_us) / 1e6);
     status_stale_ = true;
     broadcast_settings();
     after_change();
@@ -988,6 +1074,12 @@ void Server::set_time_quantum(Duration tq)
 void Server::set_capacity(GpuIndex gpu, uint64_t bytes)
 {
     scheduler_.set_capacity(gpu, bytes, Clock::now());
+    const std::string& uuid = scheduler_.gpus().at(gpu).description.uuid;
+    events_.emit(EventKind::SettingChanged, LogLevel::Info, nullptr,
+                 {"NVSHARE_SETTING=capacity", "NVSHARE_GPU_UUID=" + uuid,
+                  "NVSHARE_VALUE=" + std::to_string(bytes)},
+                 "capacity of %s set to %llu bytes", uuid.c_str(),
+                 static_cast<unsigned long long>(bytes));
     status_stale_ = true;
     broadcast_settings();
     after_change();

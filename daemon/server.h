@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/protocol.h"
+#include "daemon/journal.h"
 #include "daemon/notify.h"
 #include "daemon/options.h"
 #include "daemon/scheduler.h"
@@ -109,6 +110,8 @@ private:
     void send_status_line(TimePoint now);
     void update_idle_timer();
     Connection* by_client(ClientId id);
+    EventSubject subject(const Client& client, GpuSet gpus) const;
+    void log_due_waits(TimePoint now);
 
     Options options_;
     Scheduler scheduler_;
@@ -137,6 +140,7 @@ private:
     std::string status_text_;
     TimePoint status_rendered_at_{};
     bool status_stale_ = true;
+    EventLog events_;
 };
 
 }  // namespace nvshare::daemon

@@ -13,16 +13,6 @@ uint64_t usec(Duration d)
 
 }  // namespace
 
-Duration held_so_far(const Client& c, TimePoint now)
-{
-    return c.phase == Phase::Holding ? c.held_total + (now - c.granted_at) : c.held_total;
-}
-
-Duration waited_so_far(const Client& c, TimePoint now)
-{
-    return c.phase == Phase::Waiting ? c.waited_total + (now - c.waiting_since) : c.waited_total;
-}
-
 const char* phase_name(Phase p)
 {
     switch (p) {
@@ -97,6 +87,22 @@ nlohmann::json status_json(const Scheduler& scheduler, size_t connections, TimeP
                         {"oversubscribed", scheduler.oversubscribed(g)},
                         {"last_swap_in_us", usec(gpu.last_swap_in)}});
     }
+    // Per user and GPU, exited clients included: what the metrics show.
+    json usage = json::array();
+    for (const auto& [key, u] : scheduler.usage(now))
+        usage.push_back({{"gpu", key.gpu},
+                         {"uid", key.uid},
+                         {"held_us", usec(u.held)},
+                         {"waited_us", usec(u.waited)},
+                         {"grants", u.grants},
+                         {"drops", u.drops},
+                         {"revocations", u.revocations},
+                         {"bytes_swapped_in", u.bytes_swapped_in},
+                         {"bytes_swapped_out", u.bytes_swapped_out},
+                         {"swap_in_us", usec(u.swap_in_time)},
+                         {"swap_out_us", usec(u.swap_out_time)},
+                         {"clients", u.clients},
+                         {"waiting", u.waiting}});
     return {{"version", NVSHARE_VERSION},
             {"mode", proto::mode_name(s.mode)},
             {"time_quantum_us", usec(s.time_quantum)},
@@ -104,7 +110,8 @@ nlohmann::json status_json(const Scheduler& scheduler, size_t connections, TimeP
             {"connections", connections},
             {"clients", clients},
             {"clients_omitted", 0},
-            {"gpus", gpus}};
+            {"gpus", gpus},
+            {"usage", usage}};
 }
 
 std::string status_text(const Scheduler& scheduler, size_t connections, TimePoint now,

@@ -8,9 +8,6 @@
 
 namespace nvshare::daemon {
 
-// A client's time holding and waiting so far, the running hold or wait included.
-Duration held_so_far(const Client& client, TimePoint now);
-Duration waited_so_far(const Client& client, TimePoint now);
 // "idle", "waiting", "holding".
 const char* phase_name(Phase phase);
 

@@ -109,8 +109,16 @@ def nvshared_missing(text):
     assert options, "no options found in nvshared --help"
     unit = os.path.join(SOURCE, "systemd", "nvshare.service.in")
     variables = env_names([unit] + glob.glob(os.path.join(SOURCE, "daemon", "*.cpp")))
+    with open(os.path.join(SOURCE, "daemon", "message_ids.h"), encoding="utf-8") as f:
+        ids = re.findall(r'"([0-9a-f]{32})"', f.read())
+    with open(os.path.join(SOURCE, "metrics", "render.cpp"), encoding="utf-8") as f:
+        metrics = sorted(set(re.findall(r'"(nvshare_[a-z_]+)', f.read())))
+    assert ids and metrics, "no MESSAGE_IDs or metrics found in the sources"
+    # Each name of a "*a*, *b*" line counts: bold() sees them one by one.
     return (section_missing(text, "OPTIONS", options) +
-            section_missing(text, "ENVIRONMENT", variables))
+            section_missing(text, "ENVIRONMENT", variables) +
+            section_missing(text, "LOGGING", ids) +
+            section_missing(text, "METRICS", metrics))
 
 
 def exit_codes():
@@ -240,6 +248,8 @@ def selftest():
         ("nvshared", r"\*--idle-exit\*", "--idle-exit"),
         ("nvshared", r"\*NVSHARE_IDLE_EXIT\*", "NVSHARE_IDLE_EXIT"),
         ("nvshared", r"\*--state-dir\*", "--state-dir"),
+        ("nvshared", r"\*70d9a67400864cf9a15b71eb736c7b82\*", "70d9a67400864cf9a15b71eb736c7b82"),
+        ("nvshared", r"\*nvshare_grants_total\*", "nvshare_grants_total"),
         ("nvsharectl", r"\*merge\*", "merge"),
         ("nvsharectl", r"\*NVSHARE_PRELOAD_ENTRY\*", "NVSHARE_PRELOAD_ENTRY"),
         ("libnvshare", r"\*NVSHARE_SOCKET\*", "NVSHARE_SOCKET"),

@@ -30,7 +30,8 @@ PREFIX, BINDIR, SBINDIR = E["NVSHARE_PREFIX"], E["NVSHARE_BINDIR"], E["NVSHARE_S
 LIBDIR, SYSCONFDIR, DATADIR = E["NVSHARE_LIBDIR"], E["NVSHARE_SYSCONFDIR"], E["NVSHARE_DATADIR"]
 MANDIR, UNITDIR, LOCALSTATEDIR = E["NVSHARE_MANDIR"], E["NVSHARE_UNITDIR"], E["NVSHARE_LOCALSTATEDIR"]
 SOCKET_PATH, WITH_MAN = E["NVSHARE_SOCKET_PATH"], E["NVSHARE_WITH_MAN"] == "true"
-UNITS = ["nvshare.socket", "nvshare.service", "nvshare-preload.path", "nvshare-preload.service"]
+UNITS = ["nvshare.socket", "nvshare.service", "nvshare-preload.path", "nvshare-preload.service",
+         "nvshare-metrics.socket", "nvshare-metrics@.service"]
 ALIAS = "dbus-org.nvshare.Scheduler1.service"
 MAN_PAGES = ["man1/nvsharectl.1", "man5/nvshare.conf.5", "man5/org.nvshare.Scheduler1.5",
              "man7/nvshare.7", "man7/nvshare-protocol.7", "man8/nvshared.8", "man8/libnvshare.8"]
@@ -219,7 +220,7 @@ def check_verify():
 def check_security():
     root, unitdir = verification_root()
     try:
-        for unit in ("nvshare.service", "nvshare-preload.service"):
+        for unit in ("nvshare.service", "nvshare-preload.service", "nvshare-metrics@.service"):
             path = os.path.join(unitdir, unit)
             r = subprocess.run(["systemd-analyze", "security", "--offline=yes", "--threshold=20",
                                 "--root=" + root, path], capture_output=True, text=True,

@@ -1,0 +1,139 @@
+#include "daemon/journal.h"
+
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <systemd/sd-journal.h>
+#include <unistd.h>
+
+#include <cinttypes>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+
+#include "daemon/message_ids.h"
+
+namespace nvshare::daemon {
+
+const char* message_id(EventKind kind)
+{
+    switch (kind) {
+        case EventKind::Registered:
+            return message_ids::kRegistered;
+        case EventKind::Granted:
+            return message_ids::kGranted;
+        case EventKind::Waiting:
+            return message_ids::kWaiting;
+        case EventKind::Drop:
+            return message_ids::kDrop;
+        case EventKind::Revoked:
+            return message_ids::kRevoked;
+        case EventKind::Released:
+            return message_ids::kReleased;
+        case EventKind::SettingChanged:
+            return message_ids::kSettingChanged;
+        case EventKind::Gone:
+            return message_ids::kGone;
+    }
+    return "";
+}
+
+std::vector<std::string> journal_fields(EventKind kind, LogLevel level, const EventSubject* subject,
+                                        const std::vector<std::string>& extra,
+                                        const std::string& message)
+{
+    std::vector<std::string> f{
+        "MESSAGE=" + message,
+        std::string("MESSAGE_ID=") + message_id(kind),
+        "PRIORITY=" + std::to_string(static_cast<int>(level)),
+        "SYSLOG_IDENTIFIER=nvshared",
+    };
+    if (subject != nullptr) {
+        f.push_back("NVSHARE_CLIENT=" + std::to_string(subject->client));
+        f.push_back("NVSHARE_PID=" + std::to_string(subject->info.pid));
+        f.push_back("NVSHARE_UID=" + std::to_string(subject->info.uid));
+        f.push_back("NVSHARE_COMM=" + subject->info.comm);
+        // A field may repeat: one per GPU the event concerns.
+        for (const auto& uuid : subject->gpu_uuids)
+            f.push_back("NVSHARE_GPU_UUID=" + uuid);
+    }
+    f.insert(f.end(), extra.begin(), extra.end());
+    return f;
+}
+
+bool stderr_is_journal()
+{
+    const char* e = getenv("JOURNAL_STREAM");
+    if (e == nullptr)
+        return false;
+    uintmax_t dev = 0, ino = 0;
+    if (sscanf(e, "%ju:%ju", &dev, &ino) != 2)
+        return false;
+    struct stat st {};
+    // Inherited by a child, JOURNAL_STREAM no longer describes its stderr
+    // unless dev and inode still match.
+    return fstat(STDERR_FILENO, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
+}
+
+void EventLog::emit(EventKind kind, LogLevel level, const EventSubject* subject,
+                    const std::vector<std::string>& extra, const char* format, ...)
+{
+    if (static_cast<int>(level) > static_cast<int>(log_level()))
+        return;
+    char line[1024];
+    va_list ap;
+    va_start(ap, format);
+    vsnprintf(line, sizeof line, format, ap);
+    va_end(ap);
+    if (!journal_) {
+        log(level, "%s", line);
+        return;
+    }
+    const auto fields = journal_fields(kind, level, subject, extra, line);
+    std::vector<iovec> iov;
+    iov.reserve(fields.size());
+    for (const auto& field : fields)
+        iov.push_back({const_cast<char*>(field.data()), field.size()});
+    // Never lose the line: the stream is still there if the socket is not.
+    if (sd_journal_sendv(iov.data(), static_cast<int>(iov.size())) < 0)
+        log(level, "%s", line);
+}
+
+void EventLog::waiting(ClientId id, TimePoint since)
+{
+    if (watched_.count(id) != 0 || announced_.count(id) != 0)
+        return;  // a Request that keeps its place in the queue keeps its wait
+    const TimePoint due = since + wait_threshold_;
+    watched_[id] = due;
+    due_.insert({due, id});
+}
+
+bool EventLog::not_waiting(ClientId id)
+{
+    if (auto it = watched_.find(id); it != watched_.end()) {
+        due_.erase({it->second, id});
+        watched_.erase(it);
+    }
+    return announced_.erase(id) != 0;
+}
+
+std::optional<TimePoint> EventLog::next_wait_deadline() const
+{
+    if (due_.empty())
+        return std::nullopt;
+    return due_.begin()->first;
+}
+
+std::vector<ClientId> EventLog::due_waits(TimePoint now)
+{
+    std::vector<ClientId> ids;
+    while (!due_.empty() && due_.begin()->first <= now) {
+        const ClientId id = due_.begin()->second;
+        due_.erase(due_.begin());
+        watched_.erase(id);
+        announced_.insert(id);
+        ids.push_back(id);
+    }
+    return ids;
+}
+
+}  // namespace nvshare::daemon

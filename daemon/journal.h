@@ -1,0 +1,78 @@
+// nvshared's event log: one record for each thing that happens to a client
+// (registered, granted, waiting long, asked to release, revoked, released,
+// gone) or to the settings. Under journald (stderr is the journal's stream)
+// a record goes through sd-journal with the event's MESSAGE_ID
+// (daemon/message_ids.h) and the client's NVSHARE_* fields, so that
+// `journalctl MESSAGE_ID=… NVSHARE_UID=1000` finds it; elsewhere it is the
+// usual "<N>" line on stderr.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/log.h"
+#include "daemon/scheduler.h"
+
+namespace nvshare::daemon {
+
+enum class EventKind {
+    Registered,
+    Granted,
+    Waiting,
+    Drop,
+    Revoked,
+    Released,
+    SettingChanged,
+    Gone
+};
+
+const char* message_id(EventKind kind);
+
+// Whom an event is about; none for a setting.
+struct EventSubject {
+    ClientId client = 0;
+    ClientInfo info;
+    std::vector<std::string> gpu_uuids;
+};
+
+// The fields of one journal record, "NAME=value" each (pure: for the tests).
+std::vector<std::string> journal_fields(EventKind kind, LogLevel level, const EventSubject* subject,
+                                        const std::vector<std::string>& extra,
+                                        const std::string& message);
+
+// Whether stderr is the journal's stream (JOURNAL_STREAM names its device
+// and inode), as systemd sets it up for StandardError=journal.
+bool stderr_is_journal();
+
+class EventLog {
+public:
+    EventLog() : journal_(stderr_is_journal()) {}
+
+    // `extra`: further "NAME=value" fields (NVSHARE_CAUSE=…).
+    void emit(EventKind kind, LogLevel level, const EventSubject* subject,
+              const std::vector<std::string>& extra, const char* format, ...)
+        __attribute__((format(printf, 6, 7)));
+
+    // Waits are logged once they pass the threshold: the server says when
+    // a client starts and stops waiting, and asks which waits are due.
+    void set_wait_threshold(Duration threshold) { wait_threshold_ = threshold; }
+    void waiting(ClientId id, TimePoint since);
+    // Stops watching; true when its wait was logged (went over the threshold).
+    bool not_waiting(ClientId id);
+    std::optional<TimePoint> next_wait_deadline() const;
+    std::vector<ClientId> due_waits(TimePoint now);
+
+private:
+    bool journal_;
+    Duration wait_threshold_ = std::chrono::seconds(1);
+    std::map<ClientId, TimePoint> watched_;  // id -> when its wait is due
+    std::set<std::pair<TimePoint, ClientId>> due_;
+    std::set<ClientId> announced_;
+};
+
+}  // namespace nvshare::daemon

@@ -1,0 +1,77 @@
+#include "daemon/usage.h"
+
+#include "daemon/scheduler.h"
+
+namespace nvshare::daemon {
+
+Duration held_so_far(const Client& c, TimePoint now)
+{
+    return c.phase == Phase::Holding ? c.held_total + (now - c.granted_at) : c.held_total;
+}
+
+Duration waited_so_far(const Client& c, TimePoint now)
+{
+    return c.phase == Phase::Waiting ? c.waited_total + (now - c.waiting_since) : c.waited_total;
+}
+
+void Usage::add(const Usage& o)
+{
+    held += o.held;
+    waited += o.waited;
+    grants += o.grants;
+    drops += o.drops;
+    revocations += o.revocations;
+    bytes_swapped_in += o.bytes_swapped_in;
+    bytes_swapped_out += o.bytes_swapped_out;
+    swap_in_time += o.swap_in_time;
+    swap_out_time += o.swap_out_time;
+    clients += o.clients;
+    waiting += o.waiting;
+}
+
+namespace {
+
+// What one client adds on one of its GPUs. A client's holds and waits cover
+// all the GPUs it named (libnvshare.so asks for them together), so its
+// times and counts go to each of them; swaps are reported per GPU.
+Usage contribution(const Client& c, GpuIndex g, TimePoint now)
+{
+    Usage u;
+    u.held = held_so_far(c, now);
+    u.waited = waited_so_far(c, now);
+    u.grants = c.grants;
+    u.drops = c.drops;
+    u.revocations = c.revocations;
+    if (const auto it = c.swaps.find(g); it != c.swaps.end()) {
+        u.bytes_swapped_in = it->second.bytes_prefetched;
+        u.bytes_swapped_out = it->second.bytes_evicted;
+        u.swap_in_time = it->second.swap_in_time;
+        u.swap_out_time = it->second.swap_out_time;
+    }
+    return u;
+}
+
+}  // namespace
+
+void UsageLedger::retire(const Client& c, TimePoint now)
+{
+    for (GpuIndex g : c.gpus)
+        retired_[{g, c.info.uid}].add(contribution(c, g, now));
+}
+
+std::map<UsageKey, Usage> UsageLedger::totals(const std::map<ClientId, Client>& live,
+                                              TimePoint now) const
+{
+    auto totals = retired_;
+    for (const auto& [id, c] : live) {
+        for (GpuIndex g : c.gpus) {
+            Usage u = contribution(c, g, now);
+            u.clients = 1;
+            u.waiting = c.phase == Phase::Waiting && (c.wanted & gpu_bit(g)) != 0 ? 1 : 0;
+            totals[{g, c.info.uid}].add(u);
+        }
+    }
+    return totals;
+}
+
+}  // namespace nvshare::daemon

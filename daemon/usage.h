@@ -1,0 +1,52 @@
+// Per-user, per-GPU usage for the metrics: what each user's clients held,
+// waited, were granted, asked to drop, revoked and swapped on each GPU,
+// including clients that have exited. Pure: the scheduler hands each
+// departing client to retire(); totals() adds the live clients.
+#pragma once
+
+#include <compare>
+#include <cstdint>
+#include <map>
+
+#include "daemon/scheduler_types.h"
+
+namespace nvshare::daemon {
+
+// A client's time holding and waiting so far, the running hold or wait included.
+Duration held_so_far(const Client& client, TimePoint now);
+Duration waited_so_far(const Client& client, TimePoint now);
+
+struct UsageKey {
+    GpuIndex gpu = 0;
+    uint32_t uid = 0;
+    auto operator<=>(const UsageKey&) const = default;
+};
+
+struct Usage {
+    // Counters: only grow, also over clients' exits.
+    Duration held{};
+    Duration waited{};
+    uint64_t grants = 0;
+    uint64_t drops = 0;
+    uint64_t revocations = 0;
+    uint64_t bytes_swapped_in = 0;
+    uint64_t bytes_swapped_out = 0;
+    Duration swap_in_time{};
+    Duration swap_out_time{};
+    // Gauges: the live clients now.
+    uint64_t clients = 0;
+    uint64_t waiting = 0;
+    void add(const Usage& other);
+};
+
+class UsageLedger {
+public:
+    // A client leaves: its counters stay in the totals.
+    void retire(const Client& client, TimePoint now);
+    std::map<UsageKey, Usage> totals(const std::map<ClientId, Client>& live, TimePoint now) const;
+
+private:
+    std::map<UsageKey, Usage> retired_;
+};
+
+}  // namespace nvshare::daemon

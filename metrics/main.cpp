@@ -1,0 +1,119 @@
+// nvshare-metrics: nvshared's per-user, per-GPU usage in the Prometheus text
+// format. With --http it answers one HTTP request on stdin/stdout, as
+// nvshare-metrics@.service does for each connection nvshare-metrics.socket
+// accepts; without, it prints the metrics (for node_exporter's textfile
+// collector, or a look by hand).
+#include <poll.h>
+#include <pwd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "build-config.h"
+#include "common/lock_client.h"
+#include "metrics/render.h"
+
+namespace {
+
+constexpr size_t kMaxRequestHead = 8192;
+constexpr int kRequestTimeoutMs = 5000;
+
+const char kUsage[] =
+    "Usage: nvshare-metrics [--socket PATH] [--http]\n"
+    "Print nvshared's per-user, per-GPU usage as Prometheus metrics.\n"
+    "\n"
+    "  --socket PATH  nvshared's lock socket (default " NVSHARE_DEFAULT_SOCKET
+    ")\n"
+    "  --http         answer one HTTP request read from stdin, on stdout\n"
+    "  --help         show this help\n";
+
+std::string user_name(uint32_t uid)
+{
+    passwd pw{};
+    passwd* found = nullptr;
+    char buf[4096];
+    if (getpwuid_r(uid, &pw, buf, sizeof buf, &found) == 0 && found != nullptr)
+        return found->pw_name;
+    return std::to_string(uid);
+}
+
+// The request's head (up to the blank line), bounded in size and time.
+std::string read_head()
+{
+    std::string head;
+    while (head.size() < kMaxRequestHead && head.find("\r\n\r\n") == std::string::npos &&
+           head.find("\n\n") == std::string::npos) {
+        pollfd p{STDIN_FILENO, POLLIN, 0};
+        if (poll(&p, 1, kRequestTimeoutMs) <= 0)
+            break;
+        char buf[1024];
+        const ssize_t n = read(STDIN_FILENO, buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        head.append(buf, static_cast<size_t>(n));
+    }
+    return head;
+}
+
+bool write_all(const std::string& text)
+{
+    size_t done = 0;
+    while (done < text.size()) {
+        const ssize_t n = write(STDOUT_FILENO, text.data() + done, text.size() - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return false;
+        done += static_cast<size_t>(n);
+    }
+    return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv)
+{
+    std::string socket = NVSHARE_DEFAULT_SOCKET;
+    bool http = false;
+    for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+        if (arg == "--http") {
+            http = true;
+        } else if (arg == "--socket" && i + 1 < argc) {
+            socket = argv[++i];
+        } else if (arg.rfind("--socket=", 0) == 0) {
+            socket = arg.substr(9);
+        } else if (arg == "--help" || arg == "-h") {
+            fputs(kUsage, stdout);
+            return 0;
+        } else {
+            fprintf(stderr, "nvshare-metrics: unknown argument '%s'\n%s", arg.c_str(), kUsage);
+            return 2;
+        }
+    }
+    const std::string head = http ? read_head() : "";
+    std::string error;
+    const std::string text = nvshare::LockClient::query_status(socket, &error);
+    nlohmann::json status;
+    if (text.empty())
+        fprintf(stderr, "nvshare-metrics: cannot reach nvshared at %s: %s\n", socket.c_str(),
+                error.c_str());
+    else
+        status = nlohmann::json::parse(text, nullptr, false);
+    std::string body;
+    try {
+        body =
+            nvshare::metrics::render(status.is_discarded() ? nlohmann::json() : status, user_name);
+    } catch (const std::exception& e) {
+        fprintf(stderr, "nvshare-metrics: unexpected status from nvshared: %s\n", e.what());
+        body = nvshare::metrics::render(nlohmann::json(), user_name);
+    }
+    if (!write_all(http ? nvshare::metrics::http_response(head, body) : body))
+        return 1;
+    return 0;
+}
