@@ -16,11 +16,6 @@ namespace {
 
 using proto::MsgType;
 
-constexpr const char* kName = "org.nvshare.Scheduler1";
-constexpr const char* kManager = "/org/nvshare/Scheduler1";
-constexpr const char* kManagerIface = "org.nvshare.Scheduler1.Manager";
-constexpr const char* kGpu0 = "/org/nvshare/Scheduler1/gpu/0";
-constexpr const char* kGpuIface = "org.nvshare.Scheduler1.Gpu";
 constexpr const char* kGpu1Uuid = "GPU-a0a1a2a3-a4a5-a6a7-a8a9-aaabacadae01";
 constexpr uint64_t kGiB = 1ull << 30;
 

@@ -14,6 +14,13 @@
 
 namespace nvshare::test {
 
+// nvshared's bus name and objects, as dbus/org.nvshare.Scheduler1.xml has them.
+inline constexpr const char* kName = "org.nvshare.Scheduler1";
+inline constexpr const char* kManager = "/org/nvshare/Scheduler1";
+inline constexpr const char* kManagerIface = "org.nvshare.Scheduler1.Manager";
+inline constexpr const char* kGpu0 = "/org/nvshare/Scheduler1/gpu/0";
+inline constexpr const char* kGpuIface = "org.nvshare.Scheduler1.Gpu";
+
 using namespace std::chrono_literals;
 
 // A fresh directory under /tmp, removed with its contents at destruction.

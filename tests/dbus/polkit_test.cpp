@@ -26,11 +26,6 @@ using proto::MsgType;
 
 constexpr const char* kPolkitd = "/usr/lib/polkit-1/polkitd";
 constexpr const char* kPolkitName = "org.freedesktop.PolicyKit1";
-constexpr const char* kName = "org.nvshare.Scheduler1";
-constexpr const char* kManager = "/org/nvshare/Scheduler1";
-constexpr const char* kManagerIface = "org.nvshare.Scheduler1.Manager";
-constexpr const char* kGpu0 = "/org/nvshare/Scheduler1/gpu/0";
-constexpr const char* kGpuIface = "org.nvshare.Scheduler1.Gpu";
 constexpr uid_t kNobody = 65534;
 constexpr uint64_t kGiB = 1ull << 30;
 
