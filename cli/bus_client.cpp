@@ -40,6 +40,21 @@ void BusClient::set_gpu_capacity(const std::string& path, uint64_t bytes)
     proxy->setProperty("Capacity").onInterface(kGpuInterface).toValue(bytes);
 }
 
+bool bus_unreachable(const sdbus::Error& e)
+{
+    const std::string& name = e.getName();
+    auto is = [&name](const char* prefix) { return name.rfind(prefix, 0) == 0; };
+    return name == "org.freedesktop.DBus.Error.ServiceUnknown" ||
+           name == "org.freedesktop.DBus.Error.NameHasNoOwner" ||
+           name == "org.freedesktop.DBus.Error.NoReply" ||
+           name == "org.freedesktop.DBus.Error.Disconnected" ||
+           name == "org.freedesktop.DBus.Error.NoServer" ||
+           name == "org.freedesktop.DBus.Error.FileNotFound" ||
+           name == "org.freedesktop.DBus.Error.TimedOut" ||
+           name == "org.freedesktop.DBus.Error.Timeout" || is("org.freedesktop.DBus.Error.Spawn") ||
+           is("org.freedesktop.systemd1.") || is("sdbus.Error");
+}
+
 int report_bus_error(const sdbus::Error& e, const std::string& action)
 {
     const std::string& name = e.getName();
@@ -62,15 +77,7 @@ int report_bus_error(const sdbus::Error& e, const std::string& action)
         fprintf(stderr, "nvsharectl: %s: %s\n", action.c_str(), message.c_str());
         return kNotFound;
     }
-    if (name == "org.freedesktop.DBus.Error.ServiceUnknown" ||
-        name == "org.freedesktop.DBus.Error.NameHasNoOwner" ||
-        name == "org.freedesktop.DBus.Error.NoReply" ||
-        name == "org.freedesktop.DBus.Error.Disconnected" ||
-        name == "org.freedesktop.DBus.Error.NoServer" ||
-        name == "org.freedesktop.DBus.Error.FileNotFound" ||
-        name == "org.freedesktop.DBus.Error.TimedOut" ||
-        name == "org.freedesktop.DBus.Error.Timeout" || is("org.freedesktop.DBus.Error.Spawn") ||
-        is("org.freedesktop.systemd1.")) {
+    if (bus_unreachable(e) && !is("sdbus.Error")) {
         fprintf(stderr,
                 "nvsharectl: %s: nvshared is not running (%s)\n"
                 "Start it with: systemctl start nvshare\n",

@@ -45,6 +45,10 @@ private:
     ManagerProxy manager_;
 };
 
+// Whether `e` says that nvshared cannot be reached over the bus at all (no
+// system bus, or nobody owning the name), rather than that it refused.
+bool bus_unreachable(const sdbus::Error& e);
+
 // Prints what went wrong for `e` (what the user tried: `action`) and
 // returns the exit code of exit_codes.h that matches it.
 int report_bus_error(const sdbus::Error& e, const std::string& action);

@@ -1,5 +1,5 @@
 // One nvsharectl subcommand. Each lives in its own file and is listed in
-// commands.cpp.
+// commands.cpp; main.cpp turns the table into CLI11 subcommands.
 #pragma once
 
 #include <string>
@@ -10,12 +10,24 @@ namespace nvshare::cli {
 struct GlobalOptions {
     bool json = false;        // --json: machine-readable output
     std::string socket_path;  // --socket: the lock socket (status without D-Bus)
+    // status only:
+    bool full = false;   // --full: whole commands, no column cut
+    std::string query;   // --query=FIELDS: one row per client, these columns
+    std::string format;  // --format=csv[,noheader]
+};
+
+// A positional argument of a command, in order; optional ones come last.
+struct Argument {
+    const char* name;  // e.g. "DURATION"
+    const char* help;
+    bool required;
 };
 
 struct Command {
     const char* name;
-    const char* synopsis;  // arguments, for --help
+    const char* synopsis;  // arguments, for the command list of --help
     const char* summary;   // one line, for --help
+    std::vector<Argument> arguments;
     int (*run)(const GlobalOptions& options, const std::vector<std::string>& args);
 };
 

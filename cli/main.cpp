@@ -1,31 +1,51 @@
-// nvsharectl: look at and adjust nvshare.
-#include <getopt.h>
-
+// nvsharectl: look at and adjust nvshare. The command line is CLI11's: every
+// command has --help, `nvsharectl help [COMMAND]` shows the same, and a bare
+// `nvsharectl` shows the status, as timedatectl does.
+#include <CLI/CLI.hpp>
 #include <cstdio>
-#include <cstring>
+#include <iostream>
 
 #include "build-config.h"
+#include "cli/bus_commands.h"
 #include "cli/command.h"
 #include "cli/exit_codes.h"
 
 namespace {
 
-void usage(FILE* out)
+using nvshare::cli::Command;
+
+// The top-level help: the commands first, each with its synopsis (CLI11's own
+// layout would list the options first and no synopsis).
+std::string top_help(const CLI::App& app)
 {
-    fputs("Usage: nvsharectl [OPTIONS] COMMAND [ARGS]\n\nCommands:\n", out);
-    for (const auto& c : nvshare::cli::commands()) {
-        std::string left = std::string(c.name) + (c.synopsis[0] ? " " : "") + c.synopsis;
-        fprintf(out, "  %-28s %s\n", left.c_str(), c.summary);
-    }
-    fputs(
+    std::string out = "Usage: nvsharectl [OPTIONS] [COMMAND [ARGS]]\n\n" + app.get_description() +
+                      "\n\nCommands:\n";
+    const auto line = [&out](const std::string& left, const std::string& summary) {
+        char buf[256];
+        snprintf(buf, sizeof buf, "  %-28s %s\n", left.c_str(), summary.c_str());
+        out += buf;
+    };
+    for (const Command& c : nvshare::cli::commands())
+        line(std::string(c.name) + (c.synopsis[0] ? " " : "") + c.synopsis, c.summary);
+    line("help [COMMAND]", "show this help, or that of COMMAND");
+    out +=
         "\nOptions:\n"
         "      --json         machine-readable output\n"
         "  -s, --socket PATH  lock socket (default " NVSHARE_DEFAULT_SOCKET
         ")\n"
-        "  -h, --help         show this help\n"
+        "  -h, --help         show this help; COMMAND --help shows a command's\n"
         "      --version      show the version\n"
-        "\nSee nvsharectl(1).\n",
-        out);
+        "\nWithout a command, nvsharectl shows the status. See nvsharectl(1).\n";
+    return out;
+}
+
+void add_status_options(CLI::App& sub, nvshare::cli::GlobalOptions& o)
+{
+    sub.add_flag("-l,--full", o.full, "show whole commands, however long");
+    sub.add_option("--query", o.query,
+                   "one line per client with these comma-separated fields (see nvsharectl(1))")
+        ->type_name("FIELDS");
+    sub.add_option("--format", o.format, "csv or csv,noheader (with --query)")->type_name("FORMAT");
 }
 
 }  // namespace
@@ -35,52 +55,87 @@ int main(int argc, char** argv)
     using namespace nvshare::cli;
     GlobalOptions options;
     options.socket_path = NVSHARE_DEFAULT_SOCKET;
-    enum { kJson = 256, kVersion };
-    static const option long_options[] = {
-        {"json", no_argument, nullptr, kJson},
-        {"socket", required_argument, nullptr, 's'},
-        {"help", no_argument, nullptr, 'h'},
-        {"version", no_argument, nullptr, kVersion},
-        {nullptr, 0, nullptr, 0},
-    };
-    int opt;
-    // '+': stop at the command name; its own arguments follow.
-    while ((opt = getopt_long(argc, argv, "+s:h", long_options, nullptr)) != -1) {
-        switch (opt) {
-            case kJson:
-                options.json = true;
-                break;
-            case 's':
-                options.socket_path = optarg;
-                break;
-            case 'h':
-                usage(stdout);
-                return kOk;
-            case kVersion:
-                puts("nvsharectl " NVSHARE_VERSION);
-                return kOk;
-            default:
-                usage(stderr);
-                return kUsage;
+
+    CLI::App app{"Look at and adjust nvshare, which shares NVIDIA GPUs among processes.",
+                 "nvsharectl"};
+    app.set_version_flag("--version", "nvsharectl " NVSHARE_VERSION);
+    app.add_flag("--json", options.json, "machine-readable output");
+    app.add_option("-s,--socket", options.socket_path, "lock socket");
+    app.require_subcommand(0, 1);
+    app.footer("See nvsharectl(1).");
+
+    // Each command's arguments, in the order of its table entry.
+    const auto& table = commands();
+    std::vector<std::vector<std::string>> values(table.size());
+    std::vector<CLI::App*> subs;
+    for (size_t i = 0; i < table.size(); ++i) {
+        const Command& c = table[i];
+        CLI::App* sub = app.add_subcommand(c.name, c.summary);
+        sub->fallthrough();  // --json and --socket may follow the command
+        sub->footer(
+            "Options of nvsharectl (--json, -s/--socket) may follow the command. "
+            "See nvsharectl(1).");
+        values[i].resize(c.arguments.size());
+        for (size_t a = 0; a < c.arguments.size(); ++a) {
+            auto* opt = sub->add_option(c.arguments[a].name, values[i][a], c.arguments[a].help)
+                            ->type_name("");
+            if (c.arguments[a].required)
+                opt->required();
         }
+        if (std::string(c.name) == "status")
+            add_status_options(*sub, options);
+        subs.push_back(sub);
     }
-    if (optind >= argc) {
-        usage(stderr);
+    std::string topic;
+    CLI::App* help = app.add_subcommand("help", "show this help, or that of COMMAND");
+    help->add_option("COMMAND", topic, "a command")->type_name("");
+    // After the commands exist: they keep CLI11's formatter.
+    app.formatter_fn(
+        [](const CLI::App* a, std::string, CLI::AppFormatMode) { return top_help(*a); });
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+        return app.exit(e, std::cout, std::cerr);
+    } catch (const CLI::CallForVersion& e) {
+        return app.exit(e, std::cout, std::cerr);
+    } catch (const CLI::ParseError& e) {
+        if (app.get_subcommands().empty() && dynamic_cast<const CLI::ExtrasError*>(&e) &&
+            !app.remaining().empty())
+            fprintf(stderr, "nvsharectl: unknown command '%s' (see nvsharectl --help)\n",
+                    app.remaining().front().c_str());
+        else
+            fprintf(stderr, "nvsharectl: %s (see nvsharectl%s%s --help)\n", e.what(),
+                    app.get_subcommands().empty() ? "" : " ",
+                    app.get_subcommands().empty()
+                        ? ""
+                        : app.get_subcommands().front()->get_name().c_str());
         return kUsage;
     }
-    const char* name = argv[optind];
-    // --json may also follow the command ("nvsharectl status --json").
-    std::vector<std::string> args;
-    for (int i = optind + 1; i < argc; ++i) {
-        if (strcmp(argv[i], "--json") == 0)
-            options.json = true;
-        else
-            args.emplace_back(argv[i]);
+
+    if (help->parsed()) {
+        if (topic.empty()) {
+            fputs(top_help(app).c_str(), stdout);
+            return kOk;
+        }
+        for (CLI::App* sub : subs)
+            if (sub->get_name() == topic) {
+                fputs(sub->help("nvsharectl").c_str(), stdout);
+                return kOk;
+            }
+        fprintf(stderr, "nvsharectl: unknown command '%s' (see nvsharectl --help)\n",
+                topic.c_str());
+        return kUsage;
     }
-    for (const auto& c : commands()) {
-        if (strcmp(c.name, name) == 0)
-            return c.run(options, args);
+    for (size_t i = 0; i < table.size(); ++i) {
+        if (!subs[i]->parsed())
+            continue;
+        // Optional arguments left out are not passed on.
+        std::vector<std::string> args;
+        for (size_t a = 0; a < table[i].arguments.size(); ++a)
+            if (subs[i]->get_option(table[i].arguments[a].name)->count() > 0)
+                args.push_back(values[i][a]);
+        return table[i].run(options, args);
     }
-    fprintf(stderr, "nvsharectl: unknown command '%s' (see nvsharectl --help)\n", name);
-    return kUsage;
+    return run_status(options, {});  // bare nvsharectl
 }

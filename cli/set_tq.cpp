@@ -4,22 +4,24 @@
 #include "cli/bus_client.h"
 #include "cli/bus_commands.h"
 #include "cli/exit_codes.h"
+#include "common/time_quantum.h"
 #include "common/units.h"
 
 namespace nvshare::cli {
 
 int run_set_tq(const GlobalOptions&, const std::vector<std::string>& args)
 {
-    if (args.size() != 1) {
-        fprintf(stderr, "nvsharectl: usage: set-tq DURATION (e.g. 30s, 500ms, 2min, 45)\n");
-        return kUsage;
-    }
+    // CLI11 has checked that there is exactly one argument.
     const auto tq = parse_duration(args[0]);
     if (!tq) {
-        fprintf(stderr,
-                "nvsharectl: invalid duration '%s' (valid: 1ms to 24h, written as 30s, 500ms, "
-                "2min or plain seconds)\n",
+        fprintf(stderr, "nvsharectl: invalid duration '%s' (use e.g. 30s, 500ms, 2min)\n",
                 args[0].c_str());
+        return kUsage;
+    }
+    // Checked here too, so that the message speaks in the user's units.
+    if (!valid_time_quantum(*tq)) {
+        fprintf(stderr, "nvsharectl: time quantum '%s' is out of the valid range, %s\n",
+                args[0].c_str(), kTimeQuantumRange);
         return kUsage;
     }
     return with_bus("setting the time quantum", [&tq](BusClient& bus) {

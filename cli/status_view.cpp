@@ -1,5 +1,7 @@
 #include "cli/status_view.h"
 
+#include <pwd.h>
+
 #include <algorithm>
 
 #include "common/units.h"
@@ -33,6 +35,27 @@ std::string ids_text(const json& ids, const json& clients)
     return out;
 }
 
+// Why a client waits, or what is left of its hold.
+std::string note_text(const json& c)
+{
+    const std::string state = c["state"].get<std::string>();
+    if (state == "holding")
+        return duration_text(c["quantum_left_us"]) + " of quantum left";
+    if (state == "waiting")
+        return "#" + std::to_string(c["queue_position"].get<uint64_t>()) + " in queue, " +
+               c["wait_reason"].get<std::string>();
+    return "";
+}
+
+// Cut to a column's share unless the whole was asked for (--full).
+std::string command_text(const std::string& command, bool full)
+{
+    constexpr size_t kWidth = 20;
+    if (full || command.size() <= kWidth)
+        return command;
+    return command.substr(0, kWidth - 3) + "...";
+}
+
 }  // namespace
 
 std::string format_table(const std::vector<std::vector<std::string>>& rows,
@@ -57,12 +80,13 @@ std::string format_table(const std::vector<std::vector<std::string>>& rows,
     return out;
 }
 
-std::string render_status(const json& s)
+std::string render_status(const json& s, bool full)
 {
+    const auto& clients = s["clients"];
     std::string out = "nvshared " + s["version"].get<std::string>() + ": anti-thrashing " +
                       s["mode"].get<std::string>() + ", time quantum " +
                       duration_text(s["time_quantum_us"]) + ", grace " +
-                      duration_text(s["grace_us"]) + ", " + std::to_string(s["clients"].size()) +
+                      duration_text(s["grace_us"]) + ", " + std::to_string(clients.size()) +
                       " client(s)\n";
     if (s["gpus"].empty())
         out += "\nNo GPUs known: the driver lists none, and no client has registered one.\n";
@@ -77,23 +101,39 @@ std::string render_status(const json& s)
                             format_size(g["physical_memory"].get<uint64_t>()) + ")" +
                             (requested > capacity ? ", oversubscribed" : "")},
             {"serializing:", g["serializing"].get<bool>() ? "yes" : "no"},
-            {"holder:", ids_text(g["holders"], g["clients"])},
-            {"waiting:", ids_text(g["queue"], g["clients"])},
+            {"holder:", ids_text(g["holders"], clients)},
+            {"waiting:", ids_text(g["queue"], clients)},
         };
         out += format_table(summary, "  ");
-        if (g["clients"].empty())
-            continue;
         std::vector<std::vector<std::string>> rows = {
-            {"ID", "PID", "USER", "COMMAND", "STATE", "MEMORY", "HELD", "WAITED"}};
-        for (const auto& c : g["clients"])
-            rows.push_back({std::to_string(c["id"].get<uint64_t>()),
-                            std::to_string(c["pid"].get<int32_t>()), c["user"].get<std::string>(),
-                            c["comm"].get<std::string>(), c["state"].get<std::string>(),
-                            format_size(c["memory"].get<uint64_t>()), duration_text(c["held_us"]),
-                            duration_text(c["waited_us"])});
-        out += "\n" + format_table(rows, "  ");
+            {"ID", "PID", "USER", "COMMAND", "STATE", "MEMORY", "HELD", "WAITED", "NOTE"}};
+        for (const auto& c : clients) {
+            const auto& gpus = c["gpus"];
+            if (std::find(gpus.begin(), gpus.end(), g["index"]) == gpus.end())
+                continue;
+            rows.push_back(
+                {std::to_string(c["id"].get<uint64_t>()), std::to_string(c["pid"].get<int32_t>()),
+                 c["user"].get<std::string>(), command_text(c["comm"].get<std::string>(), full),
+                 c["state"].get<std::string>(), format_size(c["memory"].get<uint64_t>()),
+                 duration_text(c["held_us"]), duration_text(c["waited_us"]), note_text(c)});
+        }
+        if (rows.size() > 1)
+            out += "\n" + format_table(rows, "  ");
     }
     return out;
+}
+
+void add_user_names(json& status)
+{
+    for (auto& c : status["clients"]) {
+        const auto uid = c["uid"].get<uint32_t>();
+        passwd pw{};
+        passwd* found = nullptr;
+        char buf[1024];
+        c["user"] = getpwuid_r(uid, &pw, buf, sizeof buf, &found) == 0 && found != nullptr
+                        ? std::string(found->pw_name)
+                        : std::to_string(uid);
+    }
 }
 
 }  // namespace nvshare::cli

@@ -1,5 +1,6 @@
-// `nvsharectl status`: the daemon's state gathered over D-Bus into one JSON
-// document (what --json prints), and the aligned human view of it.
+// `nvsharectl status`: the daemon's state as one JSON document (what --json
+// prints, the same over D-Bus and the lock socket, status.schema.json), and
+// the aligned human view of it.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -9,11 +10,15 @@ namespace nvshare::cli {
 
 class BusClient;
 
-// Reads every property of the manager and the GPU objects, and ListClients.
+// The daemon's document, over D-Bus (GetStatus).
 nlohmann::json collect_status(BusClient& bus);
 
-// Pure: the document of collect_status as aligned text, one block per GPU.
-std::string render_status(const nlohmann::json& status);
+// Adds "user" (the name of "uid", else the number) to every client.
+void add_user_names(nlohmann::json& status);
+
+// Pure: the document as aligned text, one block per GPU. Without `full`,
+// commands longer than a column's share are cut with "...".
+std::string render_status(const nlohmann::json& status, bool full = false);
 
 // Pure: columns padded to their widest cell, two spaces apart.
 std::string format_table(const std::vector<std::vector<std::string>>& rows,

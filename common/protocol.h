@@ -357,4 +357,18 @@ inline const char* mode_name(Mode m)
     return "?";
 }
 
+// The short name status documents use; the library words it for people.
+inline const char* wait_reason_name(WaitReason r)
+{
+    switch (r) {
+        case WaitReason::Oversubscribed:
+            return "oversubscribed";
+        case WaitReason::ModeOn:
+            return "mode on";
+        case WaitReason::Priority:
+            return "priority";
+    }
+    return "queued";
+}
+
 }  // namespace nvshare::proto

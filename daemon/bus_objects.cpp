@@ -1,5 +1,7 @@
 #include "daemon/bus_objects.h"
 
+#include <cstdint>
+
 #include "build-config.h"
 #include "common/log.h"
 #include "common/mode.h"
@@ -87,6 +89,12 @@ std::vector<ManagerObject::Client> ManagerObject::ListClients()
                          memory, usec(held_so_far(c, now)), usec(waited_so_far(c, now)));
     }
     return out;
+}
+
+std::string ManagerObject::GetStatus()
+{
+    // No size bound here: a D-Bus message may carry far more than a frame.
+    return status_text(server_.scheduler(), server_.connection_count(), Clock::now(), SIZE_MAX);
 }
 
 void ManagerObject::RevokeClient(const uint64_t& id)

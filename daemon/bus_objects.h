@@ -32,6 +32,7 @@ private:
     using Client = sdbus::Struct<uint64_t, int32_t, uint32_t, std::string, std::string,
                                  std::vector<uint32_t>, uint64_t, uint64_t, uint64_t>;
     std::vector<Client> ListClients() override;
+    std::string GetStatus() override;
     void RevokeClient(const uint64_t& id) override;
     void ResetSettings() override;
     std::string Version() override;

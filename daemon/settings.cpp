@@ -90,11 +90,6 @@ uint64_t usec(Duration d)
 
 }  // namespace
 
-bool valid_time_quantum(Duration d)
-{
-    return d >= kMinTimeQuantum && d <= kMaxTimeQuantum;
-}
-
 bool SettingsLayer::empty() const
 {
     return !mode && !time_quantum && !grace && !default_capacity && capacities.empty();

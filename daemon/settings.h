@@ -12,16 +12,12 @@
 #include <string_view>
 #include <vector>
 
+#include "common/time_quantum.h"
 #include "daemon/scheduler.h"
 
 namespace nvshare::daemon {
 
-// Bounds every source of a time quantum or grace period must respect.
-inline constexpr Duration kMinTimeQuantum = std::chrono::milliseconds(1);
-inline constexpr Duration kMaxTimeQuantum = std::chrono::hours(24);
-inline constexpr const char* kTimeQuantumRange = "1ms to 24h";
-
-bool valid_time_quantum(Duration d);
+using nvshare::valid_time_quantum;  // the range is common/time_quantum.h's
 
 struct Options;
 

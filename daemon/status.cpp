@@ -1,5 +1,7 @@
 #include "daemon/status.h"
 
+#include <algorithm>
+
 #include "build-config.h"
 
 namespace nvshare::daemon {
@@ -11,7 +13,35 @@ uint64_t usec(Duration d)
     return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(d).count());
 }
 
+// Where a waiting client stands: its best place (1 = next) among the GPUs it
+// waits for, and why it waits there, as the scheduler last told it.
+struct WaitStanding {
+    uint64_t place = 0;
+    const char* reason = "";
+};
+
+WaitStanding wait_standing(const Client& c)
+{
+    WaitStanding w;
+    if (c.phase != Phase::Waiting)
+        return w;
+    for (const auto& [g, f] : c.wait_sent)
+        if (w.place == 0 || f.place < w.place) {
+            w.place = f.place;
+            w.reason = proto::wait_reason_name(f.reason);
+        }
+    return w;
+}
+
 }  // namespace
+
+Duration quantum_left(const Scheduler& scheduler, const Client& c, TimePoint now)
+{
+    if (c.phase != Phase::Holding)
+        return Duration::zero();
+    const Duration left = scheduler.quantum_for(c) - (now - c.granted_at);
+    return left > Duration::zero() ? left : Duration::zero();
+}
 
 const char* phase_name(Phase p)
 {
@@ -51,6 +81,7 @@ nlohmann::json status_json(const Scheduler& scheduler, size_t connections, TimeP
             sw.swap_outs += x.swap_outs;
             sw.swap_out_time += x.swap_out_time;
         }
+        const WaitStanding wait = wait_standing(c);
         clients.push_back({{"id", id},
                            {"pid", c.info.pid},
                            {"uid", c.info.uid},
@@ -61,6 +92,9 @@ nlohmann::json status_json(const Scheduler& scheduler, size_t connections, TimeP
                            {"pinned_memory", pinned},
                            {"held_us", usec(held_so_far(c, now))},
                            {"waited_us", usec(waited_so_far(c, now))},
+                           {"quantum_left_us", usec(quantum_left(scheduler, c, now))},
+                           {"queue_position", wait.place},
+                           {"wait_reason", wait.reason},
                            {"grants", c.grants},
                            {"drops", c.drops},
                            {"revocations", c.revocations},

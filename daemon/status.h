@@ -8,6 +8,8 @@
 
 namespace nvshare::daemon {
 
+// What remains of a holder's quantum (zero when it holds nothing).
+Duration quantum_left(const Scheduler& scheduler, const Client& client, TimePoint now);
 // "idle", "waiting", "holding".
 const char* phase_name(Phase phase);
 

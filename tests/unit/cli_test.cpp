@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "cli/client_ref.h"
+#include "cli/status_query.h"
 #include "cli/status_view.h"
 
 using namespace nvshare::cli;
@@ -23,26 +24,34 @@ TEST(StatusView, AlignsColumns)
               "  ddd  e   f\n");
 }
 
-TEST(StatusView, RendersEveryGpuAndClient)
+// The daemon's document (daemon/status.cpp), with the user names nvsharectl adds.
+static nlohmann::json two_gpu_status()
 {
-    const auto status = nlohmann::json::parse(R"({
+    return nlohmann::json::parse(R"({
       "version": "9.9", "mode": "auto", "time_quantum_us": 30000000, "grace_us": 10000000,
-      "client_count": 2,
-      "clients": [{"id": 3}, {"id": 4}],
+      "clients": [
+          {"id": 3, "pid": 100, "uid": 0, "user": "root", "comm": "python", "state": "holding",
+           "gpus": [0], "memory": 53687091200, "pinned_memory": 1048576, "held_us": 1500000,
+           "waited_us": 0, "quantum_left_us": 28500000, "queue_position": 0, "wait_reason": "",
+           "grants": 1, "drops": 0, "revocations": 0},
+          {"id": 4, "pid": 2000, "uid": 1000, "user": "alice",
+           "comm": "a-very-long-training-command, v2", "state": "waiting", "gpus": [0],
+           "memory": 53687091200, "pinned_memory": 0, "held_us": 0, "waited_us": 250000,
+           "quantum_left_us": 0, "queue_position": 1, "wait_reason": "oversubscribed",
+           "grants": 0, "drops": 2, "revocations": 1}],
       "gpus": [{
         "index": 0, "uuid": "GPU-1", "name": "H100", "physical_memory": 85899345920,
         "capacity": 85899345920, "requested_memory": 107374182400, "serializing": true,
-        "holders": [3], "queue": [4],
-        "clients": [
-          {"id": 3, "pid": 100, "uid": 0, "user": "root", "comm": "python", "state": "holding",
-           "memory": 53687091200, "held_us": 1500000, "waited_us": 0},
-          {"id": 4, "pid": 2000, "uid": 1000, "user": "alice", "comm": "train", "state": "waiting",
-           "memory": 53687091200, "held_us": 0, "waited_us": 250000}]
+        "holders": [3], "queue": [4]
       }, {
         "index": 1, "uuid": "GPU-2", "name": "H100", "physical_memory": 1024, "capacity": 1024,
-        "requested_memory": 0, "serializing": false, "holders": [], "queue": [], "clients": []
+        "requested_memory": 0, "serializing": false, "holders": [], "queue": []
       }]})");
-    EXPECT_EQ(render_status(status),
+}
+
+TEST(StatusView, RendersEveryGpuAndClient)
+{
+    EXPECT_EQ(render_status(two_gpu_status()),
               "nvshared 9.9: anti-thrashing auto, time quantum 30s, grace 10s, 2 client(s)\n"
               "\n"
               "GPU 0  H100  GPU-1\n"
@@ -50,17 +59,52 @@ TEST(StatusView, RendersEveryGpuAndClient)
               "oversubscribed\n"
               "  serializing:  yes\n"
               "  holder:       3 (python)\n"
-              "  waiting:      4 (train)\n"
+              "  waiting:      4 (a-very-long-training-command, v2)\n"
               "\n"
-              "  ID  PID   USER   COMMAND  STATE    MEMORY    HELD  WAITED\n"
-              "  3   100   root   python   holding  50.0 GiB  1.5s  0s\n"
-              "  4   2000  alice  train    waiting  50.0 GiB  0s    250ms\n"
+              "  ID  PID   USER   COMMAND               STATE    MEMORY    HELD  WAITED  NOTE\n"
+              "  3   100   root   python                holding  50.0 GiB  1.5s  0s      "
+              "28.5s of quantum left\n"
+              "  4   2000  alice  a-very-long-train...  waiting  50.0 GiB  0s    250ms   "
+              "#1 in queue, oversubscribed\n"
               "\n"
               "GPU 1  H100  GPU-2\n"
               "  memory:       0 B requested of 1.0 KiB capacity (physical 1.0 KiB)\n"
               "  serializing:  no\n"
               "  holder:       -\n"
               "  waiting:      -\n");
+    // --full: the whole command.
+    EXPECT_NE(render_status(two_gpu_status(), true).find("a-very-long-training-command, v2  "),
+              std::string::npos);
+}
+
+TEST(StatusQuery, CsvWithAndWithoutHeader)
+{
+    std::string error;
+    auto q =
+        parse_query("pid,user,command,memory,held_s,queue_position,wait_reason", "csv", &error);
+    ASSERT_TRUE(q) << error;
+    EXPECT_EQ(render_query(two_gpu_status(), *q),
+              "pid,user,command,memory [MiB],held [s],queue_position,wait_reason\n"
+              "100,root,python,51200,1.500,0,\n"
+              "2000,alice,\"a-very-long-training-command, v2\",51200,0.000,1,oversubscribed\n");
+    q = parse_query("id,pinned_memory,quantum_left_s,drops,revocations", "csv,noheader", &error);
+    ASSERT_TRUE(q) << error;
+    EXPECT_EQ(render_query(two_gpu_status(), *q), "3,1,28.500,0,0\n4,0,0.000,2,1\n");
+    // Every documented field is known.
+    for (const auto& f : query_fields())
+        EXPECT_TRUE(parse_query(f, "csv", &error)) << f;
+}
+
+TEST(StatusQuery, BadFieldsAndFormatsAreNamed)
+{
+    std::string error;
+    EXPECT_FALSE(parse_query("pid,frob", "csv", &error));
+    EXPECT_NE(error.find("unknown field 'frob'"), std::string::npos) << error;
+    EXPECT_NE(error.find("wait_reason"), std::string::npos) << error;  // lists the valid ones
+    EXPECT_FALSE(parse_query("pid,", "csv", &error));
+    EXPECT_FALSE(parse_query("pid", "json", &error));
+    EXPECT_NE(error.find("invalid format 'json' (valid: csv, csv,noheader)"), std::string::npos)
+        << error;
 }
 
 TEST(StatusView, SaysWhenNoGpuIsKnown)
