@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -200,7 +201,7 @@ TEST_F(DbusTest, NvsharectlShowsEveryProperty)
     EXPECT_EQ(s["mode"], "on");
     EXPECT_EQ(s["time_quantum_us"], 30000000);
     EXPECT_EQ(s["grace_us"], 10000000);
-    EXPECT_EQ(s["client_count"], 2);
+    EXPECT_EQ(s["connections"], 2);
     ASSERT_EQ(s["gpus"].size(), 1u);
     const auto& g = s["gpus"][0];
     EXPECT_EQ(g["index"], 0);
@@ -212,14 +213,19 @@ TEST_F(DbusTest, NvsharectlShowsEveryProperty)
     EXPECT_EQ(g["serializing"], true);
     EXPECT_EQ(g["holders"], nlohmann::json::array({a.id}));
     EXPECT_EQ(g["queue"], nlohmann::json::array({b.id}));
-    ASSERT_EQ(g["clients"].size(), 2u);
-    EXPECT_EQ(g["clients"][0]["comm"], "alpha");
-    EXPECT_EQ(g["clients"][0]["user"], "root");
-    EXPECT_EQ(g["clients"][0]["pid"], getpid());
-    EXPECT_EQ(g["clients"][0]["state"], "holding");
-    EXPECT_EQ(g["clients"][1]["state"], "waiting");
     ASSERT_EQ(s["clients"].size(), 2u);
-    EXPECT_EQ(s["clients"][0]["gpus"], nlohmann::json::array({0}));
+    const auto& ca = s["clients"][0];
+    const auto& cb = s["clients"][1];
+    EXPECT_EQ(ca["comm"], "alpha");
+    EXPECT_EQ(ca["user"], "root");
+    EXPECT_EQ(ca["pid"], getpid());
+    EXPECT_EQ(ca["state"], "holding");
+    EXPECT_EQ(ca["gpus"], nlohmann::json::array({0}));
+    EXPECT_GT(ca["quantum_left_us"], 0);
+    EXPECT_LE(ca["quantum_left_us"], 30000000);
+    EXPECT_EQ(cb["state"], "waiting");
+    EXPECT_EQ(cb["queue_position"], 1);
+    EXPECT_EQ(cb["wait_reason"], "mode on");
 
     const auto text = ctl({"status"});
     ASSERT_EQ(text.status, 0) << text.err;
@@ -229,7 +235,8 @@ TEST_F(DbusTest, NvsharectlShowsEveryProperty)
              std::string("2.0 GiB requested of 16.0 GiB capacity"),
              std::string("serializing:  yes"), "holder:       " + std::to_string(a.id) + " (alpha)",
              "waiting:      " + std::to_string(b.id) + " (beta)", std::string("ID  PID"),
-             std::string("root  alpha    holding  2.0 GiB")})
+             std::string("root  alpha    holding  2.0 GiB"), std::string("of quantum left"),
+             std::string("#1 in queue, mode on")})
         EXPECT_NE(text.out.find(expected), std::string::npos) << expected << "\n" << text.out;
 
     // The same for an unprivileged user, and the single-value reader.
@@ -553,6 +560,98 @@ TEST_F(DbusTest, NvsharectlErrorsHaveDistinctExitCodes)
     EXPECT_EQ(ctl({"revoke", "pid:999999"}).status, 5);
     EXPECT_EQ(ctl({"frobnicate"}).status, 2);  // usage
     EXPECT_EQ(ctl({"set-tq"}).status, 2);
+}
+
+// status --json is one document, valid against schema/status.schema.json,
+// over D-Bus and, without a bus, from the lock socket; --query gives CSV.
+TEST_F(DbusTest, StatusIsOneSchemaOnBothPathsAndCsv)
+{
+    ASSERT_NO_FATAL_FAILURE(start_daemon({"--anti-thrashing", "auto"}));
+    auto a = connect_client("alpha");
+    ASSERT_TRUE(a.lock.report_memory(0, 12 * kGiB));
+    ASSERT_TRUE(a.lock.request(1));
+    ASSERT_TRUE(a.lock.expect(MsgType::Grant, 5s));
+    auto b = connect_client("beta, the second");
+    ASSERT_TRUE(b.lock.report_memory(0, 12 * kGiB));
+    ASSERT_TRUE(b.lock.request(1));
+    ASSERT_TRUE(wait_until([] { return get(kGpu0, kGpuIface, "Queue") != "at 0"; }));
+
+    const auto validate = [this](const std::string& name, const std::string& text) {
+        write_text(dir / name, text);
+        const auto v = run({"python3", "-c",
+                            "import json,sys,jsonschema\n"
+                            "jsonschema.validate(json.load(open(sys.argv[2])), "
+                            "json.load(open(sys.argv[1])))",
+                            getenv("NVSHARE_TEST_STATUS_SCHEMA"), dir / name});
+        EXPECT_EQ(v.status, 0) << name << ": " << v.err;
+    };
+    const auto over_bus = ctl({"status", "--json"});
+    ASSERT_EQ(over_bus.status, 0) << over_bus.err;
+    validate("bus.json", over_bus.out);
+    const auto bus_doc = nlohmann::json::parse(over_bus.out);
+    EXPECT_EQ(bus_doc["clients"][1]["wait_reason"], "oversubscribed");
+    EXPECT_EQ(bus_doc["clients"][0]["pinned_memory"], 0);
+
+    const auto csv =
+        ctl({"status", "--query=pid,command,state,queue_position,wait_reason", "--format=csv"});
+    ASSERT_EQ(csv.status, 0) << csv.err;
+    const std::string pid = std::to_string(getpid());
+    EXPECT_EQ(csv.out, "pid,command,state,queue_position,wait_reason\n" + pid +
+                           ",alpha,holding,0,\n" + pid +
+                           ",\"beta, the second\",waiting,1,oversubscribed\n");
+    const auto bare = ctl({"status", "--query=memory,user", "--format=csv,noheader"});
+    EXPECT_EQ(bare.out, "12288,root\n12288,root\n") << bare.err;
+    const auto bad = ctl({"status", "--query=pid,colour"});
+    EXPECT_EQ(bad.status, 2);
+    EXPECT_NE(bad.err.find("unknown field 'colour'"), std::string::npos) << bad.err;
+
+    // No system bus: the socket answers, and nvsharectl says where it read.
+    setenv("DBUS_SYSTEM_BUS_ADDRESS", ("unix:path=" + (dir / "no-bus")).c_str(), 1);
+    const auto over_socket = ctl({"--socket", socket(), "status", "--json"});
+    const auto text = ctl({"status", "-s", socket()});
+    const auto nothing = ctl({"status", "-s", dir / "no-socket"});
+    setenv("DBUS_SYSTEM_BUS_ADDRESS", bus->address().c_str(), 1);
+    ASSERT_EQ(over_socket.status, 0) << over_socket.err;
+    EXPECT_NE(over_socket.err.find("state read from " + socket()), std::string::npos)
+        << over_socket.err;
+    EXPECT_EQ(std::count(over_socket.err.begin(), over_socket.err.end(), '\n'), 1)
+        << over_socket.err;
+    validate("socket.json", over_socket.out);
+    const auto socket_doc = nlohmann::json::parse(over_socket.out);
+    EXPECT_EQ(socket_doc["clients"][0].size(), bus_doc["clients"][0].size());
+    EXPECT_EQ(socket_doc["clients"][1]["user"], "root");
+    EXPECT_EQ(text.status, 0) << text.err;
+    EXPECT_NE(text.out.find("#1 in queue, oversubscribed"), std::string::npos) << text.out;
+    EXPECT_EQ(nothing.status, 3) << nothing.err;
+}
+
+TEST_F(DbusTest, HelpConventions)
+{
+    for (const char* command : {"status", "set-tq", "anti-thrashing", "set-capacity", "revoke",
+                                "reset", "monitor", "socket-status", "preload"}) {
+        const auto help = ctl({command, "--help"});
+        EXPECT_EQ(help.status, 0) << command << ": " << help.err;
+        EXPECT_NE(help.out.find(std::string("Usage: nvsharectl ") + command), std::string::npos)
+            << help.out;
+        const auto same = ctl({"help", command});
+        EXPECT_EQ(same.status, 0);
+        EXPECT_EQ(same.out, help.out);
+    }
+    const auto top = ctl({"help"});
+    EXPECT_EQ(top.status, 0);
+    EXPECT_EQ(top.out, ctl({"--help"}).out);
+    EXPECT_EQ(ctl({"help", "frobnicate"}).status, 2);
+    // Bare nvsharectl is status.
+    ASSERT_NO_FATAL_FAILURE(start_daemon());
+    const auto bare = ctl({});
+    EXPECT_EQ(bare.status, 0) << bare.err;
+    EXPECT_EQ(bare.out, ctl({"status"}).out);
+    // Checked before the call, in the user's units.
+    const auto unit = ctl({"set-tq", "5x"});
+    EXPECT_EQ(unit.status, 2);
+    EXPECT_EQ(unit.err, "nvsharectl: invalid duration '5x' (use e.g. 30s, 500ms, 2min)\n");
+    const auto range = ctl({"set-tq", "25h"});
+    EXPECT_EQ(range.err, "nvsharectl: time quantum '25h' is out of the valid range, 1ms to 24h\n");
 }
 
 TEST_F(DbusTest, LockIsServedWithoutAnyBus)
