@@ -578,7 +578,7 @@ TEST_F(DbusTest, StatusIsOneSchemaOnBothPathsAndCsv)
 
     const auto validate = [this](const std::string& name, const std::string& text) {
         write_text(dir / name, text);
-        const auto v = run({"python3", "-c",
+        const auto v = run({getenv("NVSHARE_TEST_PYTHON"), "-c",
                             "import json,sys,jsonschema\n"
                             "jsonschema.validate(json.load(open(sys.argv[2])), "
                             "json.load(open(sys.argv[1])))",
