@@ -28,6 +28,14 @@ public:
     ~ManagerProxy();
     // The manager is also the ObjectManager of the GPU objects.
     ManagedObjects GetManagedObjects();
+
+private:
+    // nvsharectl monitor matches the Event signal itself (cli/monitor.cpp).
+    void onEvent(const std::string&, const uint64_t&, const int32_t&, const uint32_t&,
+                 const std::string&, const std::vector<std::string>&,
+                 const std::map<std::string, std::string>&, const std::string&) override
+    {
+    }
 };
 
 class BusClient {

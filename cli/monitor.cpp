@@ -1,4 +1,5 @@
-// `nvsharectl monitor`: one line per change nvshared signals, until Ctrl-C.
+// `nvsharectl monitor`: one line per event nvshared signals (granted,
+// waiting, released, revoked, a setting changed, …), until Ctrl-C.
 // Runs the connection from its own poll() loop so that SIGINT/SIGTERM, read
 // from a signalfd, end it cleanly.
 #include <poll.h>
@@ -8,53 +9,41 @@
 
 #include <cstdio>
 #include <ctime>
-#include <nlohmann/json.hpp>
 
 #include "cli/bus_client.h"
 #include "cli/bus_commands.h"
 #include "cli/exit_codes.h"
+#include "cli/monitor_event.h"
+#include "common/units.h"
+#include "common/user_name.h"
 
 namespace nvshare::cli {
 
 namespace {
 
-using nlohmann::json;
-
-json variant_json(const sdbus::Variant& v)
+// "12:00:01" for people, ISO 8601 with the zone for --json.
+std::string now_text(bool iso)
 {
-    if (v.containsValueOfType<uint64_t>())
-        return v.get<uint64_t>();
-    if (v.containsValueOfType<uint32_t>())
-        return v.get<uint32_t>();
-    if (v.containsValueOfType<int32_t>())
-        return v.get<int32_t>();
-    if (v.containsValueOfType<bool>())
-        return v.get<bool>();
-    if (v.containsValueOfType<std::string>())
-        return v.get<std::string>();
-    if (v.containsValueOfType<std::vector<uint64_t>>())
-        return v.get<std::vector<uint64_t>>();
-    return "<" + v.peekValueType() + ">";
+    char text[40];
+    const time_t now = time(nullptr);
+    tm local{};
+    strftime(text, sizeof text, iso ? "%Y-%m-%dT%H:%M:%S%z" : "%H:%M:%S",
+             localtime_r(&now, &local));
+    return text;
 }
 
 class Printer {
 public:
     explicit Printer(bool as_json) : json_(as_json) {}
 
-    void print(const std::string& path, const std::string& event, const json& values) const
+    void print(MonitorEvent event) const
     {
-        if (json_) {
-            printf("%s\n",
-                   json{{"path", path}, {"event", event}, {"values", values}}.dump().c_str());
-            return;
-        }
-        char stamp[16];
-        const time_t now = time(nullptr);
-        tm local{};
-        strftime(stamp, sizeof stamp, "%H:%M:%S", localtime_r(&now, &local));
-        std::string line = std::string(stamp) + " " + path + " " + event;
-        for (const auto& [key, value] : values.items())
-            line += " " + key + "=" + value.dump();
+        if (event.client != 0)
+            event.user = user_name(event.uid);
+        const std::string line =
+            json_ ? event_json(event, now_text(true))
+                        .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+                  : event_line(event, now_text(false));
         printf("%s\n", line.c_str());
     }
 
@@ -62,21 +51,42 @@ private:
     bool json_;
 };
 
+// What a new GPU object says of itself: "GPU 0: NVIDIA H100 (GPU-…), 80.0 GiB".
+MonitorEvent gpu_added(const std::map<std::string, sdbus::Variant>& properties)
+{
+    MonitorEvent e;
+    e.event = "gpu-added";
+    const auto get = [&](const char* name) -> const sdbus::Variant* {
+        const auto it = properties.find(name);
+        return it == properties.end() ? nullptr : &it->second;
+    };
+    std::string uuid, name;
+    uint32_t index = 0;
+    uint64_t memory = 0;
+    if (const auto* v = get("UUID"); v != nullptr && v->containsValueOfType<std::string>())
+        uuid = v->get<std::string>();
+    if (const auto* v = get("Name"); v != nullptr && v->containsValueOfType<std::string>())
+        name = v->get<std::string>();
+    if (const auto* v = get("Index"); v != nullptr && v->containsValueOfType<uint32_t>())
+        index = v->get<uint32_t>();
+    if (const auto* v = get("PhysicalMemory"); v != nullptr && v->containsValueOfType<uint64_t>())
+        memory = v->get<uint64_t>();
+    e.gpus = {uuid};
+    e.what =
+        "GPU " + std::to_string(index) + ": " + name + " (" + uuid + "), " + format_size(memory);
+    return e;
+}
+
 void watch(sdbus::IConnection& connection, const Printer& printer)
 {
     const std::string scope = std::string("path_namespace='") + kManagerPath + "'";
     connection.addMatch(
-        "type='signal',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged'," +
-            scope,
+        std::string("type='signal',interface='") + kManagerInterface + "',member='Event'," + scope,
         [&printer](sdbus::Message& m) {
-            std::string interface;
-            std::map<std::string, sdbus::Variant> changed;
-            std::vector<std::string> invalidated;
-            m >> interface >> changed >> invalidated;
-            json values = json::object();
-            for (const auto& [name, value] : changed)
-                values[name] = variant_json(value);
-            printer.print(m.getPath(), "changed", values);
+            MonitorEvent e;
+            m >> e.event >> e.client >> e.pid >> e.uid >> e.command >> e.gpus >> e.details >>
+                e.what;
+            printer.print(std::move(e));
         },
         sdbus::floating_slot);
     connection.addMatch(
@@ -86,12 +96,8 @@ void watch(sdbus::IConnection& connection, const Printer& printer)
             sdbus::ObjectPath path;
             std::map<std::string, std::map<std::string, sdbus::Variant>> interfaces;
             m >> path >> interfaces;
-            json values = json::object();
             if (const auto it = interfaces.find(kGpuInterface); it != interfaces.end())
-                for (const auto& [name, value] : it->second)
-                    if (name != "Clients")  // long, and read by nvsharectl status
-                        values[name] = variant_json(value);
-            printer.print(path, "added", values);
+                printer.print(gpu_added(it->second));
         },
         sdbus::floating_slot);
     connection.addMatch(
@@ -101,7 +107,11 @@ void watch(sdbus::IConnection& connection, const Printer& printer)
         [&printer](sdbus::Message& m) {
             std::string name, old_owner, new_owner;
             m >> name >> old_owner >> new_owner;
-            printer.print(kManagerPath, new_owner.empty() ? "stopped" : "started", json::object());
+            const bool started = !new_owner.empty();
+            MonitorEvent e;
+            e.event = started ? "started" : "stopped";
+            e.what = started ? "nvshared started" : "nvshared stopped";
+            printer.print(std::move(e));
         },
         sdbus::floating_slot);
 }

@@ -1,10 +1,9 @@
 #include "cli/status_view.h"
 
-#include <pwd.h>
-
 #include <algorithm>
 
 #include "common/units.h"
+#include "common/user_name.h"
 
 namespace nvshare::cli {
 
@@ -126,13 +125,7 @@ std::string render_status(const json& s, bool full)
 void add_user_names(json& status)
 {
     for (auto& c : status["clients"]) {
-        const auto uid = c["uid"].get<uint32_t>();
-        passwd pw{};
-        passwd* found = nullptr;
-        char buf[1024];
-        c["user"] = getpwuid_r(uid, &pw, buf, sizeof buf, &found) == 0 && found != nullptr
-                        ? std::string(found->pw_name)
-                        : std::to_string(uid);
+        c["user"] = user_name(c["uid"].get<uint32_t>());
     }
 }
 

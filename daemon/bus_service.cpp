@@ -1,7 +1,9 @@
 #include "daemon/bus_service.h"
 
+#include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <map>
 
 #include "common/log.h"
 
@@ -48,6 +50,7 @@ BusService::BusService(Server& server, SettingsControl& control,
 BusService::~BusService()
 {
     server_.set_state_observer(nullptr);
+    server_.set_event_observer(nullptr);
     sd_event_source_disable_unref(io_source_);
     sd_event_source_disable_unref(timer_source_);
     gpus_.clear();
@@ -68,6 +71,7 @@ bool BusService::attach(sd_event* event)
         return false;
     sd_event_source_set_enabled(timer_source_, SD_EVENT_OFF);
     server_.set_state_observer([this] { on_state_changed(); });
+    server_.set_event_observer([this](const Event& e) { on_event(e); });
     on_state_changed();  // GPUs known before the bus came up
     return true;
 }
@@ -125,6 +129,32 @@ void BusService::shut_down(const char* why)
     sd_event_source_set_enabled(io_source_, SD_EVENT_OFF);
     sd_event_source_set_enabled(timer_source_, SD_EVENT_OFF);
     server_.set_state_observer(nullptr);
+    server_.set_event_observer(nullptr);
+}
+
+void BusService::on_event(const Event& e)
+{
+    if (broken_)
+        return;
+    // NVSHARE_CAUSE=admin -> "cause": "admin".
+    std::map<std::string, std::string> details;
+    for (const std::string& field : e.extra) {
+        const auto eq = field.find('=');
+        if (eq == std::string::npos)
+            continue;
+        std::string name = field.substr(0, eq);
+        if (name.rfind("NVSHARE_", 0) == 0)
+            name.erase(0, 8);
+        for (char& ch : name)
+            ch = static_cast<char>(tolower(static_cast<unsigned char>(ch)));
+        details[name] = field.substr(eq + 1);
+    }
+    const EventSubject none{};
+    const EventSubject& who = e.subject != nullptr ? *e.subject : none;
+    emit("Event", [&] {
+        manager_->emitEvent(event_name(e.kind), who.client, who.info.pid, who.info.uid,
+                            who.info.comm, who.gpu_uuids, details, e.what);
+    });
 }
 
 BusService::ManagerValues BusService::manager_values() const

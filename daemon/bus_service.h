@@ -47,6 +47,7 @@ private:
     bool attach(sd_event* event);
     void process();
     void on_state_changed();
+    void on_event(const Event& event);
     template <typename Emit>
     void emit(const char* what, Emit&& emit_signal);
     void shut_down(const char* why);

@@ -37,6 +37,35 @@ const char* message_id(EventKind kind)
     return "";
 }
 
+const char* event_name(EventKind kind)
+{
+    switch (kind) {
+        case EventKind::Registered:
+            return "registered";
+        case EventKind::Granted:
+            return "granted";
+        case EventKind::Waiting:
+            return "waiting";
+        case EventKind::Drop:
+            return "drop";
+        case EventKind::Revoked:
+            return "revoked";
+        case EventKind::Released:
+            return "released";
+        case EventKind::SettingChanged:
+            return "setting-changed";
+        case EventKind::Gone:
+            return "gone";
+    }
+    return "";
+}
+
+std::string subject_text(const ClientInfo& info)
+{
+    return "pid " + std::to_string(info.pid) + " (" + info.comm + ", uid " +
+           std::to_string(info.uid) + ")";
+}
+
 std::vector<std::string> journal_fields(EventKind kind, LogLevel level, const EventSubject* subject,
                                         const std::vector<std::string>& extra,
                                         const std::string& message)
@@ -77,15 +106,22 @@ bool stderr_is_journal()
 void EventLog::emit(EventKind kind, LogLevel level, const EventSubject* subject,
                     const std::vector<std::string>& extra, const char* format, ...)
 {
-    if (static_cast<int>(level) > static_cast<int>(log_level()))
+    const bool logged = static_cast<int>(level) <= static_cast<int>(log_level());
+    if (!logged && !observer_)
         return;
-    char line[1024];
+    char buffer[1024];
     va_list ap;
     va_start(ap, format);
-    vsnprintf(line, sizeof line, format, ap);
+    vsnprintf(buffer, sizeof buffer, format, ap);
     va_end(ap);
+    const std::string what = buffer;
+    if (observer_)
+        observer_(Event{kind, subject, extra, what});
+    if (!logged)
+        return;
+    const std::string line = subject == nullptr ? what : subject_text(subject->info) + ": " + what;
     if (!journal_) {
-        log(level, "%s", line);
+        log(level, "%s", line.c_str());
         return;
     }
     const auto fields = journal_fields(kind, level, subject, extra, line);
@@ -95,16 +131,17 @@ void EventLog::emit(EventKind kind, LogLevel level, const EventSubject* subject,
         iov.push_back({const_cast<char*>(field.data()), field.size()});
     // Never lose the line: the stream is still there if the socket is not.
     if (sd_journal_sendv(iov.data(), static_cast<int>(iov.size())) < 0)
-        log(level, "%s", line);
+        log(level, "%s", line.c_str());
 }
 
-void EventLog::waiting(ClientId id, TimePoint since)
+bool EventLog::waiting(ClientId id, TimePoint since)
 {
     if (watched_.count(id) != 0 || announced_.count(id) != 0)
-        return;  // a Request that keeps its place in the queue keeps its wait
+        return false;  // a Request that keeps its place in the queue keeps its wait
     const TimePoint due = since + wait_threshold_;
     watched_[id] = due;
     due_.insert({due, id});
+    return true;
 }
 
 bool EventLog::not_waiting(ClientId id)

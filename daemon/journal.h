@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -32,12 +33,26 @@ enum class EventKind {
 };
 
 const char* message_id(EventKind kind);
+// "granted", "waiting", "setting-changed": the event's name on D-Bus and in
+// nvsharectl monitor.
+const char* event_name(EventKind kind);
 
 // Whom an event is about; none for a setting.
 struct EventSubject {
     ClientId client = 0;
     ClientInfo info;
     std::vector<std::string> gpu_uuids;
+};
+
+// "pid 4242 (train.py, uid 1000)": who, at the head of each message about a client.
+std::string subject_text(const ClientInfo& info);
+
+// One event, as observers see it: `what` is the message without its subject.
+struct Event {
+    EventKind kind;
+    const EventSubject* subject;  // null for a setting
+    const std::vector<std::string>& extra;
+    const std::string& what;
 };
 
 // The fields of one journal record, "NAME=value" each (pure: for the tests).
@@ -53,15 +68,24 @@ class EventLog {
 public:
     EventLog() : journal_(stderr_is_journal()) {}
 
-    // `extra`: further "NAME=value" fields (NVSHARE_CAUSE=…).
+    // `extra`: further "NAME=value" fields (NVSHARE_CAUSE=…). The message is
+    // the subject's text, then the formatted `what`. Observers get every
+    // event, whatever the log level.
     void emit(EventKind kind, LogLevel level, const EventSubject* subject,
               const std::vector<std::string>& extra, const char* format, ...)
         __attribute__((format(printf, 6, 7)));
 
+    // One observer (the D-Bus service, which signals each event).
+    void set_observer(std::function<void(const Event&)> observer)
+    {
+        observer_ = std::move(observer);
+    }
+
     // Waits are logged once they pass the threshold: the server says when
     // a client starts and stops waiting, and asks which waits are due.
     void set_wait_threshold(Duration threshold) { wait_threshold_ = threshold; }
-    void waiting(ClientId id, TimePoint since);
+    // True when this starts a wait (not a Request that keeps its place).
+    bool waiting(ClientId id, TimePoint since);
     // Stops watching; true when its wait was logged (went over the threshold).
     bool not_waiting(ClientId id);
     std::optional<TimePoint> next_wait_deadline() const;
@@ -69,6 +93,7 @@ public:
 
 private:
     bool journal_;
+    std::function<void(const Event&)> observer_;
     Duration wait_threshold_ = std::chrono::seconds(1);
     std::map<ClientId, TimePoint> watched_;  // id -> when its wait is due
     std::set<std::pair<TimePoint, ClientId>> due_;

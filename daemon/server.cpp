@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "common/log.h"
+#include "common/units.h"
 #include "common/uuid.h"
 #include "daemon/gpu_discovery.h"
 #include "daemon/printable_text.h"
@@ -558,16 +559,20 @@ bool Server::handle_frame(Connection& c, const proto::FrameHeader& h, const uint
     }
     if (type == MsgType::Request) {
         scheduler_.request(c.serial, *set, now);
-        if (client->phase == Phase::Waiting)
-            events_.waiting(c.serial, client->waiting_since);
+        if (client->phase == Phase::Waiting && events_.waiting(c.serial, client->waiting_since)) {
+            const EventSubject who = subject(*client, client->wanted);
+            events_.emit(EventKind::Waiting, LogLevel::Debug, &who, {"NVSHARE_WAITED_US=0"},
+                         "waits for %s, held by %s",
+                         who.gpu_uuids.empty() ? "?" : who.gpu_uuids[0].c_str(),
+                         holders_text(*client).c_str());
+        }
     } else {
         scheduler_.release(c.serial, *set, now);
         if (client->phase != Phase::Waiting)
             events_.not_waiting(c.serial);
         const EventSubject who = subject(*client, *set);
-        events_.emit(EventKind::Released, LogLevel::Debug, &who, {}, "pid %d (%s) released %s",
-                     client->info.pid, client->info.comm.c_str(),
-                     who.gpu_uuids.empty() ? "" : who.gpu_uuids[0].c_str());
+        events_.emit(EventKind::Released, LogLevel::Debug, &who, {}, "released %s",
+                     who.gpu_uuids.empty() ? "?" : who.gpu_uuids[0].c_str());
     }
     return true;
 }
@@ -615,9 +620,8 @@ void Server::handle_hello(Connection& c, const uint8_t* payload, uint32_t length
     arm_connection_timer(c);
     const EventSubject who = subject(*scheduler_.client(c.serial), 0);
     events_.emit(EventKind::Registered, LogLevel::Info, &who, {},
-                 "client %llu registered: pid %d uid %u (%s), %zu GPU(s)",
-                 static_cast<unsigned long long>(c.serial), c.peer.pid, c.peer.uid,
-                 info.comm.c_str(), gpus.size());
+                 "registered as client %llu, %zu GPU(s)", static_cast<unsigned long long>(c.serial),
+                 gpus.size());
     send_settings(c, true);
 }
 
@@ -730,6 +734,20 @@ EventSubject Server::subject(const Client& client, GpuSet gpus) const
     return who;
 }
 
+// Who holds the GPUs a waiting client wants: "pid 7 (train.py, uid 1000)".
+std::string Server::holders_text(const Client& client) const
+{
+    std::string holders;
+    for (GpuIndex g : client.gpus) {
+        if ((client.wanted & gpu_bit(g)) == 0)
+            continue;
+        for (ClientId h : scheduler_.gpus()[g].holders)
+            if (const Client* holder = scheduler_.client(h))
+                holders += (holders.empty() ? "" : ", ") + subject_text(holder->info);
+    }
+    return holders.empty() ? "nobody (not yet switched)" : holders;
+}
+
 // Waits that passed the threshold: who waits, for what, behind whom.
 void Server::log_due_waits(TimePoint now)
 {
@@ -738,26 +756,15 @@ void Server::log_due_waits(TimePoint now)
         if (client == nullptr || client->phase != Phase::Waiting)
             continue;
         const EventSubject who = subject(*client, client->wanted);
-        std::string holders;
-        for (GpuIndex g : client->gpus) {
-            if ((client->wanted & gpu_bit(g)) == 0)
-                continue;
-            for (ClientId h : scheduler_.gpus()[g].holders) {
-                if (const Client* holder = scheduler_.client(h))
-                    holders += (holders.empty() ? "" : ", ") + std::string("pid ") +
-                               std::to_string(holder->info.pid) + " (" + holder->info.comm + ")";
-            }
-        }
-        events_.emit(EventKind::Waiting, LogLevel::Info, &who,
-                     {"NVSHARE_WAITED_US=" +
-                      std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(
-                                         now - client->waiting_since)
-                                         .count())},
-                     "pid %d (%s, uid %u) has waited %.1f s for %s; held by %s", client->info.pid,
-                     client->info.comm.c_str(), client->info.uid,
-                     std::chrono::duration<double>(now - client->waiting_since).count(),
-                     who.gpu_uuids.empty() ? "?" : who.gpu_uuids[0].c_str(),
-                     holders.empty() ? "nobody (not yet switched)" : holders.c_str());
+        events_.emit(
+            EventKind::Waiting, LogLevel::Info, &who,
+            {"NVSHARE_WAITED_US=" +
+             std::to_string(
+                 std::chrono::duration_cast<std::chrono::microseconds>(now - client->waiting_since)
+                     .count())},
+            "has waited %.1f s for %s, held by %s",
+            std::chrono::duration<double>(now - client->waiting_since).count(),
+            who.gpu_uuids.empty() ? "?" : who.gpu_uuids[0].c_str(), holders_text(*client).c_str());
     }
 }
 
@@ -795,9 +802,8 @@ void Server::dispatch_actions()
                 const EventSubject who = subject(*client, a.gpus);
                 events_.emit(EventKind::Granted, LogLevel::Info, &who,
                              {std::string("NVSHARE_EXCLUSIVE=") + (a.exclusive ? "1" : "0")},
-                             "granted %s to pid %d (%s, uid %u)%s%s",
+                             "granted %s%s%s",
                              who.gpu_uuids.empty() ? "?" : who.gpu_uuids[0].c_str(),
-                             client->info.pid, client->info.comm.c_str(), client->info.uid,
                              a.exclusive ? ", exclusively" : ", shared",
                              waited_long ? " after a long wait" : "");
                 send(*c, proto::MsgType::Grant, &p, sizeof p);
@@ -813,8 +819,7 @@ void Server::dispatch_actions()
                 const EventSubject who = subject(*client, a.gpus);
                 events_.emit(EventKind::Drop, LogLevel::Info, &who,
                              {"NVSHARE_GRACE_US=" + std::to_string(grace_us)},
-                             "asked pid %d (%s, uid %u) to release %s within %.1f s: others wait",
-                             client->info.pid, client->info.comm.c_str(), client->info.uid,
+                             "asked to release %s within %.1f s: others wait",
                              who.gpu_uuids.empty() ? "?" : who.gpu_uuids[0].c_str(),
                              static_cast<double>(grace_us) / 1e6);
                 send(*c, proto::MsgType::Drop, &p, sizeof p);
@@ -825,9 +830,8 @@ void Server::dispatch_actions()
                 const EventSubject who = subject(*client, a.gpus);
                 events_.emit(EventKind::Revoked, LogLevel::Info, &who,
                              {std::string("NVSHARE_CAUSE=") + (admin ? "admin" : "grace-expired")},
-                             "revoked the lock on %s from pid %d (%s, uid %u): %s",
+                             "revoked the lock on %s: %s",
                              who.gpu_uuids.empty() ? "?" : who.gpu_uuids[0].c_str(),
-                             client->info.pid, client->info.comm.c_str(), client->info.uid,
                              admin ? "an administrator revoked it"
                                    : "it did not release within the grace period");
                 const proto::RevokeCausePayload why{
@@ -925,9 +929,8 @@ void Server::destroy(Connection& c)
     if (c.registered) {
         if (const Client* client = scheduler_.client(c.serial)) {
             const EventSubject who = subject(*client, 0);
-            events_.emit(EventKind::Gone, LogLevel::Info, &who, {},
-                         "client %llu (pid %d) disconnected",
-                         static_cast<unsigned long long>(c.serial), c.peer.pid);
+            events_.emit(EventKind::Gone, LogLevel::Info, &who, {}, "disconnected (client %llu)",
+                         static_cast<unsigned long long>(c.serial));
         }
         events_.not_waiting(c.serial);
         scheduler_.disconnect(c.serial, Clock::now());
@@ -1051,7 +1054,7 @@ void Server::set_mode(Mode mode)
 {
     scheduler_.set_mode(mode, Clock::now());
     events_.emit(
-        EventKind::SettingChanged, LogLevel::Info, nullptr,
+        EventKind::SettingChanged, LogLevel::Notice, nullptr,
         {"NVSHARE_SETTING=anti-thrashing", std::string("NVSHARE_VALUE=") + proto::mode_name(mode)},
         "anti-thrashing set to %s", proto::mode_name(mode));
     status_stale_ = true;
@@ -1063,9 +1066,11 @@ void Server::set_time_quantum(Duration tq)
 {
     scheduler_.set_time_quantum(tq, Clock::now());
     const auto tq_us = std::chrono::duration_cast<std::chrono::microseconds>(tq).count();
-    events_.emit(EventKind::SettingChanged, LogLevel::Info, nullptr,
-                 {"NVSHARE_SETTING=time-quantum", "NVSHARE_VALUE=" + std::to_string(tq_us)},
-                 "time quantum set to %.3f s", static_cast<double>(tq_us) / 1e6);
+    events_.emit(
+        EventKind::SettingChanged, LogLevel::Notice, nullptr,
+        {"NVSHARE_SETTING=time-quantum", "NVSHARE_VALUE=" + std::to_string(tq_us)},
+        "time quantum set to %s",
+        format_duration(std::chrono::duration_cast<std::chrono::microseconds>(tq)).c_str());
     status_stale_ = true;
     broadcast_settings();
     after_change();
@@ -1075,11 +1080,11 @@ void Server::set_capacity(GpuIndex gpu, uint64_t bytes)
 {
     scheduler_.set_capacity(gpu, bytes, Clock::now());
     const std::string& uuid = scheduler_.gpus().at(gpu).description.uuid;
-    events_.emit(EventKind::SettingChanged, LogLevel::Info, nullptr,
+    events_.emit(EventKind::SettingChanged, LogLevel::Notice, nullptr,
                  {"NVSHARE_SETTING=capacity", "NVSHARE_GPU_UUID=" + uuid,
                   "NVSHARE_VALUE=" + std::to_string(bytes)},
-                 "capacity of %s set to %llu bytes", uuid.c_str(),
-                 static_cast<unsigned long long>(bytes));
+                 "capacity of GPU %u (%s) set to %s", gpu, uuid.c_str(),
+                 format_size(bytes).c_str());
     status_stale_ = true;
     broadcast_settings();
     after_change();

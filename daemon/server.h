@@ -69,6 +69,11 @@ public:
     // Called after every batch of changes (client events, timers, settings).
     void set_state_observer(std::function<void()> observer) { observer_ = std::move(observer); }
     size_t connection_count() const { return connections_.size(); }
+    // What happens to clients and settings, as the journal records it.
+    void set_event_observer(std::function<void(const Event&)> observer)
+    {
+        events_.set_observer(std::move(observer));
+    }
 
 private:
     bool open_listener();
@@ -111,6 +116,7 @@ private:
     void update_idle_timer();
     Connection* by_client(ClientId id);
     EventSubject subject(const Client& client, GpuSet gpus) const;
+    std::string holders_text(const Client& client) const;
     void log_due_waits(TimePoint now);
 
     Options options_;

@@ -1,7 +1,6 @@
 #include "daemon/settings_control.h"
 
 #include "common/log.h"
-#include "common/units.h"
 
 namespace nvshare::daemon {
 
@@ -14,9 +13,9 @@ SettingsControl::SettingsControl(Server& server, StateStore store, Options confi
 {
 }
 
+// Each change is logged (at notice) and signalled by the Server.
 void SettingsControl::set_mode(Mode mode)
 {
-    NVS_NOTICE("anti-thrashing set to %s", proto::mode_name(mode));
     server_.set_mode(mode);
     runtime_.mode = mode;
     persist();
@@ -24,8 +23,6 @@ void SettingsControl::set_mode(Mode mode)
 
 void SettingsControl::set_time_quantum(Duration tq)
 {
-    NVS_NOTICE("time quantum set to %s",
-               format_duration(std::chrono::duration_cast<std::chrono::microseconds>(tq)).c_str());
     server_.set_time_quantum(tq);
     runtime_.time_quantum = tq;
     persist();
@@ -34,7 +31,6 @@ void SettingsControl::set_time_quantum(Duration tq)
 void SettingsControl::set_capacity(GpuIndex gpu, uint64_t bytes)
 {
     const std::string& uuid = server_.scheduler().gpus().at(gpu).description.uuid;
-    NVS_NOTICE("capacity of GPU %u (%s) set to %s", gpu, uuid.c_str(), format_size(bytes).c_str());
     server_.set_capacity(gpu, bytes);
     runtime_.capacities[uuid] = bytes;
     persist();

@@ -4,7 +4,6 @@
 // accepts; without, it prints the metrics (for node_exporter's textfile
 // collector, or a look by hand).
 #include <poll.h>
-#include <pwd.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -14,6 +13,7 @@
 
 #include "build-config.h"
 #include "common/lock_client.h"
+#include "common/user_name.h"
 #include "metrics/render.h"
 
 namespace {
@@ -29,16 +29,6 @@ const char kUsage[] =
     ")\n"
     "  --http         answer one HTTP request read from stdin, on stdout\n"
     "  --help         show this help\n";
-
-std::string user_name(uint32_t uid)
-{
-    passwd pw{};
-    passwd* found = nullptr;
-    char buf[4096];
-    if (getpwuid_r(uid, &pw, buf, sizeof buf, &found) == 0 && found != nullptr)
-        return found->pw_name;
-    return std::to_string(uid);
-}
 
 // The request's head (up to the blank line), bounded in size and time.
 std::string read_head()
@@ -107,11 +97,11 @@ int main(int argc, char** argv)
         status = nlohmann::json::parse(text, nullptr, false);
     std::string body;
     try {
-        body =
-            nvshare::metrics::render(status.is_discarded() ? nlohmann::json() : status, user_name);
+        body = nvshare::metrics::render(status.is_discarded() ? nlohmann::json() : status,
+                                        nvshare::user_name);
     } catch (const std::exception& e) {
         fprintf(stderr, "nvshare-metrics: unexpected status from nvshared: %s\n", e.what());
-        body = nvshare::metrics::render(nlohmann::json(), user_name);
+        body = nvshare::metrics::render(nlohmann::json(), nvshare::user_name);
     }
     if (!write_all(http ? nvshare::metrics::http_response(head, body) : body))
         return 1;

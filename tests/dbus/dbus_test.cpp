@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "build-config.h"
 #include "common/lock_client.h"
@@ -424,48 +425,101 @@ TEST_F(DbusTest, InvalidValuesAreRefusedAndChangeNothing)
 TEST_F(DbusTest, PropertiesChangedIsSignalled)
 {
     ASSERT_NO_FATAL_FAILURE(start_daemon());
-    Background monitor(ctl_argv({"monitor"}), dir / "monitor.log");
-    ASSERT_TRUE(wait_until([&] { return monitor.log().find("Monitoring") != std::string::npos; }))
-        << monitor.log();
     Background busctl_monitor({"stdbuf", "-oL", "busctl", "--system", "monitor", kName},
                               dir / "busctl-monitor.log");
     ASSERT_TRUE(wait_until(
         [&] { return busctl_monitor.log().find("Monitoring bus") != std::string::npos; }));
-
     ASSERT_EQ(ctl({"set-tq", "45s"}).status, 0);
-    ASSERT_EQ(ctl({"anti-thrashing", "on"}).status, 0);
     auto a = connect_client("alpha");
-    // The daemon signals the state at the end of each batch of messages; a
-    // request sent before the Hello is through could share its batch.
-    ASSERT_TRUE(wait_until([&] { return monitor.log().find(" added ") != std::string::npos; }));
     ASSERT_TRUE(a.lock.request(1));
     ASSERT_TRUE(a.lock.expect(MsgType::Grant, 5s));
-    ASSERT_TRUE(a.lock.report_memory(0, kGiB));
-    ASSERT_EQ(ctl({"set-capacity", "0", "4G"}).status, 0);
-
     const std::string id = std::to_string(a.id);
-    for (const std::string& expected :
-         {std::string("/org/nvshare/Scheduler1 changed TimeQuantumUSec=45000000"),
-          std::string("/org/nvshare/Scheduler1 changed AntiThrashing=\"on\""),
-          std::string("/org/nvshare/Scheduler1 changed ClientCount=1"),
-          std::string("/org/nvshare/Scheduler1/gpu/0 added Capacity=17179869184 Holders=[] Index=0 "
-                      "Name=\"Test GPU 1\" PhysicalMemory=17179869184 Queue=[] "
-                      "RequestedMemory=0 Serializing=true UUID=\"") +
-              kGpu1Uuid + "\"",
-          "/org/nvshare/Scheduler1/gpu/0 changed Holders=[" + id + "]",
-          std::string("/org/nvshare/Scheduler1/gpu/0 changed RequestedMemory=1073741824"),
-          std::string("/org/nvshare/Scheduler1/gpu/0 changed Capacity=4294967296")})
-        EXPECT_TRUE(wait_until([&] { return monitor.log().find(expected) != std::string::npos; }))
-            << expected << "\n"
-            << monitor.log() << daemon->log();
-    // busctl sees the same signals on the bus.
     EXPECT_TRUE(wait_until([&] {
         const std::string log = busctl_monitor.log();
         return log.find("Member=PropertiesChanged") != std::string::npos &&
                log.find("\"TimeQuantumUSec\"") != std::string::npos &&
-               log.find("UINT64 45000000") != std::string::npos;
+               log.find("UINT64 45000000") != std::string::npos &&
+               log.find("\"Holders\"") != std::string::npos &&
+               log.find("Member=InterfacesAdded") != std::string::npos;
     })) << busctl_monitor.log();
-    // Ctrl-C ends the monitor cleanly.
+}
+
+// nvsharectl monitor: each event in words, naming the process, its user and
+// command, with units; --json the same events for programs.
+TEST_F(DbusTest, MonitorPrintsEventsInWords)
+{
+    ASSERT_NO_FATAL_FAILURE(start_daemon({"--anti-thrashing", "on"}));
+    Background monitor(ctl_argv({"monitor"}), dir / "monitor.log");
+    Background json_monitor(ctl_argv({"monitor", "--json"}), dir / "monitor.json");
+    ASSERT_TRUE(wait_until([&] { return monitor.log().find("Monitoring") != std::string::npos; }))
+        << monitor.log();
+    // The JSON monitor prints no banner: it is ready once it sees an event,
+    // and the first one it is sure to see is this setting.
+    ASSERT_TRUE(wait_until([&] {
+        EXPECT_EQ(ctl({"set-tq", "45s"}).status, 0);
+        return json_monitor.log().find("setting-changed") != std::string::npos;
+    }));
+    ASSERT_EQ(ctl({"anti-thrashing", "on"}).status, 0);
+    auto a = connect_client("alpha");
+    ASSERT_TRUE(a.lock.request(1));
+    ASSERT_TRUE(a.lock.expect(MsgType::Grant, 5s));
+    auto b = connect_client("beta");
+    ASSERT_TRUE(b.lock.request(1));
+    ASSERT_TRUE(wait_until([] { return get(kGpu0, kGpuIface, "Queue") != "at 0"; }));
+    ASSERT_TRUE(a.lock.release(1));
+    ASSERT_TRUE(b.lock.expect(MsgType::Grant, 5s));
+    ASSERT_EQ(ctl({"revoke", std::to_string(b.id)}).status, 0);
+    ASSERT_TRUE(b.lock.expect(MsgType::Revoked, 5s));
+    ASSERT_EQ(ctl({"set-capacity", "0", "4G"}).status, 0);
+
+    const std::string pid = std::to_string(getpid());
+    const std::string user = "root";
+    const std::string gpu = kGpu1Uuid;
+    for (const std::string& expected :
+         {std::string(" setting-changed time quantum set to 45s"),
+          std::string(" setting-changed anti-thrashing set to on"),
+          " registered      pid " + pid + " (alpha, " + user + "): registered as client",
+          " gpu-added       GPU 0: Test GPU 1 (" + gpu + "), 16.0 GiB",
+          " granted         pid " + pid + " (alpha, " + user + "): granted " + gpu +
+              ", exclusively",
+          " waiting         pid " + pid + " (beta, " + user + "): waits for " + gpu +
+              ", held by pid " + pid + " (alpha, uid 0)",
+          " released        pid " + pid + " (alpha, " + user + "): released " + gpu,
+          " revoked         pid " + pid + " (beta, " + user + "): revoked the lock on " + gpu +
+              ": an administrator revoked it",
+          " setting-changed capacity of GPU 0 (" + gpu + ") set to 4.0 GiB"})
+        EXPECT_TRUE(wait_until([&] { return monitor.log().find(expected) != std::string::npos; }))
+            << expected << "\n"
+            << monitor.log() << daemon->log();
+
+    // The same revocation for programs: one JSON object per line.
+    ASSERT_TRUE(wait_until([&] {
+        return json_monitor.log().find("\"capacity of GPU 0") != std::string::npos;
+    })) << json_monitor.log();
+    bool found = false;
+    std::istringstream lines(json_monitor.log());
+    for (std::string line; std::getline(lines, line);) {
+        const auto j = nlohmann::json::parse(line);  // every line is a document
+        if (j["event"] != "revoked")
+            continue;
+        found = true;
+        EXPECT_EQ(j["client"], b.id);
+        EXPECT_EQ(j["pid"], getpid());
+        EXPECT_EQ(j["uid"], 0);
+        EXPECT_EQ(j["user"], user);
+        EXPECT_EQ(j["command"], "beta");
+        EXPECT_EQ(j["gpus"], nlohmann::json::array({gpu}));
+        EXPECT_EQ(j["details"]["cause"], "admin");
+        EXPECT_NE(j["time"].get<std::string>().find('T'), std::string::npos);
+    }
+    EXPECT_TRUE(found) << json_monitor.log();
+
+    // Ctrl-C ends the monitor cleanly; and so does the daemon's end, seen.
+    EXPECT_EQ(json_monitor.stop(SIGINT), 0);
+    daemon.reset();
+    EXPECT_TRUE(wait_until([&] {
+        return monitor.log().find(" stopped         nvshared stopped") != std::string::npos;
+    })) << monitor.log();
     EXPECT_EQ(monitor.stop(SIGINT), 0);
 }
 

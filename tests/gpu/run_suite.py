@@ -515,7 +515,8 @@ class Runner:
             rc = d.stop()
             with open(os.path.join(wd, "nvshared.log")) as f:
                 daemon_log = f.read()
-            regs = daemon_log.count(f"registered: pid {two.pid} ")
+            regs = sum(1 for line in daemon_log.splitlines()
+                       if f"pid {two.pid} (" in line and "): registered as client" in line)
             failed = programs_failed(outs)
             n_overlap = overlaps(read_intervals(log2), read_intervals(log1)) if not failed else -1
             said = "another copy of libnvshare.so owns this process" in outs[0][1]

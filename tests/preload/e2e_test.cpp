@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <sstream>
 #include <utility>
 
 #include "harness.h"
@@ -1321,11 +1322,14 @@ std::string copy_of_library(const TempDir& dir)
 
 int registrations(const std::string& daemon_log, pid_t pid)
 {
-    const std::string needle = "registered: pid " + std::to_string(pid) + " ";
+    // "pid 42 (comm, uid 0): registered as client 3, 1 GPU(s)"
+    const std::string who = "pid " + std::to_string(pid) + " (";
     int n = 0;
-    for (size_t at = daemon_log.find(needle); at != std::string::npos;
-         at = daemon_log.find(needle, at + 1))
-        ++n;
+    std::istringstream lines(daemon_log);
+    for (std::string line; std::getline(lines, line);)
+        if (line.find(who) != std::string::npos &&
+            line.find("): registered as client") != std::string::npos)
+            ++n;
     return n;
 }
 
