@@ -4,13 +4,19 @@
   nvshared    every option of `nvshared --help` in OPTIONS of nvshared(8); every
               NVSHARE_* variable of nvshare.service or daemon/*.cpp in its
               ENVIRONMENT
-  nvsharectl  every option and command (with its verbs) of `nvsharectl --help`,
-              every exit code of cli/exit_codes.h (EXIT STATUS) and every
-              NVSHARE_* variable of cli/*.cpp (ENVIRONMENT) in nvsharectl(1)
+  nvsharectl  every option and command (with its verbs) of `nvsharectl --help`
+              and every option of `nvsharectl COMMAND --help`, every exit
+              code of cli/exit_codes.h (EXIT STATUS), every NVSHARE_*
+              variable of cli/*.cpp (ENVIRONMENT), every property and wait
+              reason of schema/status.schema.json (JSON OUTPUT), every
+              --query field of cli/status_query.cpp (QUERY FIELDS) and every
+              event of daemon/journal.cpp and cli/monitor.cpp in nvsharectl(1)
   libnvshare  every NVSHARE_* variable named in preload/*.cpp and *.h in
               ENVIRONMENT of libnvshare(8)
-  dbus        every interface, method, property and signal of dbus/*.xml, and
-              every polkit action of polkit/*.policy, in org.nvshare.Scheduler1(5)
+  dbus        every interface, method, property and signal of dbus/*.xml,
+              every event name the Event signal carries (daemon/journal.cpp),
+              and every polkit action of polkit/*.policy, in
+              org.nvshare.Scheduler1(5)
   protocol    every message type, error code, mode, constant, payload
               structure (with its size) and field of common/protocol.h in
               nvshare-protocol(7)
@@ -126,6 +132,61 @@ def exit_codes():
         return re.findall(r"^\s*k\w+\s*=\s*(\d+)", f.read(), re.M)
 
 
+def schema_terms():
+    """Every property name of the status schema, and the wait reasons."""
+    import json
+    with open(os.path.join(SOURCE, "schema", "status.schema.json")) as f:
+        schema = json.load(f)
+    names, reasons = [], []
+
+    def walk(node):
+        if isinstance(node, dict):
+            for name, sub in node.get("properties", {}).items():
+                if name not in names:
+                    names.append(name)
+                walk(sub)
+            walk(node.get("items"))
+    walk(schema)
+    reasons = schema["properties"]["clients"]["items"]["properties"]["wait_reason"]["enum"]
+    return names + [r for r in reasons if r]
+
+
+def query_fields():
+    with open(os.path.join(SOURCE, "cli", "status_query.cpp")) as f:
+        return re.findall(r'^\s*\{"(\w+)",\s*$|^\s*\{"(\w+)", \{', f.read(), re.M)
+
+
+def event_names(sources):
+    """The names returned by event_name() (daemon) and given to monitor's own events."""
+    names = []
+    for path in sources:
+        with open(os.path.join(SOURCE, path)) as f:
+            data = f.read()
+        if path.endswith("journal.cpp"):
+            body = data.split("const char* event_name(")[1].split("\n}\n")[0]
+            names += re.findall(r'return "([a-z-]+)";', body)
+        else:
+            names += re.findall(r'e\.event = (?:started \? )?"([a-z-]+)"(?: : "([a-z-]+)")?', data)
+    flat = []
+    for n in names:
+        for x in (n if isinstance(n, tuple) else (n,)):
+            if x and x not in flat:
+                flat.append(x)
+    return flat
+
+
+def subcommand_options(binary, commands):
+    options = []
+    for command in commands:
+        r = subprocess.run([binary, command, "--help"], capture_output=True, text=True, timeout=60)
+        if r.returncode == 0 and "Options:" in r.stdout:
+            for o in help_options(r.stdout.split("Options:")[1]):
+                for spelling in re.split(r",\s*", o):
+                    if spelling.startswith("--") and spelling not in options:
+                        options.append(spelling)
+    return options
+
+
 def nvsharectl_missing(text):
     help_ = help_text(os.environ["NVSHARE_NVSHARECTL"])
     options = help_options(help_.split("Options:")[1])
@@ -142,10 +203,19 @@ def nvsharectl_missing(text):
     assert options and commands and codes
     variables = env_names(glob.glob(os.path.join(SOURCE, "cli", "*.cpp")))
     everywhere = bold(text)
+    fields = [a or b for a, b in query_fields()]
+    events = event_names(["daemon/journal.cpp", "cli/monitor.cpp"])
+    assert fields and len(events) >= 10
+    sub_options = [o for o in subcommand_options(os.environ["NVSHARE_NVSHARECTL"], commands)
+                   if o != "--help"]
     return (section_missing(text, "OPTIONS", options) +
             [c for c in commands if c not in everywhere] +
+            [o for o in sub_options if o not in everywhere] +
             section_missing(text, "EXIT STATUS", codes) +
-            section_missing(text, "ENVIRONMENT", variables))
+            section_missing(text, "ENVIRONMENT", variables) +
+            section_missing(text, "JSON OUTPUT", schema_terms()) +
+            section_missing(text, "QUERY FIELDS", fields) +
+            [f"event {e}" for e in events if e not in everywhere])
 
 
 def libnvshare_missing(text):
@@ -168,7 +238,9 @@ def dbus_terms():
 
 def dbus_missing(text):
     have = bold(text)
-    return [t for t in dbus_terms() if t not in have]
+    events = event_names(["daemon/journal.cpp"])
+    return [t for t in dbus_terms() if t not in have] + \
+        [f"event {e}" for e in events if e not in have]
 
 
 def protocol_missing(text):
@@ -252,6 +324,13 @@ def selftest():
         ("nvshared", r"\*nvshare_grants_total\*", "nvshare_grants_total"),
         ("nvsharectl", r"\*merge\*", "merge"),
         ("nvsharectl", r"\*NVSHARE_PRELOAD_ENTRY\*", "NVSHARE_PRELOAD_ENTRY"),
+        ("nvsharectl", r"\*quantum_left_us\*", "quantum_left_us"),
+        ("nvsharectl", r"\*bytes_swapped_in\*", "bytes_swapped_in"),
+        ("nvsharectl", r"\*quantum_left_s\*", "quantum_left_s"),
+        ("nvsharectl", r"\*--format\*", "--format"),
+        ("nvsharectl", r"\*gpu-added\*", "gpu-added"),
+        ("nvsharectl", r"\*revoked\*", "revoked"),
+        ("dbus", r"\*setting-changed\*", "setting-changed"),
         ("libnvshare", r"\*NVSHARE_SOCKET\*", "NVSHARE_SOCKET"),
         ("dbus", r"\*ListClients\*", "ListClients"),
         ("dbus", r"\*org\.nvshare\.Scheduler1\.Gpu\*", "org.nvshare.Scheduler1.Gpu"),
