@@ -115,6 +115,9 @@ def check_tree():
                     os.path.exists(os.path.join(SOURCE, "dbus", name + ".in")):
                 expected[f"{DATADIR}/dbus-1/{kind}/{name}"] = "file"
         expected[f"{DATADIR}/polkit-1/actions/org.nvshare.scheduler1.policy"] = "file"
+        # Without bash-completion.pc, the path its completionsdir has under the prefix.
+        expected[f"{DATADIR}/bash-completion/completions/nvsharectl"] = "file"
+        expected[f"{DATADIR}/zsh/vendor-completions/_nvsharectl"] = "file"
         for path, kind in sorted(expected.items()):
             full = under(destdir, path)
             if check(os.path.isfile(full), f"{path} is not installed") and kind == "exec":
