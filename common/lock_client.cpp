@@ -97,27 +97,27 @@ bool LockClient::send_raw(const void* bytes, size_t length)
 
 bool LockClient::send(proto::MsgType type, const void* payload, uint32_t length)
 {
-    std::vector<uint8_t> frame(sizeof(proto::FrameHeader) + length);
+    std::vector<uint8_t> frame(proto::frame_size(length));
     proto::encode(type, payload, length, frame.data(), frame.size());
     return send_raw(frame.data(), frame.size());
 }
 
 bool LockClient::hello(const std::string& comm, const std::vector<GpuSpec>& gpus)
 {
-    proto::HelloFixed fixed{};
-    fixed.gpu_count = static_cast<uint32_t>(gpus.size());
-    std::memcpy(fixed.comm, comm.data(),
-                std::min(comm.size(), sizeof fixed.comm));  // NUL-padded, may fill
-    std::vector<uint8_t> p(sizeof fixed + gpus.size() * sizeof(proto::HelloGpu));
-    std::memcpy(p.data(), &fixed, sizeof fixed);
+    if (gpus.size() > proto::kMaxGpusPerClient)
+        return false;
+    proto::Hello m{};
+    std::memcpy(m.comm, comm.data(), std::min(comm.size(), sizeof m.comm));  // NUL-padded, may fill
+    m.gpu_count = static_cast<uint32_t>(gpus.size());
     for (size_t i = 0; i < gpus.size(); ++i) {
-        proto::HelloGpu g{};
+        proto::HelloGpu& g = m.gpus[i];
         std::memcpy(g.uuid, gpus[i].uuid, sizeof g.uuid);
         g.physical_memory = gpus[i].physical_memory;
         std::memcpy(g.name, gpus[i].name.data(), std::min(gpus[i].name.size(), sizeof g.name));
-        std::memcpy(p.data() + sizeof fixed + i * sizeof g, &g, sizeof g);
     }
-    return send(proto::MsgType::Hello, p.data(), static_cast<uint32_t>(p.size()));
+    std::vector<uint8_t> frame(proto::frame_size(proto::payload_size(m)));
+    return proto::encode(m, frame.data(), frame.size()) != 0 &&
+           send_raw(frame.data(), frame.size());
 }
 
 bool LockClient::send_mask(proto::MsgType type, uint64_t gpus)

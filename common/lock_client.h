@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "common/protocol.h"
+#include "common/codec.h"
 
 namespace nvshare {
 

@@ -1,5 +1,6 @@
 // The nvshare wire protocol: fixed-layout frames over a local SOCK_STREAM
-// Unix socket. This header is the single source of the format; nvshare(7)
+// Unix socket. This header is the single source of the format (its codec,
+// which alone reads and writes frames, is common/codec.h); nvshare-protocol(7)
 // describes it for humans. It is shared by nvshared, nvsharectl, the tests and
 // libnvshare.so, so it uses only <cstdint>/<cstring>: no allocation, no
 // exceptions, no C++ runtime (the preload library links nothing but libc).
@@ -227,122 +228,6 @@ struct ErrorFixed {
     uint32_t code;  // ErrorCode
     uint32_t reserved;
 };
-
-// ---- codec --------------------------------------------------------------
-
-enum class DecodeStatus {
-    Ok,
-    NeedMore,
-    BadMagic,
-    BadVersion,
-    TooLarge,
-};
-
-// Looks at the start of a byte stream. On Ok, *out holds the header and the
-// frame occupies sizeof(FrameHeader) + out->length bytes (maybe not all here
-// yet: check frame_complete). Magic and version are checked before the
-// length, so a peer speaking another protocol is told so precisely.
-inline DecodeStatus decode_header(const uint8_t* data, size_t size, uint32_t max_payload,
-                                  FrameHeader* out)
-{
-    if (size < sizeof(FrameHeader))
-        return DecodeStatus::NeedMore;
-    std::memcpy(out, data, sizeof(FrameHeader));
-    if (out->magic != kMagic)
-        return DecodeStatus::BadMagic;
-    if (out->version != kVersion)
-        return DecodeStatus::BadVersion;
-    if (out->length > max_payload)
-        return DecodeStatus::TooLarge;
-    return DecodeStatus::Ok;
-}
-
-inline bool frame_complete(const FrameHeader& h, size_t size)
-{
-    return size >= sizeof(FrameHeader) + h.length;
-}
-
-// Writes header + payload into buf; returns the frame size, or 0 if it does
-// not fit.
-inline size_t encode(MsgType type, const void* payload, uint32_t length, uint8_t* buf,
-                     size_t capacity)
-{
-    const size_t total = sizeof(FrameHeader) + length;
-    if (total > capacity)
-        return 0;
-    const FrameHeader h{kMagic, kVersion, static_cast<uint16_t>(type), length, 0};
-    std::memcpy(buf, &h, sizeof h);
-    if (length != 0)
-        std::memcpy(buf + sizeof h, payload, length);
-    return total;
-}
-
-// Expected payload size for fixed-size types; variable-size types (Hello,
-// Welcome, Settings, Status, Error) are checked by their parsers.
-inline bool fixed_payload_size(MsgType type, uint32_t* size)
-{
-    switch (type) {
-        case MsgType::Request:
-        case MsgType::Released:
-        case MsgType::Revoked:
-            *size = sizeof(GpuMaskPayload);
-            return true;
-        case MsgType::Grant:
-        case MsgType::Contended:
-            *size = sizeof(GrantPayload);
-            return true;
-        case MsgType::Stats:
-            *size = sizeof(StatsPayload);
-            return true;
-        case MsgType::Drop:
-            *size = sizeof(DropPayload);
-            return true;
-        case MsgType::Memory:
-            *size = sizeof(MemoryPayload);
-            return true;
-        case MsgType::Unpageable:
-            *size = sizeof(UnpageablePayload);
-            return true;
-        case MsgType::Waiting:
-            *size = sizeof(WaitingPayload);
-            return true;
-        case MsgType::RevokeCause:
-            *size = sizeof(RevokeCausePayload);
-            return true;
-        case MsgType::StatusQuery:
-            *size = 0;
-            return true;
-        default:
-            return false;
-    }
-}
-
-// No fixed-size payload is larger (checked by a unit test over every type).
-inline constexpr uint32_t kLargestFixedPayload = sizeof(StatsPayload);
-
-inline bool is_known_type(uint16_t t)
-{
-    return (t >= 1 && t <= 6) || (t >= 16 && t <= 26);
-}
-
-// Hello carries gpu_count records after the fixed part; the count must match
-// the length exactly and stay within kMaxGpusPerClient.
-inline bool hello_length_valid(const uint8_t* payload, uint32_t length, HelloFixed* out)
-{
-    if (length < sizeof(HelloFixed))
-        return false;
-    std::memcpy(out, payload, sizeof(HelloFixed));
-    if (out->gpu_count > kMaxGpusPerClient)
-        return false;
-    return length == sizeof(HelloFixed) + out->gpu_count * sizeof(HelloGpu);
-}
-
-// Settings and Welcome carry gpu_count capacities after the fixed part.
-inline bool settings_length_valid(uint32_t fixed_size, const SettingsFixed& s, uint32_t length)
-{
-    return s.gpu_count <= kMaxGpusPerClient &&
-           length == fixed_size + s.gpu_count * sizeof(uint64_t);
-}
 
 inline const char* mode_name(Mode m)
 {

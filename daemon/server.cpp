@@ -477,10 +477,16 @@ void Server::send_status(Connection& c, TimePoint now)
         status_rendered_at_ = now;
         status_stale_ = false;
     }
-    send(c, proto::MsgType::Status, status_text_.data(),
-         static_cast<uint32_t>(status_text_.size()));
+    const auto length = static_cast<uint32_t>(status_text_.size());
+    if (uint8_t* room = frame_room(c, proto::frame_size(length))) {
+        proto::encode(proto::MsgType::Status, status_text_.data(), length, room,
+                      proto::frame_size(length));
+        flush(c);
+    }
 }
 
+// Checks the frame's type and length, decodes it, and hands the typed
+// message to its handler. False: stop reading this connection.
 bool Server::handle_frame(Connection& c, const proto::FrameHeader& h, const uint8_t* payload)
 {
     using proto::MsgType;
@@ -490,11 +496,17 @@ bool Server::handle_frame(Connection& c, const proto::FrameHeader& h, const uint
     }
     const auto type = static_cast<MsgType>(h.type);
     if (type == MsgType::Hello) {
-        handle_hello(c, payload, h.length);
+        proto::Hello hello;
+        if (c.registered)
+            fail(c, proto::ErrorCode::BadOrder, "second Hello on one connection");
+        else if (!proto::decode(payload, h.length, &hello))
+            fail(c, proto::ErrorCode::BadLength, "malformed Hello");
+        else
+            on_hello(c, hello);
         return !c.closing;
     }
     uint32_t expected = 0;
-    if (!proto::fixed_payload_size(type, &expected) || static_cast<uint16_t>(type) >= 16) {
+    if (!proto::is_client_type(h.type) || !proto::fixed_payload_size(type, &expected)) {
         fail(c, proto::ErrorCode::BadType,
              "message type " + std::to_string(h.type) + " is not sent by clients");
         return false;
@@ -515,83 +527,101 @@ bool Server::handle_frame(Connection& c, const proto::FrameHeader& h, const uint
         fail(c, proto::ErrorCode::BadOrder, "Hello must come first");
         return false;
     }
-    const Client* client = scheduler_.client(c.serial);
-    if (type == MsgType::Memory) {
-        proto::MemoryPayload m;
-        memcpy(&m, payload, sizeof m);
-        if (m.gpu >= client->gpus.size()) {
-            fail(c, proto::ErrorCode::BadValue, "memory report for unknown GPU index");
-            return false;
+    const Client& client = *scheduler_.client(c.serial);
+    switch (type) {
+        case MsgType::Memory: {
+            proto::MemoryPayload m{};
+            return proto::decode(payload, h.length, &m) && on_memory(c, client, m, now);
         }
-        if (!scheduler_.report_memory(c.serial, client->gpus[m.gpu],
-                                      {m.managed_bytes, m.pinned_bytes}, now)) {
-            fail(c, proto::ErrorCode::BadValue, "memory report out of bounds");
-            return false;
+        case MsgType::Stats: {
+            proto::StatsPayload st{};
+            return proto::decode(payload, h.length, &st) && on_stats(c, client, st, now);
         }
-        return true;
+        case MsgType::Request:
+        case MsgType::Released: {
+            proto::GpuMaskPayload m{};
+            if (!proto::decode(payload, h.length, &m))
+                return false;
+            const auto set = client.to_global(m.gpus);
+            if (!set) {
+                fail(c, proto::ErrorCode::BadValue,
+                     "GPU mask names a GPU the client did not register");
+                return false;
+            }
+            if (type == MsgType::Request)
+                on_request(c, client, *set, now);
+            else
+                on_released(client, *set, now);
+            return true;
+        }
+        default:
+            return true;  // not reached: every client type is handled above
     }
-    if (type == MsgType::Stats) {
-        proto::StatsPayload st;
-        memcpy(&st, payload, sizeof st);
-        if (st.gpu >= client->gpus.size()) {
-            fail(c, proto::ErrorCode::BadValue, "statistics for unknown GPU index");
-            return false;
-        }
-        using std::chrono::microseconds;
-        const auto us = [](uint64_t v) {
-            return microseconds(static_cast<int64_t>(std::min(v, kMaxReportedMicroseconds + 1)));
-        };
-        if (!scheduler_.report_swaps(c.serial, client->gpus[st.gpu],
-                                     {st.bytes_prefetched, st.bytes_evicted, st.swap_ins,
-                                      us(st.swap_in_us), st.swap_outs, us(st.swap_out_us)},
-                                     now)) {
-            fail(c, proto::ErrorCode::BadValue, "swap statistics out of bounds");
-            return false;
-        }
-        return true;
-    }
-    proto::GpuMaskPayload m;
-    memcpy(&m, payload, sizeof m);
-    const auto set = client->to_global(m.gpus);
-    if (!set) {
-        fail(c, proto::ErrorCode::BadValue, "GPU mask names a GPU the client did not register");
+}
+
+bool Server::on_memory(Connection& c, const Client& client, const proto::MemoryPayload& m,
+                       TimePoint now)
+{
+    if (m.gpu >= client.gpus.size()) {
+        fail(c, proto::ErrorCode::BadValue, "memory report for unknown GPU index");
         return false;
     }
-    if (type == MsgType::Request) {
-        scheduler_.request(c.serial, *set, now);
-        if (client->phase == Phase::Waiting && events_.waiting(c.serial, client->waiting_since)) {
-            const EventSubject who = subject(*client, client->wanted);
-            events_.emit(EventKind::Waiting, LogLevel::Debug, &who, {"NVSHARE_WAITED_US=0"},
-                         "waits for %s, held by %s",
-                         who.gpu_uuids.empty() ? "?" : who.gpu_uuids[0].c_str(),
-                         holders_text(*client).c_str());
-        }
-    } else {
-        scheduler_.release(c.serial, *set, now);
-        if (client->phase != Phase::Waiting)
-            events_.not_waiting(c.serial);
-        const EventSubject who = subject(*client, *set);
-        events_.emit(EventKind::Released, LogLevel::Debug, &who, {}, "released %s",
-                     who.gpu_uuids.empty() ? "?" : who.gpu_uuids[0].c_str());
+    if (!scheduler_.report_memory(c.serial, client.gpus[m.gpu], {m.managed_bytes, m.pinned_bytes},
+                                  now)) {
+        fail(c, proto::ErrorCode::BadValue, "memory report out of bounds");
+        return false;
     }
     return true;
 }
 
-void Server::handle_hello(Connection& c, const uint8_t* payload, uint32_t length)
+bool Server::on_stats(Connection& c, const Client& client, const proto::StatsPayload& st,
+                      TimePoint now)
 {
-    if (c.registered) {
-        fail(c, proto::ErrorCode::BadOrder, "second Hello on one connection");
-        return;
+    if (st.gpu >= client.gpus.size()) {
+        fail(c, proto::ErrorCode::BadValue, "statistics for unknown GPU index");
+        return false;
     }
-    proto::HelloFixed hello{};
-    if (!proto::hello_length_valid(payload, length, &hello)) {
-        fail(c, proto::ErrorCode::BadLength, "malformed Hello");
-        return;
+    using std::chrono::microseconds;
+    const auto us = [](uint64_t v) {
+        return microseconds(static_cast<int64_t>(std::min(v, kMaxReportedMicroseconds + 1)));
+    };
+    if (!scheduler_.report_swaps(c.serial, client.gpus[st.gpu],
+                                 {st.bytes_prefetched, st.bytes_evicted, st.swap_ins,
+                                  us(st.swap_in_us), st.swap_outs, us(st.swap_out_us)},
+                                 now)) {
+        fail(c, proto::ErrorCode::BadValue, "swap statistics out of bounds");
+        return false;
     }
+    return true;
+}
+
+void Server::on_request(Connection& c, const Client& client, GpuSet gpus, TimePoint now)
+{
+    scheduler_.request(c.serial, gpus, now);
+    if (client.phase == Phase::Waiting && events_.waiting(c.serial, client.waiting_since)) {
+        const EventSubject who = subject(client, client.wanted);
+        events_.emit(EventKind::Waiting, LogLevel::Debug, &who, {"NVSHARE_WAITED_US=0"},
+                     "waits for %s, held by %s",
+                     who.gpu_uuids.empty() ? "?" : who.gpu_uuids[0].c_str(),
+                     holders_text(client).c_str());
+    }
+}
+
+void Server::on_released(const Client& client, GpuSet gpus, TimePoint now)
+{
+    scheduler_.release(client.id, gpus, now);
+    if (client.phase != Phase::Waiting)
+        events_.not_waiting(client.id);
+    const EventSubject who = subject(client, gpus);
+    events_.emit(EventKind::Released, LogLevel::Debug, &who, {}, "released %s",
+                 who.gpu_uuids.empty() ? "?" : who.gpu_uuids[0].c_str());
+}
+
+void Server::on_hello(Connection& c, const proto::Hello& hello)
+{
     std::vector<GpuIndex> gpus;
     for (uint32_t i = 0; i < hello.gpu_count; ++i) {
-        proto::HelloGpu g;
-        memcpy(&g, payload + sizeof hello + i * sizeof g, sizeof g);
+        const proto::HelloGpu& g = hello.gpus[i];
         char text[kUuidTextSize];
         format_gpu_uuid(g.uuid, text);
         std::string refusal;
@@ -629,11 +659,7 @@ void Server::fail(Connection& c, proto::ErrorCode code, const std::string& messa
 {
     NVS_WARN("client %llu (pid %d): %s; disconnecting", static_cast<unsigned long long>(c.serial),
              c.peer.pid, message.c_str());
-    std::vector<uint8_t> p(sizeof(proto::ErrorFixed) + message.size());
-    const proto::ErrorFixed e{static_cast<uint32_t>(code), 0};
-    memcpy(p.data(), &e, sizeof e);
-    memcpy(p.data() + sizeof e, message.data(), message.size());
-    send(c, proto::MsgType::Error, p.data(), static_cast<uint32_t>(p.size()));
+    send(c, proto::ErrorReply{code, message.data(), static_cast<uint32_t>(message.size())});
     c.closing = true;
     c.in.clear();
     if (c.registered) {
@@ -647,22 +673,41 @@ void Server::fail(Connection& c, proto::ErrorCode code, const std::string& messa
         mark_dead(c);
 }
 
-void Server::send(Connection& c, proto::MsgType type, const void* payload, uint32_t length)
+uint8_t* Server::frame_room(Connection& c, size_t size)
 {
     if (c.dead)
-        return;
+        return nullptr;
     // A client that left this much unread is not reading: one large frame
     // (a status of many clients) is not held against it.
     if (c.out.size() - c.out_sent > kMaxOutBuffer) {
         NVS_WARN("client %llu (pid %d) does not read its messages; disconnecting",
                  static_cast<unsigned long long>(c.serial), c.peer.pid);
         mark_dead(c);
-        return;
+        return nullptr;
     }
     const size_t old = c.out.size();
-    c.out.resize(old + sizeof(proto::FrameHeader) + length);
-    proto::encode(type, payload, length, c.out.data() + old, c.out.size() - old);
-    flush(c);
+    c.out.resize(old + size);
+    return c.out.data() + old;
+}
+
+template <typename Message>
+void Server::send(Connection& c, const Message& message)
+{
+    const size_t size = proto::frame_size(proto::payload_size(message));
+    if (uint8_t* room = frame_room(c, size)) {
+        proto::encode(message, room, size);
+        flush(c);
+    }
+}
+
+template <typename Payload>
+void Server::send(Connection& c, proto::MsgType type, const Payload& payload)
+{
+    const size_t size = proto::frame_size(sizeof payload);
+    if (uint8_t* room = frame_room(c, size)) {
+        proto::encode(type, payload, room, size);
+        flush(c);
+    }
 }
 
 void Server::flush(Connection& c)
@@ -696,26 +741,18 @@ void Server::send_settings(Connection& c, bool welcome)
     if (client == nullptr)
         return;
     const auto& s = scheduler_.settings();
-    proto::SettingsFixed fixed{
-        static_cast<uint32_t>(s.mode), static_cast<uint32_t>(client->gpus.size()),
-        static_cast<uint64_t>(
-            std::chrono::duration_cast<std::chrono::microseconds>(s.time_quantum).count())};
-    std::vector<uint8_t> p;
-    auto append = [&p](const void* data, size_t n) {
-        const auto* b = static_cast<const uint8_t*>(data);
-        p.insert(p.end(), b, b + n);
-    };
-    if (welcome) {
-        const uint64_t id = c.serial;
-        append(&id, sizeof id);
-    }
-    append(&fixed, sizeof fixed);
-    for (GpuIndex g : client->gpus) {
-        const uint64_t cap = scheduler_.gpus()[g].capacity;
-        append(&cap, sizeof cap);
-    }
-    send(c, welcome ? proto::MsgType::Welcome : proto::MsgType::Settings, p.data(),
-         static_cast<uint32_t>(p.size()));
+    proto::Welcome w{};
+    w.client_id = c.serial;
+    w.settings.mode = s.mode;
+    w.settings.time_quantum_us = static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::microseconds>(s.time_quantum).count());
+    w.settings.gpu_count = static_cast<uint32_t>(client->gpus.size());
+    for (uint32_t i = 0; i < w.settings.gpu_count; ++i)
+        w.settings.capacities[i] = scheduler_.gpus()[client->gpus[i]].capacity;
+    if (welcome)
+        send(c, w);
+    else
+        send(c, w.settings);
 }
 
 void Server::broadcast_settings()
@@ -806,7 +843,7 @@ void Server::dispatch_actions()
                              who.gpu_uuids.empty() ? "?" : who.gpu_uuids[0].c_str(),
                              a.exclusive ? ", exclusively" : ", shared",
                              waited_long ? " after a long wait" : "");
-                send(*c, proto::MsgType::Grant, &p, sizeof p);
+                send(*c, proto::MsgType::Grant, p);
                 break;
             }
             case ActionKind::Drop: {
@@ -822,7 +859,7 @@ void Server::dispatch_actions()
                              "asked to release %s within %.1f s: others wait",
                              who.gpu_uuids.empty() ? "?" : who.gpu_uuids[0].c_str(),
                              static_cast<double>(grace_us) / 1e6);
-                send(*c, proto::MsgType::Drop, &p, sizeof p);
+                send(*c, proto::MsgType::Drop, p);
                 break;
             }
             case ActionKind::Revoke: {
@@ -839,9 +876,9 @@ void Server::dispatch_actions()
                     static_cast<uint32_t>(admin ? proto::RevokeCauseCode::Admin
                                                 : proto::RevokeCauseCode::GraceExpired),
                     0};
-                send(*c, proto::MsgType::RevokeCause, &why, sizeof why);
+                send(*c, proto::MsgType::RevokeCause, why);
                 const proto::GpuMaskPayload p{local};
-                send(*c, proto::MsgType::Revoked, &p, sizeof p);
+                send(*c, proto::MsgType::Revoked, p);
                 break;
             }
             case ActionKind::Waiting:
@@ -849,12 +886,12 @@ void Server::dispatch_actions()
                 break;
             case ActionKind::Contended: {
                 const proto::GrantPayload p{local, flags, proto::keep_to_wire(a.keep)};
-                send(*c, proto::MsgType::Contended, &p, sizeof p);
+                send(*c, proto::MsgType::Contended, p);
                 break;
             }
             case ActionKind::Unpageable: {
                 const proto::UnpageablePayload p{local_index(*client, a.gpus), 0, a.others_pinned};
-                send(*c, proto::MsgType::Unpageable, &p, sizeof p);
+                send(*c, proto::MsgType::Unpageable, p);
                 break;
             }
         }
@@ -885,7 +922,7 @@ void Server::send_waiting(Connection& c, const Client& client, const Action& a)
             memcpy(p.holder_comm, h->info.comm.data(), n);
         }
     }
-    send(c, proto::MsgType::Waiting, &p, sizeof p);
+    send(c, proto::MsgType::Waiting, p);
 }
 
 void Server::after_change()

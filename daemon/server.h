@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "common/protocol.h"
+#include "common/codec.h"
 #include "daemon/journal.h"
 #include "daemon/notify.h"
 #include "daemon/options.h"
@@ -98,9 +98,21 @@ private:
     void arm_connection_timer(Connection& c);
     void update_io_events(Connection& c);
     bool admit(Connection& c);
-    void handle_hello(Connection& c, const uint8_t* payload, uint32_t length);
+    void on_hello(Connection& c, const proto::Hello& hello);
+    bool on_memory(Connection& c, const Client& client, const proto::MemoryPayload& m,
+                   TimePoint now);
+    bool on_stats(Connection& c, const Client& client, const proto::StatsPayload& st,
+                  TimePoint now);
+    void on_request(Connection& c, const Client& client, GpuSet gpus, TimePoint now);
+    void on_released(const Client& client, GpuSet gpus, TimePoint now);
     void fail(Connection& c, proto::ErrorCode code, const std::string& message);
-    void send(Connection& c, proto::MsgType type, const void* payload, uint32_t length);
+    // Room for one frame at the end of the connection's output, or null
+    // when it is dead or does not read.
+    uint8_t* frame_room(Connection& c, size_t size);
+    template <typename Message>
+    void send(Connection& c, const Message& message);
+    template <typename Payload>
+    void send(Connection& c, proto::MsgType type, const Payload& payload);
     void flush(Connection& c);
     void send_settings(Connection& c, bool welcome);
     void broadcast_settings();

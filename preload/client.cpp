@@ -20,7 +20,7 @@
 #include <cstring>
 #include <new>
 
-#include "common/protocol.h"
+#include "common/codec.h"
 #include "common/uuid.h"
 #include "preload/alloc.h"
 #include "preload/clock.h"
@@ -114,11 +114,13 @@ private:
     bool connect_and_hello();
     void disconnect();
     void fail_open(const char* reason);
-    bool send_frame(proto::MsgType type, const void* payload, uint32_t length);
+    bool send_bytes(const uint8_t* frame, size_t size);
+    template <typename Payload>
+    bool send(proto::MsgType type, const Payload& payload);
     bool send_mask(proto::MsgType type);
     bool read_frames();
     bool handle(proto::MsgType type, const uint8_t* payload, uint32_t length);
-    void apply_settings(const proto::SettingsFixed& s, const uint8_t* capacities);
+    void apply_settings(const proto::Settings& s);
     void release(uint64_t deadline);
     bool drain(uint64_t deadline);
     void report_stats();
@@ -140,27 +142,31 @@ private:
     uint64_t retry_at_ = 0;
 };
 
-bool Client::send_frame(proto::MsgType type, const void* payload, uint32_t length)
+bool Client::send_bytes(const uint8_t* frame, size_t size)
 {
-    uint8_t buf[sizeof(proto::FrameHeader) + sizeof(proto::HelloFixed) +
-                devices::kMaxGpus * sizeof(proto::HelloGpu)];
-    const size_t n = proto::encode(type, payload, length, buf, sizeof buf);
     size_t sent = 0;
-    while (n != 0 && sent < n) {
-        const ssize_t w = ::send(s_.fd, buf + sent, n - sent, MSG_NOSIGNAL);
+    while (size != 0 && sent < size) {
+        const ssize_t w = ::send(s_.fd, frame + sent, size - sent, MSG_NOSIGNAL);
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0)
             return false;
         sent += static_cast<size_t>(w);
     }
-    return n != 0;
+    return size != 0;
+}
+
+template <typename Payload>
+bool Client::send(proto::MsgType type, const Payload& payload)
+{
+    uint8_t frame[proto::frame_size(sizeof(Payload))];
+    return send_bytes(frame, proto::encode(type, payload, frame, sizeof frame));
 }
 
 bool Client::send_mask(proto::MsgType type)
 {
     const proto::GpuMaskPayload p{s_.gpu_count >= 64 ? ~0ull : (1ull << s_.gpu_count) - 1};
-    return send_frame(type, &p, sizeof p);
+    return send(type, p);
 }
 
 bool Client::connect_and_hello()
@@ -185,26 +191,23 @@ bool Client::connect_and_hello()
     s_.generation = devices::generation();
     s_.gpu_count = devices::count();
 
-    uint8_t payload[sizeof(proto::HelloFixed) + devices::kMaxGpus * sizeof(proto::HelloGpu)] = {};
-    proto::HelloFixed hello{};
+    proto::Hello hello{};
     hello.gpu_count = s_.gpu_count;
     char comm[17] = {};
     prctl(PR_GET_NAME, comm);
     memcpy(hello.comm, comm, sizeof hello.comm);
-    memcpy(payload, &hello, sizeof hello);
     for (uint32_t i = 0; i < s_.gpu_count; ++i) {
         const devices::Gpu& g = devices::at(i);
-        proto::HelloGpu h{};
+        proto::HelloGpu& h = hello.gpus[i];
         memcpy(h.uuid, g.uuid, sizeof h.uuid);
         h.physical_memory = g.physical_memory;
         memcpy(h.name, g.name, sizeof h.name);
-        memcpy(payload + sizeof hello + i * sizeof h, &h, sizeof h);
         devices::at(i).dirty.store(true);       // the new session gets every report
         devices::at(i).others_pinned.store(0);  // until this session's daemon says
     }
-    const auto length =
-        static_cast<uint32_t>(sizeof hello + s_.gpu_count * sizeof(proto::HelloGpu));
-    if (!send_frame(proto::MsgType::Hello, payload, length)) {
+    uint8_t frame[proto::frame_size(sizeof(proto::HelloFixed) +
+                                    proto::kMaxGpusPerClient * sizeof(proto::HelloGpu))];
+    if (!send_bytes(frame, proto::encode(hello, frame, sizeof frame))) {
         disconnect();
         return false;
     }
@@ -233,15 +236,11 @@ void Client::fail_open(const char* reason)
     }
 }
 
-void Client::apply_settings(const proto::SettingsFixed& s, const uint8_t* capacities)
+void Client::apply_settings(const proto::Settings& s)
 {
-    for (uint32_t i = 0; i < s.gpu_count && i < s_.gpu_count; ++i) {
-        uint64_t cap = 0;
-        memcpy(&cap, capacities + i * sizeof cap, sizeof cap);
-        devices::at(i).capacity.store(cap, std::memory_order_release);
-    }
-    log_debug("settings: mode %s, time quantum %llu us",
-              proto::mode_name(static_cast<proto::Mode>(s.mode)),
+    for (uint32_t i = 0; i < s.gpu_count && i < s_.gpu_count; ++i)
+        devices::at(i).capacity.store(s.capacities[i], std::memory_order_release);
+    log_debug("settings: mode %s, time quantum %llu us", proto::mode_name(s.mode),
               static_cast<unsigned long long>(s.time_quantum_us));
 }
 
@@ -253,26 +252,25 @@ bool Client::handle(proto::MsgType type, const uint8_t* p, uint32_t length)
     if (proto::fixed_payload_size(type, &expected) && expected != length)
         return false;
     switch (type) {
-        case MsgType::Welcome:
+        case MsgType::Welcome: {
+            proto::Welcome w;
+            if (!proto::decode(p, length, &w))
+                return false;
+            apply_settings(w.settings);
+            s_.welcomed = true;
+            set_ready();
+            return true;
+        }
         case MsgType::Settings: {
-            const uint32_t fixed = type == MsgType::Welcome ? sizeof(proto::WelcomeFixed)
-                                                            : sizeof(proto::SettingsFixed);
-            if (length < fixed)
+            proto::Settings st;
+            if (!proto::decode(p, length, &st))
                 return false;
-            proto::SettingsFixed s{};
-            memcpy(&s, p + fixed - sizeof s, sizeof s);
-            if (!proto::settings_length_valid(fixed, s, length))
-                return false;
-            apply_settings(s, p + fixed);
-            if (type == MsgType::Welcome) {
-                s_.welcomed = true;
-                set_ready();
-            }
+            apply_settings(st);
             return true;
         }
         case MsgType::Grant: {
             proto::GrantPayload g{};
-            memcpy(&g, p, sizeof g);
+            proto::decode(p, length, &g);
             s_.holding = true;
             s_.requested = false;
             s_.drop_pending = false;
@@ -297,7 +295,7 @@ bool Client::handle(proto::MsgType type, const uint8_t* p, uint32_t length)
         }
         case MsgType::Drop: {
             proto::DropPayload d{};
-            memcpy(&d, p, sizeof d);
+            proto::decode(p, length, &d);
             gate_close();  // stop admitting work at once; drained in work()
             s_.open_after_swap_in = 0;
             s_.oversubscribed = (d.flags & proto::kGrantOversubscribed) != 0;
@@ -315,7 +313,7 @@ bool Client::handle(proto::MsgType type, const uint8_t* p, uint32_t length)
         }
         case MsgType::RevokeCause: {
             proto::RevokeCausePayload r{};
-            memcpy(&r, p, sizeof r);
+            proto::decode(p, length, &r);
             s_.revoke_cause = r.cause;
             return true;
         }
@@ -329,7 +327,7 @@ bool Client::handle(proto::MsgType type, const uint8_t* p, uint32_t length)
             return true;
         case MsgType::Waiting: {
             proto::WaitingPayload w{};
-            memcpy(&w, p, sizeof w);
+            proto::decode(p, length, &w);
             if (w.gpu >= s_.gpu_count)
                 return false;
             w.holder_comm[proto::kCommBytes - 1] = '\0';  // printed as a C string
@@ -339,7 +337,7 @@ bool Client::handle(proto::MsgType type, const uint8_t* p, uint32_t length)
         }
         case MsgType::Contended: {
             proto::GrantPayload c{};
-            memcpy(&c, p, sizeof c);
+            proto::decode(p, length, &c);
             s_.contended = true;
             s_.oversubscribed = (c.flags & proto::kGrantOversubscribed) != 0;
             s_.keep_bytes = proto::keep_from_wire(c.keep_mib);
@@ -347,19 +345,18 @@ bool Client::handle(proto::MsgType type, const uint8_t* p, uint32_t length)
         }
         case MsgType::Unpageable: {
             proto::UnpageablePayload u{};
-            memcpy(&u, p, sizeof u);
+            proto::decode(p, length, &u);
             if (u.gpu >= s_.gpu_count)
                 return false;
             devices::at(u.gpu).others_pinned.store(u.others_pinned_bytes);
             return true;
         }
         case MsgType::Error: {
-            proto::ErrorFixed e{};
-            if (length >= sizeof e)
-                memcpy(&e, p, sizeof e);
+            proto::ErrorReply e{};
             char text[160] = {};
-            const size_t n = length > sizeof e ? length - sizeof e : 0;
-            memcpy(text, p + sizeof e, n < sizeof text - 1 ? n : sizeof text - 1);
+            if (proto::decode(p, length, &e))
+                memcpy(text, e.text,
+                       e.text_length < sizeof text - 1 ? e.text_length : sizeof text - 1);
             log_warn("nvshared refused this process: %s", text);
             return false;
         }
@@ -439,7 +436,7 @@ void Client::report_stats()
                                     st.swap_in_ns / 1000,
                                     st.swap_outs,
                                     st.swap_out_ns / 1000};
-        if (send_frame(proto::MsgType::Stats, &p, sizeof p))
+        if (send(proto::MsgType::Stats, p))
             st.dirty = false;
     }
 }
@@ -527,7 +524,7 @@ void Client::work(uint64_t now)
             const int64_t m = g.managed.load(), pin = g.pinned.load();
             const proto::MemoryPayload r{i, 0, static_cast<uint64_t>(m > 0 ? m : 0),
                                          static_cast<uint64_t>(pin > 0 ? pin : 0)};
-            send_frame(proto::MsgType::Memory, &r, sizeof r);
+            send(proto::MsgType::Memory, r);
             sent = true;
         }
         if (sent)

@@ -1,15 +1,16 @@
-// libFuzzer target for the frame decoding of common/protocol.h.
+// libFuzzer target for the codec of the wire protocol (common/codec.h).
 //
 // The input is a byte stream from a client, cut into reads the way the
 // socket might deliver it. It is reassembled exactly as Server::read_from()
 // does (decode_header, frame_complete, consume, keep the rest) and each
 // frame is checked the way Server::handle_frame() checks it (is_known_type,
-// fixed_payload_size, hello_length_valid), then the daemon's replies are
-// decoded the way a client does (kMaxDaemonPayload, settings_length_valid).
+// is_client_type, fixed_payload_size, the typed decoders), then the same
+// bytes are decoded the way a client decodes the daemon's replies.
 //
 // Besides the sanitizers, it checks properties that must hold for any input:
 // the reassembly buffer stays bounded, every byte is accounted for, and how
-// the stream is cut into reads never changes what is decoded.
+// the stream is cut into reads never changes what is decoded, and every
+// message a decoder accepts encodes back to a frame that decodes the same.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -19,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "common/protocol.h"
+#include "common/codec.h"
 
 namespace {
 
@@ -48,6 +49,43 @@ struct Outcome {
 
 uint32_t g_registered_gpus = 0;
 
+bool same(const Hello& a, const Hello& b)
+{
+    return memcmp(a.comm, b.comm, sizeof a.comm) == 0 && a.gpu_count == b.gpu_count &&
+           memcmp(a.gpus, b.gpus, a.gpu_count * sizeof(HelloGpu)) == 0;
+}
+bool same(const Settings& a, const Settings& b)
+{
+    return a.mode == b.mode && a.time_quantum_us == b.time_quantum_us &&
+           a.gpu_count == b.gpu_count &&
+           memcmp(a.capacities, b.capacities, a.gpu_count * sizeof(uint64_t)) == 0;
+}
+bool same(const Welcome& a, const Welcome& b)
+{
+    return a.client_id == b.client_id && same(a.settings, b.settings);
+}
+bool same(const ErrorReply& a, const ErrorReply& b)
+{
+    return a.code == b.code && a.text_length == b.text_length &&
+           memcmp(a.text, b.text, a.text_length) == 0;
+}
+
+// A decoded message encodes to a frame of its declared size that decodes
+// to the same message.
+template <typename Message>
+void round_trip(const Message& m)
+{
+    std::vector<uint8_t> frame(frame_size(payload_size(m)));
+    CHECK(encode(m, frame.data(), frame.size()) == frame.size());
+    CHECK(encode(m, frame.data(), frame.size() - 1) == 0);  // never past the end
+    FrameHeader h{};
+    CHECK(decode_header(frame.data(), frame.size(), kMaxDaemonPayload, &h) == DecodeStatus::Ok);
+    CHECK(frame_complete(h, frame.size()) && h.length == payload_size(m));
+    Message again;
+    CHECK(decode(frame.data() + sizeof h, h.length, &again));
+    CHECK(same(m, again));
+}
+
 // Server::handle_frame()/handle_hello(), minus the scheduler.
 Verdict check_frame(const FrameHeader& h, const uint8_t* payload, bool* registered)
 {
@@ -57,23 +95,18 @@ Verdict check_frame(const FrameHeader& h, const uint8_t* payload, bool* register
     if (type == MsgType::Hello) {
         if (*registered)
             return Verdict::BadOrder;
-        HelloFixed hello{};
-        if (!hello_length_valid(payload, h.length, &hello))
+        Hello hello;
+        if (!decode(payload, h.length, &hello))
             return Verdict::BadLength;
         CHECK(hello.gpu_count <= kMaxGpusPerClient);
-        CHECK(h.length == sizeof hello + hello.gpu_count * sizeof(HelloGpu));
-        // Touch every record, as the daemon does: ASan checks the bounds.
-        for (uint32_t i = 0; i < hello.gpu_count; ++i) {
-            HelloGpu g;
-            memcpy(&g, payload + sizeof hello + i * sizeof g, sizeof g);
-            CHECK(strnlen(g.name, sizeof g.name) <= sizeof g.name);
-        }
+        CHECK(h.length == payload_size(hello));
+        round_trip(hello);
         *registered = true;
         g_registered_gpus = hello.gpu_count;
         return Verdict::Accepted;
     }
     uint32_t expected = 0;
-    if (!fixed_payload_size(type, &expected) || h.type >= 16)
+    if (!is_client_type(h.type) || !fixed_payload_size(type, &expected))
         return Verdict::BadType;
     if (h.length != expected)
         return Verdict::BadLength;
@@ -83,11 +116,16 @@ Verdict check_frame(const FrameHeader& h, const uint8_t* payload, bool* register
         return Verdict::BadOrder;
     if (type == MsgType::Memory) {
         MemoryPayload m;
-        memcpy(&m, payload, sizeof m);
+        CHECK(decode(payload, h.length, &m));
         return m.gpu < g_registered_gpus ? Verdict::Accepted : Verdict::BadValue;
     }
+    if (type == MsgType::Stats) {
+        StatsPayload st;
+        CHECK(decode(payload, h.length, &st));
+        return st.gpu < g_registered_gpus ? Verdict::Accepted : Verdict::BadValue;
+    }
     GpuMaskPayload m;
-    memcpy(&m, payload, sizeof m);
+    CHECK(decode(payload, h.length, &m));
     const uint64_t known = g_registered_gpus >= 64 ? ~0ull : (1ull << g_registered_gpus) - 1;
     return (m.gpus & ~known) == 0 ? Verdict::Accepted : Verdict::BadValue;
 }
@@ -150,22 +188,23 @@ void decode_as_client(const uint8_t* data, size_t size)
             return;
         const uint8_t* payload = data + off + sizeof h;
         const auto type = static_cast<MsgType>(h.type);
-        if (type == MsgType::Settings || type == MsgType::Welcome) {
-            const uint32_t fixed =
-                type == MsgType::Welcome ? sizeof(WelcomeFixed) : sizeof(SettingsFixed);
-            if (h.length >= fixed) {
-                SettingsFixed s{};
-                memcpy(&s, payload + (fixed - sizeof s), sizeof s);
-                if (settings_length_valid(fixed, s, h.length)) {
-                    CHECK(s.gpu_count <= kMaxGpusPerClient);
-                    uint64_t sum = 0;
-                    for (uint32_t i = 0; i < s.gpu_count; ++i) {
-                        uint64_t cap;
-                        memcpy(&cap, payload + fixed + i * sizeof cap, sizeof cap);
-                        sum += cap;
-                    }
-                    (void)sum;
-                }
+        if (type == MsgType::Settings) {
+            Settings st;
+            if (decode(payload, h.length, &st)) {
+                CHECK(st.gpu_count <= kMaxGpusPerClient && h.length == payload_size(st));
+                round_trip(st);
+            }
+        } else if (type == MsgType::Welcome) {
+            Welcome w;
+            if (decode(payload, h.length, &w)) {
+                CHECK(h.length == payload_size(w));
+                round_trip(w);
+            }
+        } else if (type == MsgType::Error) {
+            ErrorReply e;
+            if (decode(payload, h.length, &e)) {
+                CHECK(e.text + e.text_length == reinterpret_cast<const char*>(payload) + h.length);
+                round_trip(e);
             }
         } else {
             uint32_t expected = 0;

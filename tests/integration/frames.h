@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "common/lock_client.h"
-#include "common/protocol.h"
+#include "common/codec.h"
 
 namespace nvshare::itest {
 

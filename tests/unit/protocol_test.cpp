@@ -1,8 +1,9 @@
-#include "common/protocol.h"
-
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
+
+#include "common/codec.h"
 
 using namespace nvshare::proto;
 
@@ -88,13 +89,103 @@ TEST(Protocol, HelloLengthMustMatchItsGpuCount)
     std::vector<uint8_t> p(sizeof(HelloFixed) + 2 * sizeof(HelloGpu));
     HelloFixed fixed{0, 2, "test"};
     std::memcpy(p.data(), &fixed, sizeof fixed);
-    HelloFixed out{};
-    EXPECT_TRUE(hello_length_valid(p.data(), static_cast<uint32_t>(p.size()), &out));
-    EXPECT_FALSE(hello_length_valid(p.data(), static_cast<uint32_t>(p.size() - 1), &out));
+    Hello out{};
+    EXPECT_TRUE(decode(p.data(), static_cast<uint32_t>(p.size()), &out));
+    EXPECT_EQ(out.gpu_count, 2u);
+    EXPECT_STREQ(out.comm, "test");
+    EXPECT_FALSE(decode(p.data(), static_cast<uint32_t>(p.size() - 1), &out));
     fixed.gpu_count = kMaxGpusPerClient + 1;
     std::memcpy(p.data(), &fixed, sizeof fixed);
-    EXPECT_FALSE(hello_length_valid(p.data(), static_cast<uint32_t>(p.size()), &out));
-    EXPECT_FALSE(hello_length_valid(p.data(), sizeof(HelloFixed) - 1, &out));
+    EXPECT_FALSE(decode(p.data(), static_cast<uint32_t>(p.size()), &out));
+    EXPECT_FALSE(decode(p.data(), sizeof(HelloFixed) - 1, &out));
+}
+
+// Each typed message: encoded at its declared size, in the documented
+// layout, and decoded back to itself.
+TEST(Codec, HelloRoundTripsInTheDocumentedLayout)
+{
+    Hello m{};
+    std::memcpy(m.comm, "train.py", 8);
+    m.gpu_count = 2;
+    m.gpus[1].physical_memory = 80ull << 30;
+    std::vector<uint8_t> frame(frame_size(payload_size(m)));
+    ASSERT_EQ(encode(m, frame.data(), frame.size()), frame.size());
+    EXPECT_EQ(frame.size(), sizeof(FrameHeader) + 24 + 2 * 88);
+    HelloFixed fixed{};
+    std::memcpy(&fixed, frame.data() + sizeof(FrameHeader), sizeof fixed);
+    EXPECT_EQ(fixed.gpu_count, 2u);
+    Hello back{};
+    ASSERT_TRUE(decode(frame.data() + sizeof(FrameHeader), payload_size(m), &back));
+    EXPECT_EQ(back.gpus[1].physical_memory, 80ull << 30);
+    EXPECT_EQ(encode(m, frame.data(), frame.size() - 1), 0u);
+    m.gpu_count = kMaxGpusPerClient + 1;
+    EXPECT_EQ(encode(m, frame.data(), frame.size()), 0u);
+}
+
+TEST(Codec, WelcomeAndSettingsRoundTrip)
+{
+    Welcome w{};
+    w.client_id = 7;
+    w.settings = {Mode::Auto, 30000000, 3, {1, 2, 3}};
+    std::vector<uint8_t> frame(frame_size(payload_size(w)));
+    ASSERT_EQ(encode(w, frame.data(), frame.size()), frame.size());
+    EXPECT_EQ(payload_size(w), sizeof(WelcomeFixed) + 3 * sizeof(uint64_t));
+    WelcomeFixed fixed{};
+    std::memcpy(&fixed, frame.data() + sizeof(FrameHeader), sizeof fixed);
+    EXPECT_EQ(fixed.client_id, 7u);
+    EXPECT_EQ(fixed.settings.time_quantum_us, 30000000u);
+    Welcome back{};
+    ASSERT_TRUE(decode(frame.data() + sizeof(FrameHeader), payload_size(w), &back));
+    EXPECT_EQ(back.settings.mode, Mode::Auto);
+    EXPECT_EQ(back.settings.capacities[2], 3u);
+    // A count that disagrees with the length is refused.
+    EXPECT_FALSE(decode(frame.data() + sizeof(FrameHeader), payload_size(w) - 8, &back));
+
+    Settings st = w.settings;
+    std::vector<uint8_t> sf(frame_size(payload_size(st)));
+    ASSERT_EQ(encode(st, sf.data(), sf.size()), sf.size());
+    FrameHeader h{};
+    std::memcpy(&h, sf.data(), sizeof h);
+    EXPECT_EQ(h.type, static_cast<uint16_t>(MsgType::Settings));
+    Settings st_back{};
+    ASSERT_TRUE(decode(sf.data() + sizeof h, h.length, &st_back));
+    EXPECT_EQ(st_back.gpu_count, 3u);
+}
+
+TEST(Codec, ErrorCarriesItsText)
+{
+    const std::string text = "Hello must come first";
+    const ErrorReply e{ErrorCode::BadOrder, text.data(), static_cast<uint32_t>(text.size())};
+    std::vector<uint8_t> frame(frame_size(payload_size(e)));
+    ASSERT_EQ(encode(e, frame.data(), frame.size()), frame.size());
+    ErrorReply back{};
+    ASSERT_TRUE(decode(frame.data() + sizeof(FrameHeader), payload_size(e), &back));
+    EXPECT_EQ(back.code, ErrorCode::BadOrder);
+    EXPECT_EQ(std::string(back.text, back.text_length), text);
+    EXPECT_FALSE(decode(frame.data(), sizeof(ErrorFixed) - 1, &back));
+}
+
+TEST(Codec, FixedPayloadsMustMatchTheirType)
+{
+    uint8_t buf[64];
+    const GrantPayload g{1, kGrantExclusive, 0};
+    EXPECT_EQ(encode(MsgType::Grant, g, buf, sizeof buf), sizeof(FrameHeader) + sizeof g);
+    EXPECT_EQ(encode(MsgType::Request, g, buf, sizeof buf), 0u);  // a Request is a GpuMask
+    GrantPayload back{};
+    EXPECT_TRUE(decode(buf + sizeof(FrameHeader), sizeof g, &back));
+    EXPECT_EQ(back.flags, kGrantExclusive);
+    EXPECT_FALSE(decode(buf + sizeof(FrameHeader), sizeof g - 1, &back));
+}
+
+TEST(Codec, TypesBelongToOneSide)
+{
+    for (uint32_t t = 0; t <= 0xffff; ++t) {
+        const auto type = static_cast<uint16_t>(t);
+        EXPECT_FALSE(is_client_type(type) && is_daemon_type(type)) << t;
+        EXPECT_EQ(is_known_type(type), is_client_type(type) || is_daemon_type(type)) << t;
+    }
+    EXPECT_TRUE(is_client_type(static_cast<uint16_t>(MsgType::Stats)));
+    EXPECT_TRUE(is_daemon_type(static_cast<uint16_t>(MsgType::RevokeCause)));
 }
 
 TEST(Protocol, NoFixedPayloadIsLargerThanTheLargest)
