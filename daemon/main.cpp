@@ -1,4 +1,6 @@
 // nvshared: grants each GPU's lock to local CUDA processes in turn.
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 
 #include "build-config.h"
@@ -15,9 +17,14 @@
 int main(int argc, char** argv)
 {
     using namespace nvshare::daemon;
-    ParsedOptions parsed = parse_options(argc, argv);
-    if (!parsed.run)
+    ParsedOptions parsed = parse_options(argc, argv, default_options(getenv("STATE_DIRECTORY")));
+    if (!parsed.run) {
+        // At error priority, so that `journalctl -p err` shows why it did not start.
+        if (!parsed.error.empty())
+            NVS_ERROR("%s", parsed.error.c_str());
+        fputs(parsed.output.c_str(), stdout);
         return parsed.exit_code;
+    }
     Options& options = parsed.options;
     nvshare::set_log_level(options.log_level);
 

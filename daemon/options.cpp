@@ -1,10 +1,8 @@
 #include "daemon/options.h"
 
-#include <getopt.h>
-
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <map>
 #include <string_view>
 
 #include "build-config.h"
@@ -45,6 +43,9 @@ constexpr const char* kUsage =
     "      --quantum-ceiling DURATION\n"
     "                              the longest a client's own swap-in reports\n"
     "                              may stretch its quantum to (default 60s)\n"
+    "      --log-waits-after DURATION\n"
+    "                              log a client's wait once it has lasted this\n"
+    "                              long, 0 to 24h; 0 logs every wait (default 1s)\n"
     "      --gpu-info-dir DIR      where the driver lists the host's GPUs\n"
     "                              (default /proc/driver/nvidia/gpus)\n"
     "      --config FILE           settings file, see nvshare.conf(5) (default\n"
@@ -64,166 +65,230 @@ constexpr const char* kUsage =
     "at run time over D-Bus (kept in the state directory until nvsharectl reset).\n"
     "See nvshared(8).\n";
 
-enum LongOnly {
-    kIdleExit = 256,
-    kMaxClients,
-    kMaxClientsPerUser,
-    kQuantumCeiling,
-    kVersion,
-    kConfig,
-    kStateDir,
-    kNoBus,
-    kGpuInfoDir
-};
+constexpr const char* kSeeHelp = " (see nvshared --help)";
 
-constexpr option kLongOptions[] = {
-    {"socket", required_argument, nullptr, 's'},
-    {"time-quantum", required_argument, nullptr, 'q'},
-    {"grace", required_argument, nullptr, 'g'},
-    {"anti-thrashing", required_argument, nullptr, 'm'},
-    {"capacity", required_argument, nullptr, 'c'},
-    {"idle-exit", required_argument, nullptr, kIdleExit},
-    {"max-clients", required_argument, nullptr, kMaxClients},
-    {"max-clients-per-user", required_argument, nullptr, kMaxClientsPerUser},
-    {"quantum-ceiling", required_argument, nullptr, kQuantumCeiling},
-    {"gpu-info-dir", required_argument, nullptr, kGpuInfoDir},
-    {"config", required_argument, nullptr, kConfig},
-    {"state-dir", required_argument, nullptr, kStateDir},
-    {"no-bus", no_argument, nullptr, kNoBus},
-    {"verbose", no_argument, nullptr, 'v'},
-    {"help", no_argument, nullptr, 'h'},
-    {"version", no_argument, nullptr, kVersion},
-    {nullptr, 0, nullptr, 0},
-};
+// Takes one value of an option; the error message, or "" if it is valid.
+using Setter = std::function<std::string(const std::string& value)>;
 
-ParsedOptions fail(const char* what, const char* value)
+std::string invalid(const char* what, const std::string& value)
 {
-    // At error priority, so that `journalctl -p err` shows why it did not start.
-    NVS_ERROR("invalid %s: '%s' (see nvshared --help)", what, value);
-    return {false, 2, {}};
+    return std::string("invalid ") + what + ": '" + value + "'" + kSeeHelp;
 }
 
-// systemd's StateDirectory= passes the directory it made (the first of a
-// colon-separated list).
-std::string default_state_dir()
+ParsedOptions stop(int exit_code, std::string output, std::string error)
 {
-    const char* env = getenv("STATE_DIRECTORY");
-    if (env != nullptr && env[0] == '/') {
-        const std::string_view dirs(env);
-        return std::string(dirs.substr(0, dirs.find(':')));
+    ParsedOptions r;
+    r.exit_code = exit_code;
+    r.output = std::move(output);
+    r.error = std::move(error);
+    return r;
+}
+
+// A DURATION option: parsed, checked by `valid`, handed to `set`.
+Setter duration(const char* what, std::function<bool(std::chrono::microseconds)> valid,
+                std::function<void(std::chrono::microseconds)> set)
+{
+    return [=](const std::string& value) {
+        const auto d = parse_duration(value);
+        if (!d || !valid(*d))
+            return invalid(what, value);
+        set(*d);
+        return std::string();
+    };
+}
+
+Setter client_limit(size_t& limit)
+{
+    return [&limit](const std::string& value) {
+        char* end = nullptr;
+        const long n = strtol(value.c_str(), &end, 10);
+        if (value.empty() || *end != '\0' || n < 1 || n > static_cast<long>(kMaxClientsLimit))
+            return invalid("client limit (1 to 1000000)", value);
+        limit = static_cast<size_t>(n);
+        return std::string();
+    };
+}
+
+Setter capacity(SettingsLayer& layer)
+{
+    return [&layer](const std::string& value) {
+        const std::string_view arg(value);
+        const auto eq = arg.find('=');
+        const auto size = parse_size(eq == std::string_view::npos ? arg : arg.substr(eq + 1));
+        if (!size || *size == 0)
+            return invalid("capacity", value);
+        if (eq == std::string_view::npos)
+            layer.default_capacity = *size;
+        else
+            layer.capacities[std::string(arg.substr(0, eq))] = *size;
+        return std::string();
+    };
+}
+
+Setter absolute_path(const char* what, std::string& path)
+{
+    return [what, &path](const std::string& value) {
+        if (!value.starts_with('/'))
+            return invalid(what, value);
+        path = value;
+        return std::string();
+    };
+}
+
+// getopt read "--name=" as an empty value, CLI11 as "--name" followed by the
+// next argument: split it so that CLI11 sees the empty value too.
+std::vector<std::string> with_empty_values_split(int argc, const char* const* argv)
+{
+    std::vector<std::string> args;
+    for (int i = 0; i < argc; ++i) {
+        const std::string_view arg(argv[i]);
+        if (arg == "--") {
+            args.insert(args.end(), argv + i, argv + argc);
+            break;
+        }
+        if (i > 0 && arg.size() > 3 && arg.starts_with("--") && arg.ends_with('=') &&
+            arg.find('=') == arg.size() - 1) {
+            args.emplace_back(arg.substr(0, arg.size() - 1));
+            args.emplace_back();
+        } else {
+            args.emplace_back(arg);
+        }
     }
-    return NVSHARE_LOCALSTATEDIR "/lib/nvshare";
+    return args;
+}
+
+// What CLI11 left over: an unknown option, or an argument (nvshared takes none).
+std::string leftover_error(const std::vector<std::string>& leftover)
+{
+    bool after_separator = false;
+    for (const std::string& arg : leftover) {
+        if (arg == "--" && !after_separator) {
+            after_separator = true;
+            continue;
+        }
+        if (!after_separator && arg.size() > 1 && arg[0] == '-')
+            return "unknown option: '" + arg + "'" + kSeeHelp;
+        return invalid("argument", arg);
+    }
+    return "";
 }
 
 }  // namespace
 
-ParsedOptions parse_options(int argc, char** argv)
+Options default_options(const char* state_directory)
+{
+    Options o;
+    o.socket_path = NVSHARE_DEFAULT_SOCKET;
+    o.config_path = NVSHARE_SYSCONFDIR "/nvshare/nvshare.conf";
+    o.state_dir = NVSHARE_LOCALSTATEDIR "/lib/nvshare";
+    // StateDirectory= passes the directory it made, the first of a
+    // colon-separated list.
+    if (state_directory != nullptr && state_directory[0] == '/') {
+        const std::string_view dirs(state_directory);
+        o.state_dir = std::string(dirs.substr(0, dirs.find(':')));
+    }
+    return o;
+}
+
+ParsedOptions parse_options(int argc, const char* const* argv, Options defaults)
 {
     ParsedOptions r;
-    r.options.socket_path = NVSHARE_DEFAULT_SOCKET;
-    r.options.config_path = NVSHARE_SYSCONFDIR "/nvshare/nvshare.conf";
-    r.options.state_dir = default_state_dir();
-    SettingsLayer& cli = r.options.command_line;
-    optind = 1;
-    opterr = 0;  // getopt's own messages carry no priority: ours do
-    int opt;
-    while ((opt = getopt_long(argc, argv, "s:q:g:m:c:vh", kLongOptions, nullptr)) != -1) {
-        switch (opt) {
-            case 's':
-                if (optarg[0] != '/')
-                    return fail("socket path (must be absolute)", optarg);
-                r.options.socket_path = optarg;
-                break;
-            case 'q': {
-                auto d = parse_duration(optarg);
-                if (!d || !valid_time_quantum(*d))
-                    return fail("time quantum (1ms to 24h)", optarg);
-                cli.time_quantum = *d;
-                break;
-            }
-            case 'g': {
-                auto d = parse_duration(optarg);
-                if (!d || !valid_time_quantum(*d))
-                    return fail("grace period (1ms to 24h)", optarg);
-                cli.grace = *d;
-                break;
-            }
-            case 'm': {
-                auto m = parse_mode(optarg);
-                if (!m)
-                    return fail("anti-thrashing mode (on, off or auto)", optarg);
-                cli.mode = *m;
-                break;
-            }
-            case 'c': {
-                std::string_view arg(optarg);
-                const auto eq = arg.find('=');
-                auto size = parse_size(eq == std::string_view::npos ? arg : arg.substr(eq + 1));
-                if (!size || *size == 0)
-                    return fail("capacity", optarg);
-                if (eq == std::string_view::npos)
-                    cli.default_capacity = *size;
-                else
-                    cli.capacities[std::string(arg.substr(0, eq))] = *size;
-                break;
-            }
-            case kIdleExit: {
-                auto d = parse_duration(optarg);
-                if (!d)
-                    return fail("idle exit time", optarg);
-                if (d->count() > 0)
-                    r.options.idle_exit = *d;
-                break;
-            }
-            case kMaxClients:
-            case kMaxClientsPerUser: {
-                char* end = nullptr;
-                const long n = strtol(optarg, &end, 10);
-                if (*end != '\0' || n < 1 || n > static_cast<long>(kMaxClientsLimit))
-                    return fail("client limit (1 to 1000000)", optarg);
-                (opt == kMaxClients ? r.options.max_clients : r.options.max_clients_per_user) =
-                    static_cast<size_t>(n);
-                break;
-            }
-            case kQuantumCeiling: {
-                auto d = parse_duration(optarg);
-                if (!d || !valid_time_quantum(*d))
-                    return fail("quantum ceiling (1ms to 24h)", optarg);
-                r.options.scheduler.quantum_ceiling = *d;
-                break;
-            }
-            case kConfig:
-                r.options.config_path = optarg;
-                r.options.config_given = true;
-                break;
-            case kStateDir:
-                if (optarg[0] != '/')
-                    return fail("state directory (must be absolute)", optarg);
-                r.options.state_dir = optarg;
-                break;
-            case kNoBus:
-                r.options.bus = false;
-                break;
-            case kGpuInfoDir:
-                r.options.gpu_info_dir = optarg;
-                break;
-            case 'v':
-                r.options.log_level = LogLevel::Debug;
-                break;
-            case 'h':
-                fputs(kUsage, stdout);
-                return {false, 0, {}};
-            case kVersion:
-                puts("nvshared " NVSHARE_VERSION);
-                return {false, 0, {}};
-            default:
-                NVS_ERROR("unknown option or missing argument: '%s' (see nvshared --help)",
-                          argv[optind - 1]);
-                return {false, 2, {}};
-        }
+    r.options = std::move(defaults);
+    Options& o = r.options;
+    SettingsLayer& cli = o.command_line;
+
+    CLI::App app{"", "nvshared"};
+    app.allow_extras();  // reported below, in the words of the other errors
+    // Every value given is checked; the last one counts, as getopt had it.
+    app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+    app.set_version_flag("--version", "nvshared " NVSHARE_VERSION);
+    std::map<const CLI::Option*, Setter> setters;
+    const auto option = [&](const char* names, Setter set) {
+        setters[app.add_option(names)] = std::move(set);
+    };
+    const auto flag = [&](const char* names, std::function<void()> set) {
+        CLI::Option* opt = app.add_flag(names);
+        setters[opt] = [opt, set](const std::string& value) {
+            if (value != "true")  // --verbose=no
+                return "option '" + opt->get_name() + "' takes no value" + kSeeHelp;
+            set();
+            return std::string();
+        };
+    };
+
+    option("-s,--socket", absolute_path("socket path (must be absolute)", o.socket_path));
+    option("-q,--time-quantum", duration("time quantum (1ms to 24h)", valid_time_quantum,
+                                         [&cli](auto d) { cli.time_quantum = d; }));
+    option("-g,--grace", duration("grace period (1ms to 24h)", valid_time_quantum,
+                                  [&cli](auto d) { cli.grace = d; }));
+    option("-m,--anti-thrashing", [&cli](const std::string& value) {
+        const auto mode = parse_mode(value);
+        if (!mode)
+            return invalid("anti-thrashing mode (on, off or auto)", value);
+        cli.mode = *mode;
+        return std::string();
+    });
+    option("-c,--capacity", capacity(cli));
+    option("--idle-exit", duration(
+                              "idle exit time", [](auto) { return true; },
+                              [&o](auto d) {
+                                  if (d.count() > 0)
+                                      o.idle_exit = d;
+                                  else
+                                      o.idle_exit.reset();
+                              }));
+    option("--max-clients", client_limit(o.max_clients));
+    option("--max-clients-per-user", client_limit(o.max_clients_per_user));
+    option("--quantum-ceiling", duration("quantum ceiling (1ms to 24h)", valid_time_quantum,
+                                         [&o](auto d) { o.scheduler.quantum_ceiling = d; }));
+    option("--log-waits-after",
+           duration("wait logging threshold (0 to 24h)", valid_wait_log_threshold,
+                    [&cli](auto d) { cli.log_waits_after = d; }));
+    option("--gpu-info-dir", [&o](const std::string& value) {
+        o.gpu_info_dir = value;
+        return std::string();
+    });
+    option("--config", [&o](const std::string& value) {
+        o.config_path = value;
+        o.config_given = true;
+        return std::string();
+    });
+    option("--state-dir", absolute_path("state directory (must be absolute)", o.state_dir));
+    flag("--no-bus", [&o] { o.bus = false; });
+    flag("-v,--verbose", [&o] { o.log_level = LogLevel::Debug; });
+
+    const std::vector<std::string> args = with_empty_values_split(argc, argv);
+    std::vector<const char*> split_argv;
+    for (const std::string& arg : args)
+        split_argv.push_back(arg.c_str());
+    try {
+        app.parse(static_cast<int>(split_argv.size()), split_argv.data());
+    } catch (const CLI::CallForHelp&) {
+        return stop(0, kUsage, "");
+    } catch (const CLI::CallForVersion& e) {
+        return stop(0, std::string(e.what()) + "\n", "");
+    } catch (const CLI::ArgumentMismatch&) {
+        // Values are taken whatever they look like: only the last argument
+        // can be left without one.
+        return stop(2, "", "missing value for '" + args.back() + "'" + kSeeHelp);
+    } catch (const CLI::ParseError& e) {
+        return stop(2, "", std::string(e.what()) + kSeeHelp);
     }
-    if (optind < argc)
-        return fail("argument", argv[optind]);
+    if (std::string error = leftover_error(app.remaining()); !error.empty())
+        return stop(2, "", error);
+    // In the order given, so that the first mistake is the one reported.
+    std::map<const CLI::Option*, size_t> taken;
+    for (const CLI::Option* opt : app.parse_order()) {
+        const std::string& value = opt->results().at(taken[opt]++);
+        // Values are taken whatever they look like: "-q --help" lacks one.
+        if (opt->get_expected_min() > 0 && value.starts_with('-') &&
+            app.get_option_no_throw(value) != nullptr)
+            return stop(
+                2, "",
+                "missing value for '" + opt->get_name() + "' before '" + value + "'" + kSeeHelp);
+        if (std::string error = setters.at(opt)(value); !error.empty())
+            return stop(2, "", error);
+    }
     r.run = true;
     return r;
 }

@@ -27,8 +27,9 @@ struct Options {
     std::optional<uint64_t> default_capacity;                  // --capacity SIZE
     std::vector<std::pair<std::string, uint64_t>> capacities;  // --capacity UUID=SIZE
     std::optional<std::chrono::microseconds> idle_exit;        // exit when unused this long
-    size_t max_clients = 4096;         // connections at once, root's not refused
-    size_t max_clients_per_user = 64;  // connections of one non-root uid
+    size_t max_clients = 4096;                           // connections at once, root's not refused
+    size_t max_clients_per_user = 64;                    // connections of one non-root uid
+    Duration log_waits_after = std::chrono::seconds(1);  // a wait this long is logged
     std::string gpu_info_dir = "/proc/driver/nvidia/gpus";  // where the driver lists GPUs
     LogLevel log_level = LogLevel::Info;
 };
@@ -38,12 +39,20 @@ struct Options {
 inline constexpr size_t kMaxClientsLimit = 1000000;
 static_assert(kMaxReportedBytes * 2 <= UINT64_MAX / kMaxClientsLimit);
 
+// The built-in defaults. `state_directory` is $STATE_DIRECTORY (or null),
+// which systemd's StateDirectory= sets.
+Options default_options(const char* state_directory);
+
 struct ParsedOptions {
     bool run = false;  // false: exit with exit_code (after --help, --version, or an error)
     int exit_code = 0;
+    std::string output;  // --help or --version: for stdout
+    std::string error;   // why the command line is invalid: for the log, at error priority
     Options options;
 };
 
-ParsedOptions parse_options(int argc, char** argv);
+// The command line laid over `defaults`. Pure (no output, no environment), so
+// that the tests call it directly; main prints `output` or logs `error`.
+ParsedOptions parse_options(int argc, const char* const* argv, Options defaults);
 
 }  // namespace nvshare::daemon

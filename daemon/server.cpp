@@ -53,6 +53,7 @@ Server::Server(Options options) : options_(std::move(options)), scheduler_(optio
     scheduler_.set_default_capacity(options_.default_capacity);
     for (const auto& [uuid, bytes] : options_.capacities)
         scheduler_.set_capacity_override(uuid, bytes);
+    events_.set_wait_threshold(options_.log_waits_after);
 }
 
 Server::~Server()

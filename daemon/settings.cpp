@@ -78,8 +78,18 @@ bool parse_config_line(std::string_view key, std::string_view value, SettingsLay
     }
     if (key == "capacity")
         return parse_capacity(value, layer, error);
+    if (key == "log-waits-after") {
+        const auto d = parse_duration(value);
+        if (!d || !valid_wait_log_threshold(*d)) {
+            *error = "invalid log-waits-after '" + std::string(value) +
+                     "' (valid: " + kWaitLogRange + ", e.g. 1s, 500ms, 0 for every wait)";
+            return false;
+        }
+        layer.log_waits_after = *d;
+        return true;
+    }
     *error = "unknown setting '" + std::string(key) +
-             "' (known: time-quantum, anti-thrashing, grace, capacity)";
+             "' (known: time-quantum, anti-thrashing, grace, capacity, log-waits-after)";
     return false;
 }
 
@@ -92,7 +102,8 @@ uint64_t usec(Duration d)
 
 bool SettingsLayer::empty() const
 {
-    return !mode && !time_quantum && !grace && !default_capacity && capacities.empty();
+    return !mode && !time_quantum && !grace && !log_waits_after && !default_capacity &&
+           capacities.empty();
 }
 
 void apply_layer(const SettingsLayer& layer, Options& options)
@@ -103,6 +114,8 @@ void apply_layer(const SettingsLayer& layer, Options& options)
         options.scheduler.time_quantum = *layer.time_quantum;
     if (layer.grace)
         options.scheduler.grace = *layer.grace;
+    if (layer.log_waits_after)
+        options.log_waits_after = *layer.log_waits_after;
     if (layer.default_capacity)
         options.default_capacity = layer.default_capacity;
     for (const auto& [uuid, bytes] : layer.capacities) {

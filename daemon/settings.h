@@ -21,10 +21,19 @@ using nvshare::valid_time_quantum;  // the range is common/time_quantum.h's
 
 struct Options;
 
+// How long a wait must last before it is logged (--log-waits-after, the
+// config file's log-waits-after): 0, every wait, to 24h.
+inline constexpr const char* kWaitLogRange = "0 to 24h";
+constexpr bool valid_wait_log_threshold(std::chrono::microseconds d)
+{
+    return d.count() >= 0 && d <= kMaxTimeQuantum;
+}
+
 struct SettingsLayer {
     std::optional<Mode> mode;
     std::optional<Duration> time_quantum;
     std::optional<Duration> grace;
+    std::optional<Duration> log_waits_after;
     std::optional<uint64_t> default_capacity;    // GPUs without their own
     std::map<std::string, uint64_t> capacities;  // by GPU UUID
 

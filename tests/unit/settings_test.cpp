@@ -16,8 +16,10 @@ TEST(Config, ParsesEveryKey)
         "  anti-thrashing=on   # comment after a value\n"
         "grace = 500ms\r\n"
         "capacity = 16G\n"
-        "capacity = GPU-aa = 8G\n");
+        "capacity = GPU-aa = 8G\n"
+        "log-waits-after = 250ms\n");
     EXPECT_TRUE(r.errors.empty()) << r.errors.front();
+    EXPECT_EQ(r.layer.log_waits_after, Duration(250ms));
     EXPECT_EQ(r.layer.time_quantum, Duration(2min));
     EXPECT_EQ(r.layer.mode, Mode::On);
     EXPECT_EQ(r.layer.grace, Duration(500ms));
@@ -53,6 +55,21 @@ TEST(Config, ReportsBadLinesAndKeepsTheRest)
 
 // Found by the config fuzzer: 18446744074 s does not fit in nanoseconds and
 // wrapped to about 290 ms, which passed the range check.
+TEST(Config, WaitLogThresholdFromZeroTo24Hours)
+{
+    const auto r = parse_config(
+        "log-waits-after = 0\n"
+        "log-waits-after = 25h\n"
+        "log-waits-after = soon\n");
+    ASSERT_EQ(r.errors.size(), 2u);
+    EXPECT_NE(r.errors[0].find("line 2: invalid log-waits-after '25h' (valid: 0 to 24h"),
+              std::string::npos)
+        << r.errors[0];
+    EXPECT_NE(r.errors[1].find("line 3: invalid log-waits-after 'soon'"), std::string::npos)
+        << r.errors[1];
+    EXPECT_EQ(r.layer.log_waits_after, Duration(0));  // 0: every wait is logged
+}
+
 TEST(Config, RejectsDurationsTooLongForNanoseconds)
 {
     const auto r = parse_config("time-quantum = 18446744074\ngrace = 073709551615\n");
@@ -119,9 +136,13 @@ TEST(Layers, LaterLayersWinAndCapacitiesMerge)
     cli.time_quantum = 10s;
     runtime.mode = Mode::Off;
     runtime.capacities["GPU-aa"] = 3;
+    EXPECT_EQ(o.log_waits_after, Duration(1s));  // the built-in default
+    config.log_waits_after = 5s;
+    cli.log_waits_after = 0s;
     apply_layer(config, o);
     apply_layer(cli, o);
     apply_layer(runtime, o);
+    EXPECT_EQ(o.log_waits_after, Duration(0s));
     EXPECT_EQ(o.scheduler.time_quantum, Duration(10s));
     EXPECT_EQ(o.scheduler.mode, Mode::Off);
     EXPECT_EQ(o.scheduler.grace, Duration(10s));  // the built-in default
