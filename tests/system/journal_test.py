@@ -6,7 +6,10 @@ own datagram socket at /run/systemd/journal/socket, where sd-journal sends.
 nvshared runs with JOURNAL_STREAM naming its stderr, as under systemd. A
 client that ignores the Drop is revoked and a second one waits, then is
 granted: each event must arrive as one record with its MESSAGE_ID,
-PRIORITY=6 and the NVSHARE_* fields. Needs root (for the namespace).
+PRIORITY=6 and the NVSHARE_* fields. There --log-waits-after 0 logs the wait
+at once. Then, under --log-waits-after 1h, a client that waits until the
+holder lets go is granted with no record of its wait. Needs root (for the
+namespace).
 
 Usage: journal_test.py NVSHARED TESTCLIENT MESSAGE_IDS_H
 """
@@ -50,6 +53,32 @@ def parse_record(data):
     return fields
 
 
+# What read_event read past the line it returned, by file descriptor.
+UNREAD = {}
+
+
+def read_event(client, name, end):
+    """The next line of a test client's that reports event `name`; None at `end`."""
+    fd = client.stdout.fileno()
+    buffered = UNREAD.pop(fd, b"")
+    while True:
+        while b"\n" in buffered:
+            line, buffered = buffered.split(b"\n", 1)
+            fields = line.decode().split()
+            if len(fields) > 1 and fields[1] == name:
+                UNREAD[fd] = buffered
+                return line.decode()
+        if time.monotonic() >= end:
+            return None
+        ready, _, _ = select.select([fd], [], [], 0.2)
+        if not ready:
+            continue
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            return None
+        buffered += chunk
+
+
 def main():
     if os.environ.get("NVSHARE_JOURNAL_NS") != "1":
         if os.geteuid() != 0 or not shutil.which("unshare"):
@@ -72,10 +101,17 @@ def main():
     st = os.fstat(err.fileno())
     env = dict(os.environ, JOURNAL_STREAM=f"{st.st_dev}:{st.st_ino}")
     env.pop("NOTIFY_SOCKET", None)
-    daemon = subprocess.Popen([NVSHARED, "--socket", sock, "--no-bus", "--anti-thrashing", "on",
-                               "--time-quantum", "1500ms", "--grace", "500ms",
-                               "--gpu-info-dir", os.path.join(tmp, "gpus")],
-                              stderr=err, env=env)
+
+    def start_daemon(*args):
+        if os.path.exists(sock):
+            os.unlink(sock)
+        return subprocess.Popen([NVSHARED, "--socket", sock, "--no-bus", "--anti-thrashing", "on",
+                                 "--gpu-info-dir", os.path.join(tmp, "gpus")] + list(args),
+                                stderr=err, env=env)
+
+    daemon = start_daemon("--time-quantum", "1500ms", "--grace", "500ms",
+                          "--log-waits-after", "0")
+    daemons = [daemon]
     clients = []
     records = []
     try:
@@ -135,12 +171,51 @@ def main():
         err.flush()
         if "revoked the lock" in open(os.path.join(tmp, "stderr")).read():
             failures.append("the revocation also went to stderr")
+
+        # A long threshold: a wait longer than the default threshold (1s)
+        # but far shorter than this one is not logged.
+        daemon.kill()
+        daemon.wait()
+        daemon = start_daemon("--time-quantum", "24h", "--log-waits-after", "1h")
+        daemons.append(daemon)
+        deadline = time.monotonic() + 10
+        while not os.path.exists(sock) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        end = time.monotonic() + 20
+        holder = subprocess.Popen([TESTCLIENT, "--socket", sock, "--comm", "holder2",
+                                   "--hold-until-stdin"],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        clients.append(holder)
+        if read_event(holder, "grant", end) is None:
+            failures.append("the second holder was not granted")
+        waiter = subprocess.Popen([TESTCLIENT, "--socket", sock, "--comm", "waiter2"],
+                                  stdout=subprocess.PIPE)
+        clients.append(waiter)
+        if read_event(holder, "contended", end) is None:
+            failures.append("the second holder never heard that somebody waits")
+        # The client's clock is CLOCK_MONOTONIC, as is Python's.
+        request = read_event(waiter, "request", end)
+        if request is not None:
+            time.sleep(max(0, int(request.split()[0]) / 1e9 + 1.5 - time.monotonic()))
+        holder.stdin.write(b"\n")
+        holder.stdin.flush()
+        w = str(waiter.pid)
+        granted_late = until(lambda r: r.get("MESSAGE_ID") == ids["Granted"] and
+                             r.get("NVSHARE_PID") == w)
+        if granted_late is None:
+            failures.append(f"the waiter under --log-waits-after 1h was not granted: {records}")
+        # One daemon, one socket: a record of the wait would have come first.
+        logged = [r for r in records if r.get("MESSAGE_ID") == ids["Waiting"] and
+                  r.get("NVSHARE_PID") == w]
+        if logged:
+            failures.append(f"a short wait was logged under --log-waits-after 1h: {logged}")
+
         for f in failures:
             print("FAIL:", f)
         print(f"{len(records)} records captured")
         return 1 if failures else 0
     finally:
-        for p in clients + [daemon]:
+        for p in clients + daemons:
             p.kill()
             p.wait()
         shutil.rmtree(tmp)
