@@ -605,6 +605,7 @@ void Server::on_request(Connection& c, const Client& client, GpuSet gpus, TimePo
                      "waits for %s, held by %s",
                      who.gpu_uuids.empty() ? "?" : who.gpu_uuids[0].c_str(),
                      holders_text(client).c_str());
+        log_due_waits(now);  // --log-waits-after 0: now, not at the next timer
     }
 }
 
