@@ -24,6 +24,8 @@ void check_values(const SettingsLayer& layer)
     using nvshare::daemon::valid_time_quantum;
     FUZZ_CHECK(!layer.time_quantum || valid_time_quantum(*layer.time_quantum));
     FUZZ_CHECK(!layer.grace || valid_time_quantum(*layer.grace));
+    FUZZ_CHECK(!layer.log_waits_after || (layer.log_waits_after->count() >= 0 &&
+                                          *layer.log_waits_after <= nvshare::kMaxTimeQuantum));
     FUZZ_CHECK(!layer.default_capacity || *layer.default_capacity > 0);
     for (const auto& [uuid, bytes] : layer.capacities)
         FUZZ_CHECK(!uuid.empty() && bytes > 0);
@@ -54,6 +56,8 @@ SettingsLayer overlay(SettingsLayer below, const SettingsLayer& above)
         below.time_quantum = above.time_quantum;
     if (above.grace)
         below.grace = above.grace;
+    if (above.log_waits_after)
+        below.log_waits_after = above.log_waits_after;
     if (above.default_capacity)
         below.default_capacity = above.default_capacity;
     for (const auto& [uuid, bytes] : above.capacities)
