@@ -229,14 +229,10 @@ ParsedOptions parse_options(int argc, const char* const* argv, Options defaults)
         return std::string();
     });
     option("-c,--capacity", capacity(cli));
-    option("--idle-exit", duration(
-                              "idle exit time", [](auto) { return true; },
-                              [&o](auto d) {
-                                  if (d.count() > 0)
-                                      o.idle_exit = d;
-                                  else
-                                      o.idle_exit.reset();
-                              }));
+    const auto any_length = [](std::chrono::microseconds) { return true; };
+    option("--idle-exit", duration("idle exit time", any_length, [&o](auto d) {
+               o.idle_exit = d.count() > 0 ? std::optional(d) : std::nullopt;  // 0: never
+           }));
     option("--max-clients", client_limit(o.max_clients));
     option("--max-clients-per-user", client_limit(o.max_clients_per_user));
     option("--quantum-ceiling", duration("quantum ceiling (1ms to 24h)", valid_time_quantum,
