@@ -1,10 +1,10 @@
-// The I/O behind common/preload_library.h: what a /etc/ld.so.preload entry
+// The I/O behind cli/preload_library.h: what a /etc/ld.so.preload entry
 // names on this system, and the facts that decide whether ld.so can load it.
 #pragma once
 
 #include <string>
 
-#include "common/preload_library.h"
+#include "cli/preload_library.h"
 
 namespace nvshare::cli {
 

@@ -16,7 +16,7 @@
 #include "cli/exit_codes.h"
 #include "cli/library_facts.h"
 #include "cli/preload_files.h"
-#include "common/preload_merge.h"
+#include "cli/preload_merge.h"
 
 namespace nvshare::cli {
 

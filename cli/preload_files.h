@@ -1,12 +1,12 @@
 // The file side of `nvsharectl preload`: where the files are, the lock, and
 // the atomic replacement of /etc/ld.so.preload. The decisions are in
-// common/preload_merge.h.
+// cli/preload_merge.h.
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "common/preload_merge.h"
+#include "cli/preload_merge.h"
 
 namespace nvshare::cli {
 

@@ -229,19 +229,6 @@ struct ErrorFixed {
     uint32_t reserved;
 };
 
-inline const char* mode_name(Mode m)
-{
-    switch (m) {
-        case Mode::On:
-            return "on";
-        case Mode::Off:
-            return "off";
-        case Mode::Auto:
-            return "auto";
-    }
-    return "?";
-}
-
 // The short name status documents use; the library words it for people.
 inline const char* wait_reason_name(WaitReason r)
 {

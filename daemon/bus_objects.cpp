@@ -3,7 +3,7 @@
 #include <cstdint>
 
 #include "build-config.h"
-#include "common/log.h"
+#include "daemon/log.h"
 #include "common/mode.h"
 #include "daemon/authorization.h"
 #include "daemon/settings.h"

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <map>
 
-#include "common/log.h"
+#include "daemon/log.h"
 
 namespace nvshare::daemon {
 

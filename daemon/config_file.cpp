@@ -1,6 +1,6 @@
 #include "daemon/config_file.h"
 
-#include "common/log.h"
+#include "daemon/log.h"
 #include "daemon/files.h"
 
 namespace nvshare::daemon {

@@ -6,7 +6,7 @@
 #include <sstream>
 #include <system_error>
 
-#include "common/text.h"
+#include "daemon/text.h"
 #include "daemon/printable_text.h"
 
 namespace nvshare::daemon {

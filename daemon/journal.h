@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "common/log.h"
+#include "daemon/log.h"
 #include "daemon/scheduler.h"
 
 namespace nvshare::daemon {

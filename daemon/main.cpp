@@ -4,7 +4,7 @@
 #include <memory>
 
 #include "build-config.h"
-#include "common/log.h"
+#include "daemon/log.h"
 #include "daemon/config_file.h"
 #include "daemon/options.h"
 #include "daemon/server.h"

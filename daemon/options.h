@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "common/log.h"
+#include "daemon/log.h"
 #include "daemon/scheduler.h"
 #include "daemon/settings.h"
 

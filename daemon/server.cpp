@@ -11,10 +11,11 @@
 #include <cerrno>
 #include <cstring>
 
-#include "common/log.h"
+#include "common/mode.h"
 #include "common/units.h"
 #include "common/uuid.h"
 #include "daemon/gpu_discovery.h"
+#include "daemon/log.h"
 #include "daemon/printable_text.h"
 #include "daemon/status.h"
 

@@ -3,7 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/mode.h"
-#include "common/text.h"
+#include "daemon/text.h"
 #include "common/units.h"
 #include "daemon/options.h"
 

@@ -1,6 +1,6 @@
 #include "daemon/settings_control.h"
 
-#include "common/log.h"
+#include "daemon/log.h"
 
 namespace nvshare::daemon {
 

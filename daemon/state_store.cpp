@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "common/log.h"
+#include "daemon/log.h"
 #include "daemon/files.h"
 
 namespace nvshare::daemon {

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "build-config.h"
+#include "common/mode.h"
 
 namespace nvshare::daemon {
 

@@ -21,6 +21,7 @@
 #include <new>
 
 #include "common/codec.h"
+#include "common/mode.h"
 #include "common/uuid.h"
 #include "preload/alloc.h"
 #include "preload/clock.h"

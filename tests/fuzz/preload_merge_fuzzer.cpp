@@ -1,4 +1,4 @@
-// libFuzzer target for the /etc/ld.so.preload merge (common/preload_merge.h),
+// libFuzzer target for the /etc/ld.so.preload merge (cli/preload_merge.h),
 // driven the way `nvsharectl preload enable` and then `disable` drive it.
 //
 // Input: CURRENT <RS> ADMIN_DROP_IN <RS> NVSHARE_DROP_IN <RS> STATE, where
@@ -20,8 +20,8 @@
 #include <string_view>
 #include <vector>
 
-#include "common/preload_library.h"
-#include "common/preload_merge.h"
+#include "cli/preload_library.h"
+#include "cli/preload_merge.h"
 #include "tests/fuzz/fuzz_check.h"
 
 namespace {

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "common/lock_client.h"
+#include "common/mode.h"
 #include "tests/testclient/options.h"
 
 namespace {

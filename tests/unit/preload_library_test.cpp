@@ -1,7 +1,7 @@
 // The rules for listing a library in /etc/ld.so.preload, judged from facts
 // made up here (cli/library_facts gathers the real ones; the
 // preload-namespace test checks them against files and the real ld.so).
-#include "common/preload_library.h"
+#include "cli/preload_library.h"
 
 #include <elf.h>
 #include <gmock/gmock.h>

@@ -1,4 +1,4 @@
-#include "common/preload_merge.h"
+#include "cli/preload_merge.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

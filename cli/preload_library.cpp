@@ -1,4 +1,4 @@
-#include "common/preload_library.h"
+#include "cli/preload_library.h"
 
 #include <elf.h>
 #include <sys/stat.h>

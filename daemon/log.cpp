@@ -1,4 +1,4 @@
-#include "common/log.h"
+#include "daemon/log.h"
 
 #include <cstdarg>
 #include <cstdio>
