@@ -418,7 +418,7 @@ TEST_F(BadInput, ClientThatFloodsDoesNotStarveOthers)
     ASSERT_GE(writer, 0);
     if (writer == 0) {
         for (;;) {
-            if (!send_all(flood.fd(), burst.data(), burst.size()))
+            if (!flood.send_raw(burst.data(), burst.size()))
                 _exit(0);
         }
     }

@@ -27,21 +27,6 @@ int listen_unix(const std::string& path)
     return fd;
 }
 
-bool send_all(int fd, const void* data, size_t size)
-{
-    const auto* p = static_cast<const uint8_t*>(data);
-    while (size > 0) {
-        const ssize_t n = ::send(fd, p, size, MSG_NOSIGNAL);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return false;
-        p += n;
-        size -= static_cast<size_t>(n);
-    }
-    return true;
-}
-
 bool wait_drained(int fd, Millis timeout)
 {
     // On a Unix stream socket SIOCOUTQ counts what the peer has not read yet.
