@@ -2,6 +2,7 @@
 // with a timeout, and never left behind (the destructor kills and reaps).
 #pragma once
 
+#include <signal.h>
 #include <sys/types.h>
 
 #include <map>
@@ -28,7 +29,7 @@ public:
         std::string stderr_path{};
         bool append_output = false;  // to those files, instead of truncating them
         int listen_fd = -1;          // passed as fd 3 with LISTEN_FDS=1, LISTEN_PID
-        std::optional<uid_t> uid{};    // run as this uid (and gid) when we are root
+        std::optional<uid_t> uid{};  // run as this uid (and gid) when we are root
     };
     Process() = default;
     explicit Process(Spec spec);
@@ -51,7 +52,7 @@ public:
     // had to be killed.
     int wait(Millis timeout = 60s);
     // Sends `sig` and waits: the exit status as wait() gives it.
-    int stop(int sig = 15, Millis timeout = kTimeout);
+    int stop(int sig = SIGTERM, Millis timeout = kTimeout);
     // What it wrote to spec.stdout_path / spec.stderr_path.
     std::string out() const;
     std::string err() const;
