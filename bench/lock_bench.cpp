@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "common/lock_client.h"
+#include "tests/support/test_gpu.h"
 
 namespace {
 
@@ -224,7 +225,7 @@ Result run(const Config& config, unsigned n)
             LockClient c;
             std::string error;
             if (!c.connect(daemon.socket(), &error) ||
-                !c.hello("bench", {nvshare::test_gpu(0, uint64_t{16} << 30)}) ||
+                !c.hello("bench", {nvshare::test::test_gpu(0, uint64_t{16} << 30)}) ||
                 !c.expect(MsgType::Welcome, 30s)) {
                 fprintf(stderr, "lock_bench: client %u: cannot register: %s\n", i, error.c_str());
                 failed = true;

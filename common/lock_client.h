@@ -33,9 +33,6 @@ struct GpuSpec {
     std::string name;
 };
 
-// A GpuSpec whose UUID is derived from a small number (tests and benchmarks).
-GpuSpec test_gpu(uint8_t number, uint64_t physical_memory);
-
 class LockClient {
 public:
     LockClient() = default;

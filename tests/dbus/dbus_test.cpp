@@ -11,7 +11,10 @@
 
 #include "build-config.h"
 #include "common/lock_client.h"
-#include "tests/dbus/harness.h"
+#include "tests/support/files.h"
+#include "tests/support/private_bus.h"
+#include "tests/support/programs.h"
+#include "tests/support/test_gpu.h"
 
 namespace nvshare::test {
 namespace {
@@ -30,7 +33,7 @@ class DbusTest : public ::testing::Test {
 protected:
     TempDir dir;
     std::unique_ptr<PrivateBus> bus = std::make_unique<PrivateBus>();
-    std::unique_ptr<Background> daemon;
+    std::unique_ptr<Daemon> daemon;
 
     std::string socket() const { return dir / "nvshare.sock"; }
     std::string config() const { return dir / "nvshare.conf"; }

@@ -17,7 +17,10 @@
 #include <memory>
 
 #include "common/lock_client.h"
-#include "tests/dbus/harness.h"
+#include "tests/support/files.h"
+#include "tests/support/private_bus.h"
+#include "tests/support/programs.h"
+#include "tests/support/test_gpu.h"
 
 namespace nvshare::test {
 namespace {
@@ -109,7 +112,7 @@ protected:
     std::unique_ptr<PrivateBus> bus;
     std::vector<std::unique_ptr<BindMount>> mounts;
     std::unique_ptr<Background> polkitd;
-    std::unique_ptr<Background> daemon;
+    std::unique_ptr<Daemon> daemon;
 
     void SetUp() override
     {

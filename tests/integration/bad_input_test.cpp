@@ -18,9 +18,13 @@
 
 #include "common/lock_client.h"
 #include "tests/integration/frames.h"
-#include "tests/integration/harness.h"
+#include "tests/integration/test_client.h"
+#include "tests/integration/unix_socket.h"
+#include "tests/support/daemon.h"
+#include "tests/support/process.h"
+#include "tests/support/test_gpu.h"
 
-namespace nvshare::itest {
+namespace nvshare::test {
 namespace {
 
 using proto::ErrorCode;
@@ -414,7 +418,7 @@ TEST_F(BadInput, ClientThatFloodsDoesNotStarveOthers)
     ASSERT_GE(writer, 0);
     if (writer == 0) {
         for (;;) {
-            if (!send_all(flood.fd(), burst.data(), burst.size()))
+            if (!flood.send_raw(burst.data(), burst.size()))
                 _exit(0);
         }
     }
@@ -430,9 +434,9 @@ TEST_F(BadInput, ClientThatFloodsDoesNotStarveOthers)
 }
 
 }  // namespace
-}  // namespace nvshare::itest
+}  // namespace nvshare::test
 
-namespace nvshare::itest {
+namespace nvshare::test {
 namespace {
 
 // CPU time (user + system) the process has used, from /proc/PID/stat.
@@ -500,4 +504,4 @@ TEST(Descriptors, ExhaustionNeitherSpinsNorStopsService)
 }
 
 }  // namespace
-}  // namespace nvshare::itest
+}  // namespace nvshare::test

@@ -9,7 +9,7 @@
 #include "common/lock_client.h"
 #include "common/codec.h"
 
-namespace nvshare::itest {
+namespace nvshare::test {
 
 using Bytes = std::vector<uint8_t>;
 
@@ -77,4 +77,4 @@ inline Bytes mask_payload(uint64_t mask)
     return bytes_of(proto::GpuMaskPayload{mask});
 }
 
-}  // namespace nvshare::itest
+}  // namespace nvshare::test

@@ -13,9 +13,15 @@
 #include <thread>
 
 #include "common/lock_client.h"
-#include "tests/integration/harness.h"
+#include "tests/integration/test_client.h"
+#include "tests/integration/unix_socket.h"
+#include "tests/support/daemon.h"
+#include "tests/support/notify_socket.h"
+#include "tests/support/process.h"
+#include "tests/support/programs.h"
+#include "tests/support/temp_dir.h"
 
-namespace nvshare::itest {
+namespace nvshare::test {
 namespace {
 
 // Whether a Unix socket bound at `path` is listening: /proc/net/unix shows
@@ -107,7 +113,7 @@ TEST(Lifecycle, NoWatchdogPingsForAnotherPid)
     for (int i = 0; i < 5; ++i)
         ASSERT_TRUE(d.wait_status([](const auto&) { return true; }).is_object());
     p.signal(SIGTERM);
-    EXPECT_EQ(exit_code(p.wait(kTimeout)), 0);
+    EXPECT_EQ(p.wait(kTimeout), 0);
     for (const auto& a : d.notify().seen())
         EXPECT_NE(a, "WATCHDOG=1");
 }
@@ -145,7 +151,7 @@ TEST(Lifecycle, OptionErrorsAreLoggedAtErrorPriority)
         config.args = args;
         config.wait_ready = false;
         ASSERT_TRUE(d.start(config));
-        EXPECT_EQ(exit_code(d.process().wait(kTimeout)), 2) << args[0];
+        EXPECT_EQ(d.process().wait(kTimeout), 2) << args[0];
         const std::string log = d.log();
         EXPECT_EQ(log.rfind("<3>", 0), 0u) << args[0] << ": " << log;
         EXPECT_NE(log.find("see nvshared --help"), std::string::npos) << log;
@@ -189,7 +195,7 @@ TEST(Lifecycle, SecondDaemonDoesNotTakeOverALiveSocket)
     spec.argv = {nvshared_path(), "--socket", first.socket()};
     spec.stderr_path = first.dir() / "second.log";
     Process second(spec);
-    EXPECT_EQ(exit_code(second.wait(kTimeout)), 1);
+    EXPECT_EQ(second.wait(kTimeout), 1);
 
     // The first one still owns the socket and its clients.
     ASSERT_TRUE(exists(first.socket()));
@@ -225,7 +231,7 @@ TEST(Lifecycle, RefusesAPathThatIsNotASocket)
     Daemon::Config config;
     config.wait_ready = false;
     ASSERT_TRUE(d.start(config));
-    EXPECT_EQ(exit_code(d.process().wait(kTimeout)), 1);
+    EXPECT_EQ(d.process().wait(kTimeout), 1);
     EXPECT_NE(d.log().find("not a socket"), std::string::npos) << d.log();
     std::ifstream in(d.socket());
     std::string kept;
@@ -237,7 +243,7 @@ TEST(Lifecycle, IdleExitRemovesItsOwnSocket)
 {
     Daemon d;
     ASSERT_TRUE(d.start({"--idle-exit", "200ms"}));
-    EXPECT_EQ(exit_code(d.process().wait(kTimeout)), 0);
+    EXPECT_EQ(d.process().wait(kTimeout), 0);
     EXPECT_FALSE(exists(d.socket()));
     EXPECT_TRUE(d.notify().wait_for("STOPPING=1"));
 }
@@ -255,12 +261,12 @@ TEST(Lifecycle, SocketActivatedIdleExitWaitsForTheLastClient)
     ASSERT_TRUE(d.start(config));
     ASSERT_TRUE(c.wait_for("welcome"));
     // Well past the idle time with a client connected: still running.
-    EXPECT_FALSE(d.process().wait(1s));
+    EXPECT_FALSE(d.process().exit_within(1s));
     ASSERT_FALSE(d.status().is_null());
     c.proceed();
     EXPECT_EQ(c.finish(), 0);
     // Now idle: it exits by itself, and leaves systemd's socket in place.
-    EXPECT_EQ(exit_code(d.process().wait(kTimeout)), 0);
+    EXPECT_EQ(d.process().wait(kTimeout), 0);
     EXPECT_TRUE(exists(d.socket()));
     EXPECT_NE(d.log().find("using the socket passed by systemd"), std::string::npos) << d.log();
     close(listener);
@@ -303,7 +309,7 @@ TEST(Lifecycle, StartedBySystemdSocketActivate)
 
     // It execed in place: the same pid is now nvshared.
     p.signal(SIGTERM);
-    EXPECT_EQ(exit_code(p.wait(kTimeout)), 0);
+    EXPECT_EQ(p.wait(kTimeout), 0);
     // The socket belongs to whoever passed it: left alone.
     EXPECT_TRUE(exists(socket));
     std::ifstream in(dir / "activate.log");
@@ -313,4 +319,4 @@ TEST(Lifecycle, StartedBySystemdSocketActivate)
 }
 
 }  // namespace
-}  // namespace nvshare::itest
+}  // namespace nvshare::test

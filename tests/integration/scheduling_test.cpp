@@ -10,9 +10,10 @@
 #include <memory>
 
 #include "common/protocol.h"
-#include "tests/integration/harness.h"
+#include "tests/integration/test_client.h"
+#include "tests/support/daemon.h"
 
-namespace nvshare::itest {
+namespace nvshare::test {
 namespace {
 
 uint64_t ns_of(TestClient& c, const std::string& name)
@@ -170,7 +171,7 @@ TEST(Scheduling, HolderKilledWhileHoldingFreesTheLock)
     ASSERT_FALSE(d.wait_client_state(waiter.pid(), "waiting").is_null());
     const pid_t victim_pid = victim.pid();
     victim.kill(SIGKILL);
-    EXPECT_EQ(victim.finish(), -SIGKILL);
+    EXPECT_EQ(victim.finish(), 128 + SIGKILL);
     ASSERT_TRUE(waiter.wait_for("grant"));
     EXPECT_EQ(waiter.finish(), 0);
     const auto s = d.wait_status([](const nlohmann::json& st) { return st["clients"].empty(); });
@@ -316,4 +317,4 @@ TEST(Scheduling, IdentityComesFromTheSocketNotTheClaim)
 }
 
 }  // namespace
-}  // namespace nvshare::itest
+}  // namespace nvshare::test

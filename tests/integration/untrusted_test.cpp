@@ -19,9 +19,12 @@
 #include "common/lock_client.h"
 #include "common/uuid.h"
 #include "tests/integration/frames.h"
-#include "tests/integration/harness.h"
+#include "tests/integration/test_client.h"
+#include "tests/support/daemon.h"
+#include "tests/support/temp_dir.h"
+#include "tests/support/test_gpu.h"
 
-namespace nvshare::itest {
+namespace nvshare::test {
 namespace {
 
 using proto::ErrorCode;
@@ -481,9 +484,9 @@ TEST(UntrustedFiles, ConfigLinkedToDevZeroIsRefusedAtOnce)
     config.args = {"--config", etc / "nvshare.conf"};
     config.wait_ready = false;
     ASSERT_TRUE(d.start(config));
-    EXPECT_EQ(exit_code(d.process().wait(kTimeout)), 1) << d.log();
+    EXPECT_EQ(d.process().wait(kTimeout), 1) << d.log();
     EXPECT_NE(d.log().find("not a regular file"), std::string::npos) << d.log();
 }
 
 }  // namespace
-}  // namespace nvshare::itest
+}  // namespace nvshare::test

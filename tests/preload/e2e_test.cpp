@@ -9,7 +9,13 @@
 #include <sstream>
 #include <utility>
 
-#include "harness.h"
+#include "tests/preload/clients.h"
+#include "tests/preload/fake_log.h"
+#include "tests/support/daemon.h"
+#include "tests/support/files.h"
+#include "tests/support/process.h"
+#include "tests/support/temp_dir.h"
+#include "tests/support/wait.h"
 
 namespace nvshare::test {
 namespace {
@@ -28,16 +34,16 @@ Pair run_pair(const TempDir& dir, const std::string& socket, ClientRun run,
               const std::function<void()>& before_go = {})
 {
     run.args.push_back("--barrier");
-    run.args.push_back(dir.file("go"));
+    run.args.push_back(dir / "go");
     Pair p{start_client(dir, socket, run, "a"), start_client(dir, socket, run, "b")};
-    const bool ready = eventually([&] {
-        return file_exists(dir.file("go." + std::to_string(p.a.pid()))) &&
-               file_exists(dir.file("go." + std::to_string(p.b.pid())));
+    const bool ready = wait_until([&] {
+        return file_exists(dir / ("go." + std::to_string(p.a.pid()))) &&
+               file_exists(dir / ("go." + std::to_string(p.b.pid())));
     });
     EXPECT_TRUE(ready) << p.a.out() << p.a.err() << p.b.out() << p.b.err();
     if (before_go)
         before_go();
-    touch(dir.file("go"));
+    touch(dir / "go");
     return p;
 }
 
@@ -88,16 +94,16 @@ TEST_P(Routes, SerializeInOnModeAndRewriteAllocations)
     expect_clean_exit(p.a);
     expect_clean_exit(p.b);
 
-    const auto work = read_work(dir.file("fake.log"));
-    EXPECT_FALSE(overlapped(work, p.a.pid(), p.b.pid())) << read_file(dir.file("fake.log"));
+    const auto work = read_work(dir / "fake.log");
+    EXPECT_FALSE(overlapped(work, p.a.pid(), p.b.pid())) << read_text(dir / "fake.log");
     for (pid_t pid : {p.a.pid(), p.b.pid()}) {
         int kernels = 0;
         for (const Work& w : work_of(work, pid))
             kernels += w.name.find(c.kernel) != std::string::npos;
         EXPECT_GE(kernels, 4) << "kernels through " << c.kernel;
         // cuMemAlloc became a managed allocation.
-        EXPECT_GE(count_events(dir.file("fake.log"), pid, "alloc managed 1048576"), 1);
-        EXPECT_EQ(count_events(dir.file("fake.log"), pid, "alloc device"), 0);
+        EXPECT_GE(count_events(dir / "fake.log", pid, "alloc managed 1048576"), 1);
+        EXPECT_EQ(count_events(dir / "fake.log", pid, "alloc device"), 0);
     }
 }
 
@@ -131,7 +137,7 @@ TEST(ProcAddress, KeepsTheDriversVariantChoice)
             run.args.push_back("--ptsz");
         Process p = start_client(dir, daemon.socket(), run, ptsz ? "ptsz" : "legacy");
         expect_clean_exit(p);
-        const std::string log = dir.file("fake.log");
+        const std::string log = dir / "fake.log";
         const std::string s = ptsz ? "_ptsz stream=" : " stream=";
         EXPECT_EQ(count_events(log, p.pid(), "cuMemPrefetchAsync"), 4);         // 2 starts, 2 ends
         EXPECT_EQ(count_events(log, p.pid(), "cuMemPrefetchAsync" + s), 1);     // CUDA 8.0 ABI
@@ -151,9 +157,9 @@ TEST(Honesty, WithoutTheLibraryWorkOverlaps)
     Pair p = run_pair(dir, daemon.socket(), run);
     expect_clean_exit(p.a);
     expect_clean_exit(p.b);
-    EXPECT_TRUE(overlapped(read_work(dir.file("fake.log")), p.a.pid(), p.b.pid()));
+    EXPECT_TRUE(overlapped(read_work(dir / "fake.log"), p.a.pid(), p.b.pid()));
     // A pass-through: plain device memory, and nvshared never heard of them.
-    EXPECT_EQ(count_events(dir.file("fake.log"), p.a.pid(), "alloc device 1048576"), 1);
+    EXPECT_EQ(count_events(dir / "fake.log", p.a.pid(), "alloc device 1048576"), 1);
     EXPECT_EQ(daemon.log().find("registered"), std::string::npos) << daemon.log();
 }
 
@@ -167,7 +173,7 @@ TEST(Modes, OffRunsConcurrently)
         run_pair(dir, daemon.socket(), {{"--kernels", "8", "--kernel-us", "50000"}, {}, false});
     expect_clean_exit(p.a);
     expect_clean_exit(p.b);
-    EXPECT_TRUE(overlapped(read_work(dir.file("fake.log")), p.a.pid(), p.b.pid()));
+    EXPECT_TRUE(overlapped(read_work(dir / "fake.log"), p.a.pid(), p.b.pid()));
 }
 
 TEST(Modes, AutoRunsConcurrentlyWhenMemoryFits)
@@ -178,7 +184,7 @@ TEST(Modes, AutoRunsConcurrentlyWhenMemoryFits)
                       {{"--kernels", "8", "--kernel-us", "50000", "--alloc", "1G"}, {}, false});
     expect_clean_exit(p.a);
     expect_clean_exit(p.b);
-    EXPECT_TRUE(overlapped(read_work(dir.file("fake.log")), p.a.pid(), p.b.pid()));
+    EXPECT_TRUE(overlapped(read_work(dir / "fake.log"), p.a.pid(), p.b.pid()));
 }
 
 TEST(Modes, AutoSerializesWhenOversubscribed)
@@ -189,7 +195,7 @@ TEST(Modes, AutoSerializesWhenOversubscribed)
         run_pair(dir, daemon.socket(),
                  {{"--kernels", "4", "--kernel-us", "30000", "--alloc", "700M"}, {}, false}, [&] {
                      // Both memory reports arrived: together they exceed the capacity.
-                     EXPECT_TRUE(eventually([&] {
+                     EXPECT_TRUE(wait_until([&] {
                          const auto s = daemon.status();
                          return !s.is_null() && s["gpus"].size() == 1 &&
                                 s["gpus"][0]["requested_memory"].get<uint64_t>() >= 1400ull << 20;
@@ -197,7 +203,7 @@ TEST(Modes, AutoSerializesWhenOversubscribed)
                  });
     expect_clean_exit(p.a);
     expect_clean_exit(p.b);
-    EXPECT_FALSE(overlapped(read_work(dir.file("fake.log")), p.a.pid(), p.b.pid()));
+    EXPECT_FALSE(overlapped(read_work(dir / "fake.log"), p.a.pid(), p.b.pid()));
 }
 
 // ---- giving the lock back -----------------------------------------------------------
@@ -208,23 +214,22 @@ TEST(Release, DropsAtTheEndOfTheTimeQuantum)
 {
     TempDir dir;
     Daemon daemon(dir, {"--anti-thrashing", "on", "--time-quantum", "300ms", "--grace", "10s"});
-    const std::string stop = dir.file("stop");
+    const std::string stop = dir / "stop";
     // No early release: only the quantum's drop request may take the lock.
     Process a = start_client(dir, daemon.socket(),
                              {{"--kernels", "2", "--kernel-us", "20000", "--until", stop},
                               {{"NVSHARE_IDLE_RELEASE_MS", "0"}},
                               false},
                              "a");
-    ASSERT_TRUE(
-        eventually([&] { return count_events(dir.file("fake.log"), a.pid(), "end") >= 2; }));
+    ASSERT_TRUE(wait_until([&] { return count_events(dir / "fake.log", a.pid(), "end") >= 2; }));
     Process b = start_client(dir, daemon.socket(),
                              {{"--kernels", "3", "--kernel-us", "20000"}, {}, false}, "b");
     EXPECT_EQ(b.wait(seconds(30)), 0) << b.out() << b.err();
     EXPECT_TRUE(a.running()) << "b ran only after a finished";
-    const auto me = client_status(daemon.status(), a.pid());
+    const auto me = Daemon::client_by_pid(daemon.status(), a.pid());
     touch(stop);
     expect_clean_exit(a);
-    EXPECT_FALSE(overlapped(read_work(dir.file("fake.log")), a.pid(), b.pid()));
+    EXPECT_FALSE(overlapped(read_work(dir / "fake.log"), a.pid(), b.pid()));
     ASSERT_FALSE(me.is_null());
     EXPECT_GE(me["drops"].get<int>(), 1);
     EXPECT_EQ(me["revocations"].get<int>(), 0);
@@ -239,18 +244,17 @@ TEST(Release, ReleasesEarlyWhenIdle)
     Process a = start_client(
         dir, daemon.socket(),
         {{"--kernels", "2", "--kernel-us", "20000", "--hold-ms", "60000"}, {}, false}, "a");
-    ASSERT_TRUE(
-        eventually([&] { return count_events(dir.file("fake.log"), a.pid(), "end") >= 2; }));
+    ASSERT_TRUE(wait_until([&] { return count_events(dir / "fake.log", a.pid(), "end") >= 2; }));
     Process b = start_client(dir, daemon.socket(),
                              {{"--kernels", "3", "--kernel-us", "20000"}, {}, false}, "b");
     EXPECT_EQ(b.wait(seconds(30)), 0) << b.out() << b.err();
     EXPECT_TRUE(a.running());
-    const auto me = client_status(daemon.status(), a.pid());
+    const auto me = Daemon::client_by_pid(daemon.status(), a.pid());
     ASSERT_FALSE(me.is_null());
     EXPECT_EQ(me["drops"].get<int>(), 0) << "released on its own, not asked to";
     a.signal(SIGTERM);
     a.wait();
-    EXPECT_FALSE(overlapped(read_work(dir.file("fake.log")), a.pid(), b.pid()));
+    EXPECT_FALSE(overlapped(read_work(dir / "fake.log"), a.pid(), b.pid()));
 }
 
 // A holder whose pauses have proved long lets go as soon as it is idle: its
@@ -261,12 +265,11 @@ TEST(Release, LetsGoAtOnceOncePausesProveLong)
 {
     TempDir dir;
     Daemon daemon(dir, {"--anti-thrashing", "on", "--time-quantum", "600ms"});
-    const std::string stop = dir.file("stop");
+    const std::string stop = dir / "stop";
     Process hog = start_client(
         dir, daemon.socket(),
         {{"--kernels", "1", "--kernel-us", "20000", "--until", stop}, {}, false}, "hog");
-    ASSERT_TRUE(
-        eventually([&] { return count_events(dir.file("fake.log"), hog.pid(), "end") >= 2; }));
+    ASSERT_TRUE(wait_until([&] { return count_events(dir / "fake.log", hog.pid(), "end") >= 2; }));
     Process bursty = start_client(
         dir, daemon.socket(),
         {{"--kernels", "2", "--kernel-us", "150000", "--rounds", "4", "--pause-ms", "700"},
@@ -276,10 +279,10 @@ TEST(Release, LetsGoAtOnceOncePausesProveLong)
     expect_clean_exit(bursty);
     touch(stop);
     expect_clean_exit(hog);
-    const auto work = read_work(dir.file("fake.log"));
+    const auto work = read_work(dir / "fake.log");
     const auto mine = work_of(work, bursty.pid());
     const auto theirs = work_of(work, hog.pid());
-    ASSERT_EQ(mine.size(), 8u) << read_file(dir.file("fake.log"));
+    ASSERT_EQ(mine.size(), 8u) << read_text(dir / "fake.log");
     // From the end of each burst but the last to the hog's next kernel.
     std::vector<double> handoff_ms;
     for (size_t burst = 0; burst + 1 < 4; ++burst) {
@@ -313,13 +316,13 @@ TEST(Release, HoldsThroughPausesShorterThanASwitch)
                                    false},
                                   "bursty");
     ASSERT_TRUE(
-        eventually([&] { return count_events(dir.file("fake.log"), bursty.pid(), "end") >= 1; }));
+        wait_until([&] { return count_events(dir / "fake.log", bursty.pid(), "end") >= 1; }));
     Process other = start_client(
         dir, daemon.socket(),
         {{"--alloc", "8G", "--kernels", "2", "--kernel-us", "20000"}, {}, false}, "other");
     expect_clean_exit(bursty);
     expect_clean_exit(other);
-    const auto work = read_work(dir.file("fake.log"));
+    const auto work = read_work(dir / "fake.log");
     uint64_t last_kernel = 0, first_other = UINT64_MAX;
     for (const Work& w : work_of(work, bursty.pid()))
         if (w.name.find("cuLaunchKernel") != std::string::npos)
@@ -328,7 +331,7 @@ TEST(Release, HoldsThroughPausesShorterThanASwitch)
         if (w.name.find("cuLaunchKernel") != std::string::npos)
             first_other = std::min(first_other, w.start);
     EXPECT_GT(first_other, last_kernel) << "the other ran in a pause:\n"
-                                        << read_file(dir.file("fake.log"));
+                                        << read_text(dir / "fake.log");
 }
 
 // A holder that stops answering (stopped by a signal) loses the lock after
@@ -337,17 +340,16 @@ TEST(Release, RevokesAClientThatStopsAnswering)
 {
     TempDir dir;
     Daemon daemon(dir, {"--anti-thrashing", "on", "--time-quantum", "200ms", "--grace", "300ms"});
-    const std::string stop = dir.file("stop");
+    const std::string stop = dir / "stop";
     Process a =
         start_client(dir, daemon.socket(),
                      {{"--kernels", "2", "--kernel-us", "10000", "--until", stop}, {}, false}, "a");
-    ASSERT_TRUE(
-        eventually([&] { return count_events(dir.file("fake.log"), a.pid(), "end") >= 2; }));
+    ASSERT_TRUE(wait_until([&] { return count_events(dir / "fake.log", a.pid(), "end") >= 2; }));
     a.signal(SIGSTOP);
     Process b = start_client(dir, daemon.socket(),
                              {{"--kernels", "3", "--kernel-us", "10000"}, {}, false}, "b");
     EXPECT_EQ(b.wait(seconds(30)), 0) << b.out() << b.err();
-    const auto me = client_status(daemon.status(), a.pid());
+    const auto me = Daemon::client_by_pid(daemon.status(), a.pid());
     a.signal(SIGCONT);
     touch(stop);
     expect_clean_exit(a);
@@ -382,14 +384,13 @@ Process start_holder(const TempDir& dir, const Daemon& daemon, const std::string
     args.insert(args.end(), extra.begin(), extra.end());
     Process a = start_client(dir, daemon.socket(),
                              {args, {{"NVSHARE_IDLE_RELEASE_MS", "0"}}, false}, "holder");
-    EXPECT_TRUE(
-        eventually([&] { return count_events(dir.file("fake.log"), a.pid(), "end") >= 2; }));
+    EXPECT_TRUE(wait_until([&] { return count_events(dir / "fake.log", a.pid(), "end") >= 2; }));
     return a;
 }
 
 bool is_waiting(const Daemon& daemon, pid_t pid)
 {
-    const auto me = client_status(daemon.status(), pid);
+    const auto me = Daemon::client_by_pid(daemon.status(), pid);
     return !me.is_null() && me["state"] == "waiting";
 }
 
@@ -401,12 +402,12 @@ TEST(WaitNotice, NamesTheHolderThePlaceAndTheReason)
     TempDir dir;
     Daemon daemon(dir, {"--anti-thrashing", "on", "--time-quantum", "10min"});
     Process a = start_holder(dir, daemon, "4000");
-    const auto holder = client_status(daemon.status(), a.pid());
+    const auto holder = Daemon::client_by_pid(daemon.status(), a.pid());
     ASSERT_FALSE(holder.is_null());
     const ClientRun waiter{
         {"--kernels", "2", "--kernel-us", "10000"}, {{"NVSHARE_WAIT_NOTICE_MS", "500"}}, false};
     Process b = start_client(dir, daemon.socket(), waiter, "b");
-    ASSERT_TRUE(eventually([&] { return is_waiting(daemon, b.pid()); }));
+    ASSERT_TRUE(wait_until([&] { return is_waiting(daemon, b.pid()); }));
     Process c = start_client(dir, daemon.socket(), waiter, "c");
     expect_clean_exit(a);
     expect_clean_exit(b);
@@ -437,7 +438,7 @@ TEST(WaitNotice, ZeroDelayMeansNever)
         dir, daemon.socket(),
         {{"--kernels", "2", "--kernel-us", "10000"}, {{"NVSHARE_WAIT_NOTICE_MS", "0"}}, false},
         "b");
-    ASSERT_TRUE(eventually([&] { return is_waiting(daemon, b.pid()); }));
+    ASSERT_TRUE(wait_until([&] { return is_waiting(daemon, b.pid()); }));
     expect_clean_exit(a);
     expect_clean_exit(b);
     EXPECT_EQ(b.err().find("[nvshare]"), std::string::npos) << b.err();
@@ -473,18 +474,18 @@ TEST(Release, DrainWaitingOnALaterSubmissionDoesNotHang)
 {
     TempDir dir;
     Daemon daemon(dir, {"--anti-thrashing", "on", "--time-quantum", "200ms", "--grace", "1s"});
-    const std::string write = dir.file("write");
+    const std::string write = dir / "write";
     Process a = start_client(dir, daemon.socket(),
                              {{"--kernels", "1", "--kernel-us", "10000", "--wait-flag", write},
                               {{"NVSHARE_DEBUG", "1"}, {"NVSHARE_IDLE_RELEASE_MS", "0"}},
                               false},
                              "a");
-    ASSERT_TRUE(eventually([&] { return a.out().find("waiting=ok") != std::string::npos; }))
+    ASSERT_TRUE(wait_until([&] { return a.out().find("waiting=ok") != std::string::npos; }))
         << a.out() << a.err();
     Process b = start_client(dir, daemon.socket(),
                              {{"--kernels", "1", "--kernel-us", "10000"}, {}, false}, "b");
     // The drain has begun (and is stuck on the wait): now the write comes.
-    ASSERT_TRUE(eventually([&] { return a.err().find("draining") != std::string::npos; }))
+    ASSERT_TRUE(wait_until([&] { return a.err().find("draining") != std::string::npos; }))
         << a.err();
     touch(write);
     EXPECT_EQ(a.wait(seconds(60)), 0) << "the process hung:\n" << a.out() << a.err();
@@ -500,22 +501,21 @@ TEST(Release, WaitsForCallsStillInsideTheDriver)
 {
     TempDir dir;
     Daemon daemon(dir, {"--anti-thrashing", "on", "--time-quantum", "100ms", "--grace", "10s"});
-    const std::string stop = dir.file("stop");
+    const std::string stop = dir / "stop";
     Process a = start_client(
         dir, daemon.socket(),
         {{"--route", "proc", "--graph", "--kernels", "8", "--kernel-us", "1000", "--until", stop},
          {{"FAKECUDA_GRAPH_SUBMIT_US", "30000"}},
          true},
         "a");
-    ASSERT_TRUE(
-        eventually([&] { return count_events(dir.file("fake.log"), a.pid(), "end") >= 2; }));
+    ASSERT_TRUE(wait_until([&] { return count_events(dir / "fake.log", a.pid(), "end") >= 2; }));
     Process b = start_client(dir, daemon.socket(),
                              {{"--kernels", "6", "--kernel-us", "20000"}, {}, false}, "b");
     EXPECT_EQ(b.wait(seconds(60)), 0) << b.out() << b.err();
     touch(stop);
     expect_clean_exit(a);
-    EXPECT_FALSE(overlapped(read_work(dir.file("fake.log")), a.pid(), b.pid()))
-        << read_file(dir.file("fake.log"));
+    EXPECT_FALSE(overlapped(read_work(dir / "fake.log"), a.pid(), b.pid()))
+        << read_text(dir / "fake.log");
 }
 
 // Issue 20. The deprecated launches (cuLaunch, cuLaunchGrid,
@@ -533,8 +533,8 @@ TEST(Gate, DeprecatedLaunchesAreGated)
         Pair p = run_pair(dir, daemon.socket(), run);
         expect_clean_exit(p.a);
         expect_clean_exit(p.b);
-        const std::string log = dir.file("fake.log");
-        EXPECT_FALSE(overlapped(read_work(log), p.a.pid(), p.b.pid())) << read_file(log);
+        const std::string log = dir / "fake.log";
+        EXPECT_FALSE(overlapped(read_work(log), p.a.pid(), p.b.pid())) << read_text(log);
         for (pid_t pid : {p.a.pid(), p.b.pid()})
             for (const char* name : {"cuLaunch", "cuLaunchGrid", "cuLaunchGridAsync",
                                      "cuLaunchCooperativeKernelMultiDevice"})
@@ -551,32 +551,31 @@ TEST(Gate, ContextlessStreamCallsWaitForTheLock)
 {
     TempDir dir;
     Daemon daemon(dir, {"--anti-thrashing", "on", "--time-quantum", "10min"});
-    const std::string stop = dir.file("stop");
+    const std::string stop = dir / "stop";
     // a holds the lock until it ends (no early release).
     Process a = start_client(dir, daemon.socket(),
                              {{"--kernels", "2", "--kernel-us", "10000", "--until", stop},
                               {{"NVSHARE_IDLE_RELEASE_MS", "0"}},
                               false},
                              "a");
-    ASSERT_TRUE(
-        eventually([&] { return count_events(dir.file("fake.log"), a.pid(), "end") >= 2; }));
+    ASSERT_TRUE(wait_until([&] { return count_events(dir / "fake.log", a.pid(), "end") >= 2; }));
     Process b =
         start_client(dir, daemon.socket(), {{"--kernels", "0", "--contextless"}, {}, false}, "b");
-    ASSERT_TRUE(eventually([&] { return b.out().find("contextless=ready") != std::string::npos; }))
+    ASSERT_TRUE(wait_until([&] { return b.out().find("contextless=ready") != std::string::npos; }))
         << b.out() << b.err();
     // Unlocked, the calls return at once; gated, they wait for a. Either
     // way a lets go only after this.
-    eventually([&] { return b.out().find("contextless=submitted") != std::string::npos; },
+    wait_until([&] { return b.out().find("contextless=submitted") != std::string::npos; },
                seconds(2));
     touch(stop);
     expect_clean_exit(a);
     expect_clean_exit(b);
-    const auto work = read_work(dir.file("fake.log"));
+    const auto work = read_work(dir / "fake.log");
     uint64_t a_end = 0;
     for (const Work& w : work_of(work, a.pid()))
         a_end = std::max(a_end, w.end);
     const auto mine = work_of(work, b.pid());
-    ASSERT_FALSE(mine.empty()) << read_file(dir.file("fake.log"));
+    ASSERT_FALSE(mine.empty()) << read_text(dir / "fake.log");
     for (const Work& w : mine)
         EXPECT_GE(w.start, a_end) << w.name << " ran while a held the lock";
 }
@@ -586,7 +585,7 @@ TEST(Gate, ContextlessStreamCallsWaitForTheLock)
 TEST(FailOpen, RunsWithoutADaemonWithOneWarning)
 {
     TempDir dir;
-    Process p = start_client(dir, dir.file("absent.sock"),
+    Process p = start_client(dir, dir / "absent.sock",
                              {{"--kernels", "3", "--kernel-us", "10000", "--alloc", "1M",
                                "--copies", "--hold-ms", "1500"},
                               {},
@@ -600,30 +599,31 @@ TEST(FailOpen, RunsWithoutADaemonWithOneWarning)
         ++lines;
     EXPECT_EQ(lines, 1u) << err;
     EXPECT_NE(err.find("unscheduled"), std::string::npos) << err;
-    EXPECT_EQ(count_events(dir.file("fake.log"), p.pid(), "start"), 8);  // 3 kernels + 5 copies
+    EXPECT_EQ(count_events(dir / "fake.log", p.pid(), "start"), 8);  // 3 kernels + 5 copies
 }
 
 TEST(FailOpen, RegistersAgainAfterADaemonRestart)
 {
     TempDir dir;
     Daemon daemon(dir, {"--anti-thrashing", "on"});
-    const std::string stop = dir.file("stop");
+    const std::string stop = dir / "stop";
     Process a =
         start_client(dir, daemon.socket(),
                      {{"--kernels", "1", "--kernel-us", "5000", "--until", stop}, {}, false}, "a");
-    ASSERT_TRUE(eventually([&] { return !client_status(daemon.status(), a.pid()).is_null(); }));
+    ASSERT_TRUE(
+        wait_until([&] { return !Daemon::client_by_pid(daemon.status(), a.pid()).is_null(); }));
     daemon.stop();
     // Keeps running unscheduled while the daemon is gone.
-    const int before = count_events(dir.file("fake.log"), a.pid(), "end");
-    EXPECT_TRUE(eventually(
-        [&] { return count_events(dir.file("fake.log"), a.pid(), "end") >= before + 5; }));
-    daemon.start();
+    const int before = count_events(dir / "fake.log", a.pid(), "end");
     EXPECT_TRUE(
-        eventually([&] { return !client_status(daemon.status(), a.pid()).is_null(); }, seconds(30)))
+        wait_until([&] { return count_events(dir / "fake.log", a.pid(), "end") >= before + 5; }));
+    ASSERT_TRUE(daemon.restart());
+    EXPECT_TRUE(wait_until(
+        [&] { return !Daemon::client_by_pid(daemon.status(), a.pid()).is_null(); }, seconds(30)))
         << a.err();
     // And is scheduled again: it holds the lock on the new daemon.
-    EXPECT_TRUE(eventually([&] {
-        const auto me = client_status(daemon.status(), a.pid());
+    EXPECT_TRUE(wait_until([&] {
+        const auto me = Daemon::client_by_pid(daemon.status(), a.pid());
         return !me.is_null() && me["grants"].get<int>() >= 1;
     }));
     touch(stop);
@@ -638,17 +638,17 @@ TEST(FailOpen, SurvivesRepeatedDaemonCrashes)
 {
     TempDir dir;
     Daemon daemon(dir, {"--anti-thrashing", "on", "--time-quantum", "100ms"});
-    const std::string stop = dir.file("stop");
+    const std::string stop = dir / "stop";
     std::vector<Process> clients;
     for (const char* name : {"a", "b", "c"})
         clients.push_back(start_client(
             dir, daemon.socket(),
             {{"--kernels", "1", "--kernel-us", "2000", "--until", stop}, {}, false}, name));
-    const std::string log = dir.file("fake.log");
+    const std::string log = dir / "fake.log";
     auto all_scheduled = [&] {
         const auto s = daemon.status();
         for (auto& c : clients) {
-            const auto me = client_status(s, c.pid());
+            const auto me = Daemon::client_by_pid(s, c.pid());
             if (me.is_null() || me["grants"].get<int>() < 1)
                 return false;
         }
@@ -656,19 +656,19 @@ TEST(FailOpen, SurvivesRepeatedDaemonCrashes)
     };
     constexpr int kCrashes = 3;
     for (int crash = 0; crash < kCrashes; ++crash) {
-        ASSERT_TRUE(eventually(all_scheduled, seconds(30))) << "before crash " << crash;
+        ASSERT_TRUE(wait_until(all_scheduled, seconds(30))) << "before crash " << crash;
         daemon.stop(SIGKILL);
         // Fail open: every client keeps working while no daemon runs.
         for (auto& c : clients) {
             const int before = count_events(log, c.pid(), "end");
-            EXPECT_TRUE(eventually([&] { return count_events(log, c.pid(), "end") >= before + 3; }))
+            EXPECT_TRUE(wait_until([&] { return count_events(log, c.pid(), "end") >= before + 3; }))
                 << "crash " << crash << ":\n"
                 << c.err();
             ASSERT_TRUE(c.running()) << c.err();
         }
-        daemon.start();
+        ASSERT_TRUE(daemon.restart());
     }
-    ASSERT_TRUE(eventually(all_scheduled, seconds(30)));
+    ASSERT_TRUE(wait_until(all_scheduled, seconds(30)));
     timespec ts{};
     clock_gettime(CLOCK_MONOTONIC, &ts);
     const uint64_t scheduled_since = uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec);
@@ -676,7 +676,7 @@ TEST(FailOpen, SurvivesRepeatedDaemonCrashes)
     // still gets to work.
     for (auto& c : clients) {
         const int before = count_events(log, c.pid(), "end");
-        EXPECT_TRUE(eventually([&] { return count_events(log, c.pid(), "end") >= before + 3; }))
+        EXPECT_TRUE(wait_until([&] { return count_events(log, c.pid(), "end") >= before + 3; }))
             << c.err();
     }
     touch(stop);
@@ -707,13 +707,13 @@ TEST(Processes, ForkChildRegistersAnew)
                      {{"--kernels", "4", "--kernel-us", "30000", "--fork"}, {}, false}, "p");
     expect_clean_exit(p);
     EXPECT_NE(p.out().find("child=ok"), std::string::npos);
-    const auto work = read_work(dir.file("fake.log"));
+    const auto work = read_work(dir / "fake.log");
     pid_t child = 0;
     for (const Work& w : work)
         if (w.pid != p.pid())
             child = w.pid;
     ASSERT_NE(child, 0) << "the child ran no GPU work";
-    EXPECT_FALSE(overlapped(work, p.pid(), child)) << read_file(dir.file("fake.log"));
+    EXPECT_FALSE(overlapped(work, p.pid(), child)) << read_text(dir / "fake.log");
     EXPECT_NE(daemon.log().find("pid " + std::to_string(child)), std::string::npos) << daemon.log();
 }
 
@@ -723,11 +723,12 @@ TEST(Processes, NonCudaProcessIsUntouched)
     Daemon daemon(dir, {"--anti-thrashing", "on"});
     const auto before = daemon.status()["connections"].get<int>();
     for (const char* program : {"/bin/true", "/bin/sh"}) {
-        Process p = spawn(program, {"-c", "exit 0"},
-                          {{"LD_PRELOAD", Paths::get().preload},
+        Process p({.argv = {program, "-c", "exit 0"},
+                   .env = {{"LD_PRELOAD", Paths::get().preload},
                            {"NVSHARE_SOCKET", daemon.socket()},
                            {"NVSHARE_DEBUG", "1"}},
-                          dir.file("p.out"), dir.file("p.err"));
+                   .stdout_path = dir / "p.out",
+                   .stderr_path = dir / "p.err"});
         EXPECT_EQ(p.wait(), 0);
         EXPECT_EQ(p.err(), "");
         EXPECT_EQ(p.out(), "");
@@ -746,12 +747,15 @@ TEST(Dlsym, AnswersLikeGlibcExceptForWrappedDriverNames)
     const char* q = getenv("NVSHARE_TEST_NEXT_PROBE_Q");
     ASSERT_TRUE(probe != nullptr && q != nullptr);
     auto run = [&](const std::map<std::string, std::string>& extra) {
-        std::map<std::string, std::string> env = {{"LD_PRELOAD", Paths::get().preload + " " + q},
-                                                  {"LD_LIBRARY_PATH", Paths::get().fake_dir},
-                                                  {"NVSHARE_SOCKET", dir.file("absent.sock")}};
+        Process::Spec spec{.argv = {probe},
+                           .env = {{"LD_PRELOAD", Paths::get().preload + " " + q},
+                                   {"LD_LIBRARY_PATH", Paths::get().fake_dir},
+                                   {"NVSHARE_SOCKET", dir / "absent.sock"}},
+                           .stdout_path = dir / "probe.out",
+                           .stderr_path = dir / "probe.err"};
         for (const auto& [k, v] : extra)
-            env[k] = v;
-        Process p = spawn(probe, {}, env, dir.file("probe.out"), dir.file("probe.err"));
+            spec.env[k] = v;
+        Process p(std::move(spec));
         EXPECT_EQ(p.wait(), 0) << p.err();
         EXPECT_EQ(p.err(), "");
         return p.out();
@@ -832,13 +836,13 @@ TEST(Memory, MemInfoTakesOffWhatOthersPin)
 {
     TempDir dir;
     Daemon daemon(dir, {"--anti-thrashing", "auto", "--capacity", "2G"});
-    const std::string stop = dir.file("stop");
+    const std::string stop = dir / "stop";
     Process pinner = start_client(
         dir, daemon.socket(),
         {{"--kernels", "1", "--alloc", "512M", "--until", stop}, {{"NVSHARE_MANAGED", "0"}}, false},
         "pinner");
-    ASSERT_TRUE(eventually([&] {
-        const auto me = client_status(daemon.status(), pinner.pid());
+    ASSERT_TRUE(wait_until([&] {
+        const auto me = Daemon::client_by_pid(daemon.status(), pinner.pid());
         return !me.is_null() && me["pinned_memory"].get<uint64_t>() == 512ull << 20;
     })) << daemon.status().dump();
     // Its first round ran after the grant, which nvshared sends after what
@@ -867,21 +871,21 @@ TEST(Memory, UsageIsReportedToTheDaemon)
 {
     TempDir dir;
     Daemon daemon(dir, {"--anti-thrashing", "auto"});
-    const std::string stop = dir.file("stop");
+    const std::string stop = dir / "stop";
     Process p = start_client(dir, daemon.socket(),
                              {{"--kernels", "1", "--alloc", "300M", "--managed", "100M", "--vmm",
                                "50M", "--async-alloc", "10M", "--until", stop},
                               {},
                               false},
                              "p");
-    EXPECT_TRUE(eventually([&] {
-        const auto me = client_status(daemon.status(), p.pid());
+    EXPECT_TRUE(wait_until([&] {
+        const auto me = Daemon::client_by_pid(daemon.status(), p.pid());
         return !me.is_null() && me["memory"].get<uint64_t>() == 450ull << 20;
     })) << daemon.status().dump();
     touch(stop);
     expect_clean_exit(p);
     EXPECT_NE(p.out().find("vmm=ok"), std::string::npos);
-    EXPECT_EQ(count_events(dir.file("fake.log"), p.pid(), "alloc async"), 1);
+    EXPECT_EQ(count_events(dir / "fake.log", p.pid(), "alloc async"), 1);
 }
 
 // Issue 20. CUDA arrays and mipmapped arrays are device memory; a VMM
@@ -891,14 +895,14 @@ TEST(Memory, ArraysAndRetainedVmmAreCounted)
 {
     TempDir dir;
     Daemon daemon(dir, {"--anti-thrashing", "auto"});
-    const std::string stop = dir.file("stop");
+    const std::string stop = dir / "stop";
     Process p = start_client(
         dir, daemon.socket(),
         {{"--kernels", "1", "--arrays", "--vmm-retained", "8M", "--until", stop}, {}, false}, "p");
     // 16 MiB + 1 MiB + (1 MiB + 256 KiB) of arrays, 8 MiB of VMM.
     const uint64_t expected = (26ull << 20) + (256ull << 10);
-    EXPECT_TRUE(eventually([&] {
-        const auto me = client_status(daemon.status(), p.pid());
+    EXPECT_TRUE(wait_until([&] {
+        const auto me = Daemon::client_by_pid(daemon.status(), p.pid());
         return !me.is_null() && me["memory"].get<uint64_t>() == expected &&
                me["pinned_memory"].get<uint64_t>() == expected;
     })) << daemon.status().dump()
@@ -915,12 +919,12 @@ TEST(Memory, GraphMemoryIsCountedFromThePool)
 {
     TempDir dir;
     Daemon daemon(dir, {"--anti-thrashing", "auto"});
-    const std::string stop = dir.file("stop");
+    const std::string stop = dir / "stop";
     Process p =
         start_client(dir, daemon.socket(),
                      {{"--kernels", "1", "--graph-memory", "8M", "--until", stop}, {}, false}, "p");
-    EXPECT_TRUE(eventually([&] {
-        const auto me = client_status(daemon.status(), p.pid());
+    EXPECT_TRUE(wait_until([&] {
+        const auto me = Daemon::client_by_pid(daemon.status(), p.pid());
         return !me.is_null() && me["memory"].get<uint64_t>() == 16ull << 20 &&
                me["pinned_memory"].get<uint64_t>() == 16ull << 20;
     })) << daemon.status().dump()
@@ -950,9 +954,9 @@ TEST(Memory, IpcOnManagedMemoryNamesTheOptOut)
     expect_clean_exit(q);
     EXPECT_EQ(q.out(), "alloc=ok\nipc=ok\nalloc=ok\nipc=ok\ndone=ok\n");
     EXPECT_EQ(q.err(), "");
-    EXPECT_EQ(count_events(dir.file("fake.log"), q.pid(), "alloc device 1048576"), 2);
-    EXPECT_EQ(count_events(dir.file("fake.log"), q.pid(), "alloc managed"), 0);
-    EXPECT_EQ(count_events(dir.file("fake.log"), q.pid(), "ipc export"), 2);
+    EXPECT_EQ(count_events(dir / "fake.log", q.pid(), "alloc device 1048576"), 2);
+    EXPECT_EQ(count_events(dir / "fake.log", q.pid(), "alloc managed"), 0);
+    EXPECT_EQ(count_events(dir / "fake.log", q.pid(), "ipc export"), 2);
 }
 
 // GPUDirect RDMA (dma-buf export, peer-memory tokens) takes cuMemAlloc
@@ -997,8 +1001,8 @@ TEST(Memory, GpuDirectOnManagedMemoryNamesTheOptOut)
     const std::string kept = "alloc=ok\ndmabuf=ok\np2p=ok\nrdma=ok:1\n";
     EXPECT_EQ(q.out(), kept + kept + "done=ok\n");
     EXPECT_EQ(q.err(), "");
-    EXPECT_EQ(count_events(dir.file("fake.log"), q.pid(), "dmabuf export 524288"), 2);
-    EXPECT_EQ(count_events(dir.file("fake.log"), q.pid(), "p2p tokens 1048576"), 2);
+    EXPECT_EQ(count_events(dir / "fake.log", q.pid(), "dmabuf export 524288"), 2);
+    EXPECT_EQ(count_events(dir / "fake.log", q.pid(), "p2p tokens 1048576"), 2);
 }
 
 // Where the GPU cannot let the CPU and itself use managed memory at once
@@ -1009,22 +1013,22 @@ TEST(Memory, NoConcurrentManagedAccessKeepsMemoryPlain)
 {
     TempDir dir;
     Daemon daemon(dir, {"--anti-thrashing", "on"});
-    const std::string stop = dir.file("stop");
+    const std::string stop = dir / "stop";
     Process p = start_client(dir, daemon.socket(),
                              {{"--kernels", "1", "--alloc", "1M", "--allocs", "2", "--until", stop},
                               {{"FAKECUDA_NO_CONCURRENT_MANAGED", "1"}},
                               false},
                              "p");
-    EXPECT_TRUE(eventually([&] {
-        const auto me = client_status(daemon.status(), p.pid());
+    EXPECT_TRUE(wait_until([&] {
+        const auto me = Daemon::client_by_pid(daemon.status(), p.pid());
         return !me.is_null() && me["pinned_memory"].get<uint64_t>() == 2ull << 20 &&
                me["memory"].get<uint64_t>() == 2ull << 20;
     })) << daemon.status().dump()
         << p.err();
     touch(stop);
     expect_clean_exit(p);
-    EXPECT_EQ(count_events(dir.file("fake.log"), p.pid(), "alloc device 1048576"), 2);
-    EXPECT_EQ(count_events(dir.file("fake.log"), p.pid(), "alloc managed"), 0);
+    EXPECT_EQ(count_events(dir / "fake.log", p.pid(), "alloc device 1048576"), 2);
+    EXPECT_EQ(count_events(dir / "fake.log", p.pid(), "alloc managed"), 0);
     EXPECT_EQ(count_lines_containing(p.err(), "CONCURRENT_MANAGED_ACCESS"), 1) << p.err();
 
     Process q = start_client(dir, daemon.socket(),
@@ -1034,7 +1038,7 @@ TEST(Memory, NoConcurrentManagedAccessKeepsMemoryPlain)
                              "q");
     expect_clean_exit(q);
     EXPECT_EQ(q.err(), "");
-    EXPECT_EQ(count_events(dir.file("fake.log"), q.pid(), "alloc device 1048576"), 1);
+    EXPECT_EQ(count_events(dir / "fake.log", q.pid(), "alloc device 1048576"), 1);
 }
 
 TEST(Memory, PlainMemoryIsStillScheduledAndAccountedAsResident)
@@ -1047,20 +1051,20 @@ TEST(Memory, PlainMemoryIsStillScheduledAndAccountedAsResident)
     Pair p = run_pair(dir, daemon.socket(), run);
     expect_clean_exit(p.a);
     expect_clean_exit(p.b);
-    const auto work = read_work(dir.file("fake.log"));
-    EXPECT_FALSE(overlapped(work, p.a.pid(), p.b.pid())) << read_file(dir.file("fake.log"));
+    const auto work = read_work(dir / "fake.log");
+    EXPECT_FALSE(overlapped(work, p.a.pid(), p.b.pid())) << read_text(dir / "fake.log");
     for (pid_t pid : {p.a.pid(), p.b.pid()}) {
-        EXPECT_EQ(count_events(dir.file("fake.log"), pid, "alloc device 1048576"), 1);
-        EXPECT_EQ(count_events(dir.file("fake.log"), pid, "alloc managed"), 0);
+        EXPECT_EQ(count_events(dir / "fake.log", pid, "alloc device 1048576"), 1);
+        EXPECT_EQ(count_events(dir / "fake.log", pid, "alloc managed"), 0);
     }
 
-    const std::string stop = dir.file("stop");
+    const std::string stop = dir / "stop";
     Process c = start_client(
         dir, daemon.socket(),
         {{"--kernels", "1", "--alloc", "64M", "--until", stop}, {{"NVSHARE_MANAGED", "0"}}, false},
         "c");
-    EXPECT_TRUE(eventually([&] {
-        const auto me = client_status(daemon.status(), c.pid());
+    EXPECT_TRUE(wait_until([&] {
+        const auto me = Daemon::client_by_pid(daemon.status(), c.pid());
         return !me.is_null() && me["pinned_memory"].get<uint64_t>() == 64ull << 20 &&
                me["memory"].get<uint64_t>() == 64ull << 20;
     })) << daemon.status().dump();
@@ -1077,7 +1081,7 @@ TEST(Memory, ManagedVariableRejectsNonsenseWithAWarning)
         {{"--kernels", "1", "--alloc", "1M"}, {{"NVSHARE_MANAGED", "maybe"}}, false}, "p");
     expect_clean_exit(p);
     EXPECT_NE(p.err().find("ignoring NVSHARE_MANAGED=maybe"), std::string::npos) << p.err();
-    EXPECT_EQ(count_events(dir.file("fake.log"), p.pid(), "alloc managed 1048576"), 1);
+    EXPECT_EQ(count_events(dir / "fake.log", p.pid(), "alloc managed 1048576"), 1);
 }
 
 // ---- capture ----------------------------------------------------------------------------
@@ -1088,25 +1092,24 @@ TEST(Capture, NeverWaitsInsideACapture)
 {
     TempDir dir;
     Daemon daemon(dir, {"--anti-thrashing", "on", "--time-quantum", "10min"});
-    const std::string stop = dir.file("stop");
+    const std::string stop = dir / "stop";
     Process a =
         start_client(dir, daemon.socket(),
                      {{"--kernels", "2", "--kernel-us", "10000", "--until", stop}, {}, false}, "a");
-    ASSERT_TRUE(
-        eventually([&] { return count_events(dir.file("fake.log"), a.pid(), "end") >= 2; }));
+    ASSERT_TRUE(wait_until([&] { return count_events(dir / "fake.log", a.pid(), "end") >= 2; }));
     Process b = start_client(
         dir, daemon.socket(),
         {{"--route", "proc", "--graph", "--kernels", "3", "--kernel-us", "10000"}, {}, true}, "b");
-    EXPECT_TRUE(eventually([&] { return b.out().find("captured=ok") != std::string::npos; }))
+    EXPECT_TRUE(wait_until([&] { return b.out().find("captured=ok") != std::string::npos; }))
         << b.out() << b.err();
     // Captured while a held the lock, and the graph has not run yet.
     EXPECT_TRUE(b.running());
-    EXPECT_EQ(count_events(dir.file("fake.log"), b.pid(), "start"), 0);
+    EXPECT_EQ(count_events(dir / "fake.log", b.pid(), "start"), 0);
     touch(stop);
     expect_clean_exit(a);
     expect_clean_exit(b);
-    EXPECT_EQ(count_events(dir.file("fake.log"), b.pid(), "cuGraphLaunch:cuLaunchKernel"), 6);
-    EXPECT_FALSE(overlapped(read_work(dir.file("fake.log")), a.pid(), b.pid()));
+    EXPECT_EQ(count_events(dir / "fake.log", b.pid(), "cuGraphLaunch:cuLaunchKernel"), 6);
+    EXPECT_FALSE(overlapped(read_work(dir / "fake.log"), a.pid(), b.pid()));
 }
 
 // Issue 20. A capture that ends in an error (a fork never joined back) and
@@ -1123,8 +1126,7 @@ TEST(Capture, FailedCapturesEndTheirCount)
          {},
          false},
         "a");
-    ASSERT_TRUE(
-        eventually([&] { return count_events(dir.file("fake.log"), a.pid(), "end") >= 2; }));
+    ASSERT_TRUE(wait_until([&] { return count_events(dir / "fake.log", a.pid(), "end") >= 2; }));
     // CUDA_ERROR_STREAM_CAPTURE_UNJOINED
     EXPECT_NE(a.out().find("unjoined=904"), std::string::npos) << a.out();
     EXPECT_NE(a.out().find("destroy_capturing=0"), std::string::npos) << a.out();
@@ -1145,7 +1147,7 @@ namespace {
 
 int events_of_both(const TempDir& dir, const Pair& p, const std::string& needle)
 {
-    const std::string log = dir.file("fake.log");
+    const std::string log = dir / "fake.log";
     return count_events(log, p.a.pid(), needle) + count_events(log, p.b.pid(), needle);
 }
 
@@ -1162,7 +1164,7 @@ TEST(Switching, OversubscribedGpuSwapsInBulk)
         {{"--kernels", "2", "--kernel-us", "20000", "--alloc", "700M", "--hold-ms", "1500"},
          {},
          false});
-    stats_seen = eventually([&] {
+    stats_seen = wait_until([&] {
         const auto s = daemon.status();
         if (s.is_null())
             return false;
@@ -1173,12 +1175,12 @@ TEST(Switching, OversubscribedGpuSwapsInBulk)
     expect_clean_exit(p.a);
     expect_clean_exit(p.b);
     EXPECT_TRUE(stats_seen) << daemon.status().dump();
-    EXPECT_FALSE(overlapped(read_work(dir.file("fake.log")), p.a.pid(), p.b.pid()));
+    EXPECT_FALSE(overlapped(read_work(dir / "fake.log"), p.a.pid(), p.b.pid()));
     // 1 GiB less the other's 700 MiB leaves room for 324 MiB: 376 MiB go.
     EXPECT_GE(events_of_both(dir, p, "prefetch to host 394264576"), 1)
-        << read_file(dir.file("fake.log"));
+        << read_text(dir / "fake.log");
     EXPECT_GE(events_of_both(dir, p, "prefetch to device 734003200"), 1)
-        << read_file(dir.file("fake.log"));
+        << read_text(dir / "fake.log");
 }
 
 // Where everything fits, data stays where it is: each allocation is moved to
@@ -1197,7 +1199,7 @@ TEST(Switching, EvictsOnlyWhatTheNextHolderNeeds)
                        {},
                        false});
     uint64_t evicted = 0, swap_outs = 0;
-    const bool switched = eventually([&] {
+    const bool switched = wait_until([&] {
         const auto s = daemon.status();
         evicted = sum_over_clients(s, "bytes_evicted");
         swap_outs = sum_over_clients(s, "swap_outs");
@@ -1207,9 +1209,9 @@ TEST(Switching, EvictsOnlyWhatTheNextHolderNeeds)
     expect_clean_exit(p.b);
     EXPECT_TRUE(switched) << daemon.status().dump();
     EXPECT_EQ(evicted, swap_outs * (176ull << 20)) << daemon.status().dump();
-    EXPECT_FALSE(overlapped(read_work(dir.file("fake.log")), p.a.pid(), p.b.pid()));
+    EXPECT_FALSE(overlapped(read_work(dir / "fake.log"), p.a.pid(), p.b.pid()));
     EXPECT_GE(events_of_both(dir, p, "prefetch to host 184549376"), 1)
-        << read_file(dir.file("fake.log"));
+        << read_text(dir / "fake.log");
 }
 
 // After a grant on an oversubscribed GPU the program's kernels wait for the
@@ -1220,19 +1222,19 @@ TEST(Switching, WorkWaitsForTheSwapIn)
 {
     TempDir dir;
     Daemon daemon(dir, {"--anti-thrashing", "auto", "--capacity", "1G", "--time-quantum", "100ms"});
-    const std::string stop = dir.file("stop");
+    const std::string stop = dir / "stop";
     Pair p =
         run_pair(dir, daemon.socket(),
                  {{"--kernels", "2", "--kernel-us", "20000", "--alloc", "700M", "--until", stop},
                   {{"FAKECUDA_COPY_US", "50000"}},
                   false});
     // Busy clients take turns at the quantum: wait for swap-ins of evicted data.
-    EXPECT_TRUE(eventually([&] { return sum_over_clients(daemon.status(), "swap_outs") >= 3; }))
+    EXPECT_TRUE(wait_until([&] { return sum_over_clients(daemon.status(), "swap_outs") >= 3; }))
         << daemon.status().dump();
     touch(stop);
     expect_clean_exit(p.a);
     expect_clean_exit(p.b);
-    const auto work = read_work(dir.file("fake.log"));
+    const auto work = read_work(dir / "fake.log");
     int prefetches = 0;
     for (pid_t pid : {p.a.pid(), p.b.pid()}) {
         const auto mine = work_of(work, pid);
@@ -1255,7 +1257,7 @@ TEST(Switching, WorkWaitsForTheSwapIn)
             }
         }
     }
-    EXPECT_GE(prefetches, 4) << read_file(dir.file("fake.log"));
+    EXPECT_GE(prefetches, 4) << read_text(dir / "fake.log");
 }
 
 TEST(Switching, FitsMovesEachAllocationOnceAndNeverEvicts)
@@ -1269,11 +1271,11 @@ TEST(Switching, FitsMovesEachAllocationOnceAndNeverEvicts)
                   false});
     expect_clean_exit(p.a);
     expect_clean_exit(p.b);
-    const std::string log = dir.file("fake.log");
+    const std::string log = dir / "fake.log";
     EXPECT_FALSE(overlapped(read_work(log), p.a.pid(), p.b.pid()));
     for (pid_t pid : {p.a.pid(), p.b.pid()}) {
-        EXPECT_EQ(count_events(log, pid, "prefetch to device 1048576"), 1) << read_file(log);
-        EXPECT_EQ(count_events(log, pid, "prefetch to host"), 0) << read_file(log);
+        EXPECT_EQ(count_events(log, pid, "prefetch to device 1048576"), 1) << read_text(log);
+        EXPECT_EQ(count_events(log, pid, "prefetch to host"), 0) << read_text(log);
     }
 }
 
@@ -1290,7 +1292,7 @@ TEST(Switching, PolicyVariablesDecide)
              false});
         expect_clean_exit(p.a);
         expect_clean_exit(p.b);
-        EXPECT_EQ(events_of_both(dir, p, "prefetch to"), 0) << read_file(dir.file("fake.log"));
+        EXPECT_EQ(events_of_both(dir, p, "prefetch to"), 0) << read_text(dir / "fake.log");
     }
     {
         TempDir dir;
@@ -1313,7 +1315,7 @@ TEST(Switching, PolicyVariablesDecide)
 // install and a build under test would be.
 std::string copy_of_library(const TempDir& dir)
 {
-    const std::string copy = dir.file("libnvshare-copy.so");
+    const std::string copy = dir / "libnvshare-copy.so";
     std::ifstream in(Paths::get().library, std::ios::binary);
     std::ofstream out(copy, std::ios::binary);
     out << in.rdbuf();
@@ -1386,8 +1388,8 @@ TEST(Copies, ACopyLoadedByDlopenStaysOut)
     EXPECT_NE(p.out().find("dlopen-copy=ok"), std::string::npos) << p.out();
     EXPECT_EQ(registrations(daemon.log(), p.pid()), 1) << daemon.log();
     // The copy's allocation reached the driver untouched: plain device memory.
-    EXPECT_EQ(count_events(dir.file("fake.log"), p.pid(), "alloc device 12345"), 1);
-    EXPECT_EQ(count_events(dir.file("fake.log"), p.pid(), "alloc managed 12345"), 0);
+    EXPECT_EQ(count_events(dir / "fake.log", p.pid(), "alloc device 12345"), 1);
+    EXPECT_EQ(count_events(dir / "fake.log", p.pid(), "alloc managed 12345"), 0);
 }
 
 }  // namespace

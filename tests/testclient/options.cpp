@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "common/units.h"
+#include "tests/support/test_gpu.h"
 
 namespace nvshare::testclient {
 
@@ -117,7 +118,7 @@ ParsedOptions parse_options(int argc, char** argv)
                     size = parse_size(arg.substr(colon + 1));
                 if (!number || !size)
                     return usage_error("GPU", optarg);
-                o.gpus.push_back(test_gpu(static_cast<uint8_t>(*number), *size));
+                o.gpus.push_back(test::test_gpu(static_cast<uint8_t>(*number), *size));
                 break;
             }
             case kMem: {
@@ -184,7 +185,7 @@ ParsedOptions parse_options(int argc, char** argv)
         return {false, 2, {}};
     }
     if (o.gpus.empty())
-        o.gpus.push_back(test_gpu(0, uint64_t{16} << 30));
+        o.gpus.push_back(test::test_gpu(0, uint64_t{16} << 30));
     r.run = true;
     return r;
 }

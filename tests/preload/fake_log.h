@@ -1,0 +1,25 @@
+// The fake libcuda's event log, read back to see whose GPU work overlapped.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace nvshare::test {
+
+// One piece of GPU work from the fake's log.
+struct Work {
+    pid_t pid;
+    uint64_t start, end;
+    std::string name;
+};
+std::vector<Work> read_work(const std::string& log);
+std::vector<Work> work_of(const std::vector<Work>& all, pid_t pid);
+// Whether any work of a overlapped in time with any work of b.
+bool overlapped(const std::vector<Work>& all, pid_t a, pid_t b);
+// Lines of the fake's log that contain `needle`, for process pid.
+int count_events(const std::string& log, pid_t pid, const std::string& needle);
+
+}  // namespace nvshare::test
