@@ -3,9 +3,9 @@
 #include <cstdint>
 
 #include "build-config.h"
-#include "daemon/log.h"
 #include "common/mode.h"
 #include "daemon/authorization.h"
+#include "daemon/log.h"
 #include "daemon/settings.h"
 #include "daemon/status.h"
 
@@ -15,12 +15,21 @@ namespace {
 
 constexpr const char* kAccessDenied = "org.freedesktop.DBus.Error.AccessDenied";
 constexpr const char* kInvalidArgs = "org.freedesktop.DBus.Error.InvalidArgs";
+constexpr const char* kFailed = "org.freedesktop.DBus.Error.Failed";
 constexpr const char* kNoSuchClient = "org.nvshare.Scheduler1.Error.NoSuchClient";
 constexpr const char* kNotHolding = "org.nvshare.Scheduler1.Error.NotHolding";
 
 uint64_t usec(Duration d)
 {
     return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(d).count());
+}
+
+// A setting the settings home refused, as the D-Bus error the caller gets.
+void refuse(const std::optional<Refusal>& refusal)
+{
+    if (refusal)
+        throw sdbus::Error(refusal->why == Refusal::Why::Invalid ? kInvalidArgs : kFailed,
+                           refusal->message);
 }
 
 // Root may write at once; anyone else needs polkit's yes for the action the
@@ -112,8 +121,9 @@ void ManagerObject::RevokeClient(const uint64_t& id)
 
 void ManagerObject::ResetSettings()
 {
-    authorize(getObject(), polkit_, {Operation::ChangeSettings}, "resetting nvshare settings");
-    control_.reset();
+    refuse(control_.reset([this] {
+        authorize(getObject(), polkit_, {Operation::ChangeSettings}, "resetting nvshare settings");
+    }));
 }
 
 std::string ManagerObject::Version()
@@ -128,15 +138,9 @@ uint64_t ManagerObject::TimeQuantumUSec()
 
 void ManagerObject::TimeQuantumUSec(const uint64_t& value)
 {
-    const uint64_t max_usec = usec(kMaxTimeQuantum);
-    const Duration tq = std::chrono::microseconds(std::min(value, max_usec + 1));
-    if (!valid_time_quantum(tq))
-        throw sdbus::Error(kInvalidArgs, "time quantum " + std::to_string(value) +
-                                             " us is out of range (valid: 1000 to " +
-                                             std::to_string(max_usec) + " us, i.e. " +
-                                             kTimeQuantumRange + ")");
-    authorize(getObject(), polkit_, {Operation::ChangeSettings}, "changing nvshare settings");
-    control_.set_time_quantum(tq);
+    refuse(control_.set_time_quantum(value, [this] {
+        authorize(getObject(), polkit_, {Operation::ChangeSettings}, "changing nvshare settings");
+    }));
 }
 
 std::string ManagerObject::AntiThrashing()
@@ -146,12 +150,9 @@ std::string ManagerObject::AntiThrashing()
 
 void ManagerObject::AntiThrashing(const std::string& value)
 {
-    const auto mode = parse_mode(value);
-    if (!mode)
-        throw sdbus::Error(kInvalidArgs,
-                           "unknown anti-thrashing mode '" + value + "' (valid: on, off, auto)");
-    authorize(getObject(), polkit_, {Operation::ChangeSettings}, "changing nvshare settings");
-    control_.set_mode(*mode);
+    refuse(control_.set_mode(value, [this] {
+        authorize(getObject(), polkit_, {Operation::ChangeSettings}, "changing nvshare settings");
+    }));
 }
 
 uint64_t ManagerObject::GraceUSec()
@@ -210,10 +211,9 @@ uint64_t GpuObject::Capacity()
 
 void GpuObject::Capacity(const uint64_t& value)
 {
-    if (value == 0)
-        throw sdbus::Error(kInvalidArgs, "capacity must be greater than 0 bytes");
-    authorize(getObject(), polkit_, {Operation::ChangeSettings}, "changing nvshare settings");
-    control_.set_capacity(index_, value);
+    refuse(control_.set_capacity(index_, value, [this] {
+        authorize(getObject(), polkit_, {Operation::ChangeSettings}, "changing nvshare settings");
+    }));
 }
 
 uint64_t GpuObject::RequestedMemory()

@@ -289,4 +289,27 @@ ParsedOptions parse_options(int argc, const char* const* argv, Options defaults)
     return r;
 }
 
+void apply_layer(const SettingsLayer& layer, Options& options)
+{
+    if (layer.mode)
+        options.scheduler.mode = *layer.mode;
+    if (layer.time_quantum)
+        options.scheduler.time_quantum = *layer.time_quantum;
+    if (layer.grace)
+        options.scheduler.grace = *layer.grace;
+    if (layer.log_waits_after)
+        options.log_waits_after = *layer.log_waits_after;
+    if (layer.default_capacity)
+        options.default_capacity = layer.default_capacity;
+    for (const auto& [uuid, bytes] : layer.capacities)
+        options.capacities[uuid] = bytes;
+}
+
+uint64_t configured_capacity(const Options& options, const GpuDescription& gpu)
+{
+    if (const auto it = options.capacities.find(gpu.uuid); it != options.capacities.end())
+        return it->second;
+    return options.default_capacity.value_or(gpu.physical_memory);
+}
+
 }  // namespace nvshare::daemon

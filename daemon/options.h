@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -24,9 +25,9 @@ struct Options {
     std::string state_dir;      // --state-dir (changes made at run time)
     bool bus = true;            // false: --no-bus
     SchedulerSettings scheduler;
-    std::optional<uint64_t> default_capacity;                  // --capacity SIZE
-    std::vector<std::pair<std::string, uint64_t>> capacities;  // --capacity UUID=SIZE
-    std::optional<std::chrono::microseconds> idle_exit;        // exit when unused this long
+    std::optional<uint64_t> default_capacity;            // --capacity SIZE
+    std::map<std::string, uint64_t> capacities;          // --capacity UUID=SIZE, by UUID
+    std::optional<std::chrono::microseconds> idle_exit;  // exit when unused this long
     size_t max_clients = 4096;                           // connections at once, root's not refused
     size_t max_clients_per_user = 64;                    // connections of one non-root uid
     Duration log_waits_after = std::chrono::seconds(1);  // a wait this long is logged
@@ -38,6 +39,13 @@ struct Options {
 // daemon's sums of everybody's memory cannot wrap.
 inline constexpr size_t kMaxClientsLimit = 1000000;
 static_assert(kMaxReportedBytes * 2 <= UINT64_MAX / kMaxClientsLimit);
+
+// Lays `layer` over the effective settings in `options`.
+void apply_layer(const SettingsLayer& layer, Options& options);
+
+// The capacity `options` give a GPU: its own, else the default, else its
+// physical memory (the rule Scheduler::ensure_gpu applies to new GPUs).
+uint64_t configured_capacity(const Options& options, const GpuDescription& gpu);
 
 // The built-in defaults. `state_directory` is $STATE_DIRECTORY (or null),
 // which systemd's StateDirectory= sets.

@@ -11,14 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "common/protocol.h"
+#include "daemon/client.h"
 #include "daemon/scheduler_types.h"
 #include "daemon/usage.h"
 
 namespace nvshare::daemon {
-
-using Mode = proto::Mode;
-using WaitReason = proto::WaitReason;
 
 inline constexpr GpuIndex kMaxGpus = 64;
 
@@ -33,11 +30,6 @@ inline constexpr uint64_t kMinGpuMemory = uint64_t{256} << 20;
 // GPUs the host does not list (in /proc/driver/nvidia/gpus) that one user's
 // clients may add to the daemon's table; root is not limited.
 inline constexpr size_t kMaxUnlistedGpusPerUser = 4;
-
-inline constexpr GpuSet gpu_bit(GpuIndex g)
-{
-    return GpuSet{1} << g;
-}
 
 struct SchedulerSettings {
     Mode mode = Mode::Auto;
@@ -64,86 +56,6 @@ struct Gpu {
 };
 
 // What a client's libnvshare.so moved for one GPU (cumulative).
-struct SwapStats {
-    uint64_t bytes_prefetched = 0;
-    uint64_t bytes_evicted = 0;
-    uint64_t swap_ins = 0;
-    Duration swap_in_time{};
-    uint64_t swap_outs = 0;
-    Duration swap_out_time{};
-};
-
-struct MemoryUse {
-    uint64_t managed = 0;  // pageable
-    uint64_t pinned = 0;   // never evicted
-    uint64_t total() const { return managed + pinned; }
-};
-
-enum class Phase { Idle, Waiting, Holding };
-
-// What a waiting client is told about one GPU it waits for.
-struct WaitFacts {
-    std::optional<ClientId> holder;  // none: an earlier waiter or another GPU is in the way
-    uint32_t place = 0;              // in the GPU's queue: 1 = next
-    WaitReason reason = WaitReason::ModeOn;
-    TimePoint held_since{};  // the holder's grant
-    Duration quantum{};      // the holder's quantum
-    // Changes worth telling: the holder's time moves on by itself.
-    bool same_news(const WaitFacts& o) const
-    {
-        return holder == o.holder && place == o.place && reason == o.reason &&
-               held_since == o.held_since && quantum == o.quantum;
-    }
-};
-
-struct ClientInfo {
-    int32_t pid = 0;
-    uint32_t uid = 0;
-    std::string comm;
-};
-
-struct Client {
-    ClientId id = 0;
-    ClientInfo info;
-    std::vector<GpuIndex> gpus;  // in the client's Hello order: local index -> GpuIndex
-    std::map<GpuIndex, MemoryUse> memory;
-    std::map<GpuIndex, SwapStats> swaps;
-    std::map<GpuIndex, Duration> last_swap_in;  // its own latest bulk swap-in
-    // Managed memory it left on each oversubscribed GPU when it last let go
-    // (what the latest Drop or Contended allowed); all of it while holding.
-    std::map<GpuIndex, uint64_t> kept;
-    uint64_t keep_offered = 0;
-    // Others' pinned memory on each GPU as last told to the client.
-    std::map<GpuIndex, uint64_t> unpageable_sent;
-    // Why it waits for each GPU, as last told (while Waiting).
-    std::map<GpuIndex, WaitFacts> wait_sent;
-
-    Phase phase = Phase::Idle;
-    GpuSet wanted = 0;  // while Waiting
-    uint64_t sequence = 0;
-    TimePoint waiting_since{};
-
-    GpuSet held = 0;  // while Holding
-    TimePoint granted_at{};
-    bool contended_sent = false;
-    bool drop_sent = false;
-    TimePoint drop_deadline{};
-    std::optional<TimePoint> deadline;  // next time tick() must look at this holder
-
-    // Statistics over the client's life.
-    Duration held_total{};
-    Duration waited_total{};
-    uint64_t grants = 0;
-    uint64_t drops = 0;
-    uint64_t revocations = 0;
-
-    GpuSet registered() const;
-    // Client-local masks (bit i = i-th GPU of its Hello) <-> daemon-wide sets.
-    // to_global returns nullopt if the mask names a GPU the client never did.
-    std::optional<GpuSet> to_global(uint64_t local_mask) const;
-    uint64_t to_local(GpuSet set) const;
-};
-
 enum class ActionKind {
     Grant,       // client now holds `gpus`
     Drop,        // client must release `gpus` within the grace period

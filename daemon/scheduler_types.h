@@ -1,5 +1,5 @@
-// The scheduler's basic types, apart so that small modules the Scheduler
-// holds (daemon/usage.h) can name them without the whole scheduler.h.
+// The scheduler's basic types: ids, GPU sets and time, apart so that the
+// client record (daemon/client.h) and the usage ledger can name them.
 #pragma once
 
 #include <chrono>
@@ -15,6 +15,9 @@ using ClientId = uint64_t;
 using GpuIndex = uint32_t;  // daemon-wide, in order of discovery
 using GpuSet = uint64_t;    // bit i = GpuIndex i
 
-struct Client;
+inline constexpr GpuSet gpu_bit(GpuIndex g)
+{
+    return GpuSet{1} << g;
+}
 
 }  // namespace nvshare::daemon

@@ -3,9 +3,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common/mode.h"
-#include "daemon/text.h"
 #include "common/units.h"
-#include "daemon/options.h"
+#include "daemon/text.h"
 
 namespace nvshare::daemon {
 
@@ -104,39 +103,6 @@ bool SettingsLayer::empty() const
 {
     return !mode && !time_quantum && !grace && !log_waits_after && !default_capacity &&
            capacities.empty();
-}
-
-void apply_layer(const SettingsLayer& layer, Options& options)
-{
-    if (layer.mode)
-        options.scheduler.mode = *layer.mode;
-    if (layer.time_quantum)
-        options.scheduler.time_quantum = *layer.time_quantum;
-    if (layer.grace)
-        options.scheduler.grace = *layer.grace;
-    if (layer.log_waits_after)
-        options.log_waits_after = *layer.log_waits_after;
-    if (layer.default_capacity)
-        options.default_capacity = layer.default_capacity;
-    for (const auto& [uuid, bytes] : layer.capacities) {
-        bool replaced = false;
-        for (auto& entry : options.capacities) {
-            if (entry.first == uuid) {
-                entry.second = bytes;
-                replaced = true;
-            }
-        }
-        if (!replaced)
-            options.capacities.emplace_back(uuid, bytes);
-    }
-}
-
-uint64_t configured_capacity(const Options& options, const GpuDescription& gpu)
-{
-    for (const auto& [uuid, bytes] : options.capacities)
-        if (uuid == gpu.uuid)
-            return bytes;
-    return options.default_capacity.value_or(gpu.physical_memory);
 }
 
 ConfigParse parse_config(std::string_view text)

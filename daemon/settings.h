@@ -19,8 +19,6 @@ namespace nvshare::daemon {
 
 using nvshare::valid_time_quantum;  // the range is common/time_quantum.h's
 
-struct Options;
-
 // How long a wait must last before it is logged (--log-waits-after, the
 // config file's log-waits-after): 0, every wait, to 24h.
 inline constexpr const char* kWaitLogRange = "0 to 24h";
@@ -40,13 +38,6 @@ struct SettingsLayer {
     bool empty() const;
     bool operator==(const SettingsLayer&) const = default;
 };
-
-// Lays `layer` over the effective settings in `options`.
-void apply_layer(const SettingsLayer& layer, Options& options);
-
-// The capacity `options` give a GPU: its own, else the default, else its
-// physical memory (the rule Scheduler::ensure_gpu applies to new GPUs).
-uint64_t configured_capacity(const Options& options, const GpuDescription& gpu);
 
 // The config file, nvshare.conf(5): "key = value" lines, '#' comments.
 // Lines in error are skipped and reported ("line 3: ..."); the rest applies.

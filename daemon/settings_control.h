@@ -1,7 +1,14 @@
-// Changes to the settings made at run time (over D-Bus): applied through the
-// Server, so clients hear of them at once, and recorded in the state file so
-// they survive restarts. Validation and authorization are the caller's job.
+// The home of the settings changed at run time (over D-Bus): the one place
+// that checks a new value, returns early when it is the current one, asks
+// the caller's authorization, saves it in the state file, and only then
+// applies it through the Server (which tells the clients, logs it and lets
+// the bus signal exactly what changed). The order is timedated's: a value
+// that cannot be saved is refused, and nothing changes.
 #pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
 
 #include "daemon/options.h"
 #include "daemon/server.h"
@@ -10,6 +17,12 @@
 
 namespace nvshare::daemon {
 
+// Why a setter changed nothing.
+struct Refusal {
+    enum class Why { Invalid, NotSaved } why;
+    std::string message;  // for the caller, in its units
+};
+
 class SettingsControl {
 public:
     // `configured`: the settings without run-time changes (defaults, config
@@ -17,16 +30,21 @@ public:
     // loaded from `store` at start.
     SettingsControl(Server& server, StateStore store, Options configured, SettingsLayer runtime);
 
-    void set_mode(Mode mode);
-    void set_time_quantum(Duration tq);
-    void set_capacity(GpuIndex gpu, uint64_t bytes);
+    // Runs once the value is known valid and new: throws to refuse (the
+    // caller's authorization check).
+    using Authorize = std::function<void()>;
+
+    std::optional<Refusal> set_mode(const std::string& name, const Authorize& authorize);
+    std::optional<Refusal> set_time_quantum(uint64_t usec, const Authorize& authorize);
+    std::optional<Refusal> set_capacity(GpuIndex gpu, uint64_t bytes, const Authorize& authorize);
     // Forgets every run-time change and applies the configured settings.
-    void reset();
+    std::optional<Refusal> reset(const Authorize& authorize);
 
     const SettingsLayer& runtime() const { return runtime_; }
 
 private:
-    void persist();
+    // Saves `next` as the run-time layer; a Refusal when it cannot.
+    std::optional<Refusal> save(const SettingsLayer& next);
 
     Server& server_;
     StateStore store_;

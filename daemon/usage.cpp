@@ -1,6 +1,6 @@
 #include "daemon/usage.h"
 
-#include "daemon/scheduler.h"
+#include "daemon/client.h"
 
 namespace nvshare::daemon {
 

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <map>
 
-#include "daemon/scheduler_types.h"
+#include "daemon/client.h"
 
 namespace nvshare::daemon {
 

@@ -451,15 +451,17 @@ TEST_F(DbusTest, PropertiesChangedIsSignalled)
 // command, with units; --json the same events for programs.
 TEST_F(DbusTest, MonitorPrintsEventsInWords)
 {
-    ASSERT_NO_FATAL_FAILURE(start_daemon({"--anti-thrashing", "on"}));
+    ASSERT_NO_FATAL_FAILURE(start_daemon());  // auto
     Background monitor(ctl_argv({"monitor"}), dir / "monitor.log");
     Background json_monitor(ctl_argv({"monitor", "--json"}), dir / "monitor.json");
     ASSERT_TRUE(wait_until([&] { return monitor.log().find("Monitoring") != std::string::npos; }))
         << monitor.log();
     // The JSON monitor prints no banner: it is ready once it sees an event,
-    // and the first one it is sure to see is this setting.
+    // and the first one it is sure to see is a setting that keeps changing
+    // (setting the current value again is no event).
+    int seconds = 45;
     ASSERT_TRUE(wait_until([&] {
-        EXPECT_EQ(ctl({"set-tq", "45s"}).status, 0);
+        EXPECT_EQ(ctl({"set-tq", std::to_string(seconds++) + "s"}).status, 0);
         return json_monitor.log().find("setting-changed") != std::string::npos;
     }));
     ASSERT_EQ(ctl({"anti-thrashing", "on"}).status, 0);
@@ -524,6 +526,49 @@ TEST_F(DbusTest, MonitorPrintsEventsInWords)
         return monitor.log().find(" stopped         nvshared stopped") != std::string::npos;
     })) << monitor.log();
     EXPECT_EQ(monitor.stop(SIGINT), 0);
+}
+
+// The settings home's order: a value that is already in force changes
+// nothing (no signal, no event, no write); one that cannot be saved is
+// refused and changes nothing either.
+TEST_F(DbusTest, SettingTheCurrentValueChangesNothing)
+{
+    ASSERT_NO_FATAL_FAILURE(start_daemon());  // auto, 30 s
+    Background monitor(ctl_argv({"monitor"}), dir / "monitor.log");
+    ASSERT_TRUE(wait_until([&] { return monitor.log().find("Monitoring") != std::string::npos; }));
+    ASSERT_EQ(ctl({"set-tq", "30s"}).status, 0);
+    ASSERT_EQ(ctl({"anti-thrashing", "auto"}).status, 0);
+    EXPECT_EQ(access(state().c_str(), F_OK), -1);  // nothing written
+    ASSERT_EQ(ctl({"set-tq", "45s"}).status, 0);
+    // Signals from one sender arrive in order: once the change is seen, the
+    // no-ops before it would have been too.
+    ASSERT_TRUE(wait_until([&] {
+        return monitor.log().find("time quantum set to 45s") != std::string::npos;
+    })) << monitor.log();
+    const std::string log = monitor.log();
+    size_t events = 0;
+    for (size_t at = log.find("setting-changed"); at != std::string::npos;
+         at = log.find("setting-changed", at + 1))
+        ++events;
+    EXPECT_EQ(events, 1u) << log;
+    EXPECT_EQ(access(state().c_str(), F_OK), 0);
+}
+
+TEST_F(DbusTest, ASettingThatCannotBeSavedIsRefused)
+{
+    write_text(dir / "state", "a file where the state directory should be");
+    ASSERT_NO_FATAL_FAILURE(start_daemon());
+    const auto r = ctl({"set-tq", "45s"});
+    EXPECT_NE(r.status, 0);
+    EXPECT_NE(r.err.find("cannot save the setting in"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("nothing changed"), std::string::npos) << r.err;
+    EXPECT_EQ(get(kManager, kManagerIface, "TimeQuantumUSec"), "t 30000000");
+    const auto busctl = set(kManager, kManagerIface, "AntiThrashing", "s", "on");
+    EXPECT_NE(busctl.status, 0);
+    EXPECT_EQ(get(kManager, kManagerIface, "AntiThrashing"), "s \"auto\"");
+    // Values that are invalid are still told so first.
+    const auto bad = ctl({"set-tq", "0"});
+    EXPECT_EQ(bad.status, 2) << bad.err;
 }
 
 TEST_F(DbusTest, RuntimeChangesSurviveARestart)
