@@ -1,4 +1,4 @@
-// Per-call cost of the gate's fast path (preload/gate.h) around an empty
+// Per-call cost of the gate's fast path (preload/lock/gate.h) around an empty
 // "driver call": gate_enter + gate_leave (an atomic add and subtract on the
 // gate word, which also counts calls in flight, issue 20) next to the single
 // atomic load the gate was before. 1 and 2 threads calling at once.
@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "preload/gate.h"
+#include "preload/lock/gate.h"
 
 namespace nvshare::preload {
 std::atomic<uint32_t> g_gate{kGateOpen | kGateActive};

@@ -6,7 +6,7 @@
 #include <atomic>
 #include <cstddef>
 
-#include "preload/cuda_api.h"
+#include "preload/driver/cuda_api.h"
 
 namespace nvshare::preload {
 
@@ -14,7 +14,7 @@ enum class HookId : unsigned {
 #define NVS_GATED(name, ...) name,
 #define NVS_CUSTOM(name) name,
 #define NVS_INTERNAL(name) name,
-#include "preload/hooks.def"
+#include "preload/driver/hooks.def"
 #undef NVS_GATED
 #undef NVS_CUSTOM
 #undef NVS_INTERNAL

@@ -1,10 +1,10 @@
-#include "preload/hook_table.h"
+#include "preload/driver/hook_table.h"
 
 #include <array>
 #include <cstdint>
 #include <cstring>
 
-#include "preload/real_driver.h"
+#include "preload/driver/real_driver.h"
 
 namespace nvshare::preload {
 
@@ -15,7 +15,7 @@ constexpr char kNames[] =
 #define NVS_GATED(name, ...) #name "\0"
 #define NVS_CUSTOM(name) #name "\0"
 #define NVS_INTERNAL(name) #name "\0"
-#include "preload/hooks.def"
+#include "preload/driver/hooks.def"
 #undef NVS_GATED
 #undef NVS_CUSTOM
 #undef NVS_INTERNAL
@@ -55,7 +55,7 @@ void* hook_wrapper(size_t i)
 #define NVS_INTERNAL(name) \
     case HookId::name:     \
         return nullptr;
-#include "preload/hooks.def"
+#include "preload/driver/hooks.def"
 #undef NVS_GATED
 #undef NVS_CUSTOM
 #undef NVS_INTERNAL

@@ -1,12 +1,12 @@
-#include "preload/proc_address.h"
+#include "preload/hooks/proc_address.h"
 
 #include <atomic>
 #include <cstring>
 
 #include "preload/env.h"
-#include "preload/hook_table.h"
+#include "preload/driver/hook_table.h"
 #include "preload/log.h"
-#include "preload/real_driver.h"
+#include "preload/driver/real_driver.h"
 
 namespace nvshare::preload {
 

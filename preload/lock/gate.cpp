@@ -1,4 +1,4 @@
-#include "preload/gate.h"
+#include "preload/lock/gate.h"
 
 #include <linux/futex.h>
 #include <sys/syscall.h>
@@ -7,9 +7,9 @@
 
 #include <climits>
 
-#include "preload/client.h"
+#include "preload/lock/client.h"
 #include "preload/clock.h"
-#include "preload/contexts.h"
+#include "preload/memory/contexts.h"
 #include "preload/env.h"
 #include "preload/log.h"
 

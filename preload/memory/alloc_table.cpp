@@ -1,4 +1,4 @@
-#include "preload/alloc_table.h"
+#include "preload/memory/alloc_table.h"
 
 #include <sys/mman.h>
 

@@ -1,4 +1,4 @@
-#include "preload/array_size.h"
+#include "preload/memory/array_size.h"
 
 namespace nvshare::preload {
 

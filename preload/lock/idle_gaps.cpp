@@ -1,4 +1,4 @@
-#include "preload/idle_gaps.h"
+#include "preload/lock/idle_gaps.h"
 
 namespace nvshare::preload {
 

@@ -2,7 +2,7 @@
 // when the lock is given back) and the stream captures in progress.
 #pragma once
 
-#include "preload/cuda_api.h"
+#include "preload/driver/cuda_api.h"
 
 namespace nvshare::preload::contexts {
 

@@ -1,12 +1,12 @@
-#include "preload/devices.h"
+#include "preload/memory/devices.h"
 
 #include <pthread.h>
 
 #include <cstring>
 
-#include "preload/client.h"
+#include "preload/lock/client.h"
 #include "preload/env.h"
-#include "preload/hook_table.h"
+#include "preload/driver/hook_table.h"
 #include "preload/log.h"
 
 namespace nvshare::preload::devices {

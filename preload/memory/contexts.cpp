@@ -1,12 +1,12 @@
-#include "preload/contexts.h"
+#include "preload/memory/contexts.h"
 
 #include <pthread.h>
 
 #include <atomic>
 
-#include "preload/devices.h"
+#include "preload/memory/devices.h"
 #include "preload/env.h"
-#include "preload/hook_table.h"
+#include "preload/driver/hook_table.h"
 #include "preload/log.h"
 
 namespace nvshare::preload::contexts {

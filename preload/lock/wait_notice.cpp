@@ -1,4 +1,4 @@
-#include "preload/wait_notice.h"
+#include "preload/lock/wait_notice.h"
 
 #include <cstdarg>
 #include <cstdio>

@@ -7,7 +7,7 @@
 #include <cstdint>
 
 #include "common/protocol.h"
-#include "preload/cuda_api.h"
+#include "preload/driver/cuda_api.h"
 
 namespace nvshare::preload::devices {
 

@@ -1,10 +1,10 @@
-#include "preload/real_driver.h"
+#include "preload/driver/real_driver.h"
 
 #include <dlfcn.h>
 
 #include <atomic>
 
-#include "preload/glibc_version.h"
+#include "preload/driver/glibc_version.h"
 
 namespace nvshare::preload {
 

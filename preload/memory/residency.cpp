@@ -1,14 +1,14 @@
-#include "preload/residency.h"
+#include "preload/memory/residency.h"
 
 #include <sys/mman.h>
 #include <time.h>
 
-#include "preload/alloc.h"
+#include "preload/memory/alloc.h"
 #include "preload/clock.h"
-#include "preload/contexts.h"
-#include "preload/devices.h"
+#include "preload/memory/contexts.h"
+#include "preload/memory/devices.h"
 #include "preload/env.h"
-#include "preload/hook_table.h"
+#include "preload/driver/hook_table.h"
 #include "preload/log.h"
 
 namespace nvshare::preload::residency {

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "preload/cuda_api.h"
+#include "preload/driver/cuda_api.h"
 
 namespace nvshare::preload {
 

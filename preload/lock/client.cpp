@@ -1,4 +1,4 @@
-#include "preload/client.h"
+#include "preload/lock/client.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -22,16 +22,16 @@
 
 #include "common/codec.h"
 #include "common/uuid.h"
-#include "preload/alloc.h"
+#include "preload/memory/alloc.h"
 #include "preload/clock.h"
-#include "preload/contexts.h"
-#include "preload/devices.h"
+#include "preload/memory/contexts.h"
+#include "preload/memory/devices.h"
 #include "preload/env.h"
-#include "preload/gate.h"
-#include "preload/idle_gaps.h"
+#include "preload/lock/gate.h"
+#include "preload/lock/idle_gaps.h"
 #include "preload/log.h"
-#include "preload/residency.h"
-#include "preload/wait_notice.h"
+#include "preload/memory/residency.h"
+#include "preload/lock/wait_notice.h"
 
 namespace nvshare::preload::client {
 

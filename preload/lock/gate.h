@@ -13,7 +13,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "preload/cuda_api.h"
+#include "preload/driver/cuda_api.h"
 
 namespace nvshare::preload {
 

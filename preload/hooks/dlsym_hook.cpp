@@ -4,9 +4,9 @@
 #include <dlfcn.h>
 
 #include "preload/env.h"
-#include "preload/glibc_version.h"
-#include "preload/hook_table.h"
-#include "preload/real_driver.h"
+#include "preload/driver/glibc_version.h"
+#include "preload/driver/hook_table.h"
+#include "preload/driver/real_driver.h"
 
 namespace nvshare::preload {
 namespace {

@@ -1,7 +1,7 @@
 // cuMemAlloc/cuMemAllocPitch become managed allocations, so system memory
 // backs what does not fit on the GPU; every allocation kind is accounted per
 // GPU and reported to nvshared (managed: pageable; async/pool/VMM: pinned).
-#include "preload/alloc.h"
+#include "preload/memory/alloc.h"
 
 #include <pthread.h>
 
@@ -9,13 +9,13 @@
 #include <atomic>
 #include <cstring>
 
-#include "preload/alloc_table.h"
-#include "preload/array_size.h"
-#include "preload/client.h"
-#include "preload/contexts.h"
-#include "preload/devices.h"
+#include "preload/memory/alloc_table.h"
+#include "preload/memory/array_size.h"
+#include "preload/lock/client.h"
+#include "preload/memory/contexts.h"
+#include "preload/memory/devices.h"
 #include "preload/env.h"
-#include "preload/hook_table.h"
+#include "preload/driver/hook_table.h"
 #include "preload/log.h"
 
 namespace nvshare::preload::alloc {

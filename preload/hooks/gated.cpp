@@ -1,7 +1,7 @@
 // The gated wrappers: wait for the GPU lock, then call the real function.
 // Generated from hooks.def; each definition is checked against cuda.h.
-#include "preload/gate.h"
-#include "preload/hook_table.h"
+#include "preload/lock/gate.h"
+#include "preload/driver/hook_table.h"
 
 #define NVS_CUSTOM(name)
 #define NVS_INTERNAL(name)
@@ -16,4 +16,4 @@
         ::nvshare::preload::gate_leave();                                  \
         return r;                                                          \
     }
-#include "preload/hooks.def"
+#include "preload/driver/hooks.def"

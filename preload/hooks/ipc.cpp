@@ -9,10 +9,10 @@
 // "not RDMA-capable" answer), so programs that never lose a path pay nothing.
 #include <atomic>
 
-#include "preload/alloc.h"
+#include "preload/memory/alloc.h"
 #include "preload/env.h"
 #include "preload/exclusion.h"
-#include "preload/hook_table.h"
+#include "preload/driver/hook_table.h"
 #include "preload/log.h"
 
 namespace {

@@ -1,6 +1,6 @@
 #include <cstring>
 
-#include "preload/proc_address.h"
+#include "preload/hooks/proc_address.h"
 
 namespace nvshare::preload {
 
