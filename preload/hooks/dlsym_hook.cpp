@@ -3,10 +3,10 @@
 // up in a dlopen'ed libcuda). Everything else goes to glibc's dlsym.
 #include <dlfcn.h>
 
-#include "preload/env.h"
 #include "preload/driver/glibc_version.h"
 #include "preload/driver/hook_table.h"
 #include "preload/driver/real_driver.h"
+#include "preload/env.h"
 
 namespace nvshare::preload {
 namespace {

@@ -1,7 +1,7 @@
 // The gated wrappers: wait for the GPU lock, then call the real function.
 // Generated from hooks.def; each definition is checked against cuda.h.
-#include "preload/lock/gate.h"
 #include "preload/driver/hook_table.h"
+#include "preload/lock/lock.h"
 
 #define NVS_CUSTOM(name)
 #define NVS_INTERNAL(name)
@@ -11,9 +11,9 @@
         auto real = NVS_REAL(name);                                        \
         if (real == nullptr)                                               \
             return CUDA_ERROR_NOT_FOUND;                                   \
-        ::nvshare::preload::gate_enter(stream, per_thread);                \
+        ::nvshare::preload::lock::enter(stream, per_thread);               \
         const CUresult r = real args;                                      \
-        ::nvshare::preload::gate_leave();                                  \
+        ::nvshare::preload::lock::leave();                                 \
         return r;                                                          \
     }
 #include "preload/driver/hooks.def"

@@ -9,11 +9,11 @@
 // "not RDMA-capable" answer), so programs that never lose a path pay nothing.
 #include <atomic>
 
-#include "preload/memory/alloc.h"
+#include "preload/driver/hook_table.h"
 #include "preload/env.h"
 #include "preload/exclusion.h"
-#include "preload/driver/hook_table.h"
 #include "preload/log.h"
+#include "preload/memory/allocations.h"
 
 namespace {
 

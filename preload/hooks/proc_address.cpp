@@ -3,10 +3,10 @@
 #include <atomic>
 #include <cstring>
 
-#include "preload/env.h"
 #include "preload/driver/hook_table.h"
-#include "preload/log.h"
 #include "preload/driver/real_driver.h"
+#include "preload/env.h"
+#include "preload/log.h"
 
 namespace nvshare::preload {
 

@@ -7,27 +7,15 @@
 
 #include <climits>
 
-#include "preload/lock/client.h"
 #include "preload/clock.h"
-#include "preload/memory/contexts.h"
-#include "preload/env.h"
-#include "preload/log.h"
 
 namespace nvshare::preload {
 
 std::atomic<uint32_t> g_gate{0};
-std::atomic<uint64_t> g_active_at{0};
 
 namespace {
 
-std::atomic<bool> g_warned_stuck{false};
-
-void futex_wait(std::atomic<uint32_t>* word, uint32_t expected, long timeout_ns)
-{
-    timespec ts{0, timeout_ns};
-    syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT_PRIVATE, expected, &ts,
-            nullptr, 0);
-}
+std::atomic<uint64_t> g_active_at{0};
 
 void futex_wake_all(std::atomic<uint32_t>* word)
 {
@@ -37,58 +25,66 @@ void futex_wake_all(std::atomic<uint32_t>* word)
 
 }  // namespace
 
-void gate_slow(CUstream stream)
+bool gate_mark_active()
 {
-    if (config().disabled) {
-        g_gate.fetch_or(kGateOpen | kGateActive, std::memory_order_acq_rel);
-        return;
-    }
-    // Work captured into a graph does nothing now; it is gated when the graph
-    // is launched. Never wait (or sync) inside a capture.
-    if (contexts::stream_capturing(stream))
-        return;
     const uint32_t old = g_gate.fetch_or(kGateActive, std::memory_order_acq_rel);
     if ((old & kGateActive) == 0)
         g_active_at.store(now_ns(), std::memory_order_release);
-    if (old & kGateOpen)
-        return;
-    gate_leave();  // a waiting call is not in flight
-    // Never let work through unlocked, also without a current context: the
-    // driver takes the context from an explicit stream. (Where it has none
-    // at all the driver fails the call; waiting for the lock first is
-    // harmless.)
-    contexts::note_current_or_stream(stream);
-    if (!client::ensure_started()) {
-        gate_open();  // no client thread: fail open
-        g_gate.fetch_add(kGateInFlightOne, std::memory_order_acq_rel);
-        return;
-    }
-    for (;;) {
-        const uint32_t v = g_gate.load(std::memory_order_acquire);
-        if (v & kGateOpen) {
-            // Counted only if still open when counted: a close in between
-            // would not wait for us.
-            if (g_gate.fetch_add(kGateInFlightOne, std::memory_order_acq_rel) & kGateOpen)
-                return;
-            gate_leave();
-            continue;
-        }
-        client::want_lock();
-        // A drain that cannot finish (queued work waits for work we hold
-        // back) must not hang the process: let the work through.
-        if (client::drain_overdue()) {
-            if (!g_warned_stuck.exchange(true))
-                log_warn(
-                    "giving the GPU back takes longer than the grace period: GPU work "
-                    "goes through unscheduled meanwhile");
-            gate_open();
-            g_gate.fetch_add(kGateInFlightOne, std::memory_order_acq_rel);
-            return;
-        }
-        // Woken by the client thread; the timeout bounds a lost wake-up and
-        // the check above.
-        futex_wait(&g_gate, v, 200 * 1000 * 1000);
-    }
+    return (old & kGateOpen) != 0;
+}
+
+uint32_t gate_state()
+{
+    return g_gate.load(std::memory_order_acquire);
+}
+
+bool gate_count_if_open()
+{
+    // Counted only if still open when counted: a close in between would not
+    // wait for us.
+    if (g_gate.fetch_add(kGateInFlightOne, std::memory_order_acq_rel) & kGateOpen)
+        return true;
+    gate_leave();
+    return false;
+}
+
+void gate_wait(uint32_t seen, long timeout_ns)
+{
+    timespec ts{0, timeout_ns};
+    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&g_gate), FUTEX_WAIT_PRIVATE, seen, &ts, nullptr,
+            0);
+}
+
+void gate_open_and_count()
+{
+    gate_open();
+    g_gate.fetch_add(kGateInFlightOne, std::memory_order_acq_rel);
+}
+
+void gate_disable()
+{
+    g_gate.fetch_or(kGateOpen | kGateActive, std::memory_order_acq_rel);
+}
+
+bool gate_is_open()
+{
+    return (g_gate.load(std::memory_order_acquire) & kGateOpen) != 0;
+}
+
+bool gate_active()
+{
+    return (g_gate.load(std::memory_order_acquire) & kGateActive) != 0;
+}
+
+void gate_clear_active()
+{
+    g_gate.fetch_and(~kGateActive, std::memory_order_acq_rel);
+}
+
+bool gate_close_if_idle()
+{
+    uint32_t expected = kGateOpen;  // open, not active, nothing in flight
+    return g_gate.compare_exchange_strong(expected, 0, std::memory_order_acq_rel);
 }
 
 bool gate_wait_in_flight(uint64_t deadline)

@@ -4,10 +4,10 @@
 
 #include <atomic>
 
-#include "preload/memory/devices.h"
-#include "preload/env.h"
 #include "preload/driver/hook_table.h"
+#include "preload/env.h"
 #include "preload/log.h"
+#include "preload/memory/devices.h"
 
 namespace nvshare::preload::contexts {
 

@@ -4,9 +4,9 @@
 
 #include <cstring>
 
-#include "preload/lock/client.h"
-#include "preload/env.h"
 #include "preload/driver/hook_table.h"
+#include "preload/env.h"
+#include "preload/lock/mailbox.h"
 #include "preload/log.h"
 
 namespace nvshare::preload::devices {
@@ -90,7 +90,7 @@ int index_of(CUdevice ordinal, bool add)
             "stays plain device memory, accounted as resident (it cannot be paged out)",
             ordinal);
     if (i >= 0)
-        client::poke();
+        mailbox::poke();
     return i;
 }
 
@@ -137,7 +137,7 @@ void add_usage(uint32_t index, Kind kind, int64_t delta)
     (kind == Kind::Managed ? g.managed : g.pinned).fetch_add(delta, std::memory_order_acq_rel);
     // One wake-up per report period, not one per allocation.
     if (!g.dirty.exchange(true, std::memory_order_acq_rel))
-        client::poke();
+        mailbox::poke();
 }
 
 void reset_after_fork()

@@ -3,13 +3,13 @@
 #include <sys/mman.h>
 #include <time.h>
 
-#include "preload/memory/alloc.h"
 #include "preload/clock.h"
+#include "preload/driver/hook_table.h"
+#include "preload/env.h"
+#include "preload/log.h"
+#include "preload/memory/allocations.h"
 #include "preload/memory/contexts.h"
 #include "preload/memory/devices.h"
-#include "preload/env.h"
-#include "preload/driver/hook_table.h"
-#include "preload/log.h"
 
 namespace nvshare::preload::residency {
 

@@ -1,22 +1,17 @@
 // cuMemAlloc/cuMemAllocPitch become managed allocations, so system memory
 // backs what does not fit on the GPU; every allocation kind is accounted per
 // GPU and reported to nvshared (managed: pageable; async/pool/VMM: pinned).
-#include "preload/memory/alloc.h"
-
-#include <pthread.h>
-
-#include <algorithm>
 #include <atomic>
 #include <cstring>
 
-#include "preload/memory/alloc_table.h"
+#include "preload/driver/hook_table.h"
+#include "preload/env.h"
+#include "preload/lock/lock.h"
+#include "preload/log.h"
+#include "preload/memory/allocations.h"
 #include "preload/memory/array_size.h"
-#include "preload/lock/client.h"
 #include "preload/memory/contexts.h"
 #include "preload/memory/devices.h"
-#include "preload/env.h"
-#include "preload/driver/hook_table.h"
-#include "preload/log.h"
 
 namespace nvshare::preload::alloc {
 
@@ -24,47 +19,11 @@ namespace {
 
 using devices::Kind;
 
-AllocTable g_pointers;  // device pointers
-AllocTable g_handles;   // cuMemCreate handles
-// Extra references to a handle (cuMemRetainAllocationHandle gives back the
-// same value): handle -> count in `size`. Each cuMemRelease drops one; the
-// memory is uncounted only with the last.
-AllocTable g_handle_refs;
-AllocTable g_arrays;  // CUarray and CUmipmappedArray handles
-pthread_mutex_t g_mutex = PTHREAD_MUTEX_INITIALIZER;
 std::atomic<bool> g_warned_unmanaged{false};
 
 constexpr size_t kPitchAlignment = 512;
 // Give the first allocation a chance to learn nvshared's capacity.
 constexpr int kReadyTimeoutMs = 2000;
-
-void track(AllocTable& table, uint64_t key, uint64_t size, int gpu, Kind kind,
-           bool rewritten = false)
-{
-    pthread_mutex_lock(&g_mutex);
-    const bool ok = table.insert(key, size, gpu, static_cast<uint16_t>(kind), rewritten);
-    pthread_mutex_unlock(&g_mutex);
-    if (ok)
-        devices::add_usage(static_cast<uint32_t>(gpu), kind, static_cast<int64_t>(size));
-}
-
-// Removes before the real free: once freed, the address may be handed out
-// again at once to another thread and tracked anew.
-bool untrack(AllocTable& table, uint64_t key, AllocTable::Entry* out)
-{
-    pthread_mutex_lock(&g_mutex);
-    const bool found = table.remove(key, out);
-    pthread_mutex_unlock(&g_mutex);
-    if (found)
-        devices::add_usage(static_cast<uint32_t>(out->gpu), static_cast<Kind>(out->kind),
-                           -static_cast<int64_t>(out->size));
-    return found;
-}
-
-void retrack(AllocTable& table, const AllocTable::Entry& e)
-{
-    track(table, e.key, e.size, e.gpu, static_cast<Kind>(e.kind), e.rewritten);
-}
 
 // The GPU an allocation lands on, registered, with the daemon connection
 // started (and its settings awaited, briefly) on the first allocation.
@@ -73,8 +32,8 @@ int prepare(int ordinal)
     if (ordinal < 0)
         return -1;
     const int gpu = devices::index_of(ordinal, true);
-    if (gpu >= 0 && client::ensure_started())
-        client::wait_ready(kReadyTimeoutMs);
+    if (gpu >= 0)
+        lock::start_client(kReadyTimeoutMs);
     return gpu;
 }
 
@@ -119,7 +78,7 @@ CUresult allocate_managed(CUdeviceptr* dptr, size_t bytes, int gpu)
     if (keep_plain(gpu) && plain != nullptr) {
         const CUresult r = plain(dptr, bytes);
         if (r == CUDA_SUCCESS)
-            track(g_pointers, *dptr, bytes, gpu, Kind::Pinned);
+            track(Table::Pointers, *dptr, bytes, gpu, Kind::Pinned);
         return r;
     }
     CUresult r =
@@ -132,7 +91,7 @@ CUresult allocate_managed(CUdeviceptr* dptr, size_t bytes, int gpu)
         kind = Kind::Pinned;
     }
     if (r == CUDA_SUCCESS)
-        track(g_pointers, *dptr, bytes, gpu, kind, kind == Kind::Managed);
+        track(Table::Pointers, *dptr, bytes, gpu, kind, kind == Kind::Managed);
     return r;
 }
 
@@ -142,49 +101,6 @@ bool is_device_location(const CUmemAllocationProp* prop)
 }
 
 }  // namespace
-
-void reset_after_fork()
-{
-    pthread_mutex_init(&g_mutex, nullptr);
-    g_pointers.clear();
-    g_handles.clear();
-    g_handle_refs.clear();
-    g_arrays.clear();
-}
-
-namespace {
-
-std::atomic<bool> g_graph_memory{false};
-
-void note_graph_memory()
-{
-    if (!g_graph_memory.exchange(true))
-        client::poke();  // the client thread starts looking at the pools
-}
-
-}  // namespace
-
-bool graph_memory_in_use()
-{
-    return g_graph_memory.load(std::memory_order_relaxed);
-}
-
-void refresh_graph_memory()
-{
-    auto real = NVS_REAL(cuDeviceGetGraphMemAttribute);
-    if (real == nullptr)
-        return;
-    for (uint32_t i = 0; i < devices::count(); ++i) {
-        devices::Gpu& g = devices::at(i);
-        cuuint64_t reserved = 0;
-        if (real(g.ordinal, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &reserved) != CUDA_SUCCESS)
-            continue;
-        const uint64_t before = g.graph_pool.exchange(reserved);
-        if (reserved != before)
-            devices::add_usage(i, Kind::Pinned,
-                               static_cast<int64_t>(reserved) - static_cast<int64_t>(before));
-    }
-}
 
 // Stream-ordered allocations (plain and from a pool) share this logic.
 template <typename Call>
@@ -207,7 +123,7 @@ CUresult allocate_async(CUdeviceptr* dptr, size_t bytes, CUstream stream, int pe
         return CUDA_ERROR_OUT_OF_MEMORY;
     const CUresult r = call();
     if (r == CUDA_SUCCESS && dptr != nullptr)
-        track(g_pointers, *dptr, bytes, gpu, Kind::Pinned);
+        track(Table::Pointers, *dptr, bytes, gpu, Kind::Pinned);
     return r;
 }
 
@@ -215,46 +131,11 @@ template <typename Call>
 CUresult free_tracked(CUdeviceptr dptr, Call call)
 {
     AllocTable::Entry e{};
-    const bool found = untrack(g_pointers, dptr, &e);
+    const bool found = untrack(Table::Pointers, dptr, &e);
     const CUresult r = call();
     if (r != CUDA_SUCCESS && found)
-        retrack(g_pointers, e);
+        retrack(Table::Pointers, e);
     return r;
-}
-
-size_t managed_ranges(uint32_t gpu, Range* out, size_t max)
-{
-    if (max == 0)
-        return 0;
-    // Keep the `max` newest in a min-heap on seq, then sort newest first.
-    const auto older = [](const Range& a, const Range& b) { return a.seq > b.seq; };
-    size_t n = 0;
-    pthread_mutex_lock(&g_mutex);
-    g_pointers.for_each([&](const AllocTable::Entry& e) {
-        if (e.gpu != static_cast<int32_t>(gpu) || e.kind != static_cast<uint16_t>(Kind::Managed))
-            return;
-        const Range r{e.key, e.size, e.seq};
-        if (n < max) {
-            out[n++] = r;
-            std::push_heap(out, out + n, older);
-        } else if (r.seq > out[0].seq) {
-            std::pop_heap(out, out + n, older);
-            out[n - 1] = r;
-            std::push_heap(out, out + n, older);
-        }
-    });
-    pthread_mutex_unlock(&g_mutex);
-    std::sort(out, out + n, [](const Range& a, const Range& b) { return a.seq > b.seq; });
-    return n;
-}
-
-bool made_managed(uint64_t ptr)
-{
-    AllocTable::Entry e{};
-    pthread_mutex_lock(&g_mutex);
-    const bool found = g_pointers.find(ptr, &e);
-    pthread_mutex_unlock(&g_mutex);
-    return found && e.rewritten != 0;
 }
 
 }  // namespace nvshare::preload::alloc
@@ -303,7 +184,7 @@ NVS_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, size_t
         // Plain memory: the driver's own pitch, accounted as resident.
         const CUresult r = real(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
         if (r == CUDA_SUCCESS)
-            track(g_pointers, *dptr, *pPitch * Height, gpu, Kind::Pinned);
+            track(Table::Pointers, *dptr, *pPitch * Height, gpu, Kind::Pinned);
         return r;
     }
     const CUresult r = allocate_managed(dptr, bytes, gpu);
@@ -326,7 +207,7 @@ NVS_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsign
     const int gpu = prepare_current();
     const CUresult r = real(dptr, bytesize, flags);
     if (r == CUDA_SUCCESS && gpu >= 0)
-        track(g_pointers, *dptr, bytesize, gpu, nvshare::preload::devices::Kind::Managed);
+        track(Table::Pointers, *dptr, bytesize, gpu, nvshare::preload::devices::Kind::Managed);
     return r;
 }
 
@@ -386,7 +267,7 @@ NVS_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t siz
         return CUDA_ERROR_OUT_OF_MEMORY;
     const CUresult r = real(handle, size, prop, flags);
     if (r == CUDA_SUCCESS)
-        track(g_handles, *handle, size, gpu, nvshare::preload::devices::Kind::Pinned);
+        track(Table::Handles, *handle, size, gpu, nvshare::preload::devices::Kind::Pinned);
     return r;
 }
 
@@ -398,14 +279,7 @@ NVS_EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle* ha
     const CUresult r = real(handle, addr);
     if (r != CUDA_SUCCESS || handle == nullptr || config().disabled)
         return r;
-    nvshare::preload::AllocTable::Entry e{};
-    pthread_mutex_lock(&g_mutex);
-    if (g_handles.find(*handle, &e)) {
-        nvshare::preload::AllocTable::Entry refs{};
-        const uint64_t n = g_handle_refs.remove(*handle, &refs) ? refs.size : 0;
-        g_handle_refs.insert(*handle, n + 1, e.gpu, e.kind);
-    }
-    pthread_mutex_unlock(&g_mutex);
+    retain_handle(*handle);
     return r;
 }
 
@@ -413,23 +287,16 @@ NVS_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 {
     NVS_REQUIRE(real, cuMemRelease);
     nvshare::preload::AllocTable::Entry refs{};
-    pthread_mutex_lock(&g_mutex);
-    const bool retained = g_handle_refs.remove(handle, &refs);
-    pthread_mutex_unlock(&g_mutex);
-    if (retained) {
+    if (take_handle_refs(handle, &refs)) {
         const CUresult r = real(handle);
-        pthread_mutex_lock(&g_mutex);
-        const uint64_t left = r == CUDA_SUCCESS ? refs.size - 1 : refs.size;
-        if (left != 0)
-            g_handle_refs.insert(handle, left, refs.gpu, refs.kind);
-        pthread_mutex_unlock(&g_mutex);
+        put_handle_refs(handle, r == CUDA_SUCCESS ? refs.size - 1 : refs.size, refs);
         return r;
     }
     nvshare::preload::AllocTable::Entry e{};
-    const bool found = untrack(g_handles, handle, &e);
+    const bool found = untrack(Table::Handles, handle, &e);
     const CUresult r = real(handle);
     if (r != CUDA_SUCCESS && found)
-        retrack(g_handles, e);
+        retrack(Table::Handles, e);
     return r;
 }
 
@@ -449,7 +316,7 @@ CUresult create_array(void* handle_out, uint64_t bytes, Call call)
     if (r == CUDA_SUCCESS) {
         uint64_t key = 0;
         memcpy(&key, handle_out, sizeof key);
-        track(g_arrays, key, bytes, gpu, nvshare::preload::devices::Kind::Pinned);
+        track(Table::Arrays, key, bytes, gpu, nvshare::preload::devices::Kind::Pinned);
     }
     return r;
 }
@@ -458,10 +325,10 @@ template <typename Call>
 CUresult destroy_array(uint64_t key, Call call)
 {
     nvshare::preload::AllocTable::Entry e{};
-    const bool found = untrack(g_arrays, key, &e);
+    const bool found = untrack(Table::Arrays, key, &e);
     const CUresult r = call();
     if (r != CUDA_SUCCESS && found)
-        retrack(g_arrays, e);
+        retrack(Table::Arrays, e);
     return r;
 }
 
@@ -515,7 +382,7 @@ NVS_EXPORT CUresult cuGraphAddMemAllocNode(CUgraphNode* phGraphNode, CUgraph hGr
     NVS_REQUIRE(real, cuGraphAddMemAllocNode);
     const CUresult r = real(phGraphNode, hGraph, dependencies, numDependencies, nodeParams);
     if (r == CUDA_SUCCESS && !config().disabled)
-        nvshare::preload::alloc::note_graph_memory();
+        note_graph_memory();
     return r;
 }
 
