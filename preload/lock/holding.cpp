@@ -2,23 +2,6 @@
 
 namespace nvshare::preload {
 
-const char* hold_state_name(HoldState s)
-{
-    switch (s) {
-        case HoldState::Idle:
-            return "idle";
-        case HoldState::Requested:
-            return "requested";
-        case HoldState::SwappingIn:
-            return "swapping in";
-        case HoldState::Holding:
-            return "holding";
-        case HoldState::Draining:
-            return "draining";
-    }
-    return "?";
-}
-
 bool Holding::holds() const
 {
     return state_ == HoldState::SwappingIn || state_ == HoldState::Holding ||

@@ -25,8 +25,6 @@ enum class HoldState {
     Draining,    // told to let go: the gate is closed, our work drains
 };
 
-const char* hold_state_name(HoldState s);
-
 class Holding {
 public:
     HoldState state() const { return state_; }

@@ -147,10 +147,4 @@ TEST(Holding, RevokedOrLostFromAnyStateIsIdle)
     }
 }
 
-TEST(Holding, StateNames)
-{
-    EXPECT_STREQ(nvshare::preload::hold_state_name(HoldState::Draining), "draining");
-    EXPECT_STREQ(nvshare::preload::hold_state_name(HoldState::SwappingIn), "swapping in");
-}
-
 }  // namespace
