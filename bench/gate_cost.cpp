@@ -1,5 +1,5 @@
-// Per-call cost of the gate's fast path (preload/gate.h) around an empty
-// "driver call": gate_enter + gate_leave (an atomic add and subtract on the
+// Per-call cost of the gate's fast path (preload/lock/lock.h, gate.h) around an empty
+// "driver call": lock::enter + lock::leave (an atomic add and subtract on the
 // gate word, which also counts calls in flight, issue 20) next to the single
 // atomic load the gate was before. 1 and 2 threads calling at once.
 // Usage: build/bench/gate_cost [calls per thread]
@@ -10,14 +10,16 @@
 #include <thread>
 #include <vector>
 
-#include "preload/gate.h"
+#include "preload/lock/lock.h"
 
 namespace nvshare::preload {
 std::atomic<uint32_t> g_gate{kGateOpen | kGateActive};
-void gate_slow(CUstream)
+namespace lock {
+void wait_for_grant(CUstream)
 {
     abort();  // the gate stays open: never taken
 }
+}  // namespace lock
 }  // namespace nvshare::preload
 
 namespace {
@@ -36,9 +38,9 @@ void calls(long n, long* sink)
     long s = 0;
     for (long i = 0; i < n; ++i) {
         if (Counted) {
-            gate_enter(nullptr, 0);
+            lock::enter(nullptr, 0);
             s += driver_call(i);
-            gate_leave();
+            lock::leave();
         } else {
             if (g_gate.load(std::memory_order_acquire) != (kGateOpen | kGateActive))
                 abort();

@@ -3,7 +3,7 @@
 #include <dlfcn.h>
 
 #include "common/protocol.h"
-#include "preload/real_driver.h"
+#include "preload/driver/real_driver.h"
 
 extern "C" __attribute__((visibility("default")))
 const NvshareProcessOwner nvshare_process_owner = {nvshare::proto::kVersion, 0};

@@ -21,7 +21,7 @@ flags="-std=c++20 -O2 -fPIC -Wall -Wextra -Wpedantic -Werror -Wshadow -Wconversi
     -fno-threadsafe-statics -fvisibility=hidden -fvisibility-inlines-hidden
     -ftls-model=initial-exec -I$src -I$build -I$cuda"
 objs=""
-for f in "$src"/preload/*.cpp; do
+for f in $(find "$src/preload" -name "*.cpp" | sort); do
     o="$out/$(basename "$f" .cpp).o"
     # shellcheck disable=SC2086
     $cxx $flags -c "$f" -o "$o" || { echo "FAIL: compiling $f for aarch64"; exit 1; }

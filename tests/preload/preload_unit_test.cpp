@@ -6,12 +6,12 @@
 #include <map>
 #include <random>
 
-#include "preload/alloc_table.h"
-#include "preload/array_size.h"
+#include "preload/memory/alloc_table.h"
+#include "preload/memory/array_size.h"
 #include "preload/env.h"
-#include "preload/idle_gaps.h"
-#include "preload/proc_address.h"
-#include "preload/wait_notice.h"
+#include "preload/lock/idle_gaps.h"
+#include "preload/hooks/proc_address.h"
+#include "preload/lock/wait_notice.h"
 
 namespace nvshare::preload {
 namespace {

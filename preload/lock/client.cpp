@@ -1,0 +1,507 @@
+#include "preload/lock/client.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <sys/prctl.h>
+
+#include <climits>
+#include <cstring>
+
+#include "common/codec.h"
+#include "common/mode.h"
+#include "preload/clock.h"
+#include "preload/env.h"
+#include "preload/lock/gate.h"
+#include "preload/lock/mailbox.h"
+#include "preload/lock/wait_notice.h"
+#include "preload/log.h"
+#include "preload/memory/allocations.h"
+#include "preload/memory/contexts.h"
+#include "preload/memory/devices.h"
+#include "preload/memory/residency.h"
+
+namespace nvshare::preload::client {
+
+namespace {
+
+constexpr uint32_t kBackoffMaxMs = 10000;
+constexpr uint64_t kReportPeriodNs = 20ull * 1000 * 1000;
+constexpr uint64_t kWelcomeTimeoutNs = 5ull * 1000 * 1000 * 1000;
+constexpr uint64_t kCapturePollNs = 5ull * 1000 * 1000;
+// How often a process that uses graph memory has its pools looked at.
+constexpr uint64_t kGraphPollNs = 200ull * 1000 * 1000;
+constexpr uint64_t kIdleDrainLimitNs = 10ull * 1000 * 1000 * 1000;
+// An early release waits at most this long for its eviction to finish.
+constexpr uint64_t kEvictLimitNs = 10ull * 1000 * 1000 * 1000;
+// A drain that takes longer than this found GPU work still in flight.
+constexpr uint64_t kInFlightNs = 1ull * 1000 * 1000;
+// How often a holder that lets go sooner than the idle period looks whether
+// its work ran out.
+constexpr uint64_t kQuickCheckNs = 2ull * 1000 * 1000;
+// How often completion of a bulk prefetch is looked for.
+constexpr uint64_t kSwapPollNs = 2ull * 1000 * 1000;
+// The program's work waits at most this long for a swap-in to finish.
+constexpr uint64_t kSwapInGateLimitNs = 5ull * 1000 * 1000 * 1000;
+
+}  // namespace
+
+// ---- the connection ----
+
+bool Client::connect_and_hello()
+{
+    if (!conn_.connect())
+        return false;
+    s_ = Session{};
+    wait_.reset();
+    s_.connected_at = now_ns();
+    s_.generation = devices::generation();
+    s_.gpu_count = devices::count();
+
+    proto::Hello hello{};
+    hello.gpu_count = s_.gpu_count;
+    char comm[17] = {};
+    prctl(PR_GET_NAME, comm);
+    memcpy(hello.comm, comm, sizeof hello.comm);
+    for (uint32_t i = 0; i < s_.gpu_count; ++i) {
+        const devices::Gpu& g = devices::at(i);
+        proto::HelloGpu& h = hello.gpus[i];
+        memcpy(h.uuid, g.uuid, sizeof h.uuid);
+        h.physical_memory = g.physical_memory;
+        memcpy(h.name, g.name, sizeof h.name);
+        devices::at(i).dirty.store(true);       // the new session gets every report
+        devices::at(i).others_pinned.store(0);  // until this session's daemon says
+    }
+    if (!conn_.hello(hello)) {
+        disconnect();
+        return false;
+    }
+    return true;
+}
+
+void Client::disconnect()
+{
+    conn_.close();
+    s_.welcomed = false;
+    s_.lock.lost();
+}
+
+void Client::fail_open(const char* reason)
+{
+    gate_open();
+    mailbox::set_ready();
+    if (!failing_) {
+        failing_ = true;
+        log_warn("%s (%s): GPU work runs unscheduled until nvshared is back", reason,
+                 config().socket_path);
+    }
+}
+
+bool Client::send_mask(proto::MsgType type)
+{
+    const proto::GpuMaskPayload p{s_.gpu_count >= 64 ? ~0ull : (1ull << s_.gpu_count) - 1};
+    return conn_.send(type, p);
+}
+
+bool Client::on_frame(void* self, proto::MsgType type, const uint8_t* p, uint32_t length)
+{
+    return static_cast<Client*>(self)->handle(type, p, length, now_ns());
+}
+
+// ---- what nvshared says ----
+
+void Client::apply_settings(const proto::Settings& s)
+{
+    for (uint32_t i = 0; i < s.gpu_count && i < s_.gpu_count; ++i)
+        devices::at(i).capacity.store(s.capacities[i], std::memory_order_release);
+    log_debug("settings: mode %s, time quantum %llu us", proto::mode_name(s.mode),
+              static_cast<unsigned long long>(s.time_quantum_us));
+}
+
+// false: nonsense, drop the connection.
+bool Client::handle(proto::MsgType type, const uint8_t* p, uint32_t length, uint64_t now)
+{
+    using proto::MsgType;
+    uint32_t expected = 0;
+    if (proto::fixed_payload_size(type, &expected) && expected != length)
+        return false;
+    switch (type) {
+        case MsgType::Welcome: {
+            proto::Welcome w;
+            if (!proto::decode(p, length, &w))
+                return false;
+            apply_settings(w.settings);
+            s_.welcomed = true;
+            mailbox::set_ready();
+            return true;
+        }
+        case MsgType::Settings: {
+            proto::Settings st;
+            if (!proto::decode(p, length, &st))
+                return false;
+            apply_settings(st);
+            return true;
+        }
+        case MsgType::Grant: {
+            proto::GrantPayload g{};
+            proto::decode(p, length, &g);
+            on_grant(g, now);
+            return true;
+        }
+        case MsgType::Drop: {
+            proto::DropPayload d{};
+            proto::decode(p, length, &d);
+            on_drop(d, now);
+            return true;
+        }
+        case MsgType::RevokeCause: {
+            proto::RevokeCausePayload r{};
+            proto::decode(p, length, &r);
+            s_.revoke_cause = r.cause;
+            return true;
+        }
+        case MsgType::Revoked:
+            on_revoked();
+            return true;
+        case MsgType::Waiting: {
+            proto::WaitingPayload w{};
+            proto::decode(p, length, &w);
+            if (w.gpu >= s_.gpu_count)
+                return false;
+            wait_.waiting(w, now);
+            return true;
+        }
+        case MsgType::Contended: {
+            proto::GrantPayload c{};
+            proto::decode(p, length, &c);
+            s_.lock.contention(c);
+            return true;
+        }
+        case MsgType::Unpageable: {
+            proto::UnpageablePayload u{};
+            proto::decode(p, length, &u);
+            if (u.gpu >= s_.gpu_count)
+                return false;
+            devices::at(u.gpu).others_pinned.store(u.others_pinned_bytes);
+            return true;
+        }
+        case MsgType::Error:
+            return on_error(p, length);
+        default:
+            return true;  // Status and future types: nothing to do
+    }
+}
+
+void Client::on_grant(const proto::GrantPayload& g, uint64_t now)
+{
+    s_.lock.granted(g);
+    s_.next_idle_check = now + config().idle_release_ms * 1000000ull;
+    s_.quiet_since = now;
+    mailbox::clear_want();
+    wait_.granted(g.gpus, now);
+    if (residency::on_grant(g.gpus, s_.lock.oversubscribed())) {
+        // Our data was evicted: kernels that ran now would fault it in page
+        // by page, far slower than the bulk prefetch, and slow the prefetch
+        // down. They wait for it instead.
+        s_.lock.await_swap_in(now + kSwapInGateLimitNs);
+    } else {
+        gate_open();  // work proceeds while new data streams in behind it
+    }
+    log_debug("lock granted%s", s_.lock.contended() ? " (contended)" : "");
+}
+
+void Client::on_drop(const proto::DropPayload& d, uint64_t now)
+{
+    gate_close();  // stop admitting work at once; drained in work()
+    s_.lock.dropped(d, now);
+    log_debug("drop requested (grace %llu us): %s", static_cast<unsigned long long>(d.grace_us),
+              (d.flags & proto::kDropTurnsBegin) != 0 ? "the GPU is now taken in turns"
+                                                      : "the time quantum is over and others wait");
+}
+
+void Client::on_revoked()
+{
+    gate_close();
+    s_.lock.revoked();
+    wait_.cancel();
+    log_warn("nvshared revoked the GPU lock: %s", revoke_cause_text(s_.revoke_cause));
+    s_.revoke_cause = 0;
+}
+
+bool Client::on_error(const uint8_t* p, uint32_t length)
+{
+    proto::ErrorReply e{};
+    char text[160] = {};
+    if (proto::decode(p, length, &e))
+        memcpy(text, e.text, e.text_length < sizeof text - 1 ? e.text_length : sizeof text - 1);
+    log_warn("nvshared refused this process: %s", text);
+    return false;
+}
+
+// ---- giving the lock back ----
+
+bool Client::drain(uint64_t deadline)
+{
+    log_debug("draining: waiting for this process's GPU work");
+    mailbox::drain_until(deadline);
+    // Calls admitted before the gate closed may still be putting work on the
+    // GPU: synchronising before they are out would miss that work.
+    if (!gate_is_open() && !gate_wait_in_flight(deadline))
+        log_debug("a driver call admitted before the drop is still running");
+    const bool done = contexts::drain_all();
+    mailbox::drain_done();
+    return done;
+}
+
+// Gate closed and drained: move our data off an oversubscribed GPU (so the
+// next holder finds it free), then say so.
+void Client::release(uint64_t deadline)
+{
+    const uint64_t all = s_.gpu_count >= 64 ? ~0ull : (1ull << s_.gpu_count) - 1;
+    residency::before_release(all, s_.lock.oversubscribed(), s_.lock.keep_bytes(), deadline);
+    send_mask(proto::MsgType::Released);
+    s_.lock.released();
+    report_stats();
+}
+
+void Client::report_stats()
+{
+    for (uint32_t i = 0; i < s_.gpu_count; ++i) {
+        residency::Stats& st = residency::stats(i);
+        if (!st.dirty)
+            continue;
+        const proto::StatsPayload p{i,
+                                    0,
+                                    st.bytes_prefetched,
+                                    st.bytes_evicted,
+                                    st.swap_ins,
+                                    st.swap_in_ns / 1000,
+                                    st.swap_outs,
+                                    st.swap_out_ns / 1000};
+        if (conn_.send(proto::MsgType::Stats, p))
+            st.dirty = false;
+    }
+}
+
+// A drop: drain every context, then say so; wait for captures to end first
+// (synchronising would invalidate them) unless the grace runs out.
+void Client::finish_drop(uint64_t now)
+{
+    if (s_.lock.state() != HoldState::Draining)
+        return;
+    const uint64_t deadline = *s_.lock.deadline();
+    if (contexts::active_captures() == 0 || now >= deadline) {
+        drain(deadline + kCapturePollNs);
+        gate_close();  // a waiter may have failed open during a stuck drain
+        release(deadline + kCapturePollNs);
+        log_debug("released after a drop request");
+    }
+}
+
+// Early release: when others wait and the GPU has gone idle, hand it on now
+// rather than at the end of the quantum. How long to stay idle first is
+// IdleGaps' call: what a switch would cost (evicting our data and bringing it
+// back), at least the idle period, until this process's pauses have shown
+// which of them outlast that.
+void Client::release_if_idle(uint64_t now)
+{
+    const uint64_t period = config().idle_release_ms * 1000000ull;
+    if (s_.lock.state() != HoldState::Holding || !s_.lock.contended() || period == 0 ||
+        now < s_.next_idle_check)
+        return;
+    const uint64_t hold = gaps_.hold_for(
+        residency::switch_cost_ns(s_.lock.oversubscribed(), s_.lock.keep_bytes()), period);
+    // A process that lets go sooner than the period is watched closely, so
+    // that the end of its burst is seen when it comes, not up to two periods
+    // later.
+    s_.next_idle_check = now + (hold < period && period > kQuickCheckNs ? kQuickCheckNs : period);
+    if (contexts::active_captures() > 0) {
+        // never release (and sync) in the middle of a capture
+    } else if (gate_active()) {
+        gate_clear_active();
+        gaps_.resumed(gate_active_at());
+        s_.quiet_since = now;
+    } else if (now - s_.quiet_since < hold) {
+        const uint64_t at = s_.quiet_since + hold;
+        s_.next_idle_check = at < s_.next_idle_check ? s_.next_idle_check : at;
+    } else if (drain(now + kIdleDrainLimitNs)) {
+        const uint64_t drained = now_ns();
+        // Work submitted earlier that was still running means the GPU has
+        // been idle only from now on (a burst queued at once and then waited
+        // for is not idleness).
+        const bool was_busy = drained - now > kInFlightNs;
+        if (!gate_active()) {  // still idle: nobody set ACTIVE
+            gaps_.idle_since(was_busy ? drained : now);
+            if (was_busy && hold != 0) {
+                s_.quiet_since = drained;
+                s_.next_idle_check = drained + hold;
+            } else if (gate_close_if_idle()) {
+                const uint64_t idle = was_busy ? 0 : drained - s_.quiet_since;
+                release(now + kEvictLimitNs);
+                log_debug("released early: idle for %llu ms",
+                          static_cast<unsigned long long>(idle / 1000000));
+            }
+        }  // else work came in while we drained: the next check sees it
+    }
+}
+
+// Our data is back (or took too long): the program's work may go on.
+void Client::finish_swap_in(uint64_t now)
+{
+    if (s_.lock.swap_in_over(residency::busy(), now)) {
+        s_.quiet_since = now;
+        gate_open();
+    }
+}
+
+// ---- asking for the lock ----
+
+// Memory first: in auto mode the daemon decides from it whether a request
+// may run alongside others, so it must not learn it too late.
+void Client::report_memory(uint64_t now, bool requesting)
+{
+    if (alloc::graph_memory_in_use() && (requesting || now - s_.last_graph_check >= kGraphPollNs)) {
+        s_.last_graph_check = now;
+        alloc::refresh_graph_memory();
+    }
+    if (!requesting && now - s_.last_report < kReportPeriodNs)
+        return;
+    bool sent = false;
+    for (uint32_t i = 0; i < s_.gpu_count; ++i) {
+        devices::Gpu& g = devices::at(i);
+        if (!g.dirty.exchange(false))
+            continue;
+        const int64_t m = g.managed.load(), pin = g.pinned.load();
+        const proto::MemoryPayload r{i, 0, static_cast<uint64_t>(m > 0 ? m : 0),
+                                     static_cast<uint64_t>(pin > 0 ? pin : 0)};
+        conn_.send(proto::MsgType::Memory, r);
+        sent = true;
+    }
+    if (sent)
+        s_.last_report = now;
+}
+
+void Client::request_lock(uint64_t now)
+{
+    gaps_.resumed(gate_active_at());  // the end of a pause we let go in
+    if (s_.gpu_count == 0) {
+        gate_open();  // nothing to schedule
+    } else if (send_mask(proto::MsgType::Request)) {
+        s_.lock.request_sent();
+        wait_.begin(now, s_.gpu_count);
+    }
+}
+
+void Client::work(uint64_t now)
+{
+    if (!s_.welcomed)
+        return;
+    finish_drop(now);
+    release_if_idle(now);
+    if (residency::poll())
+        report_stats();
+    finish_swap_in(now);
+    const bool requesting = mailbox::wanted() && s_.lock.state() == HoldState::Idle;
+    report_memory(now, requesting);
+    if (requesting)
+        request_lock(now);
+    const auto notice = wait_.next_notice();
+    if (s_.lock.state() == HoldState::Requested && notice && now >= *notice)
+        wait_.announce(now);
+}
+
+// ---- the loop ----
+
+int Client::timeout_ms(uint64_t now) const
+{
+    uint64_t next = UINT64_MAX;
+    auto consider = [&](uint64_t t) { next = t < next ? t : next; };
+    if (!s_.welcomed)
+        consider(s_.connected_at + kWelcomeTimeoutNs);
+    if (s_.lock.state() == HoldState::Draining)
+        consider(now + kCapturePollNs);
+    if (s_.lock.holds() && s_.lock.contended() && config().idle_release_ms != 0)
+        consider(s_.next_idle_check);
+    if (residency::busy())
+        consider(now + kSwapPollNs);
+    if (s_.lock.state() == HoldState::SwappingIn)
+        consider(*s_.lock.deadline());
+    const auto notice = wait_.next_notice();
+    if (s_.lock.state() == HoldState::Requested && notice)
+        consider(*notice);
+    for (uint32_t i = 0; i < s_.gpu_count; ++i)
+        if (devices::at(i).dirty.load())
+            consider(s_.last_report + kReportPeriodNs);
+    if (alloc::graph_memory_in_use() && s_.gpu_count != 0)
+        consider(s_.last_graph_check + kGraphPollNs);
+    if (next == UINT64_MAX)
+        return -1;
+    if (next <= now)
+        return 0;
+    const uint64_t ms = (next - now + 999999) / 1000000;
+    return ms > 60000 ? 60000 : static_cast<int>(ms);
+}
+
+void Client::wait_event(int timeout)
+{
+    pollfd p{mailbox::event_fd(), POLLIN, 0};
+    if (poll(&p, 1, timeout) > 0)
+        mailbox::consume_wakeup();
+}
+
+void Client::run()
+{
+    for (;;) {
+        if (!conn_.is_open()) {
+            const uint64_t now = now_ns();
+            if (failing_ && now < retry_at_) {
+                wait_event(static_cast<int>((retry_at_ - now + 999999) / 1000000));
+                continue;
+            }
+            if (!connect_and_hello()) {
+                fail_open("cannot reach nvshared");
+                retry_at_ = now_ns() + backoff_ms_ * 1000000ull;
+                backoff_ms_ = backoff_ms_ * 2 > kBackoffMaxMs ? kBackoffMaxMs : backoff_ms_ * 2;
+                continue;
+            }
+            backoff_ms_ = kBackoffFirstMs;
+            if (failing_) {
+                failing_ = false;
+                log_debug("connected to nvshared again: GPU work is scheduled");
+                // Back to gating; ask at once if work is under way.
+                if (gate_close() & kGateActive)
+                    mailbox::set_want();
+            }
+        }
+        // A context on a new GPU: register again with every GPU.
+        if (devices::generation() != s_.generation) {
+            if (s_.lock.holds())
+                drain(now_ns() + kIdleDrainLimitNs);
+            gate_close();
+            disconnect();
+            continue;
+        }
+        uint64_t now = now_ns();
+        if (!s_.welcomed && now >= s_.connected_at + kWelcomeTimeoutNs) {
+            disconnect();
+            fail_open("nvshared does not answer");
+            retry_at_ = now + backoff_ms_ * 1000000ull;
+            continue;
+        }
+        work(now);
+        pollfd p[2] = {{conn_.fd(), POLLIN, 0}, {mailbox::event_fd(), POLLIN, 0}};
+        const int r = poll(p, 2, timeout_ms(now_ns()));
+        if (r < 0 && errno != EINTR)
+            continue;
+        if (p[1].revents & POLLIN)
+            mailbox::consume_wakeup();
+        if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+            if (!conn_.read_frames(on_frame, this)) {
+                disconnect();
+                fail_open("lost the connection to nvshared");
+                retry_at_ = now_ns() + backoff_ms_ * 1000000ull;
+            }
+        }
+    }
+}
+
+}  // namespace nvshare::preload::client

@@ -1,0 +1,75 @@
+// The connection to nvshared as the client thread runs it: registers the
+// process's GPUs, asks for and gives back the lock (Holding, the state
+// machine), and reports memory. It fails open: without a daemon the process
+// runs unscheduled and reconnects when the daemon is back. Constructed and
+// run by thread.cpp, on the client thread only.
+#pragma once
+
+#include <cstdint>
+
+#include "common/protocol.h"
+#include "preload/lock/connection.h"
+#include "preload/lock/holding.h"
+#include "preload/lock/idle_gaps.h"
+#include "preload/lock/wait_announcer.h"
+
+namespace nvshare::preload::client {
+
+// Everything one connection to nvshared knows besides the socket.
+struct Session {
+    bool welcomed = false;
+    Holding lock;
+    uint32_t gpu_count = 0;   // GPUs named in our Hello
+    uint32_t generation = 0;  // devices::generation() at Hello
+    uint64_t connected_at = 0;
+    uint64_t next_idle_check = 0;
+    uint64_t quiet_since = 0;  // when ACTIVE was last cleared: no work submitted since
+    uint64_t last_report = 0;
+    uint64_t last_graph_check = 0;
+    uint32_t revoke_cause = 0;  // from the RevokeCause before a Revoked
+};
+
+class Client {
+public:
+    void run();
+
+private:
+    // The connection.
+    bool connect_and_hello();
+    void disconnect();
+    void fail_open(const char* reason);
+    bool send_mask(proto::MsgType type);
+    static bool on_frame(void* self, proto::MsgType type, const uint8_t* p, uint32_t length);
+
+    // What nvshared says.
+    bool handle(proto::MsgType type, const uint8_t* p, uint32_t length, uint64_t now);
+    void apply_settings(const proto::Settings& s);
+    void on_grant(const proto::GrantPayload& g, uint64_t now);
+    void on_drop(const proto::DropPayload& d, uint64_t now);
+    void on_revoked();
+    bool on_error(const uint8_t* p, uint32_t length);
+
+    // What the loop does on each turn.
+    void work(uint64_t now);
+    void finish_drop(uint64_t now);
+    void release_if_idle(uint64_t now);
+    void finish_swap_in(uint64_t now);
+    void report_memory(uint64_t now, bool requesting);
+    void request_lock(uint64_t now);
+    void release(uint64_t deadline);
+    bool drain(uint64_t deadline);
+    void report_stats();
+    int timeout_ms(uint64_t now) const;
+    void wait_event(int timeout);
+
+    Connection conn_;
+    Session s_;
+    WaitAnnouncer wait_;
+    IdleGaps gaps_;  // kept across connections: a property of the program
+    bool failing_ = false;
+    static constexpr uint32_t kBackoffFirstMs = 500;
+    uint32_t backoff_ms_ = kBackoffFirstMs;
+    uint64_t retry_at_ = 0;
+};
+
+}  // namespace nvshare::preload::client

@@ -1,0 +1,71 @@
+#include "preload/lock/lock.h"
+
+#include <atomic>
+
+#include "preload/env.h"
+#include "preload/lock/mailbox.h"
+#include "preload/lock/thread.h"
+#include "preload/log.h"
+#include "preload/memory/contexts.h"
+
+namespace nvshare::preload::lock {
+
+namespace {
+
+std::atomic<bool> g_warned_stuck{false};
+
+}  // namespace
+
+void wait_for_grant(CUstream stream)
+{
+    if (config().disabled) {
+        gate_disable();
+        return;
+    }
+    // Work captured into a graph does nothing now; it is gated when the graph
+    // is launched. Never wait (or sync) inside a capture.
+    if (contexts::stream_capturing(stream))
+        return;
+    if (gate_mark_active())
+        return;
+    gate_leave();  // a waiting call is not in flight
+    // Never let work through unlocked, also without a current context: the
+    // driver takes the context from an explicit stream. (Where it has none
+    // at all the driver fails the call; waiting for the lock first is
+    // harmless.)
+    contexts::note_current_or_stream(stream);
+    if (!client_thread::ensure_started()) {
+        gate_open_and_count();  // no client thread: fail open
+        return;
+    }
+    for (;;) {
+        const uint32_t v = gate_state();
+        if (v & kGateOpen) {
+            if (gate_count_if_open())
+                return;
+            continue;
+        }
+        mailbox::want_lock();
+        // A drain that cannot finish (queued work waits for work we hold
+        // back) must not hang the process: let the work through.
+        if (mailbox::drain_overdue()) {
+            if (!g_warned_stuck.exchange(true))
+                log_warn(
+                    "giving the GPU back takes longer than the grace period: GPU work "
+                    "goes through unscheduled meanwhile");
+            gate_open_and_count();
+            return;
+        }
+        // Woken by the client thread; the timeout bounds a lost wake-up and
+        // the check above.
+        gate_wait(v, 200 * 1000 * 1000);
+    }
+}
+
+void start_client(int ready_timeout_ms)
+{
+    if (client_thread::ensure_started())
+        mailbox::wait_ready(ready_timeout_ms);
+}
+
+}  // namespace nvshare::preload::lock

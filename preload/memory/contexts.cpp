@@ -1,0 +1,485 @@
+#include "preload/memory/contexts.h"
+
+#include <pthread.h>
+
+#include <atomic>
+
+#include "preload/driver/hook_table.h"
+#include "preload/env.h"
+#include "preload/log.h"
+#include "preload/memory/devices.h"
+
+namespace nvshare::preload::contexts {
+
+namespace {
+
+struct Known {
+    CUcontext ctx;
+    CUdevice device;
+    int primary_refs;  // primary contexts: retains minus releases
+    bool primary;
+};
+
+constexpr int kMaxContexts = 256;
+Known g_known[kMaxContexts];
+int g_count = 0;
+pthread_mutex_t g_mutex = PTHREAD_MUTEX_INITIALIZER;
+// The context the drain synchronises right now, outside g_mutex (nullptr:
+// none). Destroying it waits for the drain (g_synced) instead of the drain
+// holding g_mutex across the synchronisation: a thread that reaches the
+// gate takes g_mutex (note_current), and the work the drain waits for may
+// be that thread's next submission.
+CUcontext g_syncing = nullptr;
+pthread_cond_t g_synced = PTHREAD_COND_INITIALIZER;
+std::atomic<int> g_captures{0};
+
+struct Lock {
+    Lock() { pthread_mutex_lock(&g_mutex); }
+    ~Lock() { pthread_mutex_unlock(&g_mutex); }
+    Lock(const Lock&) = delete;
+    Lock& operator=(const Lock&) = delete;
+};
+
+int find_locked(CUcontext ctx)
+{
+    for (int i = 0; i < g_count; ++i)
+        if (g_known[i].ctx == ctx)
+            return i;
+    return -1;
+}
+
+void remove_locked(int i)
+{
+    g_known[i] = g_known[--g_count];
+}
+
+void add(CUcontext ctx, CUdevice device, bool primary)
+{
+    if (ctx == nullptr)
+        return;
+    {
+        Lock lock;
+        const int i = find_locked(ctx);
+        if (i >= 0) {
+            if (primary)
+                g_known[i].primary_refs++;
+        } else if (g_count < kMaxContexts) {
+            g_known[g_count++] = {ctx, device, primary ? 1 : 0, primary};
+        } else {
+            log_warn("more than %d CUDA contexts: not all are drained on release", kMaxContexts);
+        }
+    }
+    devices::index_of(device, true);
+}
+
+void forget(CUcontext ctx)
+{
+    Lock lock;
+    const int i = find_locked(ctx);
+    if (i >= 0)
+        remove_locked(i);
+    // The driver's destroy synchronises the context too, so waiting for the
+    // drain's synchronisation costs the caller nothing it would not wait for.
+    while (ctx != nullptr && g_syncing == ctx)
+        pthread_cond_wait(&g_synced, &g_mutex);
+}
+
+void release_primary(CUdevice device, bool reset)
+{
+    Lock lock;
+    for (int i = 0; i < g_count; ++i) {
+        if (g_known[i].primary && g_known[i].device == device) {
+            if (reset || --g_known[i].primary_refs <= 0)
+                remove_locked(i);
+            return;
+        }
+    }
+}
+
+void capture_began(CUresult r)
+{
+    if (r == CUDA_SUCCESS)
+        g_captures.fetch_add(1, std::memory_order_acq_rel);
+}
+
+// Whether the driver says `stream` is capturing (including an invalidated
+// capture, which still has to be ended).
+bool capturing_now(CUstream stream)
+{
+    auto is_capturing = NVS_REAL(cuStreamIsCapturing);
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    return is_capturing != nullptr && is_capturing(stream, &status) == CUDA_SUCCESS &&
+           status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+void capture_ended()
+{
+    int v = g_captures.load(std::memory_order_acquire);
+    while (v > 0 && !g_captures.compare_exchange_weak(v, v - 1, std::memory_order_acq_rel)) {
+    }
+}
+
+// Ending a capture can fail and still end it (UNJOINED ends and invalidates
+// it; other errors may leave it going): what counts is whether the stream
+// was capturing before the call and is not after.
+template <typename Call>
+CUresult end_capture(CUstream stream, Call call)
+{
+    const bool was = g_captures.load(std::memory_order_acquire) > 0 && capturing_now(stream);
+    const CUresult r = call();
+    if (r == CUDA_SUCCESS || r == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED ||
+        r == CUDA_ERROR_STREAM_CAPTURE_UNJOINED || (was && !capturing_now(stream)))
+        capture_ended();
+    return r;
+}
+
+// Destroying a capturing stream succeeds and ends its capture.
+template <typename Call>
+CUresult destroy_stream(CUstream stream, Call call)
+{
+    const bool was = g_captures.load(std::memory_order_acquire) > 0 && capturing_now(stream);
+    const CUresult r = call();
+    if (r == CUDA_SUCCESS && was)
+        capture_ended();
+    return r;
+}
+
+}  // namespace
+
+bool note_current()
+{
+    auto get_current = NVS_REAL(cuCtxGetCurrent);
+    auto get_device = NVS_REAL(cuCtxGetDevice);
+    CUcontext ctx = nullptr;
+    if (get_current == nullptr || get_device == nullptr || get_current(&ctx) != CUDA_SUCCESS ||
+        ctx == nullptr)
+        return false;
+    {
+        Lock lock;
+        if (find_locked(ctx) >= 0)
+            return true;
+    }
+    CUdevice device = 0;
+    if (get_device(&device) != CUDA_SUCCESS)
+        return false;
+    add(ctx, device, false);
+    return true;
+}
+
+bool note_current_or_stream(CUstream stream)
+{
+    if (note_current())
+        return true;
+    // The default streams mean "the current context's": there is none.
+    if (stream == nullptr || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD)
+        return false;
+    auto get_ctx = NVS_REAL(cuStreamGetCtx);
+    auto push = NVS_REAL(cuCtxPushCurrent_v2);
+    auto pop = NVS_REAL(cuCtxPopCurrent_v2);
+    CUcontext ctx = nullptr;
+    if (get_ctx == nullptr || push == nullptr || pop == nullptr ||
+        get_ctx(stream, &ctx) != CUDA_SUCCESS || ctx == nullptr || push(ctx) != CUDA_SUCCESS)
+        return false;
+    const bool noted = note_current();
+    CUcontext popped = nullptr;
+    pop(&popped);
+    return noted;
+}
+
+int current_device()
+{
+    auto get_device = NVS_REAL(cuCtxGetDevice);
+    CUdevice device = 0;
+    if (get_device == nullptr || get_device(&device) != CUDA_SUCCESS)
+        return -1;
+    return device;
+}
+
+bool drain_all()
+{
+    if (g_captures.load(std::memory_order_acquire) > 0)
+        return false;
+    auto push = NVS_REAL(cuCtxPushCurrent_v2);
+    auto pop = NVS_REAL(cuCtxPopCurrent_v2);
+    auto sync = NVS_REAL(cuCtxSynchronize);
+    if (push == nullptr || pop == nullptr || sync == nullptr)
+        return true;
+    // Another thread's global-mode capture must not make our
+    // synchronisation illegal (and we never sync a capturing stream).
+    relax_capture_mode();
+    // The list as it is now; contexts made meanwhile have no work of ours to
+    // wait for. g_mutex is held only between synchronisations, never across
+    // one (see g_syncing).
+    CUcontext list[kMaxContexts];
+    int n = 0;
+    {
+        Lock lock;
+        for (int i = 0; i < g_count; ++i)
+            list[n++] = g_known[i].ctx;
+    }
+    for (int i = 0; i < n; ++i) {
+        {
+            Lock lock;
+            if (find_locked(list[i]) < 0)
+                continue;  // destroyed meanwhile
+            g_syncing = list[i];
+        }
+        if (push(list[i]) == CUDA_SUCCESS) {
+            const CUresult r = sync();
+            if (r != CUDA_SUCCESS)
+                log_debug("draining context %p: error %d", static_cast<void*>(list[i]),
+                          static_cast<int>(r));
+            CUcontext popped = nullptr;
+            pop(&popped);
+        }
+        Lock lock;
+        g_syncing = nullptr;
+        pthread_cond_broadcast(&g_synced);
+    }
+    return true;
+}
+
+void relax_capture_mode()
+{
+    static thread_local bool relaxed = false;
+    if (relaxed)
+        return;
+    if (auto exchange = NVS_REAL(cuThreadExchangeStreamCaptureMode)) {
+        CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+        exchange(&mode);
+    }
+    relaxed = true;
+}
+
+bool with_device_context(CUdevice ordinal, void (*fn)(void*), void* arg)
+{
+    auto push = NVS_REAL(cuCtxPushCurrent_v2);
+    auto pop = NVS_REAL(cuCtxPopCurrent_v2);
+    if (push == nullptr || pop == nullptr)
+        return false;
+    Lock lock;  // the context cannot be destroyed while we use it
+    for (int i = 0; i < g_count; ++i) {
+        if (g_known[i].device != ordinal || push(g_known[i].ctx) != CUDA_SUCCESS)
+            continue;
+        fn(arg);
+        CUcontext popped = nullptr;
+        pop(&popped);
+        return true;
+    }
+    return false;
+}
+
+int active_captures()
+{
+    return g_captures.load(std::memory_order_acquire);
+}
+
+bool stream_capturing(CUstream stream)
+{
+    if (g_captures.load(std::memory_order_acquire) == 0)
+        return false;
+    auto is_capturing = NVS_REAL(cuStreamIsCapturing);
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    return is_capturing != nullptr && is_capturing(stream, &status) == CUDA_SUCCESS &&
+           status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+void reset_after_fork()
+{
+    pthread_mutex_init(&g_mutex, nullptr);
+    pthread_cond_init(&g_synced, nullptr);
+    g_syncing = nullptr;
+    g_count = 0;
+    g_captures.store(0);
+}
+
+}  // namespace nvshare::preload::contexts
+
+// ---- exported wrappers ---------------------------------------------------------
+
+using nvshare::preload::contexts::add;
+using nvshare::preload::contexts::capture_began;
+using nvshare::preload::contexts::destroy_stream;
+using nvshare::preload::contexts::end_capture;
+using nvshare::preload::contexts::forget;
+using nvshare::preload::contexts::release_primary;
+
+#define NVS_CALL_REAL(name, ...)     \
+    auto real = NVS_REAL(name);      \
+    if (real == nullptr)             \
+        return CUDA_ERROR_NOT_FOUND; \
+    const CUresult r = real(__VA_ARGS__)
+
+NVS_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev)
+{
+    NVS_CALL_REAL(cuDevicePrimaryCtxRetain, pctx, dev);
+    if (r == CUDA_SUCCESS && !nvshare::preload::config().disabled)
+        add(*pctx, dev, true);
+    return r;
+}
+
+NVS_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
+{
+    NVS_CALL_REAL(cuDevicePrimaryCtxRelease, dev);
+    if (r == CUDA_SUCCESS)
+        release_primary(dev, false);
+    return r;
+}
+
+NVS_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+{
+    NVS_CALL_REAL(cuDevicePrimaryCtxRelease_v2, dev);
+    if (r == CUDA_SUCCESS)
+        release_primary(dev, false);
+    return r;
+}
+
+NVS_EXPORT CUresult cuDevicePrimaryCtxReset(CUdevice dev)
+{
+    NVS_CALL_REAL(cuDevicePrimaryCtxReset, dev);
+    if (r == CUDA_SUCCESS)
+        release_primary(dev, true);
+    return r;
+}
+
+NVS_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
+{
+    NVS_CALL_REAL(cuDevicePrimaryCtxReset_v2, dev);
+    if (r == CUDA_SUCCESS)
+        release_primary(dev, true);
+    return r;
+}
+
+NVS_EXPORT CUresult cuCtxCreate(CUcontext* pctx, unsigned int flags, CUdevice dev)
+{
+    NVS_CALL_REAL(cuCtxCreate, pctx, flags, dev);
+    if (r == CUDA_SUCCESS && !nvshare::preload::config().disabled)
+        add(*pctx, dev, false);
+    return r;
+}
+
+NVS_EXPORT CUresult cuCtxCreate_v2(CUcontext* pctx, unsigned int flags, CUdevice dev)
+{
+    NVS_CALL_REAL(cuCtxCreate_v2, pctx, flags, dev);
+    if (r == CUDA_SUCCESS && !nvshare::preload::config().disabled)
+        add(*pctx, dev, false);
+    return r;
+}
+
+NVS_EXPORT CUresult cuCtxCreate_v3(CUcontext* pctx, CUexecAffinityParam* paramsArray, int numParams,
+                                   unsigned int flags, CUdevice dev)
+{
+    NVS_CALL_REAL(cuCtxCreate_v3, pctx, paramsArray, numParams, flags, dev);
+    if (r == CUDA_SUCCESS && !nvshare::preload::config().disabled)
+        add(*pctx, dev, false);
+    return r;
+}
+
+NVS_EXPORT CUresult cuCtxCreate_v4(CUcontext* pctx, CUctxCreateParams* ctxCreateParams,
+                                   unsigned int flags, CUdevice dev)
+{
+    NVS_CALL_REAL(cuCtxCreate_v4, pctx, ctxCreateParams, flags, dev);
+    if (r == CUDA_SUCCESS && !nvshare::preload::config().disabled)
+        add(*pctx, dev, false);
+    return r;
+}
+
+// Forget before destroying: the client thread must never sync a dead context.
+NVS_EXPORT CUresult cuCtxDestroy(CUcontext ctx)
+{
+    forget(ctx);
+    NVS_CALL_REAL(cuCtxDestroy, ctx);
+    return r;
+}
+
+NVS_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
+{
+    forget(ctx);
+    NVS_CALL_REAL(cuCtxDestroy_v2, ctx);
+    return r;
+}
+
+NVS_EXPORT CUresult cuStreamBeginCapture(CUstream hStream)
+{
+    NVS_CALL_REAL(cuStreamBeginCapture, hStream);
+    capture_began(r);
+    return r;
+}
+
+NVS_EXPORT CUresult cuStreamBeginCapture_ptsz(CUstream hStream)
+{
+    NVS_CALL_REAL(cuStreamBeginCapture_ptsz, hStream);
+    capture_began(r);
+    return r;
+}
+
+NVS_EXPORT CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode)
+{
+    NVS_CALL_REAL(cuStreamBeginCapture_v2, hStream, mode);
+    capture_began(r);
+    return r;
+}
+
+NVS_EXPORT CUresult cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode)
+{
+    NVS_CALL_REAL(cuStreamBeginCapture_v2_ptsz, hStream, mode);
+    capture_began(r);
+    return r;
+}
+
+NVS_EXPORT CUresult cuStreamBeginCaptureToGraph(CUstream hStream, CUgraph hGraph,
+                                                const CUgraphNode* dependencies,
+                                                const CUgraphEdgeData* dependencyData,
+                                                size_t numDependencies, CUstreamCaptureMode mode)
+{
+    NVS_CALL_REAL(cuStreamBeginCaptureToGraph, hStream, hGraph, dependencies, dependencyData,
+                  numDependencies, mode);
+    capture_began(r);
+    return r;
+}
+
+NVS_EXPORT CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgraph hGraph,
+                                                     const CUgraphNode* dependencies,
+                                                     const CUgraphEdgeData* dependencyData,
+                                                     size_t numDependencies,
+                                                     CUstreamCaptureMode mode)
+{
+    NVS_CALL_REAL(cuStreamBeginCaptureToGraph_ptsz, hStream, hGraph, dependencies, dependencyData,
+                  numDependencies, mode);
+    capture_began(r);
+    return r;
+}
+
+NVS_EXPORT CUresult cuStreamEndCapture(CUstream hStream, CUgraph* phGraph)
+{
+    auto real = NVS_REAL(cuStreamEndCapture);
+    if (real == nullptr)
+        return CUDA_ERROR_NOT_FOUND;
+    return end_capture(hStream, [&] { return real(hStream, phGraph); });
+}
+
+NVS_EXPORT CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph* phGraph)
+{
+    auto real = NVS_REAL(cuStreamEndCapture_ptsz);
+    if (real == nullptr)
+        return CUDA_ERROR_NOT_FOUND;
+    // The per-thread default stream is named by 0 here.
+    const CUstream s = hStream == nullptr ? CU_STREAM_PER_THREAD : hStream;
+    return end_capture(s, [&] { return real(hStream, phGraph); });
+}
+
+NVS_EXPORT CUresult cuStreamDestroy(CUstream hStream)
+{
+    auto real = NVS_REAL(cuStreamDestroy);
+    if (real == nullptr)
+        return CUDA_ERROR_NOT_FOUND;
+    return destroy_stream(hStream, [&] { return real(hStream); });
+}
+
+NVS_EXPORT CUresult cuStreamDestroy_v2(CUstream hStream)
+{
+    auto real = NVS_REAL(cuStreamDestroy_v2);
+    if (real == nullptr)
+        return CUDA_ERROR_NOT_FOUND;
+    return destroy_stream(hStream, [&] { return real(hStream); });
+}

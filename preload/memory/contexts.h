@@ -1,0 +1,43 @@
+// The CUDA contexts this process created or retained (all of them are drained
+// when the lock is given back) and the stream captures in progress.
+#pragma once
+
+#include "preload/driver/cuda_api.h"
+
+namespace nvshare::preload::contexts {
+
+// Registers the calling thread's current context and its device (for
+// contexts made before we could see them). False if there is none.
+bool note_current();
+
+// Like note_current(); with no current context, registers the context of
+// `stream` instead (the driver takes the context from an explicit stream, so
+// such a call does reach the GPU). False if neither is known.
+bool note_current_or_stream(CUstream stream);
+
+// The device of the calling thread's current context, or -1.
+int current_device();
+
+// Waits for all work of every known context (client thread only). Returns
+// false if a stream capture is in progress, when synchronising would
+// invalidate it: the caller tries again later.
+bool drain_all();
+
+// Stream captures in progress in this process.
+int active_captures();
+
+// Puts the calling thread in relaxed capture mode, once: the library's own
+// work must never make another thread's global-mode capture illegal.
+void relax_capture_mode();
+
+// Runs fn(arg) with a context of GPU `ordinal` current on the calling thread
+// (client thread only); false if the process has no context there.
+bool with_device_context(CUdevice ordinal, void (*fn)(void*), void* arg);
+
+// Whether `stream` is being captured (only asks the driver while some
+// capture is in progress).
+bool stream_capturing(CUstream stream);
+
+void reset_after_fork();
+
+}  // namespace nvshare::preload::contexts

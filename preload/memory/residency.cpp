@@ -1,0 +1,269 @@
+#include "preload/memory/residency.h"
+
+#include <sys/mman.h>
+#include <time.h>
+
+#include "preload/clock.h"
+#include "preload/driver/hook_table.h"
+#include "preload/env.h"
+#include "preload/log.h"
+#include "preload/memory/allocations.h"
+#include "preload/memory/contexts.h"
+#include "preload/memory/devices.h"
+
+namespace nvshare::preload::residency {
+
+namespace {
+
+// Ranges moved per GPU and round. A process with more managed allocations
+// than this gets its newest ones moved in bulk; older ones fault in.
+constexpr size_t kMaxRanges = 16384;
+// What stays of an allocation on eviction is kept in this unit (the GPU's
+// large page), so the moves stay page-aligned.
+constexpr uint64_t kKeepAlign = 2ull << 20;
+// Transfer rates assumed until this process has measured its own: what bulk
+// migration of managed memory reached on an H200 over PCIe 5 (bench/README.md).
+// Eviction is slower: the driver allocates the host pages as it goes.
+constexpr double kAssumedEvictRate = 16e9;
+constexpr double kAssumedSwapInRate = 48e9;
+
+struct GpuState {
+    CUstream stream = nullptr;  // the library's own, created on first use
+    bool in_flight = false;     // a swap-in is running
+    uint64_t started_ns = 0;
+    uint64_t bytes = 0;
+    bool data_on_host = false;  // we evicted it: bring it back on the next grant
+    uint64_t migrated_seq = 0;  // allocations up to this one were moved once
+    uint64_t evicted = 0;       // bytes the latest eviction moved to host
+    uint64_t restoring = 0;     // of those, what the running swap-in brings back
+    // Transfer rates measured on this GPU (bytes per second; 0: not yet).
+    double evict_rate = 0;
+    double swap_in_rate = 0;
+    Stats stats;
+};
+
+GpuState g_gpus[devices::kMaxGpus];
+alloc::Range* g_ranges = nullptr;  // scratch, mapped on first use
+
+bool wanted(Policy policy, bool auto_says)
+{
+    return policy == Policy::On || (policy == Policy::Auto && auto_says);
+}
+
+// What an eviction leaves on the GPU: what nvshared allows, unless
+// NVSHARE_EVICT=1 says to evict everything.
+uint64_t keep_on_eviction(uint64_t allowed)
+{
+    return config().evict == Policy::On ? 0 : allowed;
+}
+
+double bytes_per_second(uint64_t bytes, uint64_t ns)
+{
+    return static_cast<double>(bytes) * 1e9 / static_cast<double>(ns);
+}
+
+alloc::Range* scratch()
+{
+    if (g_ranges == nullptr) {
+        void* m = mmap(nullptr, kMaxRanges * sizeof(alloc::Range), PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        g_ranges = m == MAP_FAILED ? nullptr : static_cast<alloc::Range*>(m);
+    }
+    return g_ranges;
+}
+
+// One round of migration of GPU `index`'s managed memory to `location`, on
+// the library's stream, with the GPU's context current (a callback of
+// contexts::with_device_context).
+struct Round {
+    uint32_t index;
+    CUmemLocation location;
+    uint64_t budget;          // bytes at most
+    uint64_t newer_than = 0;  // only allocations after this one
+    uint64_t keep = 0;        // eviction: leave the newest allocations up to this
+    uint64_t bytes = 0;
+    uint64_t max_seq = 0;
+    bool ok = false;
+};
+
+void migrate(void* arg)
+{
+    auto* r = static_cast<Round*>(arg);
+    GpuState& g = g_gpus[r->index];
+    contexts::relax_capture_mode();
+    auto create = NVS_REAL(cuStreamCreate);
+    auto prefetch = NVS_REAL(cuMemPrefetchAsync_v2);
+    if (create == nullptr || prefetch == nullptr)
+        return;
+    if (g.stream == nullptr && create(&g.stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
+        g.stream = nullptr;
+        return;
+    }
+    alloc::Range* ranges = scratch();
+    if (ranges == nullptr)
+        return;
+    const size_t n = alloc::managed_ranges(r->index, ranges, kMaxRanges);
+    uint64_t kept = 0;
+    for (size_t i = 0; i < n && r->bytes < r->budget; ++i) {
+        if (ranges[i].seq <= r->newer_than)
+            break;  // newest first: the rest is older
+        uint64_t ptr = ranges[i].ptr, size = ranges[i].size;
+        if (kept < r->keep) {
+            // All of it, or its head in whole large pages.
+            const uint64_t room = r->keep - kept;
+            const uint64_t k = size <= room ? size : room & ~(kKeepAlign - 1);
+            kept += k;
+            if (k == size)
+                continue;
+            ptr += k;
+            size -= k;
+        }
+        if (prefetch(ptr, size, r->location, 0, g.stream) == CUDA_SUCCESS)
+            r->bytes += size;
+        if (ranges[i].seq > r->max_seq)
+            r->max_seq = ranges[i].seq;
+    }
+    r->ok = true;
+}
+
+bool stream_done(void* stream)
+{
+    auto query = NVS_REAL(cuStreamQuery);
+    return query == nullptr || query(static_cast<CUstream>(stream)) != CUDA_ERROR_NOT_READY;
+}
+
+}  // namespace
+
+bool on_grant(uint64_t gpus, bool oversubscribed)
+{
+    bool restoring = false;
+    for (uint32_t i = 0; i < devices::count(); ++i) {
+        GpuState& g = g_gpus[i];
+        if ((gpus >> i & 1) == 0 || g.in_flight)
+            continue;
+        if (config().prefetch == Policy::Off || contexts::active_captures() > 0)
+            continue;  // never add work while the program captures a graph
+        // Where everything fits and nothing of ours was evicted, data already
+        // migrated is still on the GPU: only what is new is worth moving.
+        const bool all = wanted(config().prefetch, oversubscribed || g.data_on_host);
+        const bool evicted = g.data_on_host;
+        Round r{i, {}, devices::capacity(i)};
+        r.newer_than = all ? 0 : g.migrated_seq;
+        r.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        r.location.id = devices::at(i).ordinal;
+        const uint64_t start = now_ns();
+        if (!contexts::with_device_context(devices::at(i).ordinal, migrate, &r) || !r.ok)
+            continue;
+        g.data_on_host = false;
+        g.restoring = evicted ? g.evicted : 0;
+        if (r.max_seq > g.migrated_seq)
+            g.migrated_seq = r.max_seq;
+        if (r.bytes == 0)
+            continue;
+        g.in_flight = true;
+        restoring |= evicted;
+        g.started_ns = start;
+        g.bytes = r.bytes;
+        log_debug("prefetching %llu bytes to GPU %u", static_cast<unsigned long long>(r.bytes), i);
+    }
+    return restoring;
+}
+
+bool busy()
+{
+    for (uint32_t i = 0; i < devices::count(); ++i)
+        if (g_gpus[i].in_flight)
+            return true;
+    return false;
+}
+
+bool poll()
+{
+    bool changed = false;
+    for (uint32_t i = 0; i < devices::count(); ++i) {
+        GpuState& g = g_gpus[i];
+        if (!g.in_flight || !stream_done(g.stream))
+            continue;
+        g.in_flight = false;
+        const uint64_t took = now_ns() - g.started_ns;
+        // Only a swap-in of evicted data measures a transfer: new memory is
+        // merely populated, and what was kept is there already.
+        if (g.restoring != 0 && took != 0)
+            g.swap_in_rate = bytes_per_second(g.restoring, took);
+        g.restoring = 0;
+        g.stats.bytes_prefetched += g.bytes;
+        g.stats.swap_ins++;
+        g.stats.swap_in_ns += took;
+        g.stats.dirty = changed = true;
+    }
+    return changed;
+}
+
+void before_release(uint64_t gpus, bool oversubscribed, uint64_t keep_bytes, uint64_t deadline_ns)
+{
+    for (uint32_t i = 0; i < devices::count(); ++i) {
+        GpuState& g = g_gpus[i];
+        if ((gpus >> i & 1) == 0 || !wanted(config().evict, oversubscribed))
+            continue;
+        if (contexts::active_captures() > 0)
+            continue;
+        Round r{i, {}, UINT64_MAX};
+        r.keep = keep_on_eviction(keep_bytes);
+        r.location.type = CU_MEM_LOCATION_TYPE_HOST;
+        r.location.id = 0;
+        const uint64_t start = now_ns();
+        if (!contexts::with_device_context(devices::at(i).ordinal, migrate, &r) || !r.ok)
+            continue;
+        // Wait here: the point is that the GPU is free when we say Released.
+        // Bounded by the grace period; the rest completes on its own.
+        const timespec pause{0, 200000};
+        while (!stream_done(g.stream) && now_ns() < deadline_ns)
+            nanosleep(&pause, nullptr);
+        poll();  // a swap-in still running on the stream has ended too
+        g.data_on_host = true;
+        g.evicted = r.bytes;
+        if (r.bytes == 0)
+            continue;
+        const uint64_t took = now_ns() - start;
+        if (stream_done(g.stream) && took != 0)
+            g.evict_rate = bytes_per_second(r.bytes, took);
+        g.stats.bytes_evicted += r.bytes;
+        g.stats.swap_outs++;
+        g.stats.swap_out_ns += took;
+        g.stats.dirty = true;
+        log_debug("evicted %llu bytes from GPU %u", static_cast<unsigned long long>(r.bytes), i);
+    }
+}
+
+Stats& stats(uint32_t gpu)
+{
+    return g_gpus[gpu].stats;
+}
+
+uint64_t switch_cost_ns(bool oversubscribed, uint64_t keep_bytes)
+{
+    if (!wanted(config().evict, oversubscribed))
+        return 0;  // nothing moves when we let go
+    const uint64_t keep = keep_on_eviction(keep_bytes);
+    double most = 0;
+    for (uint32_t i = 0; i < devices::count(); ++i) {
+        const GpuState& g = g_gpus[i];
+        const int64_t managed = devices::at(i).managed.load(std::memory_order_relaxed);
+        const uint64_t m = managed > 0 ? static_cast<uint64_t>(managed) : 0;
+        const double moved = static_cast<double>(m > keep ? m - keep : 0);
+        const double out = g.evict_rate > 0 ? g.evict_rate : kAssumedEvictRate;
+        const double in = g.swap_in_rate > 0 ? g.swap_in_rate : kAssumedSwapInRate;
+        const double cost = moved / out + moved / in;
+        most = cost > most ? cost : most;
+    }
+    return static_cast<uint64_t>(most * 1e9);
+}
+
+void reset_after_fork()
+{
+    // The parent's streams and statistics are not the child's.
+    for (GpuState& g : g_gpus)
+        g = GpuState{};
+}
+
+}  // namespace nvshare::preload::residency
