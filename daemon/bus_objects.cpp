@@ -19,11 +19,6 @@ constexpr const char* kFailed = "org.freedesktop.DBus.Error.Failed";
 constexpr const char* kNoSuchClient = "org.nvshare.Scheduler1.Error.NoSuchClient";
 constexpr const char* kNotHolding = "org.nvshare.Scheduler1.Error.NotHolding";
 
-uint64_t usec(Duration d)
-{
-    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(d).count());
-}
-
 // A setting the settings home refused, as the D-Bus error the caller gets.
 void refuse(const std::optional<Refusal>& refusal)
 {
@@ -95,7 +90,7 @@ std::vector<ManagerObject::Client> ManagerObject::ListClients()
         for (const auto& [g, use] : c.memory)
             memory += use.total();
         out.emplace_back(id, c.info.pid, c.info.uid, c.info.comm, phase_name(c.phase), c.gpus,
-                         memory, usec(held_so_far(c, now)), usec(waited_so_far(c, now)));
+                         memory, to_usec(held_so_far(c, now)), to_usec(waited_so_far(c, now)));
     }
     return out;
 }
@@ -133,7 +128,7 @@ std::string ManagerObject::Version()
 
 uint64_t ManagerObject::TimeQuantumUSec()
 {
-    return usec(server_.scheduler().settings().time_quantum);
+    return to_usec(server_.scheduler().settings().time_quantum);
 }
 
 void ManagerObject::TimeQuantumUSec(const uint64_t& value)
@@ -157,7 +152,7 @@ void ManagerObject::AntiThrashing(const std::string& value)
 
 uint64_t ManagerObject::GraceUSec()
 {
-    return usec(server_.scheduler().settings().grace);
+    return to_usec(server_.scheduler().settings().grace);
 }
 
 uint32_t ManagerObject::ClientCount()
@@ -243,7 +238,7 @@ std::vector<GpuObject::Client> GpuObject::Clients()
         const auto use = c.memory.find(index_);
         const uint64_t memory = use == c.memory.end() ? 0 : use->second.total();
         out.emplace_back(id, c.info.pid, c.info.uid, c.info.comm, phase_name(c.phase), memory,
-                         usec(held_so_far(c, now)), usec(waited_so_far(c, now)));
+                         to_usec(held_so_far(c, now)), to_usec(waited_so_far(c, now)));
     }
     return out;
 }

@@ -9,11 +9,6 @@ namespace nvshare::daemon {
 
 namespace {
 
-uint64_t usec(Duration d)
-{
-    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(d).count());
-}
-
 // Where a waiting client stands: its best place (1 = next) among the GPUs it
 // waits for, and why it waits there, as the scheduler last told it.
 struct WaitStanding {
@@ -91,9 +86,9 @@ nlohmann::json status_json(const Scheduler& scheduler, size_t connections, TimeP
                            {"state", phase_name(c.phase)},
                            {"memory", memory},
                            {"pinned_memory", pinned},
-                           {"held_us", usec(held_so_far(c, now))},
-                           {"waited_us", usec(waited_so_far(c, now))},
-                           {"quantum_left_us", usec(quantum_left(scheduler, c, now))},
+                           {"held_us", to_usec(held_so_far(c, now))},
+                           {"waited_us", to_usec(waited_so_far(c, now))},
+                           {"quantum_left_us", to_usec(quantum_left(scheduler, c, now))},
                            {"queue_position", wait.place},
                            {"wait_reason", wait.reason},
                            {"grants", c.grants},
@@ -102,9 +97,9 @@ nlohmann::json status_json(const Scheduler& scheduler, size_t connections, TimeP
                            {"bytes_prefetched", sw.bytes_prefetched},
                            {"bytes_evicted", sw.bytes_evicted},
                            {"swap_ins", sw.swap_ins},
-                           {"swap_in_us", usec(sw.swap_in_time)},
+                           {"swap_in_us", to_usec(sw.swap_in_time)},
                            {"swap_outs", sw.swap_outs},
-                           {"swap_out_us", usec(sw.swap_out_time)}});
+                           {"swap_out_us", to_usec(sw.swap_out_time)}});
     }
     json gpus = json::array();
     for (GpuIndex g = 0; g < scheduler.gpus().size(); ++g) {
@@ -120,28 +115,28 @@ nlohmann::json status_json(const Scheduler& scheduler, size_t connections, TimeP
                         {"queue", scheduler.queue(g)},
                         {"grants", gpu.grants},
                         {"oversubscribed", scheduler.oversubscribed(g)},
-                        {"last_swap_in_us", usec(gpu.last_swap_in)}});
+                        {"last_swap_in_us", to_usec(gpu.last_swap_in)}});
     }
     // Per user and GPU, exited clients included: what the metrics show.
     json usage = json::array();
     for (const auto& [key, u] : scheduler.usage(now))
         usage.push_back({{"gpu", key.gpu},
                          {"uid", key.uid},
-                         {"held_us", usec(u.held)},
-                         {"waited_us", usec(u.waited)},
+                         {"held_us", to_usec(u.held)},
+                         {"waited_us", to_usec(u.waited)},
                          {"grants", u.grants},
                          {"drops", u.drops},
                          {"revocations", u.revocations},
                          {"bytes_swapped_in", u.bytes_swapped_in},
                          {"bytes_swapped_out", u.bytes_swapped_out},
-                         {"swap_in_us", usec(u.swap_in_time)},
-                         {"swap_out_us", usec(u.swap_out_time)},
+                         {"swap_in_us", to_usec(u.swap_in_time)},
+                         {"swap_out_us", to_usec(u.swap_out_time)},
                          {"clients", u.clients},
                          {"waiting", u.waiting}});
     return {{"version", NVSHARE_VERSION},
             {"mode", proto::mode_name(s.mode)},
-            {"time_quantum_us", usec(s.time_quantum)},
-            {"grace_us", usec(s.grace)},
+            {"time_quantum_us", to_usec(s.time_quantum)},
+            {"grace_us", to_usec(s.grace)},
             {"connections", connections},
             {"clients", clients},
             {"clients_omitted", 0},
