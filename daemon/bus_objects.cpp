@@ -5,6 +5,7 @@
 #include "build-config.h"
 #include "common/mode.h"
 #include "daemon/authorization.h"
+#include "daemon/client_facts.h"
 #include "daemon/log.h"
 #include "daemon/settings.h"
 #include "daemon/status.h"
@@ -86,11 +87,9 @@ std::vector<ManagerObject::Client> ManagerObject::ListClients()
     const auto now = Clock::now();
     std::vector<Client> out;
     for (const auto& [id, c] : server_.scheduler().clients()) {
-        uint64_t memory = 0;
-        for (const auto& [g, use] : c.memory)
-            memory += use.total();
-        out.emplace_back(id, c.info.pid, c.info.uid, c.info.comm, phase_name(c.phase), c.gpus,
-                         memory, to_usec(held_so_far(c, now)), to_usec(waited_so_far(c, now)));
+        const ClientFacts f = client_facts(server_.scheduler(), c, now);
+        out.emplace_back(id, c.info.pid, c.info.uid, c.info.comm, f.state, c.gpus, f.memory,
+                         to_usec(f.held), to_usec(f.waited));
     }
     return out;
 }
@@ -235,10 +234,9 @@ std::vector<GpuObject::Client> GpuObject::Clients()
     for (const auto& [id, c] : server_.scheduler().clients()) {
         if (std::find(c.gpus.begin(), c.gpus.end(), index_) == c.gpus.end())
             continue;
-        const auto use = c.memory.find(index_);
-        const uint64_t memory = use == c.memory.end() ? 0 : use->second.total();
-        out.emplace_back(id, c.info.pid, c.info.uid, c.info.comm, phase_name(c.phase), memory,
-                         to_usec(held_so_far(c, now)), to_usec(waited_so_far(c, now)));
+        const ClientFacts f = client_facts(server_.scheduler(), c, now);
+        out.emplace_back(id, c.info.pid, c.info.uid, c.info.comm, f.state, memory_on(c, index_),
+                         to_usec(f.held), to_usec(f.waited));
     }
     return out;
 }
