@@ -324,21 +324,13 @@ NVS_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev)
 
 namespace {
 
-template <typename Real>
+// cuDevicePrimaryCtxRelease (reset false) and cuDevicePrimaryCtxReset.
+template <bool reset, typename Real>
 CUresult primary_release(Real real, CUdevice dev)
 {
     NVS_CALL_REAL_PTR(real, dev);
     if (r == CUDA_SUCCESS)
-        release_primary(dev, false);
-    return r;
-}
-
-template <typename Real>
-CUresult primary_reset(Real real, CUdevice dev)
-{
-    NVS_CALL_REAL_PTR(real, dev);
-    if (r == CUDA_SUCCESS)
-        release_primary(dev, true);
+        release_primary(dev, reset);
     return r;
 }
 
@@ -389,8 +381,8 @@ CUresult stream_destroy(Real real, CUstream hStream)
 }  // namespace
 
 // clang-format off
-NVS_VERSION_PAIR(cuDevicePrimaryCtxRelease, _v2, primary_release, (CUdevice dev), (dev))
-NVS_VERSION_PAIR(cuDevicePrimaryCtxReset, _v2, primary_reset, (CUdevice dev), (dev))
+NVS_VERSION_PAIR(cuDevicePrimaryCtxRelease, _v2, primary_release<false>, (CUdevice dev), (dev))
+NVS_VERSION_PAIR(cuDevicePrimaryCtxReset, _v2, primary_release<true>, (CUdevice dev), (dev))
 NVS_VERSION_PAIR(cuCtxCreate, _v2, ctx_create,
                  (CUcontext* pctx, unsigned int flags, CUdevice dev), (pctx, flags, dev))
 // clang-format on
