@@ -38,10 +38,10 @@ constexpr auto kStatusMaxAge = std::chrono::milliseconds(100);
 // systemd's STATUS= line changes at most this often.
 constexpr auto kStatusLineInterval = std::chrono::seconds(1);
 
-uint64_t to_usec(TimePoint t)
+// sd-event's time for t, on the clock the static_assert below checks.
+uint64_t monotonic_usec(TimePoint t)
 {
-    return static_cast<uint64_t>(
-        std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count());
+    return to_usec(t.time_since_epoch());
 }
 
 // steady_clock is CLOCK_MONOTONIC on Linux, the clock sd-event timers use.
@@ -373,7 +373,7 @@ void Server::arm_connection_timer(Connection& c)
         sd_event_source_set_enabled(c.timer, SD_EVENT_OFF);
         return;
     }
-    sd_event_source_set_time(c.timer, to_usec(*at));
+    sd_event_source_set_time(c.timer, monotonic_usec(*at));
     sd_event_source_set_enabled(c.timer, SD_EVENT_ONESHOT);
 }
 
@@ -747,8 +747,7 @@ void Server::send_settings(Connection& c, bool welcome)
     proto::Welcome w{};
     w.client_id = c.serial;
     w.settings.mode = s.mode;
-    w.settings.time_quantum_us = static_cast<uint64_t>(
-        std::chrono::duration_cast<std::chrono::microseconds>(s.time_quantum).count());
+    w.settings.time_quantum_us = to_usec(s.time_quantum);
     w.settings.gpu_count = static_cast<uint32_t>(client->gpus.size());
     for (uint32_t i = 0; i < w.settings.gpu_count; ++i)
         w.settings.capacities[i] = scheduler_.gpus()[client->gpus[i]].capacity;
@@ -796,15 +795,12 @@ void Server::log_due_waits(TimePoint now)
         if (client == nullptr || client->phase != Phase::Waiting)
             continue;
         const EventSubject who = subject(*client, client->wanted);
-        events_.emit(
-            EventKind::Waiting, LogLevel::Info, &who,
-            {"NVSHARE_WAITED_US=" +
-             std::to_string(
-                 std::chrono::duration_cast<std::chrono::microseconds>(now - client->waiting_since)
-                     .count())},
-            "has waited %.1f s for %s, held by %s",
-            std::chrono::duration<double>(now - client->waiting_since).count(),
-            who.gpu_uuids.empty() ? "?" : who.gpu_uuids[0].c_str(), holders_text(*client).c_str());
+        events_.emit(EventKind::Waiting, LogLevel::Info, &who,
+                     {"NVSHARE_WAITED_US=" + std::to_string(to_usec(now - client->waiting_since))},
+                     "has waited %.1f s for %s, held by %s",
+                     std::chrono::duration<double>(now - client->waiting_since).count(),
+                     who.gpu_uuids.empty() ? "?" : who.gpu_uuids[0].c_str(),
+                     holders_text(*client).c_str());
     }
 }
 
@@ -850,9 +846,8 @@ void Server::dispatch_actions()
                 break;
             }
             case ActionKind::Drop: {
-                const auto grace_us =
-                    std::chrono::duration_cast<std::chrono::microseconds>(a.grace).count();
-                const proto::DropPayload p{local, static_cast<uint64_t>(grace_us),
+                const uint64_t grace_us = to_usec(a.grace);
+                const proto::DropPayload p{local, grace_us,
                                            (flags & proto::kGrantOversubscribed) |
                                                (a.turns_begin ? proto::kDropTurnsBegin : 0u),
                                            proto::keep_to_wire(a.keep)};
@@ -903,10 +898,7 @@ void Server::dispatch_actions()
 
 void Server::send_waiting(Connection& c, const Client& client, const Action& a)
 {
-    const auto us = [](Duration d) {
-        return static_cast<uint64_t>(
-            std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::microseconds>(d).count()));
-    };
+    const auto us = [](Duration d) { return to_usec(std::max(d, Duration::zero())); };
     proto::WaitingPayload p{};
     p.gpu = local_index(client, a.gpus);
     p.reason = static_cast<uint32_t>(a.wait.reason);
@@ -1029,7 +1021,7 @@ void Server::rearm_timer()
         sd_event_source_set_enabled(timer_source_, SD_EVENT_OFF);
         return;
     }
-    sd_event_source_set_time(timer_source_, to_usec(*next));
+    sd_event_source_set_time(timer_source_, monotonic_usec(*next));
     sd_event_source_set_enabled(timer_source_, SD_EVENT_ONESHOT);
 }
 
@@ -1046,7 +1038,7 @@ void Server::update_idle_timer()
     if (enabled != 0)
         return;  // already counting since the last client left
     const auto deadline = Clock::now() + *options_.idle_exit;
-    sd_event_source_set_time(idle_source_, to_usec(deadline));
+    sd_event_source_set_time(idle_source_, monotonic_usec(deadline));
     sd_event_source_set_enabled(idle_source_, SD_EVENT_ONESHOT);
 }
 
@@ -1077,7 +1069,7 @@ void Server::send_status_line(TimePoint now)
         }
         next = now + kStatusLineInterval;  // the manager's queue is full: later
     }
-    sd_event_source_set_time(status_line_timer_, to_usec(next));
+    sd_event_source_set_time(status_line_timer_, monotonic_usec(next));
     sd_event_source_set_enabled(status_line_timer_, SD_EVENT_ONESHOT);
 }
 
@@ -1105,12 +1097,11 @@ void Server::set_mode(Mode mode)
 void Server::set_time_quantum(Duration tq)
 {
     scheduler_.set_time_quantum(tq, Clock::now());
-    const auto tq_us = std::chrono::duration_cast<std::chrono::microseconds>(tq).count();
-    events_.emit(
-        EventKind::SettingChanged, LogLevel::Notice, nullptr,
-        {"NVSHARE_SETTING=time-quantum", "NVSHARE_VALUE=" + std::to_string(tq_us)},
-        "time quantum set to %s",
-        format_duration(std::chrono::duration_cast<std::chrono::microseconds>(tq)).c_str());
+    const uint64_t tq_us = to_usec(tq);
+    events_.emit(EventKind::SettingChanged, LogLevel::Notice, nullptr,
+                 {"NVSHARE_SETTING=time-quantum", "NVSHARE_VALUE=" + std::to_string(tq_us)},
+                 "time quantum set to %s",
+                 format_duration(std::chrono::microseconds(tq_us)).c_str());
     status_stale_ = true;
     broadcast_settings();
     after_change();
