@@ -82,10 +82,10 @@ ManagerObject::~ManagerObject()
     unregisterAdaptor();
 }
 
-std::vector<ManagerObject::Client> ManagerObject::ListClients()
+std::vector<ManagerObject::ClientRow> ManagerObject::ListClients()
 {
     const auto now = Clock::now();
-    std::vector<Client> out;
+    std::vector<ClientRow> out;
     for (const auto& [id, c] : server_.scheduler().clients()) {
         const ClientFacts f = client_facts(server_.scheduler(), c, now);
         out.emplace_back(id, c.info.pid, c.info.uid, c.info.comm, f.state, c.gpus, f.memory,
@@ -227,10 +227,10 @@ std::vector<uint64_t> GpuObject::Queue()
     return server_.scheduler().queue(index_);
 }
 
-std::vector<GpuObject::Client> GpuObject::Clients()
+std::vector<GpuObject::ClientRow> GpuObject::Clients()
 {
     const auto now = Clock::now();
-    std::vector<Client> out;
+    std::vector<ClientRow> out;
     for (const auto& [id, c] : server_.scheduler().clients()) {
         if (std::find(c.gpus.begin(), c.gpus.end(), index_) == c.gpus.end())
             continue;

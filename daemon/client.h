@@ -55,7 +55,7 @@ struct ClientInfo {
     std::string comm;
 };
 
-struct Client {
+struct ClientRecord {
     ClientId id = 0;
     ClientInfo info;
     std::vector<GpuIndex> gpus;  // in the client's Hello order: local index -> GpuIndex

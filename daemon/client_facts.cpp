@@ -4,7 +4,7 @@
 
 namespace nvshare::daemon {
 
-ClientFacts client_facts(const Scheduler& scheduler, const Client& c, TimePoint now)
+ClientFacts client_facts(const Scheduler& scheduler, const ClientRecord& c, TimePoint now)
 {
     ClientFacts f;
     f.state = phase_name(c.phase);
@@ -32,13 +32,13 @@ ClientFacts client_facts(const Scheduler& scheduler, const Client& c, TimePoint 
     return f;
 }
 
-uint64_t memory_on(const Client& c, GpuIndex gpu)
+uint64_t memory_on(const ClientRecord& c, GpuIndex gpu)
 {
     const auto use = c.memory.find(gpu);
     return use == c.memory.end() ? 0 : use->second.total();
 }
 
-Duration quantum_left(const Scheduler& scheduler, const Client& c, TimePoint now)
+Duration quantum_left(const Scheduler& scheduler, const ClientRecord& c, TimePoint now)
 {
     if (c.phase != Phase::Holding)
         return Duration::zero();

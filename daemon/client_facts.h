@@ -23,13 +23,13 @@ struct ClientFacts {
     SwapStats swaps;  // what nvshare's bulk migration moved for it, all GPUs
 };
 
-ClientFacts client_facts(const Scheduler& scheduler, const Client& client, TimePoint now);
+ClientFacts client_facts(const Scheduler& scheduler, const ClientRecord& client, TimePoint now);
 
 // The memory the client reported on one GPU (0 if none).
-uint64_t memory_on(const Client& client, GpuIndex gpu);
+uint64_t memory_on(const ClientRecord& client, GpuIndex gpu);
 
 // What remains of a holder's quantum (zero when it holds nothing).
-Duration quantum_left(const Scheduler& scheduler, const Client& client, TimePoint now);
+Duration quantum_left(const Scheduler& scheduler, const ClientRecord& client, TimePoint now);
 // "idle", "waiting", "holding".
 const char* phase_name(Phase phase);
 

@@ -529,7 +529,7 @@ bool Server::handle_frame(Connection& c, const proto::FrameHeader& h, const uint
         fail(c, proto::ErrorCode::BadOrder, "Hello must come first");
         return false;
     }
-    const Client& client = *scheduler_.client(c.serial);
+    const ClientRecord& client = *scheduler_.client(c.serial);
     switch (type) {
         case MsgType::Memory: {
             proto::MemoryPayload m{};
@@ -561,7 +561,7 @@ bool Server::handle_frame(Connection& c, const proto::FrameHeader& h, const uint
     }
 }
 
-bool Server::on_memory(Connection& c, const Client& client, const proto::MemoryPayload& m,
+bool Server::on_memory(Connection& c, const ClientRecord& client, const proto::MemoryPayload& m,
                        TimePoint now)
 {
     if (m.gpu >= client.gpus.size()) {
@@ -576,7 +576,7 @@ bool Server::on_memory(Connection& c, const Client& client, const proto::MemoryP
     return true;
 }
 
-bool Server::on_stats(Connection& c, const Client& client, const proto::StatsPayload& st,
+bool Server::on_stats(Connection& c, const ClientRecord& client, const proto::StatsPayload& st,
                       TimePoint now)
 {
     if (st.gpu >= client.gpus.size()) {
@@ -597,7 +597,7 @@ bool Server::on_stats(Connection& c, const Client& client, const proto::StatsPay
     return true;
 }
 
-void Server::on_request(Connection& c, const Client& client, GpuSet gpus, TimePoint now)
+void Server::on_request(Connection& c, const ClientRecord& client, GpuSet gpus, TimePoint now)
 {
     scheduler_.request(c.serial, gpus, now);
     if (client.phase == Phase::Waiting && events_.waiting(c.serial, client.waiting_since)) {
@@ -610,7 +610,7 @@ void Server::on_request(Connection& c, const Client& client, GpuSet gpus, TimePo
     }
 }
 
-void Server::on_released(const Client& client, GpuSet gpus, TimePoint now)
+void Server::on_released(const ClientRecord& client, GpuSet gpus, TimePoint now)
 {
     scheduler_.release(client.id, gpus, now);
     if (client.phase != Phase::Waiting)
@@ -740,7 +740,7 @@ void Server::flush(Connection& c)
 
 void Server::send_settings(Connection& c, bool welcome)
 {
-    const Client* client = scheduler_.client(c.serial);
+    const ClientRecord* client = scheduler_.client(c.serial);
     if (client == nullptr)
         return;
     const auto& s = scheduler_.settings();
@@ -764,7 +764,7 @@ void Server::broadcast_settings()
             send_settings(*c, false);
 }
 
-EventSubject Server::subject(const Client& client, GpuSet gpus) const
+EventSubject Server::subject(const ClientRecord& client, GpuSet gpus) const
 {
     EventSubject who{client.id, client.info, {}};
     for (GpuIndex g : client.gpus)
@@ -774,14 +774,14 @@ EventSubject Server::subject(const Client& client, GpuSet gpus) const
 }
 
 // Who holds the GPUs a waiting client wants: "pid 7 (train.py, uid 1000)".
-std::string Server::holders_text(const Client& client) const
+std::string Server::holders_text(const ClientRecord& client) const
 {
     std::string holders;
     for (GpuIndex g : client.gpus) {
         if ((client.wanted & gpu_bit(g)) == 0)
             continue;
         for (ClientId h : scheduler_.gpus()[g].holders)
-            if (const Client* holder = scheduler_.client(h))
+            if (const ClientRecord* holder = scheduler_.client(h))
                 holders += (holders.empty() ? "" : ", ") + subject_text(holder->info);
     }
     return holders.empty() ? "nobody (not yet switched)" : holders;
@@ -791,7 +791,7 @@ std::string Server::holders_text(const Client& client) const
 void Server::log_due_waits(TimePoint now)
 {
     for (ClientId id : events_.due_waits(now)) {
-        const Client* client = scheduler_.client(id);
+        const ClientRecord* client = scheduler_.client(id);
         if (client == nullptr || client->phase != Phase::Waiting)
             continue;
         const EventSubject who = subject(*client, client->wanted);
@@ -811,7 +811,7 @@ Connection* Server::by_client(ClientId id)
 }
 
 // Which GPU a one-GPU action names, as the client's Hello index.
-static uint32_t local_index(const Client& client, GpuSet gpu)
+static uint32_t local_index(const ClientRecord& client, GpuSet gpu)
 {
     uint32_t index = 0;
     while (index < client.gpus.size() && gpu_bit(client.gpus[index]) != gpu)
@@ -823,7 +823,7 @@ void Server::dispatch_actions()
 {
     for (const Action& a : scheduler_.take_actions()) {
         Connection* c = by_client(a.client);
-        const Client* client = scheduler_.client(a.client);
+        const ClientRecord* client = scheduler_.client(a.client);
         if (c == nullptr || client == nullptr)
             continue;
         const uint64_t local = client->to_local(a.gpus);
@@ -896,7 +896,7 @@ void Server::dispatch_actions()
     }
 }
 
-void Server::send_waiting(Connection& c, const Client& client, const Action& a)
+void Server::send_waiting(Connection& c, const ClientRecord& client, const Action& a)
 {
     const auto us = [](Duration d) { return to_usec(std::max(d, Duration::zero())); };
     proto::WaitingPayload p{};
@@ -904,7 +904,7 @@ void Server::send_waiting(Connection& c, const Client& client, const Action& a)
     p.reason = static_cast<uint32_t>(a.wait.reason);
     p.place = a.wait.place;
     if (a.wait.holder) {
-        if (const Client* h = scheduler_.client(*a.wait.holder)) {
+        if (const ClientRecord* h = scheduler_.client(*a.wait.holder)) {
             p.holder_pid = h->info.pid;
             p.holder_uid = h->info.uid;
             p.held_us = us(Clock::now() - a.wait.held_since);
@@ -959,7 +959,7 @@ void Server::reap()
 void Server::destroy(Connection& c)
 {
     if (c.registered) {
-        if (const Client* client = scheduler_.client(c.serial)) {
+        if (const ClientRecord* client = scheduler_.client(c.serial)) {
             const EventSubject who = subject(*client, 0);
             events_.emit(EventKind::Gone, LogLevel::Info, &who, {}, "disconnected (client %llu)",
                          static_cast<unsigned long long>(c.serial));
