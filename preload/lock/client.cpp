@@ -337,8 +337,9 @@ void ClientLoop::release_if_idle(uint64_t now)
             } else if (gate_close_if_idle()) {
                 const uint64_t idle = was_busy ? 0 : drained - s_.quiet_since;
                 release(now + kEvictLimitNs);
-                log_debug("released early: idle for %llu ms",
-                          static_cast<unsigned long long>(idle / 1000000));
+                log_debug("released early: idle for %llu ms (kept it idle up to %llu ms)",
+                          static_cast<unsigned long long>(idle / 1000000),
+                          static_cast<unsigned long long>(hold / 1000000));
             }
         }  // else work came in while we drained: the next check sees it
     }
