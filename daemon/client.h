@@ -53,6 +53,7 @@ struct ClientInfo {
     int32_t pid = 0;
     uint32_t uid = 0;
     std::string comm;
+    std::string cgroup;  // its container or unit (process_cgroup.h); may be empty
 };
 
 struct Client {
