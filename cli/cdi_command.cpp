@@ -51,6 +51,18 @@ bool make_parent(const std::string& path, FileError* error)
     return false;
 }
 
+// Replaces the file only when its content changes: nvshare-cdi.service
+// runs at every start of nvshared, which mostly finds the same GPUs.
+bool update_file(const std::string& path, const std::string& text, FileError* error)
+{
+    std::string current;
+    bool exists = false;
+    if (!make_parent(path, error) ||
+        !read_regular_file(path, kMaxSpecBytes, &current, &exists, error))
+        return false;
+    return (exists && current == text) || replace_file(path, text, error);
+}
+
 // nvshared's GPUs (those the driver lists and those clients named), or,
 // where it does not answer, the driver's list, in the same order.
 std::vector<cdi::Gpu> find_gpus(const GlobalOptions& options, std::string* source)
@@ -93,10 +105,8 @@ int generate(const GlobalOptions& options)
     const nlohmann::json spec = cdi::make_spec(gpus, paths);
     FileError error;
     // The preload file first: the spec never names a file that is not there.
-    if (!make_parent(paths.preload_file, &error) ||
-        !replace_file(paths.preload_file, cdi::preload_file_text(paths.library), &error) ||
-        !make_parent(options.cdi.output, &error) ||
-        !replace_file(options.cdi.output, spec.dump(2) + "\n", &error))
+    if (!update_file(paths.preload_file, cdi::preload_file_text(paths.library), &error) ||
+        !update_file(options.cdi.output, spec.dump(2) + "\n", &error))
         return report(error);
     if (options.cdi.quiet)
         return kOk;
