@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "build-config.h"
+#include "common/write_all.h"
 
 namespace nvshare::cli {
 
@@ -64,20 +65,6 @@ int read_up_to(int fd, size_t limit, std::string* out)
         out->append(buf, static_cast<size_t>(n));
     }
     return 0;
-}
-
-bool write_all(int fd, const std::string& text)
-{
-    size_t done = 0;
-    while (done < text.size()) {
-        const ssize_t n = write(fd, text.data() + done, text.size() - done);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return false;
-        done += static_cast<size_t>(n);
-    }
-    return true;
 }
 
 }  // namespace

@@ -63,7 +63,7 @@ struct ClientInfo {
     std::string cgroup;  // its container or unit (process_cgroup.h); may be empty
 };
 
-struct Client {
+struct ClientRecord {
     ClientId id = 0;
     ClientInfo info;
     std::vector<GpuIndex> gpus;  // in the client's Hello order: local index -> GpuIndex

@@ -109,12 +109,10 @@ void EventLog::emit(EventKind kind, LogLevel level, const EventSubject* subject,
     const bool logged = static_cast<int>(level) <= static_cast<int>(log_level());
     if (!logged && !observer_)
         return;
-    char buffer[1024];
     va_list ap;
     va_start(ap, format);
-    vsnprintf(buffer, sizeof buffer, format, ap);
+    const std::string what = format_message(format, ap);
     va_end(ap);
-    const std::string what = buffer;
     if (observer_)
         observer_(Event{kind, subject, extra, what});
     if (!logged)

@@ -14,6 +14,7 @@
 #include "build-config.h"
 #include "common/lock_client.h"
 #include "common/user_name.h"
+#include "common/write_all.h"
 #include "metrics/render.h"
 
 namespace {
@@ -48,20 +49,6 @@ std::string read_head()
         head.append(buf, static_cast<size_t>(n));
     }
     return head;
-}
-
-bool write_all(const std::string& text)
-{
-    size_t done = 0;
-    while (done < text.size()) {
-        const ssize_t n = write(STDOUT_FILENO, text.data() + done, text.size() - done);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return false;
-        done += static_cast<size_t>(n);
-    }
-    return true;
 }
 
 }  // namespace
@@ -103,7 +90,8 @@ int main(int argc, char** argv)
         fprintf(stderr, "nvshare-metrics: unexpected status from nvshared: %s\n", e.what());
         body = nvshare::metrics::render(nlohmann::json(), nvshare::user_name);
     }
-    if (!write_all(http ? nvshare::metrics::http_response(head, body) : body))
+    if (!nvshare::write_all(STDOUT_FILENO,
+                            http ? nvshare::metrics::http_response(head, body) : body))
         return 1;
     return 0;
 }

@@ -195,6 +195,19 @@ class Runner:
             c["peak_memory"] = peak[pid]
         return last
 
+    def start_holding(self, name, d, wd, bursts):
+        """A busy holder of 50 ms bursts that never lets go early; None (the
+        scenario recorded as failed) if it never gets the GPU."""
+        holder, _ = self.start_work(d.sock, wd, "holder",
+                                    ["--bursts", str(bursts), "--burst-us", "50000", "--gap-us",
+                                     "0", "--mem-mib", "64"], {"NVSHARE_IDLE_RELEASE_MS": "0"})
+        if self.wait_holding(d.sock, holder):
+            return holder
+        holder.kill()
+        d.stop()
+        self.record(name, False, "the holder never held the GPU")
+        return None
+
     def wait_holding(self, sock, proc, timeout=60):
         t0 = time.time()
         while time.time() - t0 < timeout and proc.poll() is None:
@@ -350,13 +363,8 @@ class Runner:
         name = "contextless-stream-calls"
         with tempfile.TemporaryDirectory(dir=self.a.out) as wd:
             d = Daemon(self.a.nvshared, wd, ["--anti-thrashing", "on", "--time-quantum", "10min"])
-            holder, _ = self.start_work(d.sock, wd, "holder",
-                                        ["--bursts", "100", "--burst-us", "50000", "--gap-us", "0",
-                                         "--mem-mib", "64"], {"NVSHARE_IDLE_RELEASE_MS": "0"})
-            if not self.wait_holding(d.sock, holder):
-                holder.kill()
-                d.stop()
-                self.record(name, False, "the holder never held the GPU")
+            holder = self.start_holding(name, d, wd, 100)
+            if holder is None:
                 return
             ready = os.path.join(wd, "ready")
             b = self.edge(d.sock, ["--mode", "contextless", "--ready", ready])
@@ -472,13 +480,8 @@ class Runner:
         name = "wait-notice-says-why"
         with tempfile.TemporaryDirectory(dir=self.a.out) as wd:
             d = Daemon(self.a.nvshared, wd, ["--anti-thrashing", "on", "--time-quantum", "10min"])
-            holder, _ = self.start_work(d.sock, wd, "holder",
-                                        ["--bursts", "40", "--burst-us", "50000", "--gap-us", "0",
-                                         "--mem-mib", "64"], {"NVSHARE_IDLE_RELEASE_MS": "0"})
-            if not self.wait_holding(d.sock, holder):
-                holder.kill()
-                d.stop()
-                self.record(name, False, "the holder never held the GPU")
+            holder = self.start_holding(name, d, wd, 40)
+            if holder is None:
                 return
             waiter, _ = self.start_work(d.sock, wd, "waiter",
                                         ["--bursts", "2", "--burst-us", "10000", "--gap-us", "0",

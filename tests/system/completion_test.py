@@ -27,22 +27,7 @@ BASH_FILE = os.path.join(SOURCE, "shell-completion", "bash", "nvsharectl")
 ZSH_FILE = os.path.join(SOURCE, "shell-completion", "zsh", "_nvsharectl")
 BASH_COMPLETION = "/usr/share/bash-completion/bash_completion"
 
-failures = []
-
-
-def check(condition, message):
-    if not condition:
-        failures.append(message)
-        print("FAIL:", message)
-    return condition
-
-
-def finish():
-    if failures:
-        print(f"{len(failures)} check(s) failed")
-        sys.exit(1)
-    print("all checks passed")
-    sys.exit(0)
+from checks import check, finish  # beside this script
 
 
 # ---- what nvsharectl itself accepts --------------------------------------------------

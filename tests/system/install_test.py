@@ -37,22 +37,7 @@ ALIAS = "dbus-org.nvshare.Scheduler1.service"
 MAN_PAGES = ["man1/nvsharectl.1", "man5/nvshare.conf.5", "man5/org.nvshare.Scheduler1.5",
              "man7/nvshare.7", "man7/nvshare-protocol.7", "man8/nvshared.8", "man8/libnvshare.8"]
 
-failures = []
-
-
-def check(condition, message):
-    if not condition:
-        failures.append(message)
-        print("FAIL:", message)
-    return condition
-
-
-def finish():
-    if failures:
-        print(f"{len(failures)} check(s) failed")
-        sys.exit(1)
-    print("all checks passed")
-    sys.exit(0)
+from checks import check, finish  # beside this script
 
 
 def install(destdir):
