@@ -14,8 +14,8 @@
 #include "cli/cdi_spec.h"
 #include "cli/exit_codes.h"
 #include "cli/preload_files.h"
+#include "common/driver_gpus.h"
 #include "common/lock_client.h"
-#include "daemon/gpu_discovery.h"
 
 namespace nvshare::cli {
 
@@ -74,9 +74,9 @@ std::vector<cdi::Gpu> find_gpus(const GlobalOptions& options, std::string* sourc
         *source = "nvshared";
         return cdi::gpus_from_status(status);
     }
-    *source = "/proc/driver/nvidia/gpus";
+    *source = kDriverGpuDir;
     std::vector<cdi::Gpu> gpus;
-    for (const auto& g : daemon::discover_gpus("/proc/driver/nvidia/gpus"))
+    for (const auto& g : driver_gpus(kDriverGpuDir))
         gpus.push_back({gpus.size(), g.uuid});
     return gpus;
 }
