@@ -1,4 +1,5 @@
 #include "cli/bus_commands.h"
+#include "cli/cdi_command.h"
 #include "cli/command.h"
 #include "cli/preload_command.h"
 #include "cli/status_socket.h"
@@ -49,6 +50,11 @@ const std::vector<Command>& commands()
          "libnvshare.so in every new process, via /etc/ld.so.preload",
          {{"VERB", "enable, disable, status or merge", true}},
          run_preload},
+        {"cdi",
+         "generate|list",
+         "the CDI spec that gives containers nvshare (nvshare.com/gpu)",
+         {{"VERB", "generate or list", true}},
+         run_cdi},
     };
     return table;
 }

@@ -17,6 +17,7 @@
 #include "daemon/gpu_discovery.h"
 #include "daemon/log.h"
 #include "daemon/printable_text.h"
+#include "daemon/process_cgroup.h"
 #include "daemon/status.h"
 
 namespace nvshare::daemon {
@@ -643,7 +644,8 @@ void Server::on_hello(Connection& c, const proto::Hello& hello)
         }
         gpus.push_back(*index);
     }
-    ClientInfo info{c.peer.pid, c.peer.uid, printable_utf8(hello.comm, sizeof hello.comm)};
+    ClientInfo info{c.peer.pid, c.peer.uid, printable_utf8(hello.comm, sizeof hello.comm),
+                    printable_utf8(process_cgroup(c.peer.pid))};
     if (!scheduler_.connect(c.serial, info, gpus)) {
         fail(c, proto::ErrorCode::Refused, "cannot register");
         return;

@@ -4,7 +4,7 @@
 
 #include "common/mode.h"
 #include "common/units.h"
-#include "daemon/text.h"
+#include "common/text.h"
 
 namespace nvshare::daemon {
 

@@ -22,6 +22,7 @@ nlohmann::json status_json(const Scheduler& scheduler, size_t connections, TimeP
                            {"pid", c.info.pid},
                            {"uid", c.info.uid},
                            {"comm", c.info.comm},
+                           {"cgroup", c.info.cgroup},
                            {"gpus", gpus},
                            {"state", f.state},
                            {"memory", f.memory},

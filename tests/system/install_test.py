@@ -31,6 +31,7 @@ LIBDIR, SYSCONFDIR, DATADIR = E["NVSHARE_LIBDIR"], E["NVSHARE_SYSCONFDIR"], E["N
 MANDIR, UNITDIR, LOCALSTATEDIR = E["NVSHARE_MANDIR"], E["NVSHARE_UNITDIR"], E["NVSHARE_LOCALSTATEDIR"]
 SOCKET_PATH, WITH_MAN = E["NVSHARE_SOCKET_PATH"], E["NVSHARE_WITH_MAN"] == "true"
 UNITS = ["nvshare.socket", "nvshare.service", "nvshare-preload.path", "nvshare-preload.service",
+         "nvshare-cdi.service",
          "nvshare-metrics.socket", "nvshare-metrics@.service"]
 ALIAS = "dbus-org.nvshare.Scheduler1.service"
 MAN_PAGES = ["man1/nvsharectl.1", "man5/nvshare.conf.5", "man5/org.nvshare.Scheduler1.5",
@@ -208,7 +209,8 @@ def check_verify():
 def check_security():
     root, unitdir = verification_root()
     try:
-        for unit in ("nvshare.service", "nvshare-preload.service", "nvshare-metrics@.service"):
+        for unit in ("nvshare.service", "nvshare-preload.service", "nvshare-cdi.service",
+                     "nvshare-metrics@.service"):
             path = os.path.join(unitdir, unit)
             r = subprocess.run(["systemd-analyze", "security", "--offline=yes", "--threshold=20",
                                 "--root=" + root, path], capture_output=True, text=True,
