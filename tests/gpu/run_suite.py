@@ -19,6 +19,7 @@ Exit status 0 when every scenario passed; one line per scenario on stdout.
 import argparse
 import json
 import os
+import shlex
 import shutil
 import socket
 import struct
@@ -472,6 +473,77 @@ class Runner:
             self.record(name, ok, f"rewritten: {managed} ({mwarn} line naming the opt-out); "
                                   f"plain: {plain} ({pwarn}); daemon exit {rc}")
 
+    # ---- containers (issue 17) ----
+
+    def cdi_mounts_are_scheduled(self):
+        """No container runtime here: a process started with exactly the
+        mounts of `nvsharectl cdi generate`'s spec (unshare -m, bind mounts;
+        no LD_PRELOAD, no NVSHARE_SOCKET) registers, waits for the lock a
+        host process holds, then runs on the real GPU, never beside it."""
+        name = "cdi-mounts-are-scheduled"
+        if not self.a.ctl:
+            self.record(name, False, "run with --ctl nvsharectl")
+            return
+        with tempfile.TemporaryDirectory(dir=self.a.out) as wd:
+            d = Daemon(self.a.nvshared, wd, ["--anti-thrashing", "on", "--time-quantum", "10min"])
+            spec_path = os.path.join(wd, "nvshare.json")
+            gen = subprocess.run([self.a.ctl, "-s", d.sock, "cdi", "generate", "-o", spec_path,
+                                  "--library", self.a.lib, "--preload-file",
+                                  os.path.join(wd, "container-ld.so.preload")],
+                                 capture_output=True, text=True, timeout=60)
+            with open(spec_path) as f:
+                spec = json.load(f)
+            names = [dev["name"] for dev in spec["devices"]]
+            edits = next(dev["containerEdits"] for dev in spec["devices"] if dev["name"] == "all")
+            mounts = edits.get("mounts", []) + spec.get("containerEdits", {}).get("mounts", [])
+            env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "NVSHARE_SOCKET")}
+            env.update(e.split("=", 1) for e in edits.get("env", []))
+            holder = self.start_holding(name, d, wd, 40)
+            if holder is None:
+                return
+            # A runtime creates missing mount targets; so does this (and
+            # removes what it made).
+            made = [m["containerPath"] for m in mounts if not os.path.exists(m["containerPath"])]
+            setup = []
+            for m in mounts:
+                host, target = shlex.quote(m["hostPath"]), shlex.quote(m["containerPath"])
+                make = f"mkdir -p {target}" if os.path.isdir(m["hostPath"]) else f"touch {target}"
+                setup.append(f"[ -e {target} ] || {make}; mount --bind {host} {target}; "
+                             f"mount -o remount,bind,ro {target}")
+            log = os.path.join(wd, "iv-container.txt")
+            c = subprocess.Popen(["unshare", "-m", "--propagation", "private", "sh", "-c",
+                                  "set -e; " + "; ".join(setup) + '; exec "$@"', "sh",
+                                  self.a.work, "--log", log, "--bursts", "2", "--burst-us",
+                                  "10000", "--gap-us", "0", "--mem-mib", "64"],
+                                 env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                 text=True)
+            waiting = None
+            t0 = time.time()
+            while waiting is None and c.poll() is None and time.time() - t0 < 30:
+                try:
+                    waiting = next((x for x in query_status(d.sock)["clients"]
+                                    if x["pid"] == c.pid and x["state"] == "waiting"), None)
+                except OSError:
+                    pass
+                time.sleep(0.05)
+            outs = self.run_all([holder, c], 120)
+            rc = d.stop()
+            for path in made:
+                if os.path.isfile(path) and os.path.getsize(path) == 0:
+                    os.remove(path)
+            failed = programs_failed(outs)
+            n_overlap = (overlaps(read_intervals(os.path.join(wd, "iv-holder.txt")),
+                                  read_intervals(log)) if not failed else -1)
+            ok = (gen.returncode == 0 and len(names) >= 3 and waiting is not None and
+                  not failed and n_overlap == 0 and rc == 0)
+            self.record(name, ok, f"spec devices {names}; mounts "
+                                  f"{[m['containerPath'] for m in mounts]}; the mounted process "
+                                  f"seen waiting: {waiting is not None} (cgroup "
+                                  f"{(waiting or {}).get('cgroup')!r}, place "
+                                  f"{(waiting or {}).get('queue_position')}); kernel overlaps "
+                                  f"{n_overlap}; {failed or 'both ok'}; daemon exit {rc}" +
+                        ("" if ok else " | " + gen.stderr[-300:] + outs[1][1][-300:]))
+
     # ---- users know what is happening (issue 16) ----
 
     def wait_notice_says_why(self):
@@ -585,6 +657,7 @@ def main():
     ap.add_argument("--work-ptds", required=True)
     ap.add_argument("--edge", required=True)
     ap.add_argument("--train", required=True)
+    ap.add_argument("--ctl", help="nvsharectl, for the container (CDI) scenario")
     ap.add_argument("--only")
     ap.add_argument("--out", default=tempfile.gettempdir())
     a = ap.parse_args()
@@ -618,6 +691,7 @@ def main():
         "gpudirect-names-the-opt-out": r.gpudirect_names_the_opt_out,
         "two-copies-act-as-one": r.two_copies_act_as_one,
         "wait-notice-says-why": r.wait_notice_says_why,
+        "cdi-mounts-are-scheduled": r.cdi_mounts_are_scheduled,
         "train-baseline": r.train_baseline,
         "train-on": lambda: r.train_pair("train-on", ["--anti-thrashing", "on",
                                                       "--time-quantum", "500ms"]),
