@@ -1,0 +1,55 @@
+#include "deviceplugin/gpu_inventory.h"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "common/lock_client.h"
+#include "daemon/gpu_discovery.h"
+
+namespace nvshare::deviceplugin {
+
+std::vector<GpuHealth> GpuInventory::update(
+    const std::optional<std::vector<std::string>>& daemon_gpus,
+    const std::vector<std::string>& driver_gpus)
+{
+    const auto learn = [this](const std::vector<std::string>& uuids) {
+        for (const std::string& u : uuids)
+            if (std::find(known_.begin(), known_.end(), u) == known_.end())
+                known_.push_back(u);
+    };
+    if (daemon_gpus)
+        learn(*daemon_gpus);
+    learn(driver_gpus);
+    std::vector<GpuHealth> out;
+    for (const std::string& u : known_)
+        out.push_back({u, daemon_gpus && std::find(daemon_gpus->begin(), daemon_gpus->end(), u) !=
+                                             daemon_gpus->end()});
+    return out;
+}
+
+std::optional<std::vector<std::string>> daemon_gpus(const std::string& socket, std::string* error)
+{
+    const std::string text = LockClient::query_status(socket, error);
+    if (text.empty())
+        return std::nullopt;
+    const auto status = nlohmann::json::parse(text, nullptr, false);
+    if (!status.is_object() || !status.contains("gpus") || !status["gpus"].is_array()) {
+        *error = "nvshared's status has no GPU list";
+        return std::nullopt;
+    }
+    std::vector<std::string> uuids;
+    for (const auto& gpu : status["gpus"])
+        if (gpu.is_object() && gpu.contains("uuid") && gpu["uuid"].is_string())
+            uuids.push_back(gpu["uuid"].get<std::string>());
+    return uuids;
+}
+
+std::vector<std::string> driver_gpus(const std::string& dir)
+{
+    std::vector<std::string> uuids;
+    for (const auto& gpu : daemon::discover_gpus(dir))
+        uuids.push_back(gpu.uuid);
+    return uuids;
+}
+
+}  // namespace nvshare::deviceplugin
