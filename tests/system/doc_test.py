@@ -20,6 +20,8 @@
   protocol    every message type, error code, mode, constant, payload
               structure (with its size) and field of common/protocol.h in
               nvshare-protocol(7)
+  deviceplugin every option of `nvshare-device-plugin --help` in OPTIONS of
+              nvshare-device-plugin(8) (skipped where the plugin is not built)
   selftest    each check above fails on a page with one item taken out
 
 A term counts as documented when the page shows it in bold (*term*), fields
@@ -283,12 +285,24 @@ def protocol_missing(text):
     return missing
 
 
+def device_plugin():
+    """The built nvshare-device-plugin, or "" where the build has none."""
+    return os.environ.get("NVSHARE_DEVICE_PLUGIN", "")
+
+
+def deviceplugin_missing(text):
+    options = help_options(help_text(device_plugin()))
+    assert options, "no options found in nvshare-device-plugin --help"
+    return section_missing(text, "OPTIONS", options)
+
+
 CHECKS = {
     "nvshared": ("nvshared.8", nvshared_missing),
     "nvsharectl": ("nvsharectl.1", nvsharectl_missing),
     "libnvshare": ("libnvshare.8", libnvshare_missing),
     "dbus": ("org.nvshare.Scheduler1.5", dbus_missing),
     "protocol": ("nvshare-protocol.7", protocol_missing),
+    "deviceplugin": ("nvshare-device-plugin.8", deviceplugin_missing),
 }
 
 
@@ -297,6 +311,9 @@ def run_check(name):
     text = page(page_name)
     if is_stub(text):
         print(f"SKIP: man/{page_name}.scd is still a placeholder")
+        return SKIP
+    if name == "deviceplugin" and not device_plugin():
+        print("SKIP: nvshare-device-plugin is not built (-Ddevice_plugin)")
         return SKIP
     if name == "dbus" and not dbus_terms():
         print("SKIP: no dbus/*.xml yet")
@@ -339,6 +356,8 @@ def selftest():
         ("protocol", r"\*DropPayload\*, 24 bytes", "DropPayload, 24 bytes"),
         ("protocol", r"\*Contended\* \(type 21", "Contended (type 21"),
     ]
+    if device_plugin():
+        mutations.append(("deviceplugin", r"\*--poll-interval\*", "--poll-interval"))
     for check, pattern, replacement in mutations:
         page_name, find_missing = CHECKS[check]
         text = page(page_name)
