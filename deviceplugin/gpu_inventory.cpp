@@ -12,14 +12,9 @@ std::vector<GpuHealth> GpuInventory::update(
     const std::optional<std::vector<std::string>>& daemon_gpus,
     const std::vector<std::string>& driver_gpus)
 {
-    const auto learn = [this](const std::vector<std::string>& uuids) {
-        for (const std::string& u : uuids)
-            if (std::find(known_.begin(), known_.end(), u) == known_.end())
-                known_.push_back(u);
-    };
-    if (daemon_gpus)
-        learn(*daemon_gpus);
-    learn(driver_gpus);
+    for (const std::string& u : driver_gpus)
+        if (std::find(known_.begin(), known_.end(), u) == known_.end())
+            known_.push_back(u);
     std::vector<GpuHealth> out;
     for (const std::string& u : known_)
         out.push_back({u, daemon_gpus && std::find(daemon_gpus->begin(), daemon_gpus->end(), u) !=

@@ -1,9 +1,12 @@
-// Which GPUs the plugin advertises and whether each is healthy. A GPU is
-// healthy while nvshared answers and lists it: only then do the containers
-// it is given to take turns. nvshared not answering makes every GPU
-// unhealthy (the kubelet then places no new pods on them; running ones keep
-// going, their library reconnects when nvshared is back). GPUs are never
-// dropped once seen, so device IDs stay stable across nvshared restarts.
+// Which GPUs the plugin advertises and whether each is healthy. It
+// advertises the GPUs the driver lists: nvshared's list also holds GPUs its
+// clients report, which any local user can make up, and those must not
+// become schedulable capacity of the node. A GPU is healthy while nvshared
+// answers and lists it: only then do the containers given it take turns.
+// nvshared not answering makes every GPU unhealthy (the kubelet then places
+// no new pods on them; running ones keep going, their library reconnects
+// when nvshared is back). GPUs are never dropped once seen, so device IDs
+// stay stable while the driver reloads.
 #pragma once
 
 #include <optional>
@@ -21,7 +24,8 @@ struct GpuHealth {
 class GpuInventory {
 public:
     // One look: the daemon's GPU UUIDs (nullopt: it did not answer) and the
-    // driver's. Returns every GPU seen so far, in the order first seen.
+    // driver's. Returns every GPU the driver has listed so far, in the
+    // order first seen.
     std::vector<GpuHealth> update(const std::optional<std::vector<std::string>>& daemon_gpus,
                                   const std::vector<std::string>& driver_gpus);
 

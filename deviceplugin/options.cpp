@@ -28,9 +28,9 @@ constexpr const char* kUsage =
     "      --library PATH          libnvshare.so, mounted into containers and\n"
     "                              preloaded (default " NVSHARE_PRELOAD_LIBRARY
     ")\n"
-    "      --gpu-info-dir DIR      where the driver lists the host's GPUs, which\n"
-    "                              are advertised (unhealthy) even while nvshared\n"
-    "                              does not answer\n"
+    "      --gpu-info-dir DIR      where the driver lists the host's GPUs: the\n"
+    "                              ones advertised (healthy while nvshared\n"
+    "                              answers and lists them)\n"
     "                              (default /proc/driver/nvidia/gpus)\n"
     "      --poll-interval DURATION\n"
     "                              how often to check GPU health and the kubelet\n"

@@ -9,6 +9,7 @@
 #include <iostream>
 #include <set>
 
+#include "common/lock_client.h"
 #include "common/uuid.h"
 #include "tests/deviceplugin/fake_kubelet.h"
 #include "tests/support/daemon.h"
@@ -286,6 +287,25 @@ TEST_F(DevicePlugin, GpusTurnUnhealthyWhileNvsharedIsDown)
     EXPECT_TRUE(stream.wait_for([&](const auto& r) { return all(r, gpus.uuids, "Healthy"); }));
     // No re-registration was needed for that.
     EXPECT_EQ(kubelet.registrations(), 1u);
+}
+
+TEST_F(DevicePlugin, GpusThatClientsMakeUpAreNotAdvertised)
+{
+    // In nvshared's list before the plugin starts, so its first look sees it.
+    LockClient made_up;
+    std::string error;
+    ASSERT_TRUE(made_up.connect(daemon.socket(), &error)) << error;
+    ASSERT_TRUE(made_up.hello("made-up", {test_gpu(9, 1ull << 30)}));
+    ASSERT_TRUE(daemon.wait_status([](const nlohmann::json& s) { return s["gpus"].size() == 3; })
+                    .is_object());
+    FakeKubelet kubelet(kubelet_socket);
+    Plugin p = plugin();
+    ASSERT_TRUE(kubelet.wait_register(1));
+    auto stub = kubelet.plugin();
+    DeviceStream stream(*stub);
+    const auto first = stream.next();
+    ASSERT_TRUE(first);
+    EXPECT_TRUE(all(*first, gpus.uuids, "Healthy")) << first->DebugString();
 }
 
 TEST_F(DevicePlugin, AdvertisesTheDriversGpusUnhealthyWithoutNvshared)

@@ -97,4 +97,13 @@ std::optional<v1beta1::ListAndWatchResponse> DeviceStream::wait_for(
     return std::nullopt;
 }
 
+std::optional<v1beta1::ListAndWatchResponse> DeviceStream::next()
+{
+    v1beta1::ListAndWatchResponse update;
+    if (reader_->Read(&update))
+        return update;
+    ADD_FAILURE() << "the device list stream ended";
+    return std::nullopt;
+}
+
 }  // namespace nvshare::test

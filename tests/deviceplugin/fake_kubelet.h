@@ -55,6 +55,9 @@ public:
     std::optional<v1beta1::ListAndWatchResponse> wait_for(
         const std::function<bool(const v1beta1::ListAndWatchResponse&)>& pred);
 
+    // The next update; nullopt (with a gtest failure) when the stream ends.
+    std::optional<v1beta1::ListAndWatchResponse> next();
+
 private:
     grpc::ClientContext context_;
     std::unique_ptr<grpc::ClientReader<v1beta1::ListAndWatchResponse>> reader_;
