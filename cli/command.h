@@ -7,6 +7,15 @@
 
 namespace nvshare::cli {
 
+// `nvsharectl cdi`'s options.
+struct CdiOptions {
+    std::string output;        // --output: the spec
+    std::string socket_dir;    // --socket-dir: empty = the directory of --socket
+    std::string library;       // --library: libnvshare.so
+    std::string preload_file;  // --preload-file: mounted at /etc/ld.so.preload
+    bool quiet = false;        // --quiet: print nothing but errors
+};
+
 struct GlobalOptions {
     bool json = false;        // --json: machine-readable output
     std::string socket_path;  // --socket: the lock socket (status without D-Bus)
@@ -14,6 +23,7 @@ struct GlobalOptions {
     bool full = false;   // --full: whole commands, no column cut
     std::string query;   // --query=FIELDS: one row per client, these columns
     std::string format;  // --format=csv[,noheader]
+    CdiOptions cdi;      // cdi only
 };
 
 // A positional argument of a command, in order; optional ones come last.

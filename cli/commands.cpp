@@ -1,12 +1,16 @@
 #include "cli/bus_commands.h"
+#include "cli/cdi_command.h"
 #include "cli/command.h"
 #include "cli/preload_command.h"
 #include "cli/status_socket.h"
+#include "common/time_quantum.h"
 
 namespace nvshare::cli {
 
 const std::vector<Command>& commands()
 {
+    static const std::string tq_help =
+        std::string("longest hold while others wait, ") + kTimeQuantumRange;
     static const std::vector<Command> table = {
         {"status",
          "",
@@ -16,7 +20,7 @@ const std::vector<Command>& commands()
         {"set-tq",
          "DURATION",
          "set the time quantum (30s, 500ms, 2min, 45)",
-         {{"DURATION", "longest hold while others wait, 1ms to 24h", true}},
+         {{"DURATION", tq_help.c_str(), true}},
          run_set_tq},
         {"anti-thrashing",
          "[on|off|auto]",
@@ -46,6 +50,11 @@ const std::vector<Command>& commands()
          "libnvshare.so in every new process, via /etc/ld.so.preload",
          {{"VERB", "enable, disable, status or merge", true}},
          run_preload},
+        {"cdi",
+         "generate|list",
+         "the CDI spec that gives containers nvshare (nvshare.com/gpu)",
+         {{"VERB", "generate or list", true}},
+         run_cdi},
     };
     return table;
 }

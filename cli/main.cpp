@@ -48,6 +48,22 @@ void add_status_options(CLI::App& sub, nvshare::cli::GlobalOptions& o)
     sub.add_option("--format", o.format, "csv or csv,noheader (with --query)")->type_name("FORMAT");
 }
 
+void add_cdi_options(CLI::App& sub, nvshare::cli::CdiOptions& o)
+{
+    sub.add_option("-o,--output", o.output, "the spec (default " + o.output + ")")
+        ->type_name("PATH");
+    sub.add_option("--socket-dir", o.socket_dir,
+                   "the host directory to mount as the socket's (default: that of --socket)")
+        ->type_name("DIR");
+    sub.add_option("--library", o.library, "libnvshare.so (default " + o.library + ")")
+        ->type_name("PATH");
+    sub.add_option(
+           "--preload-file", o.preload_file,
+           "written for the container's /etc/ld.so.preload (default " + o.preload_file + ")")
+        ->type_name("PATH");
+    sub.add_flag("-q,--quiet", o.quiet, "generate: print nothing but errors");
+}
+
 }  // namespace
 
 int main(int argc, char** argv)
@@ -55,6 +71,9 @@ int main(int argc, char** argv)
     using namespace nvshare::cli;
     GlobalOptions options;
     options.socket_path = NVSHARE_DEFAULT_SOCKET;
+    options.cdi.output = "/etc/cdi/nvshare.json";
+    options.cdi.library = NVSHARE_PRELOAD_LIBRARY;
+    options.cdi.preload_file = NVSHARE_LOCALSTATEDIR "/lib/nvshare/container-ld.so.preload";
 
     CLI::App app{"Look at and adjust nvshare, which shares NVIDIA GPUs among processes.",
                  "nvsharectl"};
@@ -84,6 +103,8 @@ int main(int argc, char** argv)
         }
         if (std::string(c.name) == "status")
             add_status_options(*sub, options);
+        if (std::string(c.name) == "cdi")
+            add_cdi_options(*sub, options.cdi);
         subs.push_back(sub);
     }
     std::string topic;

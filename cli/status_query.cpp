@@ -37,6 +37,7 @@ const std::map<std::string, Field>& fields()
         {"uid", {"uid", [](const json& c) { return c["uid"].dump(); }}},
         {"user", {"user", [](const json& c) { return c["user"].get<std::string>(); }}},
         {"command", {"command", [](const json& c) { return c["comm"].get<std::string>(); }}},
+        {"cgroup", {"cgroup", [](const json& c) { return c.value("cgroup", std::string()); }}},
         {"gpus",
          {"gpus",
           [](const json& c) {
@@ -96,6 +97,7 @@ const std::vector<std::string>& query_fields()
                                                    "uid",
                                                    "user",
                                                    "command",
+                                                   "cgroup",
                                                    "gpus",
                                                    "state",
                                                    "memory",

@@ -5,6 +5,7 @@
 #include "build-config.h"
 #include "common/mode.h"
 #include "daemon/authorization.h"
+#include "daemon/client_facts.h"
 #include "daemon/log.h"
 #include "daemon/settings.h"
 #include "daemon/status.h"
@@ -18,11 +19,6 @@ constexpr const char* kInvalidArgs = "org.freedesktop.DBus.Error.InvalidArgs";
 constexpr const char* kFailed = "org.freedesktop.DBus.Error.Failed";
 constexpr const char* kNoSuchClient = "org.nvshare.Scheduler1.Error.NoSuchClient";
 constexpr const char* kNotHolding = "org.nvshare.Scheduler1.Error.NotHolding";
-
-uint64_t usec(Duration d)
-{
-    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(d).count());
-}
 
 // A setting the settings home refused, as the D-Bus error the caller gets.
 void refuse(const std::optional<Refusal>& refusal)
@@ -86,16 +82,14 @@ ManagerObject::~ManagerObject()
     unregisterAdaptor();
 }
 
-std::vector<ManagerObject::Client> ManagerObject::ListClients()
+std::vector<ManagerObject::ClientRow> ManagerObject::ListClients()
 {
     const auto now = Clock::now();
-    std::vector<Client> out;
+    std::vector<ClientRow> out;
     for (const auto& [id, c] : server_.scheduler().clients()) {
-        uint64_t memory = 0;
-        for (const auto& [g, use] : c.memory)
-            memory += use.total();
-        out.emplace_back(id, c.info.pid, c.info.uid, c.info.comm, phase_name(c.phase), c.gpus,
-                         memory, usec(held_so_far(c, now)), usec(waited_so_far(c, now)));
+        const ClientFacts f = client_facts(server_.scheduler(), c, now);
+        out.emplace_back(id, c.info.pid, c.info.uid, c.info.comm, f.state, c.gpus, f.memory,
+                         to_usec(f.held), to_usec(f.waited));
     }
     return out;
 }
@@ -133,7 +127,7 @@ std::string ManagerObject::Version()
 
 uint64_t ManagerObject::TimeQuantumUSec()
 {
-    return usec(server_.scheduler().settings().time_quantum);
+    return to_usec(server_.scheduler().settings().time_quantum);
 }
 
 void ManagerObject::TimeQuantumUSec(const uint64_t& value)
@@ -157,7 +151,7 @@ void ManagerObject::AntiThrashing(const std::string& value)
 
 uint64_t ManagerObject::GraceUSec()
 {
-    return usec(server_.scheduler().settings().grace);
+    return to_usec(server_.scheduler().settings().grace);
 }
 
 uint32_t ManagerObject::ClientCount()
@@ -233,17 +227,16 @@ std::vector<uint64_t> GpuObject::Queue()
     return server_.scheduler().queue(index_);
 }
 
-std::vector<GpuObject::Client> GpuObject::Clients()
+std::vector<GpuObject::ClientRow> GpuObject::Clients()
 {
     const auto now = Clock::now();
-    std::vector<Client> out;
+    std::vector<ClientRow> out;
     for (const auto& [id, c] : server_.scheduler().clients()) {
         if (std::find(c.gpus.begin(), c.gpus.end(), index_) == c.gpus.end())
             continue;
-        const auto use = c.memory.find(index_);
-        const uint64_t memory = use == c.memory.end() ? 0 : use->second.total();
-        out.emplace_back(id, c.info.pid, c.info.uid, c.info.comm, phase_name(c.phase), memory,
-                         usec(held_so_far(c, now)), usec(waited_so_far(c, now)));
+        const ClientFacts f = client_facts(server_.scheduler(), c, now);
+        out.emplace_back(id, c.info.pid, c.info.uid, c.info.comm, f.state, memory_on(c, index_),
+                         to_usec(f.held), to_usec(f.waited));
     }
     return out;
 }

@@ -29,9 +29,9 @@ public:
     ~ManagerObject();
 
 private:
-    using Client = sdbus::Struct<uint64_t, int32_t, uint32_t, std::string, std::string,
-                                 std::vector<uint32_t>, uint64_t, uint64_t, uint64_t>;
-    std::vector<Client> ListClients() override;
+    using ClientRow = sdbus::Struct<uint64_t, int32_t, uint32_t, std::string, std::string,
+                                    std::vector<uint32_t>, uint64_t, uint64_t, uint64_t>;
+    std::vector<ClientRow> ListClients() override;
     std::string GetStatus() override;
     void RevokeClient(const uint64_t& id) override;
     void ResetSettings() override;
@@ -57,8 +57,8 @@ public:
     ~GpuObject();
 
 private:
-    using Client = sdbus::Struct<uint64_t, int32_t, uint32_t, std::string, std::string, uint64_t,
-                                 uint64_t, uint64_t>;
+    using ClientRow = sdbus::Struct<uint64_t, int32_t, uint32_t, std::string, std::string, uint64_t,
+                                    uint64_t, uint64_t>;
     const Gpu& gpu() const;
     uint32_t Index() override;
     std::string UUID() override;
@@ -70,7 +70,7 @@ private:
     bool Serializing() override;
     std::vector<uint64_t> Holders() override;
     std::vector<uint64_t> Queue() override;
-    std::vector<Client> Clients() override;
+    std::vector<ClientRow> Clients() override;
 
     Server& server_;
     SettingsControl& control_;

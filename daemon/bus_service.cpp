@@ -160,10 +160,7 @@ void BusService::on_event(const Event& e)
 BusService::ManagerValues BusService::manager_values() const
 {
     const Scheduler& s = server_.scheduler();
-    return {static_cast<uint64_t>(
-                std::chrono::duration_cast<std::chrono::microseconds>(s.settings().time_quantum)
-                    .count()),
-            s.settings().mode, s.clients().size()};
+    return {to_usec(s.settings().time_quantum), s.settings().mode, s.clients().size()};
 }
 
 BusService::GpuValues BusService::gpu_values(GpuIndex gpu) const

@@ -2,7 +2,7 @@
 
 namespace nvshare::daemon {
 
-GpuSet Client::registered() const
+GpuSet ClientRecord::registered() const
 {
     GpuSet s = 0;
     for (GpuIndex g : gpus)
@@ -10,7 +10,7 @@ GpuSet Client::registered() const
     return s;
 }
 
-std::optional<GpuSet> Client::to_global(uint64_t local_mask) const
+std::optional<GpuSet> ClientRecord::to_global(uint64_t local_mask) const
 {
     GpuSet s = 0;
     for (size_t i = 0; i < 64; ++i) {
@@ -23,7 +23,7 @@ std::optional<GpuSet> Client::to_global(uint64_t local_mask) const
     return s;
 }
 
-uint64_t Client::to_local(GpuSet set) const
+uint64_t ClientRecord::to_local(GpuSet set) const
 {
     uint64_t m = 0;
     for (size_t i = 0; i < gpus.size(); ++i)

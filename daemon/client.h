@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/protocol.h"
@@ -50,12 +51,19 @@ struct WaitFacts {
 };
 
 struct ClientInfo {
+    ClientInfo() = default;
+    // The cgroup is the server's to find; tests and tools name the rest.
+    ClientInfo(int32_t pid_, uint32_t uid_, std::string comm_, std::string cgroup_ = {})
+        : pid(pid_), uid(uid_), comm(std::move(comm_)), cgroup(std::move(cgroup_))
+    {
+    }
     int32_t pid = 0;
     uint32_t uid = 0;
     std::string comm;
+    std::string cgroup;  // its container or unit (process_cgroup.h); may be empty
 };
 
-struct Client {
+struct ClientRecord {
     ClientId id = 0;
     ClientInfo info;
     std::vector<GpuIndex> gpus;  // in the client's Hello order: local index -> GpuIndex

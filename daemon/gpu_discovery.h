@@ -1,8 +1,8 @@
-// The host's NVIDIA GPUs as the kernel driver lists them in
-// /proc/driver/nvidia/gpus/<PCI bus id>/information, read without touching the
-// GPUs. Ordered by bus id, so the daemon's GPU indices are stable across
-// restarts and match nvidia-smi's default order. Memory sizes are not there:
-// clients report them when they register.
+// The host's NVIDIA GPUs as nvshared lists them: the driver's list
+// (common/driver_gpus.h), ordered by bus id, so the daemon's GPU indices are
+// stable across restarts and match nvidia-smi's default order, with the
+// model made printable. Memory sizes are not there: clients report them when
+// they register.
 #pragma once
 
 #include <optional>

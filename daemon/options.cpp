@@ -13,57 +13,70 @@ namespace nvshare::daemon {
 
 namespace {
 
-constexpr const char* kUsage =
-    "Usage: nvshared [OPTIONS]\n"
-    "\n"
-    "Arbitrates the GPU lock for processes running under libnvshare.so.\n"
-    "Started by systemd through nvshare.socket, or by hand.\n"
-    "\n"
-    "Options:\n"
-    "  -s, --socket PATH           socket to bind when not socket-activated\n"
-    "                              (default " NVSHARE_DEFAULT_SOCKET
-    ")\n"
-    "  -q, --time-quantum DURATION longest hold while others wait, 1ms to 24h\n"
-    "                              (default 30s)\n"
-    "  -g, --grace DURATION        time to release after a drop request before\n"
-    "                              the lock is revoked, 1ms to 24h (default 10s)\n"
-    "  -m, --anti-thrashing MODE   on: GPU work always takes turns;\n"
-    "                              off: everybody runs at once;\n"
-    "                              auto: take turns only while the memory clients\n"
-    "                              report exceeds the GPU's capacity (default)\n"
-    "  -c, --capacity [UUID=]SIZE  memory the clients of a GPU may use together\n"
-    "                              (default: its physical memory); repeatable\n"
-    "      --idle-exit DURATION    exit after this long with no clients\n"
-    "                              (socket activation starts it again)\n"
-    "      --max-clients N         connections served at once (default 4096;\n"
-    "                              root is served beyond it)\n"
-    "      --max-clients-per-user N\n"
-    "                              connections of one user other than root\n"
-    "                              (default 64)\n"
-    "      --quantum-ceiling DURATION\n"
-    "                              the longest a client's own swap-in reports\n"
-    "                              may stretch its quantum to (default 60s)\n"
-    "      --log-waits-after DURATION\n"
-    "                              log a client's wait once it has lasted this\n"
-    "                              long, 0 to 24h; 0 logs every wait (default 1s)\n"
-    "      --gpu-info-dir DIR      where the driver lists the host's GPUs\n"
-    "                              (default /proc/driver/nvidia/gpus)\n"
-    "      --config FILE           settings file, see nvshare.conf(5) (default\n"
-    "                              " NVSHARE_SYSCONFDIR
-    "/nvshare/nvshare.conf)\n"
-    "      --state-dir DIR         where changes made at run time are kept\n"
-    "                              (default $STATE_DIRECTORY, else\n"
-    "                              " NVSHARE_LOCALSTATEDIR
-    "/lib/nvshare)\n"
-    "      --no-bus                do not offer the D-Bus interface\n"
-    "  -v, --verbose               log debug messages\n"
-    "  -h, --help                  show this help\n"
-    "      --version               show the version\n"
-    "\n"
-    "DURATION: 30s, 500ms, 2min or plain seconds. SIZE: 16G, 512M, or bytes.\n"
-    "Settings: built-in defaults < config file < these options < changes made\n"
-    "at run time over D-Bus (kept in the state directory until nvsharectl reset).\n"
-    "See nvshared(8).\n";
+// Built once: the ranges come from their constants (common/time_quantum.h,
+// daemon/settings.h).
+const std::string& usage()
+{
+    static const std::string text =
+        std::string(
+            "Usage: nvshared [OPTIONS]\n"
+            "\n"
+            "Arbitrates the GPU lock for processes running under libnvshare.so.\n"
+            "Started by systemd through nvshare.socket, or by hand.\n"
+            "\n"
+            "Options:\n"
+            "  -s, --socket PATH           socket to bind when not socket-activated\n"
+            "                              (default " NVSHARE_DEFAULT_SOCKET
+            ")\n"
+            "  -q, --time-quantum DURATION longest hold while others wait, ") +
+        kTimeQuantumRange +
+        "\n"
+        "                              (default 30s)\n"
+        "  -g, --grace DURATION        time to release after a drop request before\n"
+        "                              the lock is revoked, " +
+        kTimeQuantumRange +
+        " (default 10s)\n"
+        "  -m, --anti-thrashing MODE   on: GPU work always takes turns;\n"
+        "                              off: everybody runs at once;\n"
+        "                              auto: take turns only while the memory clients\n"
+        "                              report exceeds the GPU's capacity (default)\n"
+        "  -c, --capacity [UUID=]SIZE  memory the clients of a GPU may use together\n"
+        "                              (default: its physical memory); repeatable\n"
+        "      --idle-exit DURATION    exit after this long with no clients\n"
+        "                              (socket activation starts it again)\n"
+        "      --max-clients N         connections served at once (default 4096;\n"
+        "                              root is served beyond it)\n"
+        "      --max-clients-per-user N\n"
+        "                              connections of one user other than root\n"
+        "                              (default 64)\n"
+        "      --quantum-ceiling DURATION\n"
+        "                              the longest a client's own swap-in reports\n"
+        "                              may stretch its quantum to (default 60s)\n"
+        "      --log-waits-after DURATION\n"
+        "                              log a client's wait once it has lasted this\n"
+        "                              long, " +
+        kWaitLogRange +
+        "; 0 logs every wait (default 1s)\n"
+        "      --gpu-info-dir DIR      where the driver lists the host's GPUs\n"
+        "                              (default /proc/driver/nvidia/gpus)\n"
+        "      --config FILE           settings file, see nvshare.conf(5) (default\n"
+        "                              " NVSHARE_SYSCONFDIR
+        "/nvshare/nvshare.conf)\n"
+        "      --state-dir DIR         where changes made at run time are kept\n"
+        "                              (default $STATE_DIRECTORY, else\n"
+        "                              " NVSHARE_LOCALSTATEDIR
+        "/lib/nvshare)\n"
+        "      --no-bus                do not offer the D-Bus interface\n"
+        "  -v, --verbose               log debug messages\n"
+        "  -h, --help                  show this help\n"
+        "      --version               show the version\n"
+        "\n"
+        "DURATION: 30s, 500ms, 2min or plain seconds. SIZE: 16G, 512M, or bytes.\n"
+        "Settings: built-in defaults < config file < these options < changes made\n"
+        "at run time over D-Bus (kept in the state directory until nvsharectl reset).\n"
+        "See nvshared(8).\n";
+    return text;
+}
 
 constexpr const char* kSeeHelp = " (see nvshared --help)";
 
@@ -84,14 +97,20 @@ ParsedOptions stop(int exit_code, std::string output, std::string error)
     return r;
 }
 
+// "time quantum (1ms to 24h)": what an error message calls a ranged value.
+std::string in_range(const char* what, const char* range)
+{
+    return std::string(what) + " (" + range + ")";
+}
+
 // A DURATION option: parsed, checked by `valid`, handed to `set`.
-Setter duration(const char* what, std::function<bool(std::chrono::microseconds)> valid,
+Setter duration(std::string what, std::function<bool(std::chrono::microseconds)> valid,
                 std::function<void(std::chrono::microseconds)> set)
 {
     return [=](const std::string& value) {
         const auto d = parse_duration(value);
         if (!d || !valid(*d))
-            return invalid(what, value);
+            return invalid(what.c_str(), value);
         set(*d);
         return std::string();
     };
@@ -217,9 +236,10 @@ ParsedOptions parse_options(int argc, const char* const* argv, Options defaults)
     };
 
     option("-s,--socket", absolute_path("socket path (must be absolute)", o.socket_path));
-    option("-q,--time-quantum", duration("time quantum (1ms to 24h)", valid_time_quantum,
-                                         [&cli](auto d) { cli.time_quantum = d; }));
-    option("-g,--grace", duration("grace period (1ms to 24h)", valid_time_quantum,
+    option("-q,--time-quantum",
+           duration(in_range("time quantum", kTimeQuantumRange), valid_time_quantum,
+                    [&cli](auto d) { cli.time_quantum = d; }));
+    option("-g,--grace", duration(in_range("grace period", kTimeQuantumRange), valid_time_quantum,
                                   [&cli](auto d) { cli.grace = d; }));
     option("-m,--anti-thrashing", [&cli](const std::string& value) {
         const auto mode = parse_mode(value);
@@ -235,10 +255,11 @@ ParsedOptions parse_options(int argc, const char* const* argv, Options defaults)
            }));
     option("--max-clients", client_limit(o.max_clients));
     option("--max-clients-per-user", client_limit(o.max_clients_per_user));
-    option("--quantum-ceiling", duration("quantum ceiling (1ms to 24h)", valid_time_quantum,
-                                         [&o](auto d) { o.scheduler.quantum_ceiling = d; }));
+    option("--quantum-ceiling",
+           duration(in_range("quantum ceiling", kTimeQuantumRange), valid_time_quantum,
+                    [&o](auto d) { o.scheduler.quantum_ceiling = d; }));
     option("--log-waits-after",
-           duration("wait logging threshold (0 to 24h)", valid_wait_log_threshold,
+           duration(in_range("wait logging threshold", kWaitLogRange), valid_wait_log_threshold,
                     [&cli](auto d) { cli.log_waits_after = d; }));
     option("--gpu-info-dir", [&o](const std::string& value) {
         o.gpu_info_dir = value;
@@ -260,7 +281,7 @@ ParsedOptions parse_options(int argc, const char* const* argv, Options defaults)
     try {
         app.parse(static_cast<int>(split_argv.size()), split_argv.data());
     } catch (const CLI::CallForHelp&) {
-        return stop(0, kUsage, "");
+        return stop(0, usage(), "");
     } catch (const CLI::CallForVersion& e) {
         return stop(0, std::string(e.what()) + "\n", "");
     } catch (const CLI::ArgumentMismatch&) {

@@ -23,7 +23,7 @@ void erase_value(std::vector<ClientId>& v, ClientId id)
 
 }  // namespace
 
-// ---- Client -----------------------------------------------------------------
+// ---- Clients -------------------------------------------------------------------
 
 // ---- GPUs and settings ----------------------------------------------------------
 
@@ -171,13 +171,13 @@ void Scheduler::set_quantum_ceiling(Duration ceiling, TimePoint now)
 
 // ---- views --------------------------------------------------------------------
 
-const Client* Scheduler::client(ClientId id) const
+const ClientRecord* Scheduler::client(ClientId id) const
 {
     auto it = clients_.find(id);
     return it == clients_.end() ? nullptr : &it->second;
 }
 
-Client* Scheduler::find(ClientId id)
+ClientRecord* Scheduler::find(ClientId id)
 {
     auto it = clients_.find(id);
     return it == clients_.end() ? nullptr : &it->second;
@@ -239,7 +239,7 @@ bool Scheduler::connect(ClientId id, ClientInfo info, std::vector<GpuIndex> gpus
     for (GpuIndex g : gpus)
         if (g >= gpus_.size())
             return false;
-    Client c;
+    ClientRecord c;
     c.id = id;
     c.info = std::move(info);
     c.gpus = std::move(gpus);
@@ -254,7 +254,7 @@ bool Scheduler::connect(ClientId id, ClientInfo info, std::vector<GpuIndex> gpus
 
 void Scheduler::request(ClientId id, GpuSet gpus, TimePoint now)
 {
-    Client* c = find(id);
+    ClientRecord* c = find(id);
     if (c == nullptr)
         return;
     gpus &= c->registered();
@@ -298,7 +298,7 @@ void Scheduler::request(ClientId id, GpuSet gpus, TimePoint now)
 
 void Scheduler::release(ClientId id, GpuSet gpus, TimePoint now)
 {
-    Client* c = find(id);
+    ClientRecord* c = find(id);
     if (c == nullptr)
         return;
     if (c->phase == Phase::Waiting && (c->wanted & gpus) != 0) {
@@ -319,7 +319,7 @@ bool Scheduler::report_memory(ClientId id, GpuIndex gpu, MemoryUse use, TimePoin
 {
     if (use.managed > kMaxReportedBytes || use.pinned > kMaxReportedBytes)
         return false;
-    Client* c = find(id);
+    ClientRecord* c = find(id);
     if (c == nullptr || (c->registered() & gpu_bit(gpu)) == 0)
         return true;
     MemoryUse& slot = c->memory[gpu];
@@ -341,7 +341,7 @@ bool Scheduler::report_swaps(ClientId id, GpuIndex gpu, const SwapStats& stats, 
     if (stats.swap_in_time < Duration::zero() || stats.swap_in_time > kMaxTime ||
         stats.swap_out_time < Duration::zero() || stats.swap_out_time > kMaxTime)
         return false;
-    Client* c = find(id);
+    ClientRecord* c = find(id);
     if (c == nullptr || (c->registered() & gpu_bit(gpu)) == 0)
         return true;
     SwapStats& old = c->swaps[gpu];
@@ -362,7 +362,7 @@ bool Scheduler::report_swaps(ClientId id, GpuIndex gpu, const SwapStats& stats, 
 
 void Scheduler::disconnect(ClientId id, TimePoint now)
 {
-    Client* c = find(id);
+    ClientRecord* c = find(id);
     if (c == nullptr)
         return;
     GpuSet affected = 0;
@@ -395,7 +395,7 @@ void Scheduler::disconnect(ClientId id, TimePoint now)
 
 bool Scheduler::revoke(ClientId id, TimePoint now)
 {
-    Client* c = find(id);
+    ClientRecord* c = find(id);
     if (c == nullptr || c->phase != Phase::Holding)
         return false;
     try_heads(revoke_hold(*c, now, RevokeReason::Admin), now);
@@ -417,7 +417,7 @@ bool Scheduler::oversubscribed_set(GpuSet gpus) const
     return any;
 }
 
-void Scheduler::push(ActionKind kind, const Client& c, GpuSet gpus, Duration grace)
+void Scheduler::push(ActionKind kind, const ClientRecord& c, GpuSet gpus, Duration grace)
 {
     Action a{kind, c.id, gpus};
     a.exclusive = (gpus & exclusive_) == gpus;
@@ -427,7 +427,7 @@ void Scheduler::push(ActionKind kind, const Client& c, GpuSet gpus, Duration gra
     if (kind == ActionKind::Drop || kind == ActionKind::Contended ||
         (kind == ActionKind::Grant && a.contended)) {
         a.keep = keep_allowance(c, gpus);
-        if (Client* m = find(c.id))
+        if (ClientRecord* m = find(c.id))
             m->keep_offered = a.keep;
     }
     actions_.push_back(a);
@@ -437,7 +437,7 @@ void Scheduler::publish_unpageable(GpuIndex gpu)
 {
     const GpuQueue& q = queues_[gpu];
     for (ClientId id : q.members) {
-        Client* c = find(id);
+        ClientRecord* c = find(id);
         if (c == nullptr)
             continue;
         const auto own = c->memory.find(gpu);
@@ -452,13 +452,13 @@ void Scheduler::publish_unpageable(GpuIndex gpu)
     }
 }
 
-uint64_t Scheduler::keep_allowance(const Client& c, GpuSet gpus) const
+uint64_t Scheduler::keep_allowance(const ClientRecord& c, GpuSet gpus) const
 {
     uint64_t keep = UINT64_MAX;
     for_each_gpu(gpus, [&](GpuIndex g) {
         if (!oversubscribed(g))
             return;
-        const Client* next = nullptr;
+        const ClientRecord* next = nullptr;
         for (const auto& [seq, id] : queues_[g].waiting)
             if (id != c.id) {
                 next = &clients_.at(id);
@@ -491,7 +491,7 @@ uint64_t Scheduler::keep_allowance(const Client& c, GpuSet gpus) const
     return keep;
 }
 
-Duration Scheduler::quantum_for(const Client& c) const
+Duration Scheduler::quantum_for(const ClientRecord& c) const
 {
     Duration swap{};
     for_each_gpu(c.held, [&](GpuIndex g) {
@@ -526,14 +526,14 @@ void Scheduler::refresh_exclusive(TimePoint now)
     reschedule_all(now);
 }
 
-void Scheduler::enqueue(Client& c)
+void Scheduler::enqueue(ClientRecord& c)
 {
     wait_dirty_ |= c.wanted;
     for_each_gpu(c.wanted, [&](GpuIndex g) { queues_[g].waiting.insert({c.sequence, c.id}); });
     waiting_++;
 }
 
-void Scheduler::dequeue(Client& c)
+void Scheduler::dequeue(ClientRecord& c)
 {
     wait_dirty_ |= c.wanted;  // the places behind it move up
     for_each_gpu(c.wanted, [&](GpuIndex g) { queues_[g].waiting.erase({c.sequence, c.id}); });
@@ -544,7 +544,7 @@ void Scheduler::dequeue(Client& c)
 // they are free and nobody who came earlier wants them. (An earlier waiter
 // either got them, or still waits and so holds its place.) This is what
 // keeps multi-GPU requests from starving or deadlocking.
-bool Scheduler::grantable(const Client& c) const
+bool Scheduler::grantable(const ClientRecord& c) const
 {
     bool ok = true;
     for_each_gpu(c.wanted & exclusive_, [&](GpuIndex g) {
@@ -555,14 +555,14 @@ bool Scheduler::grantable(const Client& c) const
     return ok;
 }
 
-bool Scheduler::contended(const Client& c) const
+bool Scheduler::contended(const ClientRecord& c) const
 {
     bool any = false;
     for_each_gpu(c.held & exclusive_, [&](GpuIndex g) { any |= !queues_[g].waiting.empty(); });
     return any;
 }
 
-void Scheduler::grant(Client& c, TimePoint now)
+void Scheduler::grant(ClientRecord& c, TimePoint now)
 {
     dequeue(c);
     c.phase = Phase::Holding;
@@ -584,7 +584,7 @@ void Scheduler::grant(Client& c, TimePoint now)
     update_deadline(c);
 }
 
-GpuSet Scheduler::end_hold(Client& c, GpuSet gpus, TimePoint now)
+GpuSet Scheduler::end_hold(ClientRecord& c, GpuSet gpus, TimePoint now)
 {
     gpus &= c.held;
     wait_dirty_ |= gpus;
@@ -606,7 +606,7 @@ GpuSet Scheduler::end_hold(Client& c, GpuSet gpus, TimePoint now)
     return gpus;
 }
 
-void Scheduler::send_drop(Client& c, TimePoint now, bool turns_begin)
+void Scheduler::send_drop(ClientRecord& c, TimePoint now, bool turns_begin)
 {
     if (c.drop_sent)
         return;
@@ -618,7 +618,7 @@ void Scheduler::send_drop(Client& c, TimePoint now, bool turns_begin)
     update_deadline(c);
 }
 
-GpuSet Scheduler::revoke_hold(Client& c, TimePoint now, RevokeReason reason)
+GpuSet Scheduler::revoke_hold(ClientRecord& c, TimePoint now, RevokeReason reason)
 {
     const GpuSet held = c.held;
     c.revocations++;
@@ -637,7 +637,7 @@ WaitFacts Scheduler::facts_at(GpuIndex gpu, uint32_t place) const
     const auto& holders = gpus_[gpu].holders;
     if (!holders.empty()) {
         // The first granted: the one that keeps the GPU when it is taken in turns.
-        const Client& h = clients_.at(holders.front());
+        const ClientRecord& h = clients_.at(holders.front());
         f.holder = h.id;
         f.held_since = h.granted_at;
         f.quantum = quantum_for(h);
@@ -657,7 +657,7 @@ void Scheduler::publish_waits()
         uint32_t place = 0;
         for (const auto& [seq, id] : queues_[g].waiting) {
             const WaitFacts f = facts_at(g, ++place);
-            Client& c = clients_.at(id);
+            ClientRecord& c = clients_.at(id);
             const auto sent = c.wait_sent.find(g);
             if (sent != c.wait_sent.end() && sent->second.same_news(f))
                 continue;
@@ -676,7 +676,7 @@ void Scheduler::try_heads(GpuSet freed, TimePoint now)
         const auto& waiting = queues_[g].waiting;
         if (!gpus_[g].holders.empty() || waiting.empty())
             return;
-        Client& head = clients_.at(waiting.begin()->second);
+        ClientRecord& head = clients_.at(waiting.begin()->second);
         if (grantable(head))
             grant(head, now);
     });
@@ -690,7 +690,7 @@ void Scheduler::notify_contention(GpuSet gpus, TimePoint /*now*/)
         if (queues_[g].waiting.empty())
             return;
         for (ClientId h : gpus_[g].holders) {
-            Client& holder = clients_.at(h);
+            ClientRecord& holder = clients_.at(h);
             if (!holder.contended_sent) {
                 holder.contended_sent = true;
                 push(ActionKind::Contended, holder, holder.held & exclusive_);
@@ -700,7 +700,7 @@ void Scheduler::notify_contention(GpuSet gpus, TimePoint /*now*/)
     });
 }
 
-void Scheduler::update_deadline(Client& c)
+void Scheduler::update_deadline(ClientRecord& c)
 {
     std::optional<TimePoint> want;
     if (c.phase == Phase::Holding) {
@@ -745,13 +745,14 @@ void Scheduler::reschedule_all(TimePoint now)
                 send_drop(clients_.at(h), now, true);
     });
 
-    std::vector<Client*> waiters;
+    std::vector<ClientRecord*> waiters;
     for (auto& [id, c] : clients_)
         if (c.phase == Phase::Waiting)
             waiters.push_back(&c);
-    std::sort(waiters.begin(), waiters.end(),
-              [](const Client* a, const Client* b) { return a->sequence < b->sequence; });
-    for (Client* w : waiters)
+    std::sort(waiters.begin(), waiters.end(), [](const ClientRecord* a, const ClientRecord* b) {
+        return a->sequence < b->sequence;
+    });
+    for (ClientRecord* w : waiters)
         if (grantable(*w))
             grant(*w, now);
 
@@ -772,7 +773,7 @@ void Scheduler::tick(TimePoint now)
     while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
         const ClientId id = deadlines_.begin()->second;
         deadlines_.erase(deadlines_.begin());
-        Client& c = clients_.at(id);
+        ClientRecord& c = clients_.at(id);
         c.deadline.reset();
         if (c.phase != Phase::Holding)
             continue;

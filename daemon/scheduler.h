@@ -139,8 +139,8 @@ public:
 
     // ---- views -------------------------------------------------------------
     const std::vector<Gpu>& gpus() const { return gpus_; }
-    const std::map<ClientId, Client>& clients() const { return clients_; }
-    const Client* client(ClientId id) const;
+    const std::map<ClientId, ClientRecord>& clients() const { return clients_; }
+    const ClientRecord* client(ClientId id) const;
     uint64_t requested_memory(GpuIndex gpu) const;
     // Whether clients of this GPU currently take turns rather than run together.
     bool serializing(GpuIndex gpu) const;
@@ -149,7 +149,7 @@ public:
     // but at least kQuantumPerSwap times its own latest swap-in on the GPUs
     // it holds (so that switching never takes more than about a tenth of the
     // GPU's time), up to the quantum ceiling.
-    Duration quantum_for(const Client& c) const;
+    Duration quantum_for(const ClientRecord& c) const;
     static constexpr int kQuantumPerSwap = 10;
     // Waiting clients that want this GPU, first come first.
     std::vector<ClientId> queue(GpuIndex gpu) const;
@@ -173,25 +173,25 @@ private:
         std::set<ClientId> members;
     };
 
-    Client* find(ClientId id);
+    ClientRecord* find(ClientId id);
     std::optional<GpuIndex> add_gpu(const GpuDescription& description);
     bool capacity_follows_physical(GpuIndex gpu) const;
     GpuSet compute_exclusive() const;
     bool oversubscribed_set(GpuSet gpus) const;
-    void push(ActionKind kind, const Client& c, GpuSet gpus, Duration grace = {});
+    void push(ActionKind kind, const ClientRecord& c, GpuSet gpus, Duration grace = {});
     // Managed bytes `c` may leave on `gpus` when it lets go: on an
     // oversubscribed GPU, what fits beside the next waiter's memory and what
     // everybody else keeps there (pinned memory, what others left behind).
-    uint64_t keep_allowance(const Client& c, GpuSet gpus) const;
+    uint64_t keep_allowance(const ClientRecord& c, GpuSet gpus) const;
     void refresh_exclusive(TimePoint now);
-    void enqueue(Client& c);
-    void dequeue(Client& c);
-    bool grantable(const Client& c) const;
-    bool contended(const Client& c) const;
-    void grant(Client& c, TimePoint now);
-    GpuSet end_hold(Client& c, GpuSet gpus, TimePoint now);
-    void send_drop(Client& c, TimePoint now, bool turns_begin = false);
-    GpuSet revoke_hold(Client& c, TimePoint now, RevokeReason reason);
+    void enqueue(ClientRecord& c);
+    void dequeue(ClientRecord& c);
+    bool grantable(const ClientRecord& c) const;
+    bool contended(const ClientRecord& c) const;
+    void grant(ClientRecord& c, TimePoint now);
+    GpuSet end_hold(ClientRecord& c, GpuSet gpus, TimePoint now);
+    void send_drop(ClientRecord& c, TimePoint now, bool turns_begin = false);
+    GpuSet revoke_hold(ClientRecord& c, TimePoint now, RevokeReason reason);
     WaitFacts facts_at(GpuIndex gpu, uint32_t place) const;
     // Tells the waiters of the GPUs whose queue, holder or quantum changed
     // since the last call what changed for them.
@@ -201,7 +201,7 @@ private:
     // Tells each client of `gpu` the pinned memory of the others where it
     // moved by kUnpageableStep or more since it was last told.
     void publish_unpageable(GpuIndex gpu);
-    void update_deadline(Client& c);
+    void update_deadline(ClientRecord& c);
     void update_holder_deadlines(GpuSet gpus);
     void reschedule_all(TimePoint now);
 
@@ -210,7 +210,7 @@ private:
     std::vector<GpuQueue> queues_;  // parallel to gpus_
     std::map<std::string, uint64_t> capacity_overrides_;
     std::optional<uint64_t> default_capacity_;
-    std::map<ClientId, Client> clients_;
+    std::map<ClientId, ClientRecord> clients_;
     std::set<std::pair<TimePoint, ClientId>> deadlines_;
     GpuSet exclusive_ = 0;   // GPUs whose clients take turns
     GpuSet wait_dirty_ = 0;  // GPUs for publish_waits() to look at

@@ -20,4 +20,11 @@ inline constexpr GpuSet gpu_bit(GpuIndex g)
     return GpuSet{1} << g;
 }
 
+// Whole microseconds: the unit of the wire protocol, the status JSON, D-Bus,
+// the journal's fields and the state file.
+inline constexpr uint64_t to_usec(Duration d)
+{
+    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(d).count());
+}
+
 }  // namespace nvshare::daemon

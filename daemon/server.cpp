@@ -17,6 +17,7 @@
 #include "daemon/gpu_discovery.h"
 #include "daemon/log.h"
 #include "daemon/printable_text.h"
+#include "daemon/process_cgroup.h"
 #include "daemon/status.h"
 
 namespace nvshare::daemon {
@@ -38,10 +39,10 @@ constexpr auto kStatusMaxAge = std::chrono::milliseconds(100);
 // systemd's STATUS= line changes at most this often.
 constexpr auto kStatusLineInterval = std::chrono::seconds(1);
 
-uint64_t to_usec(TimePoint t)
+// sd-event's time for t, on the clock the static_assert below checks.
+uint64_t monotonic_usec(TimePoint t)
 {
-    return static_cast<uint64_t>(
-        std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count());
+    return to_usec(t.time_since_epoch());
 }
 
 // steady_clock is CLOCK_MONOTONIC on Linux, the clock sd-event timers use.
@@ -373,7 +374,7 @@ void Server::arm_connection_timer(Connection& c)
         sd_event_source_set_enabled(c.timer, SD_EVENT_OFF);
         return;
     }
-    sd_event_source_set_time(c.timer, to_usec(*at));
+    sd_event_source_set_time(c.timer, monotonic_usec(*at));
     sd_event_source_set_enabled(c.timer, SD_EVENT_ONESHOT);
 }
 
@@ -529,7 +530,7 @@ bool Server::handle_frame(Connection& c, const proto::FrameHeader& h, const uint
         fail(c, proto::ErrorCode::BadOrder, "Hello must come first");
         return false;
     }
-    const Client& client = *scheduler_.client(c.serial);
+    const ClientRecord& client = *scheduler_.client(c.serial);
     switch (type) {
         case MsgType::Memory: {
             proto::MemoryPayload m{};
@@ -561,7 +562,7 @@ bool Server::handle_frame(Connection& c, const proto::FrameHeader& h, const uint
     }
 }
 
-bool Server::on_memory(Connection& c, const Client& client, const proto::MemoryPayload& m,
+bool Server::on_memory(Connection& c, const ClientRecord& client, const proto::MemoryPayload& m,
                        TimePoint now)
 {
     if (m.gpu >= client.gpus.size()) {
@@ -576,7 +577,7 @@ bool Server::on_memory(Connection& c, const Client& client, const proto::MemoryP
     return true;
 }
 
-bool Server::on_stats(Connection& c, const Client& client, const proto::StatsPayload& st,
+bool Server::on_stats(Connection& c, const ClientRecord& client, const proto::StatsPayload& st,
                       TimePoint now)
 {
     if (st.gpu >= client.gpus.size()) {
@@ -597,7 +598,7 @@ bool Server::on_stats(Connection& c, const Client& client, const proto::StatsPay
     return true;
 }
 
-void Server::on_request(Connection& c, const Client& client, GpuSet gpus, TimePoint now)
+void Server::on_request(Connection& c, const ClientRecord& client, GpuSet gpus, TimePoint now)
 {
     scheduler_.request(c.serial, gpus, now);
     if (client.phase == Phase::Waiting && events_.waiting(c.serial, client.waiting_since)) {
@@ -610,7 +611,7 @@ void Server::on_request(Connection& c, const Client& client, GpuSet gpus, TimePo
     }
 }
 
-void Server::on_released(const Client& client, GpuSet gpus, TimePoint now)
+void Server::on_released(const ClientRecord& client, GpuSet gpus, TimePoint now)
 {
     scheduler_.release(client.id, gpus, now);
     if (client.phase != Phase::Waiting)
@@ -643,7 +644,8 @@ void Server::on_hello(Connection& c, const proto::Hello& hello)
         }
         gpus.push_back(*index);
     }
-    ClientInfo info{c.peer.pid, c.peer.uid, printable_utf8(hello.comm, sizeof hello.comm)};
+    ClientInfo info{c.peer.pid, c.peer.uid, printable_utf8(hello.comm, sizeof hello.comm),
+                    printable_utf8(process_cgroup(c.peer.pid))};
     if (!scheduler_.connect(c.serial, info, gpus)) {
         fail(c, proto::ErrorCode::Refused, "cannot register");
         return;
@@ -740,15 +742,14 @@ void Server::flush(Connection& c)
 
 void Server::send_settings(Connection& c, bool welcome)
 {
-    const Client* client = scheduler_.client(c.serial);
+    const ClientRecord* client = scheduler_.client(c.serial);
     if (client == nullptr)
         return;
     const auto& s = scheduler_.settings();
     proto::Welcome w{};
     w.client_id = c.serial;
     w.settings.mode = s.mode;
-    w.settings.time_quantum_us = static_cast<uint64_t>(
-        std::chrono::duration_cast<std::chrono::microseconds>(s.time_quantum).count());
+    w.settings.time_quantum_us = to_usec(s.time_quantum);
     w.settings.gpu_count = static_cast<uint32_t>(client->gpus.size());
     for (uint32_t i = 0; i < w.settings.gpu_count; ++i)
         w.settings.capacities[i] = scheduler_.gpus()[client->gpus[i]].capacity;
@@ -765,7 +766,7 @@ void Server::broadcast_settings()
             send_settings(*c, false);
 }
 
-EventSubject Server::subject(const Client& client, GpuSet gpus) const
+EventSubject Server::subject(const ClientRecord& client, GpuSet gpus) const
 {
     EventSubject who{client.id, client.info, {}};
     for (GpuIndex g : client.gpus)
@@ -775,14 +776,14 @@ EventSubject Server::subject(const Client& client, GpuSet gpus) const
 }
 
 // Who holds the GPUs a waiting client wants: "pid 7 (train.py, uid 1000)".
-std::string Server::holders_text(const Client& client) const
+std::string Server::holders_text(const ClientRecord& client) const
 {
     std::string holders;
     for (GpuIndex g : client.gpus) {
         if ((client.wanted & gpu_bit(g)) == 0)
             continue;
         for (ClientId h : scheduler_.gpus()[g].holders)
-            if (const Client* holder = scheduler_.client(h))
+            if (const ClientRecord* holder = scheduler_.client(h))
                 holders += (holders.empty() ? "" : ", ") + subject_text(holder->info);
     }
     return holders.empty() ? "nobody (not yet switched)" : holders;
@@ -792,19 +793,16 @@ std::string Server::holders_text(const Client& client) const
 void Server::log_due_waits(TimePoint now)
 {
     for (ClientId id : events_.due_waits(now)) {
-        const Client* client = scheduler_.client(id);
+        const ClientRecord* client = scheduler_.client(id);
         if (client == nullptr || client->phase != Phase::Waiting)
             continue;
         const EventSubject who = subject(*client, client->wanted);
-        events_.emit(
-            EventKind::Waiting, LogLevel::Info, &who,
-            {"NVSHARE_WAITED_US=" +
-             std::to_string(
-                 std::chrono::duration_cast<std::chrono::microseconds>(now - client->waiting_since)
-                     .count())},
-            "has waited %.1f s for %s, held by %s",
-            std::chrono::duration<double>(now - client->waiting_since).count(),
-            who.gpu_uuids.empty() ? "?" : who.gpu_uuids[0].c_str(), holders_text(*client).c_str());
+        events_.emit(EventKind::Waiting, LogLevel::Info, &who,
+                     {"NVSHARE_WAITED_US=" + std::to_string(to_usec(now - client->waiting_since))},
+                     "has waited %.1f s for %s, held by %s",
+                     std::chrono::duration<double>(now - client->waiting_since).count(),
+                     who.gpu_uuids.empty() ? "?" : who.gpu_uuids[0].c_str(),
+                     holders_text(*client).c_str());
     }
 }
 
@@ -815,7 +813,7 @@ Connection* Server::by_client(ClientId id)
 }
 
 // Which GPU a one-GPU action names, as the client's Hello index.
-static uint32_t local_index(const Client& client, GpuSet gpu)
+static uint32_t local_index(const ClientRecord& client, GpuSet gpu)
 {
     uint32_t index = 0;
     while (index < client.gpus.size() && gpu_bit(client.gpus[index]) != gpu)
@@ -827,7 +825,7 @@ void Server::dispatch_actions()
 {
     for (const Action& a : scheduler_.take_actions()) {
         Connection* c = by_client(a.client);
-        const Client* client = scheduler_.client(a.client);
+        const ClientRecord* client = scheduler_.client(a.client);
         if (c == nullptr || client == nullptr)
             continue;
         const uint64_t local = client->to_local(a.gpus);
@@ -850,9 +848,8 @@ void Server::dispatch_actions()
                 break;
             }
             case ActionKind::Drop: {
-                const auto grace_us =
-                    std::chrono::duration_cast<std::chrono::microseconds>(a.grace).count();
-                const proto::DropPayload p{local, static_cast<uint64_t>(grace_us),
+                const uint64_t grace_us = to_usec(a.grace);
+                const proto::DropPayload p{local, grace_us,
                                            (flags & proto::kGrantOversubscribed) |
                                                (a.turns_begin ? proto::kDropTurnsBegin : 0u),
                                            proto::keep_to_wire(a.keep)};
@@ -901,18 +898,15 @@ void Server::dispatch_actions()
     }
 }
 
-void Server::send_waiting(Connection& c, const Client& client, const Action& a)
+void Server::send_waiting(Connection& c, const ClientRecord& client, const Action& a)
 {
-    const auto us = [](Duration d) {
-        return static_cast<uint64_t>(
-            std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::microseconds>(d).count()));
-    };
+    const auto us = [](Duration d) { return to_usec(std::max(d, Duration::zero())); };
     proto::WaitingPayload p{};
     p.gpu = local_index(client, a.gpus);
     p.reason = static_cast<uint32_t>(a.wait.reason);
     p.place = a.wait.place;
     if (a.wait.holder) {
-        if (const Client* h = scheduler_.client(*a.wait.holder)) {
+        if (const ClientRecord* h = scheduler_.client(*a.wait.holder)) {
             p.holder_pid = h->info.pid;
             p.holder_uid = h->info.uid;
             p.held_us = us(Clock::now() - a.wait.held_since);
@@ -967,7 +961,7 @@ void Server::reap()
 void Server::destroy(Connection& c)
 {
     if (c.registered) {
-        if (const Client* client = scheduler_.client(c.serial)) {
+        if (const ClientRecord* client = scheduler_.client(c.serial)) {
             const EventSubject who = subject(*client, 0);
             events_.emit(EventKind::Gone, LogLevel::Info, &who, {}, "disconnected (client %llu)",
                          static_cast<unsigned long long>(c.serial));
@@ -1029,7 +1023,7 @@ void Server::rearm_timer()
         sd_event_source_set_enabled(timer_source_, SD_EVENT_OFF);
         return;
     }
-    sd_event_source_set_time(timer_source_, to_usec(*next));
+    sd_event_source_set_time(timer_source_, monotonic_usec(*next));
     sd_event_source_set_enabled(timer_source_, SD_EVENT_ONESHOT);
 }
 
@@ -1046,7 +1040,7 @@ void Server::update_idle_timer()
     if (enabled != 0)
         return;  // already counting since the last client left
     const auto deadline = Clock::now() + *options_.idle_exit;
-    sd_event_source_set_time(idle_source_, to_usec(deadline));
+    sd_event_source_set_time(idle_source_, monotonic_usec(deadline));
     sd_event_source_set_enabled(idle_source_, SD_EVENT_ONESHOT);
 }
 
@@ -1077,7 +1071,7 @@ void Server::send_status_line(TimePoint now)
         }
         next = now + kStatusLineInterval;  // the manager's queue is full: later
     }
-    sd_event_source_set_time(status_line_timer_, to_usec(next));
+    sd_event_source_set_time(status_line_timer_, monotonic_usec(next));
     sd_event_source_set_enabled(status_line_timer_, SD_EVENT_ONESHOT);
 }
 
@@ -1105,12 +1099,11 @@ void Server::set_mode(Mode mode)
 void Server::set_time_quantum(Duration tq)
 {
     scheduler_.set_time_quantum(tq, Clock::now());
-    const auto tq_us = std::chrono::duration_cast<std::chrono::microseconds>(tq).count();
-    events_.emit(
-        EventKind::SettingChanged, LogLevel::Notice, nullptr,
-        {"NVSHARE_SETTING=time-quantum", "NVSHARE_VALUE=" + std::to_string(tq_us)},
-        "time quantum set to %s",
-        format_duration(std::chrono::duration_cast<std::chrono::microseconds>(tq)).c_str());
+    const uint64_t tq_us = to_usec(tq);
+    events_.emit(EventKind::SettingChanged, LogLevel::Notice, nullptr,
+                 {"NVSHARE_SETTING=time-quantum", "NVSHARE_VALUE=" + std::to_string(tq_us)},
+                 "time quantum set to %s",
+                 format_duration(std::chrono::microseconds(tq_us)).c_str());
     status_stale_ = true;
     broadcast_settings();
     after_change();

@@ -99,12 +99,12 @@ private:
     void update_io_events(Connection& c);
     bool admit(Connection& c);
     void on_hello(Connection& c, const proto::Hello& hello);
-    bool on_memory(Connection& c, const Client& client, const proto::MemoryPayload& m,
+    bool on_memory(Connection& c, const ClientRecord& client, const proto::MemoryPayload& m,
                    TimePoint now);
-    bool on_stats(Connection& c, const Client& client, const proto::StatsPayload& st,
+    bool on_stats(Connection& c, const ClientRecord& client, const proto::StatsPayload& st,
                   TimePoint now);
-    void on_request(Connection& c, const Client& client, GpuSet gpus, TimePoint now);
-    void on_released(const Client& client, GpuSet gpus, TimePoint now);
+    void on_request(Connection& c, const ClientRecord& client, GpuSet gpus, TimePoint now);
+    void on_released(const ClientRecord& client, GpuSet gpus, TimePoint now);
     void fail(Connection& c, proto::ErrorCode code, const std::string& message);
     // Room for one frame at the end of the connection's output, or null
     // when it is dead or does not read.
@@ -117,7 +117,7 @@ private:
     void send_settings(Connection& c, bool welcome);
     void broadcast_settings();
     void dispatch_actions();
-    void send_waiting(Connection& c, const Client& client, const Action& a);
+    void send_waiting(Connection& c, const ClientRecord& client, const Action& a);
     void after_change();  // dispatch, re-arm timers, notify observer, reap
     void mark_dead(Connection& c);
     void reap();
@@ -127,8 +127,8 @@ private:
     void send_status_line(TimePoint now);
     void update_idle_timer();
     Connection* by_client(ClientId id);
-    EventSubject subject(const Client& client, GpuSet gpus) const;
-    std::string holders_text(const Client& client) const;
+    EventSubject subject(const ClientRecord& client, GpuSet gpus) const;
+    std::string holders_text(const ClientRecord& client) const;
     void log_due_waits(TimePoint now);
 
     Options options_;

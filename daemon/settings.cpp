@@ -4,7 +4,7 @@
 
 #include "common/mode.h"
 #include "common/units.h"
-#include "daemon/text.h"
+#include "common/text.h"
 
 namespace nvshare::daemon {
 
@@ -92,11 +92,6 @@ bool parse_config_line(std::string_view key, std::string_view value, SettingsLay
     return false;
 }
 
-uint64_t usec(Duration d)
-{
-    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(d).count());
-}
-
 }  // namespace
 
 bool SettingsLayer::empty() const
@@ -161,7 +156,7 @@ StateParse parse_state(std::string_view text)
             if (!value.is_number_unsigned())
                 return reject("\"time_quantum_us\" must be a number of microseconds");
             const Duration d = std::chrono::microseconds(
-                std::min<uint64_t>(value.get<uint64_t>(), usec(kMaxTimeQuantum) + 1));
+                std::min<uint64_t>(value.get<uint64_t>(), to_usec(kMaxTimeQuantum) + 1));
             if (!valid_time_quantum(d))
                 return reject(std::string("\"time_quantum_us\" out of range (") +
                               kTimeQuantumRange + ")");
@@ -187,7 +182,7 @@ std::string serialize_state(const SettingsLayer& layer)
     if (layer.mode)
         doc["anti_thrashing"] = proto::mode_name(*layer.mode);
     if (layer.time_quantum)
-        doc["time_quantum_us"] = usec(*layer.time_quantum);
+        doc["time_quantum_us"] = to_usec(*layer.time_quantum);
     if (!layer.capacities.empty())
         doc["capacities"] = layer.capacities;
     return doc.dump(2) + "\n";

@@ -45,12 +45,12 @@ std::optional<Refusal> SettingsControl::set_mode(const std::string& name,
 
 std::optional<Refusal> SettingsControl::set_time_quantum(uint64_t usec, const Authorize& authorize)
 {
-    const uint64_t max_usec = static_cast<uint64_t>(kMaxTimeQuantum.count());
+    const uint64_t max_usec = to_usec(kMaxTimeQuantum);
     const Duration tq = std::chrono::microseconds(std::min(usec, max_usec + 1));
     if (!valid_time_quantum(tq))
         return Refusal{Refusal::Why::Invalid,
                        "time quantum " + std::to_string(usec) + " us is out of range (valid: " +
-                           std::to_string(kMinTimeQuantum.count()) + " to " +
+                           std::to_string(to_usec(kMinTimeQuantum)) + " to " +
                            std::to_string(max_usec) + " us, i.e. " + kTimeQuantumRange + ")"};
     if (tq == server_.scheduler().settings().time_quantum)
         return std::nullopt;

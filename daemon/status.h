@@ -8,11 +8,6 @@
 
 namespace nvshare::daemon {
 
-// What remains of a holder's quantum (zero when it holds nothing).
-Duration quantum_left(const Scheduler& scheduler, const Client& client, TimePoint now);
-// "idle", "waiting", "holding".
-const char* phase_name(Phase phase);
-
 nlohmann::json status_json(const Scheduler& scheduler, size_t connections, TimePoint now);
 
 // status_json as text, which never throws (a string that is not UTF-8, though

@@ -4,12 +4,12 @@
 
 namespace nvshare::daemon {
 
-Duration held_so_far(const Client& c, TimePoint now)
+Duration held_so_far(const ClientRecord& c, TimePoint now)
 {
     return c.phase == Phase::Holding ? c.held_total + (now - c.granted_at) : c.held_total;
 }
 
-Duration waited_so_far(const Client& c, TimePoint now)
+Duration waited_so_far(const ClientRecord& c, TimePoint now)
 {
     return c.phase == Phase::Waiting ? c.waited_total + (now - c.waiting_since) : c.waited_total;
 }
@@ -34,7 +34,7 @@ namespace {
 // What one client adds on one of its GPUs. A client's holds and waits cover
 // all the GPUs it named (libnvshare.so asks for them together), so its
 // times and counts go to each of them; swaps are reported per GPU.
-Usage contribution(const Client& c, GpuIndex g, TimePoint now)
+Usage contribution(const ClientRecord& c, GpuIndex g, TimePoint now)
 {
     Usage u;
     u.held = held_so_far(c, now);
@@ -53,13 +53,13 @@ Usage contribution(const Client& c, GpuIndex g, TimePoint now)
 
 }  // namespace
 
-void UsageLedger::retire(const Client& c, TimePoint now)
+void UsageLedger::retire(const ClientRecord& c, TimePoint now)
 {
     for (GpuIndex g : c.gpus)
         retired_[{g, c.info.uid}].add(contribution(c, g, now));
 }
 
-std::map<UsageKey, Usage> UsageLedger::totals(const std::map<ClientId, Client>& live,
+std::map<UsageKey, Usage> UsageLedger::totals(const std::map<ClientId, ClientRecord>& live,
                                               TimePoint now) const
 {
     auto totals = retired_;

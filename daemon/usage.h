@@ -13,8 +13,8 @@
 namespace nvshare::daemon {
 
 // A client's time holding and waiting so far, the running hold or wait included.
-Duration held_so_far(const Client& client, TimePoint now);
-Duration waited_so_far(const Client& client, TimePoint now);
+Duration held_so_far(const ClientRecord& client, TimePoint now);
+Duration waited_so_far(const ClientRecord& client, TimePoint now);
 
 struct UsageKey {
     GpuIndex gpu = 0;
@@ -42,8 +42,9 @@ struct Usage {
 class UsageLedger {
 public:
     // A client leaves: its counters stay in the totals.
-    void retire(const Client& client, TimePoint now);
-    std::map<UsageKey, Usage> totals(const std::map<ClientId, Client>& live, TimePoint now) const;
+    void retire(const ClientRecord& client, TimePoint now);
+    std::map<UsageKey, Usage> totals(const std::map<ClientId, ClientRecord>& live,
+                                     TimePoint now) const;
 
 private:
     std::map<UsageKey, Usage> retired_;

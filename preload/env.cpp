@@ -69,7 +69,8 @@ namespace {
 Config g_config;
 std::atomic<int> g_state{0};  // 0 unread, 1 reading, 2 ready
 
-// Problems are reported after the config is published: logging reads it.
+// Problems are reported once the config is published, so that no thread
+// waits for it while they are written.
 struct Problems {
     const char* names[4];
     const char* values[4];
@@ -209,6 +210,7 @@ const Config& config()
     if (g_state.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) {
         Problems problems;
         load(&problems);
+        set_debug_logging(g_config.debug);  // before a waiting thread goes on
         g_state.store(2, std::memory_order_release);
         if (g_config.second_copy) {
             log_debug(

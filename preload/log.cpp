@@ -3,14 +3,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdarg>
 #include <cstdio>
-
-#include "preload/env.h"
 
 namespace nvshare::preload {
 
 namespace {
+
+std::atomic<bool> g_debug{false};
 
 // Debug lines carry CLOCK_MONOTONIC seconds, so that the lines of several
 // processes (and of nvshared's journal) can be put in order.
@@ -41,6 +42,11 @@ void emit(bool timestamp, const char* format, va_list args)
 
 }  // namespace
 
+void set_debug_logging(bool on)
+{
+    g_debug.store(on, std::memory_order_relaxed);
+}
+
 void log_warn(const char* format, ...)
 {
     va_list args;
@@ -51,7 +57,7 @@ void log_warn(const char* format, ...)
 
 void log_debug(const char* format, ...)
 {
-    if (!config().debug)
+    if (!g_debug.load(std::memory_order_relaxed))
         return;
     va_list args;
     va_start(args, format);

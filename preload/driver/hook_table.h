@@ -50,3 +50,31 @@ inline void* real_ptr(HookId id)
 
 // A wrapper the library exports in place of the driver's function.
 #define NVS_EXPORT extern "C" __attribute__((visibility("default")))
+
+// Hand-written wrappers for an entry point and a twin with the same
+// parameters, one body for both: impl(real, args...), where `real` is each
+// one's own real function (nullptr if the driver lacks it). Expanded by the
+// preprocessor into two exported functions that call impl directly.
+//   NVS_VERSION_PAIR(name, version, ...): `name` and `name` + `version` (_v2).
+//   NVS_PER_THREAD_PAIR(name, ...): `name` and `name`_ptsz; impl's second
+//       argument, per_thread, is 0 and 1 (the latter's default stream is the
+//       per-thread one).
+#define NVS_UNPAREN(...) __VA_ARGS__
+#define NVS_VERSION_PAIR(name, version, impl, params, args)     \
+    NVS_EXPORT CUresult name params                             \
+    {                                                           \
+        return impl(NVS_REAL(name), NVS_UNPAREN args);          \
+    }                                                           \
+    NVS_EXPORT CUresult name##version params                    \
+    {                                                           \
+        return impl(NVS_REAL(name##version), NVS_UNPAREN args); \
+    }
+#define NVS_PER_THREAD_PAIR(name, impl, params, args)            \
+    NVS_EXPORT CUresult name params                              \
+    {                                                            \
+        return impl(NVS_REAL(name), 0, NVS_UNPAREN args);        \
+    }                                                            \
+    NVS_EXPORT CUresult name##_ptsz params                       \
+    {                                                            \
+        return impl(NVS_REAL(name##_ptsz), 1, NVS_UNPAREN args); \
+    }

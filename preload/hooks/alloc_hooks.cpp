@@ -211,47 +211,49 @@ NVS_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsign
     return r;
 }
 
-NVS_EXPORT CUresult cuMemAllocAsync(CUdeviceptr* dptr, size_t bytesize, CUstream hStream)
+namespace {
+
+template <typename Real>
+CUresult alloc_async(Real real, int per_thread, CUdeviceptr* dptr, size_t bytesize,
+                     CUstream hStream)
 {
-    NVS_REQUIRE(real, cuMemAllocAsync);
-    return allocate_async(dptr, bytesize, hStream, 0,
+    if (real == nullptr)
+        return CUDA_ERROR_NOT_FOUND;
+    return allocate_async(dptr, bytesize, hStream, per_thread,
                           [&] { return real(dptr, bytesize, hStream); });
 }
 
-NVS_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUstream hStream)
+template <typename Real>
+CUresult alloc_from_pool_async(Real real, int per_thread, CUdeviceptr* dptr, size_t bytesize,
+                               CUmemoryPool pool, CUstream hStream)
 {
-    NVS_REQUIRE(real, cuMemAllocAsync_ptsz);
-    return allocate_async(dptr, bytesize, hStream, 1,
-                          [&] { return real(dptr, bytesize, hStream); });
-}
-
-NVS_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool,
-                                            CUstream hStream)
-{
-    NVS_REQUIRE(real, cuMemAllocFromPoolAsync);
-    return allocate_async(dptr, bytesize, hStream, 0,
+    if (real == nullptr)
+        return CUDA_ERROR_NOT_FOUND;
+    return allocate_async(dptr, bytesize, hStream, per_thread,
                           [&] { return real(dptr, bytesize, pool, hStream); });
 }
 
-NVS_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytesize,
-                                                 CUmemoryPool pool, CUstream hStream)
+template <typename Real>
+CUresult free_async(Real real, int /*per_thread*/, CUdeviceptr dptr, CUstream hStream)
 {
-    NVS_REQUIRE(real, cuMemAllocFromPoolAsync_ptsz);
-    return allocate_async(dptr, bytesize, hStream, 1,
-                          [&] { return real(dptr, bytesize, pool, hStream); });
-}
-
-NVS_EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
-{
-    NVS_REQUIRE(real, cuMemFreeAsync);
+    if (real == nullptr)
+        return CUDA_ERROR_NOT_FOUND;
     return free_tracked(dptr, [&] { return real(dptr, hStream); });
 }
 
-NVS_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)
-{
-    NVS_REQUIRE(real, cuMemFreeAsync_ptsz);
-    return free_tracked(dptr, [&] { return real(dptr, hStream); });
-}
+}  // namespace
+
+// clang-format off
+NVS_PER_THREAD_PAIR(cuMemAllocAsync, alloc_async,
+                    (CUdeviceptr* dptr, size_t bytesize, CUstream hStream),
+                    (dptr, bytesize, hStream))
+NVS_PER_THREAD_PAIR(cuMemAllocFromPoolAsync, alloc_from_pool_async,
+                    (CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream),
+                    (dptr, bytesize, pool, hStream))
+NVS_PER_THREAD_PAIR(cuMemFreeAsync, free_async,
+                    (CUdeviceptr dptr, CUstream hStream),
+                    (dptr, hStream))
+// clang-format on
 
 // VMM memory cannot be managed and is never evicted: accounted as pinned.
 NVS_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size,

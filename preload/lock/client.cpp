@@ -47,7 +47,7 @@ constexpr uint64_t kSwapInGateLimitNs = 5ull * 1000 * 1000 * 1000;
 
 // ---- the connection ----
 
-bool Client::connect_and_hello()
+bool ClientLoop::connect_and_hello()
 {
     if (!conn_.connect())
         return false;
@@ -78,14 +78,14 @@ bool Client::connect_and_hello()
     return true;
 }
 
-void Client::disconnect()
+void ClientLoop::disconnect()
 {
     conn_.close();
     s_.welcomed = false;
     s_.lock.lost();
 }
 
-void Client::fail_open(const char* reason)
+void ClientLoop::fail_open(const char* reason)
 {
     gate_open();
     mailbox::set_ready();
@@ -96,20 +96,20 @@ void Client::fail_open(const char* reason)
     }
 }
 
-bool Client::send_mask(proto::MsgType type)
+bool ClientLoop::send_mask(proto::MsgType type)
 {
     const proto::GpuMaskPayload p{s_.gpu_count >= 64 ? ~0ull : (1ull << s_.gpu_count) - 1};
     return conn_.send(type, p);
 }
 
-bool Client::on_frame(void* self, proto::MsgType type, const uint8_t* p, uint32_t length)
+bool ClientLoop::on_frame(void* self, proto::MsgType type, const uint8_t* p, uint32_t length)
 {
-    return static_cast<Client*>(self)->handle(type, p, length, now_ns());
+    return static_cast<ClientLoop*>(self)->handle(type, p, length, now_ns());
 }
 
 // ---- what nvshared says ----
 
-void Client::apply_settings(const proto::Settings& s)
+void ClientLoop::apply_settings(const proto::Settings& s)
 {
     for (uint32_t i = 0; i < s.gpu_count && i < s_.gpu_count; ++i)
         devices::at(i).capacity.store(s.capacities[i], std::memory_order_release);
@@ -118,7 +118,7 @@ void Client::apply_settings(const proto::Settings& s)
 }
 
 // false: nonsense, drop the connection.
-bool Client::handle(proto::MsgType type, const uint8_t* p, uint32_t length, uint64_t now)
+bool ClientLoop::handle(proto::MsgType type, const uint8_t* p, uint32_t length, uint64_t now)
 {
     using proto::MsgType;
     uint32_t expected = 0;
@@ -191,7 +191,7 @@ bool Client::handle(proto::MsgType type, const uint8_t* p, uint32_t length, uint
     }
 }
 
-void Client::on_grant(const proto::GrantPayload& g, uint64_t now)
+void ClientLoop::on_grant(const proto::GrantPayload& g, uint64_t now)
 {
     s_.lock.granted(g);
     s_.next_idle_check = now + config().idle_release_ms * 1000000ull;
@@ -209,7 +209,7 @@ void Client::on_grant(const proto::GrantPayload& g, uint64_t now)
     log_debug("lock granted%s", s_.lock.contended() ? " (contended)" : "");
 }
 
-void Client::on_drop(const proto::DropPayload& d, uint64_t now)
+void ClientLoop::on_drop(const proto::DropPayload& d, uint64_t now)
 {
     gate_close();  // stop admitting work at once; drained in work()
     s_.lock.dropped(d, now);
@@ -218,7 +218,7 @@ void Client::on_drop(const proto::DropPayload& d, uint64_t now)
                                                       : "the time quantum is over and others wait");
 }
 
-void Client::on_revoked()
+void ClientLoop::on_revoked()
 {
     gate_close();
     s_.lock.revoked();
@@ -227,7 +227,7 @@ void Client::on_revoked()
     s_.revoke_cause = 0;
 }
 
-bool Client::on_error(const uint8_t* p, uint32_t length)
+bool ClientLoop::on_error(const uint8_t* p, uint32_t length)
 {
     proto::ErrorReply e{};
     char text[160] = {};
@@ -239,7 +239,7 @@ bool Client::on_error(const uint8_t* p, uint32_t length)
 
 // ---- giving the lock back ----
 
-bool Client::drain(uint64_t deadline)
+bool ClientLoop::drain(uint64_t deadline)
 {
     log_debug("draining: waiting for this process's GPU work");
     mailbox::drain_until(deadline);
@@ -254,7 +254,7 @@ bool Client::drain(uint64_t deadline)
 
 // Gate closed and drained: move our data off an oversubscribed GPU (so the
 // next holder finds it free), then say so.
-void Client::release(uint64_t deadline)
+void ClientLoop::release(uint64_t deadline)
 {
     const uint64_t all = s_.gpu_count >= 64 ? ~0ull : (1ull << s_.gpu_count) - 1;
     residency::before_release(all, s_.lock.oversubscribed(), s_.lock.keep_bytes(), deadline);
@@ -263,7 +263,7 @@ void Client::release(uint64_t deadline)
     report_stats();
 }
 
-void Client::report_stats()
+void ClientLoop::report_stats()
 {
     for (uint32_t i = 0; i < s_.gpu_count; ++i) {
         residency::Stats& st = residency::stats(i);
@@ -284,7 +284,7 @@ void Client::report_stats()
 
 // A drop: drain every context, then say so; wait for captures to end first
 // (synchronising would invalidate them) unless the grace runs out.
-void Client::finish_drop(uint64_t now)
+void ClientLoop::finish_drop(uint64_t now)
 {
     if (s_.lock.state() != HoldState::Draining)
         return;
@@ -302,7 +302,7 @@ void Client::finish_drop(uint64_t now)
 // IdleGaps' call: what a switch would cost (evicting our data and bringing it
 // back), at least the idle period, until this process's pauses have shown
 // which of them outlast that.
-void Client::release_if_idle(uint64_t now)
+void ClientLoop::release_if_idle(uint64_t now)
 {
     const uint64_t period = config().idle_release_ms * 1000000ull;
     if (s_.lock.state() != HoldState::Holding || !s_.lock.contended() || period == 0 ||
@@ -337,15 +337,16 @@ void Client::release_if_idle(uint64_t now)
             } else if (gate_close_if_idle()) {
                 const uint64_t idle = was_busy ? 0 : drained - s_.quiet_since;
                 release(now + kEvictLimitNs);
-                log_debug("released early: idle for %llu ms",
-                          static_cast<unsigned long long>(idle / 1000000));
+                log_debug("released early: idle for %llu ms (kept it idle up to %llu ms)",
+                          static_cast<unsigned long long>(idle / 1000000),
+                          static_cast<unsigned long long>(hold / 1000000));
             }
         }  // else work came in while we drained: the next check sees it
     }
 }
 
 // Our data is back (or took too long): the program's work may go on.
-void Client::finish_swap_in(uint64_t now)
+void ClientLoop::finish_swap_in(uint64_t now)
 {
     if (s_.lock.swap_in_over(residency::busy(), now)) {
         s_.quiet_since = now;
@@ -357,7 +358,7 @@ void Client::finish_swap_in(uint64_t now)
 
 // Memory first: in auto mode the daemon decides from it whether a request
 // may run alongside others, so it must not learn it too late.
-void Client::report_memory(uint64_t now, bool requesting)
+void ClientLoop::report_memory(uint64_t now, bool requesting)
 {
     if (alloc::graph_memory_in_use() && (requesting || now - s_.last_graph_check >= kGraphPollNs)) {
         s_.last_graph_check = now;
@@ -380,7 +381,7 @@ void Client::report_memory(uint64_t now, bool requesting)
         s_.last_report = now;
 }
 
-void Client::request_lock(uint64_t now)
+void ClientLoop::request_lock(uint64_t now)
 {
     gaps_.resumed(gate_active_at());  // the end of a pause we let go in
     if (s_.gpu_count == 0) {
@@ -391,7 +392,7 @@ void Client::request_lock(uint64_t now)
     }
 }
 
-void Client::work(uint64_t now)
+void ClientLoop::work(uint64_t now)
 {
     if (!s_.welcomed)
         return;
@@ -411,7 +412,7 @@ void Client::work(uint64_t now)
 
 // ---- the loop ----
 
-int Client::timeout_ms(uint64_t now) const
+int ClientLoop::timeout_ms(uint64_t now) const
 {
     uint64_t next = UINT64_MAX;
     auto consider = [&](uint64_t t) { next = t < next ? t : next; };
@@ -441,14 +442,14 @@ int Client::timeout_ms(uint64_t now) const
     return ms > 60000 ? 60000 : static_cast<int>(ms);
 }
 
-void Client::wait_event(int timeout)
+void ClientLoop::wait_event(int timeout)
 {
     pollfd p{mailbox::event_fd(), POLLIN, 0};
     if (poll(&p, 1, timeout) > 0)
         mailbox::consume_wakeup();
 }
 
-void Client::run()
+void ClientLoop::run()
 {
     for (;;) {
         if (!conn_.is_open()) {

@@ -29,7 +29,7 @@ struct Session {
     uint32_t revoke_cause = 0;  // from the RevokeCause before a Revoked
 };
 
-class Client {
+class ClientLoop {
 public:
     void run();
 

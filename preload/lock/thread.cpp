@@ -30,7 +30,7 @@ enum Started { kNotStarted = 0, kStarting = 1, kRunning = 2, kFailed = 3 };
 std::atomic<int> g_started{kNotStarted};
 bool g_atfork_registered = false;
 
-// The Client holds a 64 KiB buffer: mapped when the thread first starts, not
+// The ClientLoop holds a 64 KiB buffer: mapped when the thread first starts, not
 // static storage, because every process on the host maps the library's
 // zero-filled data at exec time and most never use CUDA. Kept across fork
 // (the child's thread reuses the inherited mapping).
@@ -39,7 +39,7 @@ void* g_client_storage = nullptr;
 void* thread_main(void*)
 {
     if (g_client_storage == nullptr) {
-        void* m = mmap(nullptr, sizeof(client::Client), PROT_READ | PROT_WRITE,
+        void* m = mmap(nullptr, sizeof(client::ClientLoop), PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (m == MAP_FAILED) {
             // Fail open: run unscheduled rather than block the program.
@@ -50,7 +50,7 @@ void* thread_main(void*)
         }
         g_client_storage = m;
     }
-    client::Client* c = new (g_client_storage) client::Client();
+    client::ClientLoop* c = new (g_client_storage) client::ClientLoop();
     c->run();
     return nullptr;
 }

@@ -304,11 +304,15 @@ using nvshare::preload::contexts::end_capture;
 using nvshare::preload::contexts::forget;
 using nvshare::preload::contexts::release_primary;
 
-#define NVS_CALL_REAL(name, ...)     \
-    auto real = NVS_REAL(name);      \
-    if (real == nullptr)             \
+// Calls `real` (returning CUDA_ERROR_NOT_FOUND if the driver lacks it); the
+// result is `r`.
+#define NVS_CALL_REAL_PTR(real, ...) \
+    if ((real) == nullptr)           \
         return CUDA_ERROR_NOT_FOUND; \
-    const CUresult r = real(__VA_ARGS__)
+    const CUresult r = (real)(__VA_ARGS__)
+#define NVS_CALL_REAL(name, ...) \
+    auto real = NVS_REAL(name);  \
+    NVS_CALL_REAL_PTR(real, __VA_ARGS__)
 
 NVS_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev)
 {
@@ -318,53 +322,70 @@ NVS_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev)
     return r;
 }
 
-NVS_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
+namespace {
+
+// cuDevicePrimaryCtxRelease (reset false) and cuDevicePrimaryCtxReset.
+template <bool reset, typename Real>
+CUresult primary_release(Real real, CUdevice dev)
 {
-    NVS_CALL_REAL(cuDevicePrimaryCtxRelease, dev);
+    NVS_CALL_REAL_PTR(real, dev);
     if (r == CUDA_SUCCESS)
-        release_primary(dev, false);
+        release_primary(dev, reset);
     return r;
 }
 
-NVS_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+template <typename Real>
+CUresult ctx_create(Real real, CUcontext* pctx, unsigned int flags, CUdevice dev)
 {
-    NVS_CALL_REAL(cuDevicePrimaryCtxRelease_v2, dev);
-    if (r == CUDA_SUCCESS)
-        release_primary(dev, false);
-    return r;
-}
-
-NVS_EXPORT CUresult cuDevicePrimaryCtxReset(CUdevice dev)
-{
-    NVS_CALL_REAL(cuDevicePrimaryCtxReset, dev);
-    if (r == CUDA_SUCCESS)
-        release_primary(dev, true);
-    return r;
-}
-
-NVS_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
-{
-    NVS_CALL_REAL(cuDevicePrimaryCtxReset_v2, dev);
-    if (r == CUDA_SUCCESS)
-        release_primary(dev, true);
-    return r;
-}
-
-NVS_EXPORT CUresult cuCtxCreate(CUcontext* pctx, unsigned int flags, CUdevice dev)
-{
-    NVS_CALL_REAL(cuCtxCreate, pctx, flags, dev);
+    NVS_CALL_REAL_PTR(real, pctx, flags, dev);
     if (r == CUDA_SUCCESS && !nvshare::preload::config().disabled)
         add(*pctx, dev, false);
     return r;
 }
 
-NVS_EXPORT CUresult cuCtxCreate_v2(CUcontext* pctx, unsigned int flags, CUdevice dev)
+// Forget before destroying: the client thread must never sync a dead context.
+template <typename Real>
+CUresult ctx_destroy(Real real, CUcontext ctx)
 {
-    NVS_CALL_REAL(cuCtxCreate_v2, pctx, flags, dev);
-    if (r == CUDA_SUCCESS && !nvshare::preload::config().disabled)
-        add(*pctx, dev, false);
+    forget(ctx);
+    NVS_CALL_REAL_PTR(real, ctx);
     return r;
 }
+
+template <typename Real, typename... Args>
+CUresult begin_capture(Real real, int /*per_thread*/, Args... args)
+{
+    NVS_CALL_REAL_PTR(real, args...);
+    capture_began(r);
+    return r;
+}
+
+template <typename Real>
+CUresult stream_end_capture(Real real, int per_thread, CUstream hStream, CUgraph* phGraph)
+{
+    if (real == nullptr)
+        return CUDA_ERROR_NOT_FOUND;
+    // In the _ptsz twin, 0 names the per-thread default stream.
+    const CUstream s = per_thread != 0 && hStream == nullptr ? CU_STREAM_PER_THREAD : hStream;
+    return end_capture(s, [&] { return real(hStream, phGraph); });
+}
+
+template <typename Real>
+CUresult stream_destroy(Real real, CUstream hStream)
+{
+    if (real == nullptr)
+        return CUDA_ERROR_NOT_FOUND;
+    return destroy_stream(hStream, [&] { return real(hStream); });
+}
+
+}  // namespace
+
+// clang-format off
+NVS_VERSION_PAIR(cuDevicePrimaryCtxRelease, _v2, primary_release<false>, (CUdevice dev), (dev))
+NVS_VERSION_PAIR(cuDevicePrimaryCtxReset, _v2, primary_release<true>, (CUdevice dev), (dev))
+NVS_VERSION_PAIR(cuCtxCreate, _v2, ctx_create,
+                 (CUcontext* pctx, unsigned int flags, CUdevice dev), (pctx, flags, dev))
+// clang-format on
 
 NVS_EXPORT CUresult cuCtxCreate_v3(CUcontext* pctx, CUexecAffinityParam* paramsArray, int numParams,
                                    unsigned int flags, CUdevice dev)
@@ -384,102 +405,17 @@ NVS_EXPORT CUresult cuCtxCreate_v4(CUcontext* pctx, CUctxCreateParams* ctxCreate
     return r;
 }
 
-// Forget before destroying: the client thread must never sync a dead context.
-NVS_EXPORT CUresult cuCtxDestroy(CUcontext ctx)
-{
-    forget(ctx);
-    NVS_CALL_REAL(cuCtxDestroy, ctx);
-    return r;
-}
-
-NVS_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
-{
-    forget(ctx);
-    NVS_CALL_REAL(cuCtxDestroy_v2, ctx);
-    return r;
-}
-
-NVS_EXPORT CUresult cuStreamBeginCapture(CUstream hStream)
-{
-    NVS_CALL_REAL(cuStreamBeginCapture, hStream);
-    capture_began(r);
-    return r;
-}
-
-NVS_EXPORT CUresult cuStreamBeginCapture_ptsz(CUstream hStream)
-{
-    NVS_CALL_REAL(cuStreamBeginCapture_ptsz, hStream);
-    capture_began(r);
-    return r;
-}
-
-NVS_EXPORT CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode)
-{
-    NVS_CALL_REAL(cuStreamBeginCapture_v2, hStream, mode);
-    capture_began(r);
-    return r;
-}
-
-NVS_EXPORT CUresult cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode)
-{
-    NVS_CALL_REAL(cuStreamBeginCapture_v2_ptsz, hStream, mode);
-    capture_began(r);
-    return r;
-}
-
-NVS_EXPORT CUresult cuStreamBeginCaptureToGraph(CUstream hStream, CUgraph hGraph,
-                                                const CUgraphNode* dependencies,
-                                                const CUgraphEdgeData* dependencyData,
-                                                size_t numDependencies, CUstreamCaptureMode mode)
-{
-    NVS_CALL_REAL(cuStreamBeginCaptureToGraph, hStream, hGraph, dependencies, dependencyData,
-                  numDependencies, mode);
-    capture_began(r);
-    return r;
-}
-
-NVS_EXPORT CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgraph hGraph,
-                                                     const CUgraphNode* dependencies,
-                                                     const CUgraphEdgeData* dependencyData,
-                                                     size_t numDependencies,
-                                                     CUstreamCaptureMode mode)
-{
-    NVS_CALL_REAL(cuStreamBeginCaptureToGraph_ptsz, hStream, hGraph, dependencies, dependencyData,
-                  numDependencies, mode);
-    capture_began(r);
-    return r;
-}
-
-NVS_EXPORT CUresult cuStreamEndCapture(CUstream hStream, CUgraph* phGraph)
-{
-    auto real = NVS_REAL(cuStreamEndCapture);
-    if (real == nullptr)
-        return CUDA_ERROR_NOT_FOUND;
-    return end_capture(hStream, [&] { return real(hStream, phGraph); });
-}
-
-NVS_EXPORT CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph* phGraph)
-{
-    auto real = NVS_REAL(cuStreamEndCapture_ptsz);
-    if (real == nullptr)
-        return CUDA_ERROR_NOT_FOUND;
-    // The per-thread default stream is named by 0 here.
-    const CUstream s = hStream == nullptr ? CU_STREAM_PER_THREAD : hStream;
-    return end_capture(s, [&] { return real(hStream, phGraph); });
-}
-
-NVS_EXPORT CUresult cuStreamDestroy(CUstream hStream)
-{
-    auto real = NVS_REAL(cuStreamDestroy);
-    if (real == nullptr)
-        return CUDA_ERROR_NOT_FOUND;
-    return destroy_stream(hStream, [&] { return real(hStream); });
-}
-
-NVS_EXPORT CUresult cuStreamDestroy_v2(CUstream hStream)
-{
-    auto real = NVS_REAL(cuStreamDestroy_v2);
-    if (real == nullptr)
-        return CUDA_ERROR_NOT_FOUND;
-    return destroy_stream(hStream, [&] { return real(hStream); });
-}
+// clang-format off
+NVS_VERSION_PAIR(cuCtxDestroy, _v2, ctx_destroy, (CUcontext ctx), (ctx))
+NVS_PER_THREAD_PAIR(cuStreamBeginCapture, begin_capture, (CUstream hStream), (hStream))
+NVS_PER_THREAD_PAIR(cuStreamBeginCapture_v2, begin_capture,
+                    (CUstream hStream, CUstreamCaptureMode mode), (hStream, mode))
+NVS_PER_THREAD_PAIR(cuStreamBeginCaptureToGraph, begin_capture,
+                    (CUstream hStream, CUgraph hGraph, const CUgraphNode* dependencies,
+                     const CUgraphEdgeData* dependencyData, size_t numDependencies,
+                     CUstreamCaptureMode mode),
+                    (hStream, hGraph, dependencies, dependencyData, numDependencies, mode))
+NVS_PER_THREAD_PAIR(cuStreamEndCapture, stream_end_capture,
+                    (CUstream hStream, CUgraph* phGraph), (hStream, phGraph))
+NVS_VERSION_PAIR(cuStreamDestroy, _v2, stream_destroy, (CUstream hStream), (hStream))
+// clang-format on

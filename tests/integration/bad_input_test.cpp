@@ -23,6 +23,7 @@
 #include "tests/support/daemon.h"
 #include "tests/support/process.h"
 #include "tests/support/test_gpu.h"
+#include "tests/support/wait.h"
 
 namespace nvshare::test {
 namespace {
@@ -480,7 +481,16 @@ TEST(Descriptors, ExhaustionNeitherSpinsNorStopsService)
         inside.push_back(connect_to(daemon));
     ASSERT_FALSE(daemon.status().is_null());
     // Room for exactly the descriptors it has now: the next accept fails.
-    const rlimit limit{open_fds(pid), open_fds(pid)};
+    // Counted once it is steady (the status query's connection may still be
+    // closing) and once only: two counts could differ, and a soft limit above
+    // the hard one is EINVAL (seen on a loaded machine).
+    rlim_t open = 0;
+    ASSERT_TRUE(wait_until([&] {
+        open = open_fds(pid);
+        std::this_thread::sleep_for(50ms);
+        return open_fds(pid) == open;
+    }));
+    const rlimit limit{open, open};
     ASSERT_EQ(prlimit(pid, RLIMIT_NOFILE, &limit, nullptr), 0) << strerror(errno);
 
     std::vector<LockClient> waiting;

@@ -273,7 +273,7 @@ TEST(Release, LetsGoAtOnceOncePausesProveLong)
     Process bursty = start_client(
         dir, daemon.socket(),
         {{"--kernels", "2", "--kernel-us", "150000", "--rounds", "4", "--pause-ms", "700"},
-         {{"NVSHARE_IDLE_RELEASE_MS", "120"}},
+         {{"NVSHARE_IDLE_RELEASE_MS", "120"}, {"NVSHARE_DEBUG", "1"}},
          false},
         "bursty");
     expect_clean_exit(bursty);
@@ -295,8 +295,20 @@ TEST(Release, LetsGoAtOnceOncePausesProveLong)
         handoff_ms.push_back(static_cast<double>(next - end) / 1e6);
     }
     EXPECT_GE(handoff_ms[0], 110) << "the first pause waits the idle period";
-    EXPECT_LT(handoff_ms[1], 60) << "then a pause is known to outlast it";
-    EXPECT_LT(handoff_ms[2], 60);
+    // What the library decided for each pause (not how fast a loaded
+    // machine carried it out): the idle period first, then less, once its
+    // pauses have shown they outlast it.
+    std::vector<unsigned> kept;
+    std::istringstream lines(bursty.err());
+    for (std::string line; std::getline(lines, line);) {
+        const auto at = line.find("(kept it idle up to ");
+        if (line.find("released early") != std::string::npos && at != std::string::npos)
+            kept.push_back(static_cast<unsigned>(std::stoul(line.substr(at + 20))));
+    }
+    ASSERT_GE(kept.size(), 3u) << bursty.err();  // and maybe after the last burst
+    EXPECT_EQ(kept[0], 120u) << "the first pause waits the idle period";
+    EXPECT_LT(kept[1], 120u) << "then a pause is known to outlast it";
+    EXPECT_LT(kept[2], 120u);
     EXPECT_FALSE(overlapped(work, bursty.pid(), hog.pid()));
 }
 

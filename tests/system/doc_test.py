@@ -20,9 +20,17 @@
   protocol    every message type, error code, mode, constant, payload
               structure (with its size) and field of common/protocol.h in
               nvshare-protocol(7)
+  ranges      every duration range stated in man/*.scd, dbus/*.xml,
+              `nvshared --help` and the range strings of the headers is the
+              time quantum's (kMinTimeQuantum to kMaxTimeQuantum of
+              common/time_quantum.h) or the wait logging threshold's (0 to
+              kMaxTimeQuantum) or nvshare-device-plugin's poll interval's
+              (kMinPollInterval to kMaxPollInterval of deviceplugin/options.h),
+              and each setting of that range states it
   deviceplugin every option of `nvshare-device-plugin --help` in OPTIONS of
               nvshare-device-plugin(8) (skipped where the plugin is not built)
-  selftest    each check above fails on a page with one item taken out
+  selftest    each check above fails on a page with one item taken out, and
+              the ranges check on a page or a constant changed
 
 A term counts as documented when the page shows it in bold (*term*), fields
 in underline (_field_). A page still holding the "; nvshare-stub" placeholder
@@ -296,6 +304,143 @@ def deviceplugin_missing(text):
     return section_missing(text, "OPTIONS", options)
 
 
+# ---- duration ranges: the pages against common/time_quantum.h --------------------------
+
+US = {"us": 1, "ms": 1000, "s": 10**6, "min": 60 * 10**6, "h": 3600 * 10**6}
+CHRONO = {"microseconds": "us", "milliseconds": "ms", "seconds": "s", "minutes": "min",
+          "hours": "h"}
+DURATION = r"(\d+(?:\.\d+)?) ?(us|ms|s|min|h)\b"
+# "1000 (1 ms) to 86400000000 (24 h)": microseconds, each with its reading.
+USEC_RANGE = r"(\d+) \(" + DURATION + r"\) to (\d+) \(" + DURATION + r"\)"
+# "1ms to 24h", "0 to 24h".
+RANGE = r"(?<![\w.])(\d+(?:\.\d+)?)(?: ?(us|ms|s|min|h)\b)? to " + DURATION
+
+# The items that set a value of each range, and so must state it: (file,
+# the line that opens the item). Each is read up to its next blank line.
+TIME_QUANTUM_ITEMS = [
+    ("man/nvshared.8.scd", "*-q*, *--time-quantum*"),
+    ("man/nvshared.8.scd", "*-g*, *--grace*"),
+    ("man/nvshared.8.scd", "*--quantum-ceiling*"),
+    ("man/nvshare.conf.5.scd", "*time-quantum =*"),
+    ("man/nvshare.conf.5.scd", "*grace =*"),
+    ("man/nvsharectl.1.scd", "*set-tq*"),
+    ("man/org.nvshare.Scheduler1.5.scd", "*TimeQuantumUSec*"),
+    ("dbus/org.nvshare.Scheduler1.xml", '<property name="TimeQuantumUSec"'),
+    ("common/time_quantum.h", "inline constexpr const char* kTimeQuantumRange"),
+]
+POLL_INTERVAL_ITEMS = [
+    ("man/nvshare-device-plugin.8.scd", "*--poll-interval*"),
+    ("deviceplugin/options.h", "inline constexpr const char* kPollIntervalRange"),
+]
+WAIT_LOG_ITEMS = [
+    ("man/nvshared.8.scd", "*--log-waits-after*"),
+    ("man/nvshare.conf.5.scd", "*log-waits-after =*"),
+    ("daemon/settings.h", "inline constexpr const char* kWaitLogRange"),
+]
+
+
+def read_source(path):
+    with open(os.path.join(SOURCE, path), encoding="utf-8") as f:
+        return f.read()
+
+
+def range_sources():
+    """{path: text} of everything that states a range; nvshared's --help too."""
+    paths = sorted(os.path.relpath(p, SOURCE) for p in
+                   glob.glob(os.path.join(MAN, "*.scd")) +
+                   glob.glob(os.path.join(SOURCE, "dbus", "*.xml")))
+    texts = {p: read_source(p) for p in paths + ["common/time_quantum.h", "daemon/settings.h",
+                                                 "deviceplugin/options.h"]}
+    texts["nvshared --help"] = help_text(os.environ["NVSHARE_NVSHARED"])
+    return texts
+
+
+def chrono_constant(text, name):
+    """A `NAME = std::chrono::UNIT(N);` constant in microseconds."""
+    m = re.search(name + r" = std::chrono::(\w+)\((\d+)\);", text)
+    assert m and m.group(1) in CHRONO, f"{name} not found"
+    return int(m.group(2)) * US[CHRONO[m.group(1)]]
+
+
+def time_quantum_limits(header):
+    """(kMinTimeQuantum, kMaxTimeQuantum) in microseconds, as the header defines them."""
+    return chrono_constant(header, "kMinTimeQuantum"), chrono_constant(header, "kMaxTimeQuantum")
+
+
+def poll_interval_limits(options_header):
+    """(kMinPollInterval, kMaxPollInterval) of deviceplugin/options.h, in microseconds."""
+    return (chrono_constant(options_header, "kMinPollInterval"),
+            chrono_constant(options_header, "kMaxPollInterval"))
+
+
+def usec(number, unit):
+    return round(float(number) * US[unit or "s"])
+
+
+def stated_ranges(text):
+    """[(lowest, highest, as written)] in microseconds, for every range in text."""
+    flat = " ".join(text.replace("*", "").split())
+    found = []
+    for m in re.finditer(USEC_RANGE, flat):
+        lo, lo_n, lo_u, hi, hi_n, hi_u = m.groups()
+        if int(lo) != usec(lo_n, lo_u) or int(hi) != usec(hi_n, hi_u):
+            found.append((None, None, m.group(0)))  # the readings disagree
+        else:
+            found.append((int(lo), int(hi), m.group(0)))
+    flat = re.sub(USEC_RANGE, " ", flat)
+    for m in re.finditer(RANGE, flat):
+        lo_n, lo_u, hi_n, hi_u = m.groups()
+        found.append((usec(lo_n, lo_u), usec(hi_n, hi_u), m.group(0)))
+    return found
+
+
+def item_text(text, opening):
+    """The item that opens with `opening`: its lines up to the next blank one;
+    an XML property's comment, which stands just before it."""
+    if opening.startswith("<property"):
+        m = re.search(r"<!--((?:(?!-->).)*)-->\s*" + re.escape(opening), text, re.S)
+        return m.group(1) if m else None
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if line.startswith(opening):
+            end = next((j for j in range(i, len(lines)) if not lines[j].strip()), len(lines))
+            return "\n".join(lines[i:end])
+    return None
+
+
+def range_errors(texts, header):
+    lo, hi = time_quantum_limits(header)
+    poll = poll_interval_limits(texts["deviceplugin/options.h"])
+    allowed = {(lo, hi): "the time quantum's", (0, hi): "the wait logging threshold's",
+               poll: "the device plugin's poll interval's"}
+    known = ", ".join(f"{name} ({a} to {b} us)" for (a, b), name in allowed.items())
+    errors = []
+    for path, text in texts.items():
+        for a, b, written in stated_ranges(text):
+            if (a, b) not in allowed:
+                errors.append(f"{path} states the range '{written}', which is none of {known}")
+    for items, want in ((TIME_QUANTUM_ITEMS, (lo, hi)), (WAIT_LOG_ITEMS, (0, hi)),
+                        (POLL_INTERVAL_ITEMS, poll)):
+        for path, opening in items:
+            item = item_text(texts.get(path, ""), opening)
+            if item is None:
+                errors.append(f"{path} has no item {opening!r}")
+            elif want not in [(a, b) for a, b, _ in stated_ranges(item)]:
+                errors.append(f"{path}: {opening!r} does not state {allowed[want]} range "
+                              f"({want[0]} to {want[1]} us)")
+    return errors
+
+
+def run_ranges():
+    texts = range_sources()
+    errors = range_errors(texts, texts["common/time_quantum.h"])
+    for e in errors:
+        print(e)
+    if not errors:
+        print("every range stated is one of common/time_quantum.h's or deviceplugin/options.h's")
+    return 1 if errors else 0
+
+
 CHECKS = {
     "nvshared": ("nvshared.8", nvshared_missing),
     "nvsharectl": ("nvsharectl.1", nvsharectl_missing),
@@ -307,6 +452,8 @@ CHECKS = {
 
 
 def run_check(name):
+    if name == "ranges":
+        return run_ranges()
     page_name, find_missing = CHECKS[name]
     text = page(page_name)
     if is_stub(text):
@@ -380,8 +527,53 @@ def selftest():
     if not section_missing(fake, "EXIT STATUS", codes):
         print("FAIL: the exit code check does not notice a missing code")
         failures += 1
+    failures += ranges_selftest()
     print("selftest:", "failed" if failures else "every check notices a missing item")
     return 1 if failures else 0
+
+
+def ranges_selftest():
+    """The ranges check must notice a page, or a constant, changed."""
+    texts = range_sources()
+    header = texts["common/time_quantum.h"]
+    failures = 0
+    mutations = [
+        ("man/nvshare.conf.5.scd", r"revoked\. 1ms to 24h", "revoked. 1ms to 12h"),
+        ("man/nvshare.conf.5.scd", r"0 to 24h;", "0 to 1h;"),
+        ("man/nvsharectl.1.scd", r"valid values are 1ms to 24h", "valid values are 2ms to 24h"),
+        ("man/nvshared.8.scd", r"revoked: 1ms to 24h\.", "revoked."),
+        ("man/org.nvshare.Scheduler1.5.scd", r"86400000000\s+\(24 h\)", "86400000000 (12 h)"),
+        ("dbus/org.nvshare.Scheduler1.xml", r"1000 \(1 ms\)", "1 (1 us)"),
+        ("common/time_quantum.h", r'"1ms to 24h"', '"1ms to 1440h"'),
+        ("daemon/settings.h", r'"0 to 24h"', '"1ms to 24h"'),
+        ("man/nvshare-device-plugin.8.scd", r"10ms to 1h", "10ms to 2h"),
+        ("deviceplugin/options.h", r'"10ms to 1h"', '"1ms to 1h"'),
+    ]
+    if range_errors(texts, header):
+        print("note: the pages already state a wrong range (see doc-ranges)")
+        return 1
+    for path, pattern, replacement in mutations:
+        mutated, n = re.subn(pattern, replacement, texts[path])
+        if n == 0:
+            print(f"FAIL: {path} does not show {pattern!r}, so the self-test cannot change it")
+            failures += 1
+        elif not range_errors({**texts, path: mutated}, header):
+            print(f"FAIL: the ranges check does not notice {path} saying {replacement!r}")
+            failures += 1
+    # A constant changed: the pages, as they are, must then be wrong.
+    for name, value in (("kMinTimeQuantum", "milliseconds(2)"), ("kMaxTimeQuantum", "hours(12)")):
+        changed = re.sub(name + r" = std::chrono::\w+\(\d+\)",
+                         f"{name} = std::chrono::{value}", header)
+        if not range_errors(texts, changed):
+            print(f"FAIL: the ranges check does not notice {name} changed to {value}")
+            failures += 1
+    plugin = texts["deviceplugin/options.h"]
+    changed = re.sub(r"kMaxPollInterval = std::chrono::\w+\(\d+\)",
+                     "kMaxPollInterval = std::chrono::hours(2)", plugin)
+    if changed == plugin or not range_errors({**texts, "deviceplugin/options.h": changed}, header):
+        print("FAIL: the ranges check does not notice kMaxPollInterval changed to hours(2)")
+        failures += 1
+    return failures
 
 
 if __name__ == "__main__":

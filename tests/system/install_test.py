@@ -31,6 +31,7 @@ LIBDIR, SYSCONFDIR, DATADIR = E["NVSHARE_LIBDIR"], E["NVSHARE_SYSCONFDIR"], E["N
 MANDIR, UNITDIR, LOCALSTATEDIR = E["NVSHARE_MANDIR"], E["NVSHARE_UNITDIR"], E["NVSHARE_LOCALSTATEDIR"]
 SOCKET_PATH, WITH_MAN = E["NVSHARE_SOCKET_PATH"], E["NVSHARE_WITH_MAN"] == "true"
 UNITS = ["nvshare.socket", "nvshare.service", "nvshare-preload.path", "nvshare-preload.service",
+         "nvshare-cdi.service",
          "nvshare-metrics.socket", "nvshare-metrics@.service"]
 # The device plugin, its unit and page: only in builds that have it (-Ddevice_plugin).
 DEVICE_PLUGIN = os.path.exists(os.path.join(BUILD, "deviceplugin", "nvshare-device-plugin"))
@@ -221,7 +222,8 @@ def check_verify():
 def check_security():
     root, unitdir = verification_root()
     try:
-        for unit in ["nvshare.service", "nvshare-preload.service", "nvshare-metrics@.service"] + \
+        for unit in ["nvshare.service", "nvshare-preload.service", "nvshare-cdi.service",
+                     "nvshare-metrics@.service"] + \
                 (["nvshare-device-plugin.service"] if DEVICE_PLUGIN else []):
             path = os.path.join(unitdir, unit)
             r = subprocess.run(["systemd-analyze", "security", "--offline=yes", "--threshold=20",

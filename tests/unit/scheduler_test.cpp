@@ -654,7 +654,7 @@ TEST_F(SchedulerTest, GpuRegistryDeduplicatesAndIsBounded)
 
 TEST(ClientMasks, TranslateBetweenLocalAndGlobal)
 {
-    Client c;
+    ClientRecord c;
     c.gpus = {4, 1, 7};
     EXPECT_EQ(c.to_global(0b101), gpu_bit(4) | gpu_bit(7));
     EXPECT_FALSE(c.to_global(0b1000));
@@ -692,7 +692,7 @@ TEST(SchedulerProperties, InvariantsHoldUnderRandomEvents)
             auto it = alive.begin();
             std::advance(it, static_cast<long>(rng() % alive.size()));
             const ClientId id = *it;
-            const Client* c = s.client(id);
+            const ClientRecord* c = s.client(id);
             switch (what) {
                 case 1:
                 case 2:
@@ -719,7 +719,7 @@ TEST(SchedulerProperties, InvariantsHoldUnderRandomEvents)
                 const auto& holders = s.gpus()[g].holders;
                 size_t not_dropping = 0;
                 for (ClientId h : holders) {
-                    const Client* hc = s.client(h);
+                    const ClientRecord* hc = s.client(h);
                     ASSERT_NE(hc, nullptr);
                     ASSERT_EQ(hc->phase, Phase::Holding);
                     ASSERT_TRUE(hc->held & gpu_bit(g));

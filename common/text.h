@@ -1,4 +1,5 @@
-// Small text helpers shared by the daemon's parsers of files people write.
+// Small text helpers for the parsers of files people write (nvshared's
+// settings, the driver's GPU list).
 #pragma once
 
 #include <string_view>

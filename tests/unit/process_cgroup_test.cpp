@@ -1,0 +1,40 @@
+#include "daemon/process_cgroup.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+using nvshare::daemon::process_cgroup;
+using nvshare::daemon::short_cgroup;
+
+TEST(ProcessCgroup, UnifiedHierarchyNamesTheContainer)
+{
+    EXPECT_EQ(short_cgroup("0::/machine.slice/libpod-4f2a.scope\n"), "libpod-4f2a.scope");
+    EXPECT_EQ(short_cgroup("0::/system.slice/docker-9ab.scope/\n"), "docker-9ab.scope");
+}
+
+TEST(ProcessCgroup, HybridHostsPreferTheUnifiedLineThenSystemds)
+{
+    // podman with cgroupfs on a hybrid host: every hierarchy names it.
+    EXPECT_EQ(short_cgroup("4:memory:/libpod_parent/libpod-e91c\n"
+                           "1:name=systemd:/libpod_parent/libpod-e91c\n"
+                           "0::/libpod_parent/libpod-e91c\n"),
+              "libpod-e91c");
+    // The unified hierarchy left at the root: the name=systemd one.
+    EXPECT_EQ(short_cgroup("2:cpu:/\n1:name=systemd:/user.slice/session-3.scope\n0::/\n"),
+              "session-3.scope");
+}
+
+TEST(ProcessCgroup, RootOrNothingIsEmpty)
+{
+    EXPECT_EQ(short_cgroup("0::/\n"), "");
+    EXPECT_EQ(short_cgroup(""), "");
+    EXPECT_EQ(short_cgroup("garbage"), "");
+}
+
+TEST(ProcessCgroup, ReadsALiveProcessAndNotAGoneOne)
+{
+    // Whatever this test runs in; only that reading works and a gone pid is "".
+    const std::string mine = process_cgroup(getpid());
+    EXPECT_EQ(mine.find('/'), std::string::npos) << mine;
+    EXPECT_EQ(process_cgroup(-1), "");
+}
