@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "common/driver_gpus.h"
 #include "common/lock_client.h"
-#include "daemon/gpu_discovery.h"
 
 namespace nvshare::deviceplugin {
 
@@ -39,10 +39,10 @@ std::optional<std::vector<std::string>> daemon_gpus(const std::string& socket, s
     return uuids;
 }
 
-std::vector<std::string> driver_gpus(const std::string& dir)
+std::vector<std::string> driver_gpu_uuids(const std::string& dir)
 {
     std::vector<std::string> uuids;
-    for (const auto& gpu : daemon::discover_gpus(dir))
+    for (const auto& gpu : nvshare::driver_gpus(dir))
         uuids.push_back(gpu.uuid);
     return uuids;
 }

@@ -36,7 +36,7 @@ private:
 // The GPU UUIDs in nvshared's status; nullopt (and *error) when it does not
 // answer on `socket` or answers something else.
 std::optional<std::vector<std::string>> daemon_gpus(const std::string& socket, std::string* error);
-// The GPU UUIDs the driver lists under `dir` (daemon/gpu_discovery.h).
-std::vector<std::string> driver_gpus(const std::string& dir);
+// The GPU UUIDs the driver lists under `dir` (common/driver_gpus.h).
+std::vector<std::string> driver_gpu_uuids(const std::string& dir);
 
 }  // namespace nvshare::deviceplugin

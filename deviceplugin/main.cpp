@@ -14,6 +14,7 @@
 #include "deviceplugin/kubelet.h"
 #include "deviceplugin/options.h"
 #include "deviceplugin/plugin_server.h"
+#include "deviceplugin/preload_file.h"
 
 namespace {
 
@@ -36,7 +37,7 @@ void refresh(const Options& o, GpuInventory& inventory, DeviceBoard& board, bool
                       : "nvshared does not answer at " + o.nvshare_socket + " (" + error +
                             "): every GPU unhealthy");
     }
-    const auto gpus = inventory.update(from_daemon, driver_gpus(o.gpu_info_dir));
+    const auto gpus = inventory.update(from_daemon, driver_gpu_uuids(o.gpu_info_dir));
     if (board.publish(gpus)) {
         size_t healthy = 0;
         for (const auto& g : gpus)
@@ -69,6 +70,12 @@ int main(int argc, char** argv)
         return parsed.exit_code;
     }
     const Options& o = parsed.options;
+    // Before any container can be given a mount of it.
+    std::string preload_error;
+    if (!write_preload_file(o.preload_file, o.library, &preload_error)) {
+        log("cannot write " + o.preload_file + ": " + preload_error);
+        return 1;
+    }
     const sigset_t signals = stop_signals();
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 

@@ -25,9 +25,13 @@ constexpr const char* kUsage =
     "      --socket PATH           nvshared's lock socket, also given to containers\n"
     "                              (default " NVSHARE_DEFAULT_SOCKET
     ")\n"
-    "      --library PATH          libnvshare.so, mounted into containers and\n"
-    "                              preloaded (default " NVSHARE_PRELOAD_LIBRARY
+    "      --library PATH          libnvshare.so, mounted into containers\n"
+    "                              (default " NVSHARE_PRELOAD_LIBRARY
     ")\n"
+    "      --preload-file PATH     the one-line file naming the library, written\n"
+    "                              here and mounted at containers' /etc/ld.so.preload\n"
+    "                              (default " NVSHARE_LOCALSTATEDIR
+    "/lib/nvshare/container-ld.so.preload)\n"
     "      --gpu-info-dir DIR      where the driver lists the host's GPUs: the\n"
     "                              ones advertised (healthy while nvshared\n"
     "                              answers and lists them)\n"
@@ -63,6 +67,8 @@ ParsedOptions parse_options(int argc, const char* const* argv)
     Options o;
     o.nvshare_socket = NVSHARE_DEFAULT_SOCKET;
     o.library = NVSHARE_PRELOAD_LIBRARY;
+    // The file `nvsharectl cdi generate` writes too, with the same line.
+    o.preload_file = NVSHARE_LOCALSTATEDIR "/lib/nvshare/container-ld.so.preload";
     std::string shares, policy, poll;
     bool no_cdi = false;
 
@@ -76,6 +82,7 @@ ParsedOptions parse_options(int argc, const char* const* argv)
     app.add_option("--allocation", policy);
     app.add_option("--socket", o.nvshare_socket);
     app.add_option("--library", o.library);
+    app.add_option("--preload-file", o.preload_file);
     app.add_option("--gpu-info-dir", o.gpu_info_dir);
     app.add_option("--poll-interval", poll);
     app.add_flag("--no-cdi", no_cdi);
@@ -104,8 +111,10 @@ ParsedOptions parse_options(int argc, const char* const* argv)
     }
     if (!poll.empty()) {
         const auto d = parse_duration(poll);
-        if (!d || *d < std::chrono::milliseconds(10) || *d > std::chrono::hours(1))
-            return stop(2, "", invalid("poll interval (10ms to 1h)", poll));
+        if (!d || *d < kMinPollInterval || *d > kMaxPollInterval)
+            return stop(
+                2, "",
+                invalid((std::string("poll interval (") + kPollIntervalRange + ")").c_str(), poll));
         o.poll_interval = std::chrono::duration_cast<std::chrono::milliseconds>(*d);
     }
     for (const auto& [name, path] :

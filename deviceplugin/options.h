@@ -4,6 +4,7 @@
 #include <chrono>
 #include <string>
 
+#include "common/driver_gpus.h"
 #include "deviceplugin/preferred_allocation.h"
 
 namespace nvshare::deviceplugin {
@@ -16,7 +17,8 @@ struct Options {
     Policy policy = Policy::Spread;
     std::string nvshare_socket;  // nvshared's lock socket
     std::string library;         // libnvshare.so, as containers get it
-    std::string gpu_info_dir = "/proc/driver/nvidia/gpus";
+    std::string preload_file;    // written here, mounted at their /etc/ld.so.preload
+    std::string gpu_info_dir = kDriverGpuDir;
     std::chrono::milliseconds poll_interval{5000};
     bool cdi = true;  // false: --no-cdi
 };
@@ -24,6 +26,10 @@ struct Options {
 inline constexpr const char* kEndpoint = "nvshare-gpu.sock";
 inline constexpr const char* kResourceName = "nvshare.com/gpu";
 inline constexpr unsigned kMaxShares = 1000;
+// --poll-interval's range (tests/system/doc_test.py checks the pages state it).
+inline constexpr std::chrono::microseconds kMinPollInterval = std::chrono::milliseconds(10);
+inline constexpr std::chrono::microseconds kMaxPollInterval = std::chrono::hours(1);
+inline constexpr const char* kPollIntervalRange = "10ms to 1h";
 
 struct ParsedOptions {
     bool run = false;  // false: exit with exit_code

@@ -53,13 +53,24 @@ class Plugin {
 public:
     Plugin(const TempDir& dir, const std::string& kubelet_socket, const std::string& nvshare_socket,
            const std::string& gpu_info_dir, std::vector<std::string> extra = {})
-        : log_(dir / "plugin.log")
+        : log_(dir / "plugin.log"), preload_file_(dir / "container-ld.so.preload")
     {
         Process::Spec spec;
-        spec.argv = {
-            device_plugin_path(),    "--kubelet-socket", kubelet_socket, "--socket", nvshare_socket,
-            "--gpu-info-dir",        gpu_info_dir,       "--library",    kLibrary,   "--shares",
-            std::to_string(kShares), "--poll-interval",  "50ms"};
+        spec.argv = {device_plugin_path(),
+                     "--kubelet-socket",
+                     kubelet_socket,
+                     "--socket",
+                     nvshare_socket,
+                     "--gpu-info-dir",
+                     gpu_info_dir,
+                     "--library",
+                     kLibrary,
+                     "--preload-file",
+                     preload_file_,
+                     "--shares",
+                     std::to_string(kShares),
+                     "--poll-interval",
+                     "50ms"};
         spec.argv.insert(spec.argv.end(), extra.begin(), extra.end());
         spec.stdout_path = spec.stderr_path = log_;
         process_ = Process(std::move(spec));
@@ -71,9 +82,11 @@ public:
     }
     Process& process() { return process_; }
     std::string log() const { return read_text(log_); }
+    const std::string& preload_file() const { return preload_file_; }
 
 private:
     std::string log_;
+    std::string preload_file_;
     Process process_;
 };
 
@@ -179,16 +192,25 @@ TEST_F(DevicePlugin, RegistersAndAnswersTheKubelet)
         ASSERT_EQ(first.cdi_devices_size(), 2);
         EXPECT_EQ(first.cdi_devices(0).name(), "nvshare.com/gpu=" + gpus.uuids[0]);
         EXPECT_EQ(first.cdi_devices(1).name(), "nvshare.com/gpu=" + gpus.uuids[1]);
-        EXPECT_EQ(first.envs().at("LD_PRELOAD"), kLibrary);
-        EXPECT_EQ(first.envs().at("NVSHARE_SOCKET"), daemon.socket());
+        // nvshared's socket has the default's name: no NVSHARE_SOCKET needed.
+        EXPECT_EQ(first.envs().count("NVSHARE_SOCKET"), 0u);
+        EXPECT_EQ(first.envs().count("LD_PRELOAD"), 0u);
         EXPECT_EQ(first.envs().at("NVIDIA_VISIBLE_DEVICES"), gpus.uuids[0] + "," + gpus.uuids[1]);
-        ASSERT_EQ(first.mounts_size(), 2);
+        ASSERT_EQ(first.mounts_size(), 3);
+        // The socket's directory where the library looks for it.
         EXPECT_EQ(first.mounts(0).host_path(), daemon.dir().path());
-        EXPECT_EQ(first.mounts(0).container_path(), daemon.dir().path());
-        EXPECT_TRUE(first.mounts(0).read_only());
+        EXPECT_EQ(first.mounts(0).container_path(), "/run/nvshare");
         EXPECT_EQ(first.mounts(1).host_path(), kLibrary);
         EXPECT_EQ(first.mounts(1).container_path(), kLibrary);
-        EXPECT_TRUE(first.mounts(1).read_only());
+        EXPECT_EQ(first.mounts(2).host_path(), p.preload_file());
+        EXPECT_EQ(first.mounts(2).container_path(), "/etc/ld.so.preload");
+        for (const auto& m : first.mounts())
+            EXPECT_TRUE(m.read_only()) << m.container_path();
+        // Written by the plugin, readable by every process of the container.
+        EXPECT_EQ(read_text(p.preload_file()), kLibrary + "\n");
+        EXPECT_EQ(std::filesystem::status(p.preload_file()).permissions() &
+                      std::filesystem::perms::others_read,
+                  std::filesystem::perms::others_read);
         const auto& second = answer.container_responses(1);
         ASSERT_EQ(second.cdi_devices_size(), 1);
         EXPECT_EQ(second.cdi_devices(0).name(), "nvshare.com/gpu=" + gpus.uuids[1]);
@@ -241,7 +263,7 @@ TEST_F(DevicePlugin, PackAndNoCdiAsConfigured)
         ASSERT_TRUE(stub->Allocate(&ctx, request, &answer).ok());
         ASSERT_EQ(answer.container_responses_size(), 1);
         EXPECT_EQ(answer.container_responses(0).cdi_devices_size(), 0);
-        EXPECT_EQ(answer.container_responses(0).envs().at("LD_PRELOAD"), kLibrary);
+        EXPECT_EQ(answer.container_responses(0).mounts_size(), 3);
     }
 }
 
