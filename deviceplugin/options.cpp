@@ -119,7 +119,7 @@ ParsedOptions parse_options(int argc, const char* const* argv)
     }
     for (const auto& [name, path] :
          {std::pair{"kubelet socket", &o.kubelet_socket}, std::pair{"socket", &o.nvshare_socket},
-          std::pair{"library", &o.library}})
+          std::pair{"library", &o.library}, std::pair{"preload file", &o.preload_file}})
         if (!path->starts_with('/'))
             return stop(2, "",
                         invalid((std::string(name) + " path (must be absolute)").c_str(), *path));

@@ -350,6 +350,7 @@ TEST(DevicePluginOptions, BadOptionsExitTwo)
                                                  {"--allocation", "x"},
                                                  {"--poll-interval", "1ms"},
                                                  {"--socket", "relative.sock"},
+                                                 {"--preload-file", "relative"},
                                                  {"--bogus"}}) {
         std::vector<std::string> argv{device_plugin_path()};
         argv.insert(argv.end(), args.begin(), args.end());
