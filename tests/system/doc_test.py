@@ -24,7 +24,11 @@
               `nvshared --help` and the range strings of the headers is the
               time quantum's (kMinTimeQuantum to kMaxTimeQuantum of
               common/time_quantum.h) or the wait logging threshold's (0 to
-              kMaxTimeQuantum), and each setting of that range states it
+              kMaxTimeQuantum) or nvshare-device-plugin's poll interval's
+              (kMinPollInterval to kMaxPollInterval of deviceplugin/options.h),
+              and each setting of that range states it
+  deviceplugin every option of `nvshare-device-plugin --help` in OPTIONS of
+              nvshare-device-plugin(8) (skipped where the plugin is not built)
   selftest    each check above fails on a page with one item taken out, and
               the ranges check on a page or a constant changed
 
@@ -289,6 +293,17 @@ def protocol_missing(text):
     return missing
 
 
+def device_plugin():
+    """The built nvshare-device-plugin, or "" where the build has none."""
+    return os.environ.get("NVSHARE_DEVICE_PLUGIN", "")
+
+
+def deviceplugin_missing(text):
+    options = help_options(help_text(device_plugin()))
+    assert options, "no options found in nvshare-device-plugin --help"
+    return section_missing(text, "OPTIONS", options)
+
+
 # ---- duration ranges: the pages against common/time_quantum.h --------------------------
 
 US = {"us": 1, "ms": 1000, "s": 10**6, "min": 60 * 10**6, "h": 3600 * 10**6}
@@ -313,6 +328,10 @@ TIME_QUANTUM_ITEMS = [
     ("dbus/org.nvshare.Scheduler1.xml", '<property name="TimeQuantumUSec"'),
     ("common/time_quantum.h", "inline constexpr const char* kTimeQuantumRange"),
 ]
+POLL_INTERVAL_ITEMS = [
+    ("man/nvshare-device-plugin.8.scd", "*--poll-interval*"),
+    ("deviceplugin/options.h", "inline constexpr const char* kPollIntervalRange"),
+]
 WAIT_LOG_ITEMS = [
     ("man/nvshared.8.scd", "*--log-waits-after*"),
     ("man/nvshare.conf.5.scd", "*log-waits-after =*"),
@@ -330,18 +349,28 @@ def range_sources():
     paths = sorted(os.path.relpath(p, SOURCE) for p in
                    glob.glob(os.path.join(MAN, "*.scd")) +
                    glob.glob(os.path.join(SOURCE, "dbus", "*.xml")))
-    texts = {p: read_source(p) for p in paths + ["common/time_quantum.h", "daemon/settings.h"]}
+    texts = {p: read_source(p) for p in paths + ["common/time_quantum.h", "daemon/settings.h",
+                                                 "deviceplugin/options.h"]}
     texts["nvshared --help"] = help_text(os.environ["NVSHARE_NVSHARED"])
     return texts
 
 
+def chrono_constant(text, name):
+    """A `NAME = std::chrono::UNIT(N);` constant in microseconds."""
+    m = re.search(name + r" = std::chrono::(\w+)\((\d+)\);", text)
+    assert m and m.group(1) in CHRONO, f"{name} not found"
+    return int(m.group(2)) * US[CHRONO[m.group(1)]]
+
+
 def time_quantum_limits(header):
     """(kMinTimeQuantum, kMaxTimeQuantum) in microseconds, as the header defines them."""
-    def constant(name):
-        m = re.search(name + r" = std::chrono::(\w+)\((\d+)\);", header)
-        assert m and m.group(1) in CHRONO, f"{name} not found in common/time_quantum.h"
-        return int(m.group(2)) * US[CHRONO[m.group(1)]]
-    return constant("kMinTimeQuantum"), constant("kMaxTimeQuantum")
+    return chrono_constant(header, "kMinTimeQuantum"), chrono_constant(header, "kMaxTimeQuantum")
+
+
+def poll_interval_limits(options_header):
+    """(kMinPollInterval, kMaxPollInterval) of deviceplugin/options.h, in microseconds."""
+    return (chrono_constant(options_header, "kMinPollInterval"),
+            chrono_constant(options_header, "kMaxPollInterval"))
 
 
 def usec(number, unit):
@@ -381,15 +410,17 @@ def item_text(text, opening):
 
 def range_errors(texts, header):
     lo, hi = time_quantum_limits(header)
-    allowed = {(lo, hi): "the time quantum's", (0, hi): "the wait logging threshold's"}
+    poll = poll_interval_limits(texts["deviceplugin/options.h"])
+    allowed = {(lo, hi): "the time quantum's", (0, hi): "the wait logging threshold's",
+               poll: "the device plugin's poll interval's"}
+    known = ", ".join(f"{name} ({a} to {b} us)" for (a, b), name in allowed.items())
     errors = []
     for path, text in texts.items():
         for a, b, written in stated_ranges(text):
             if (a, b) not in allowed:
-                errors.append(f"{path} states the range '{written}', which is neither the "
-                              f"time quantum's ({lo} to {hi} us) nor the wait logging "
-                              f"threshold's (0 to {hi} us)")
-    for items, want in ((TIME_QUANTUM_ITEMS, (lo, hi)), (WAIT_LOG_ITEMS, (0, hi))):
+                errors.append(f"{path} states the range '{written}', which is none of {known}")
+    for items, want in ((TIME_QUANTUM_ITEMS, (lo, hi)), (WAIT_LOG_ITEMS, (0, hi)),
+                        (POLL_INTERVAL_ITEMS, poll)):
         for path, opening in items:
             item = item_text(texts.get(path, ""), opening)
             if item is None:
@@ -406,7 +437,7 @@ def run_ranges():
     for e in errors:
         print(e)
     if not errors:
-        print("every range stated is common/time_quantum.h's")
+        print("every range stated is one of common/time_quantum.h's or deviceplugin/options.h's")
     return 1 if errors else 0
 
 
@@ -416,6 +447,7 @@ CHECKS = {
     "libnvshare": ("libnvshare.8", libnvshare_missing),
     "dbus": ("org.nvshare.Scheduler1.5", dbus_missing),
     "protocol": ("nvshare-protocol.7", protocol_missing),
+    "deviceplugin": ("nvshare-device-plugin.8", deviceplugin_missing),
 }
 
 
@@ -426,6 +458,9 @@ def run_check(name):
     text = page(page_name)
     if is_stub(text):
         print(f"SKIP: man/{page_name}.scd is still a placeholder")
+        return SKIP
+    if name == "deviceplugin" and not device_plugin():
+        print("SKIP: nvshare-device-plugin is not built (-Ddevice_plugin)")
         return SKIP
     if name == "dbus" and not dbus_terms():
         print("SKIP: no dbus/*.xml yet")
@@ -468,6 +503,8 @@ def selftest():
         ("protocol", r"\*DropPayload\*, 24 bytes", "DropPayload, 24 bytes"),
         ("protocol", r"\*Contended\* \(type 21", "Contended (type 21"),
     ]
+    if device_plugin():
+        mutations.append(("deviceplugin", r"\*--poll-interval\*", "--poll-interval"))
     for check, pattern, replacement in mutations:
         page_name, find_missing = CHECKS[check]
         text = page(page_name)
@@ -509,6 +546,8 @@ def ranges_selftest():
         ("dbus/org.nvshare.Scheduler1.xml", r"1000 \(1 ms\)", "1 (1 us)"),
         ("common/time_quantum.h", r'"1ms to 24h"', '"1ms to 1440h"'),
         ("daemon/settings.h", r'"0 to 24h"', '"1ms to 24h"'),
+        ("man/nvshare-device-plugin.8.scd", r"10ms to 1h", "10ms to 2h"),
+        ("deviceplugin/options.h", r'"10ms to 1h"', '"1ms to 1h"'),
     ]
     if range_errors(texts, header):
         print("note: the pages already state a wrong range (see doc-ranges)")
@@ -528,6 +567,12 @@ def ranges_selftest():
         if not range_errors(texts, changed):
             print(f"FAIL: the ranges check does not notice {name} changed to {value}")
             failures += 1
+    plugin = texts["deviceplugin/options.h"]
+    changed = re.sub(r"kMaxPollInterval = std::chrono::\w+\(\d+\)",
+                     "kMaxPollInterval = std::chrono::hours(2)", plugin)
+    if changed == plugin or not range_errors({**texts, "deviceplugin/options.h": changed}, header):
+        print("FAIL: the ranges check does not notice kMaxPollInterval changed to hours(2)")
+        failures += 1
     return failures
 
 

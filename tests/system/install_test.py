@@ -33,9 +33,15 @@ SOCKET_PATH, WITH_MAN = E["NVSHARE_SOCKET_PATH"], E["NVSHARE_WITH_MAN"] == "true
 UNITS = ["nvshare.socket", "nvshare.service", "nvshare-preload.path", "nvshare-preload.service",
          "nvshare-cdi.service",
          "nvshare-metrics.socket", "nvshare-metrics@.service"]
+# The device plugin, its unit and page: only in builds that have it (-Ddevice_plugin).
+DEVICE_PLUGIN = os.path.exists(os.path.join(BUILD, "deviceplugin", "nvshare-device-plugin"))
+if DEVICE_PLUGIN:
+    UNITS.append("nvshare-device-plugin.service")
 ALIAS = "dbus-org.nvshare.Scheduler1.service"
 MAN_PAGES = ["man1/nvsharectl.1", "man5/nvshare.conf.5", "man5/org.nvshare.Scheduler1.5",
              "man7/nvshare.7", "man7/nvshare-protocol.7", "man8/nvshared.8", "man8/libnvshare.8"]
+if DEVICE_PLUGIN:
+    MAN_PAGES.append("man8/nvshare-device-plugin.8")
 
 from checks import check, finish  # beside this script
 
@@ -91,6 +97,9 @@ def check_tree():
             SYSCONFDIR + "/ld.so.preload.d/nvshare.conf": "file",
         }
         expected.update({UNITDIR + "/" + u: "file" for u in UNITS})
+        if DEVICE_PLUGIN:
+            # sbindir: a daemon admins start, like nvshared (see its man page).
+            expected[SBINDIR + "/nvshare-device-plugin"] = "exec"
         if WITH_MAN:
             expected.update({MANDIR + "/" + m: "file" for m in MAN_PAGES})
         if os.path.exists(os.path.join(BUILD, "preload", "libnvshare.so")):
@@ -143,6 +152,10 @@ def check_tree():
         check(unit_values(sock, "SocketMode") == ["0666"], "nvshare.socket is not 0666")
         check("Also=nvshare.socket nvshare-preload.path" in open(service).read(),
               "systemctl enable nvshare would not enable the socket and the path unit")
+        if DEVICE_PLUGIN:
+            plugin_unit = under(destdir, UNITDIR + "/nvshare-device-plugin.service")
+            check(unit_values(plugin_unit, "ExecStart") == [SBINDIR + "/nvshare-device-plugin"],
+                  "nvshare-device-plugin.service does not run the installed plugin")
     finally:
         shutil.rmtree(destdir)
     finish()
@@ -209,8 +222,9 @@ def check_verify():
 def check_security():
     root, unitdir = verification_root()
     try:
-        for unit in ("nvshare.service", "nvshare-preload.service", "nvshare-cdi.service",
-                     "nvshare-metrics@.service"):
+        for unit in ["nvshare.service", "nvshare-preload.service", "nvshare-cdi.service",
+                     "nvshare-metrics@.service"] + \
+                (["nvshare-device-plugin.service"] if DEVICE_PLUGIN else []):
             path = os.path.join(unitdir, unit)
             r = subprocess.run(["systemd-analyze", "security", "--offline=yes", "--threshold=20",
                                 "--root=" + root, path], capture_output=True, text=True,
