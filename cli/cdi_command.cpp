@@ -24,43 +24,11 @@ namespace {
 // A spec is a few kilobytes per GPU.
 constexpr size_t kMaxSpecBytes = 1 << 20;
 
-std::string parent_of(const std::string& path)
-{
-    const auto slash = path.rfind('/');
-    if (slash == std::string::npos)
-        return ".";
-    return slash == 0 ? "/" : path.substr(0, slash);
-}
-
 int report(const FileError& error)
 {
     fprintf(stderr, "nvsharectl: %s\n", error.message.c_str());
     return error.error == EACCES || error.error == EPERM || error.error == EROFS ? kAccessDenied
                                                                                  : kFailed;
-}
-
-// The file's directory, made 0755 if it is missing (/etc/cdi on a host
-// without container engines yet); its parent must exist.
-bool make_parent(const std::string& path, FileError* error)
-{
-    const std::string dir = parent_of(path);
-    if (mkdir(dir.c_str(), 0755) == 0 || errno == EEXIST)
-        return true;
-    error->error = errno;
-    error->message = "cannot create " + dir + ": " + strerror(errno);
-    return false;
-}
-
-// Replaces the file only when its content changes: nvshare-cdi.service
-// runs at every start of nvshared, which mostly finds the same GPUs.
-bool update_file(const std::string& path, const std::string& text, FileError* error)
-{
-    std::string current;
-    bool exists = false;
-    if (!make_parent(path, error) ||
-        !read_regular_file(path, kMaxSpecBytes, &current, &exists, error))
-        return false;
-    return (exists && current == text) || replace_file(path, text, error);
 }
 
 // nvshared's GPUs (those the driver lists and those clients named), or,
@@ -85,8 +53,8 @@ int generate(const GlobalOptions& options)
 {
     // The container sees the socket where libnvshare.so looks by default.
     cdi::Paths paths{
-        options.cdi.socket_dir.empty() ? parent_of(options.socket_path) : options.cdi.socket_dir,
-        parent_of(NVSHARE_DEFAULT_SOCKET), options.cdi.library, options.cdi.preload_file};
+        options.cdi.socket_dir.empty() ? parent_dir(options.socket_path) : options.cdi.socket_dir,
+        parent_dir(NVSHARE_DEFAULT_SOCKET), options.cdi.library, options.cdi.preload_file};
     for (const std::string* p : {&paths.socket_dir, &paths.library, &paths.preload_file}) {
         if (p->empty() || (*p)[0] != '/') {
             fprintf(stderr, "nvsharectl: cdi: '%s' is not an absolute path\n", p->c_str());
@@ -105,8 +73,9 @@ int generate(const GlobalOptions& options)
     const nlohmann::json spec = cdi::make_spec(gpus, paths);
     FileError error;
     // The preload file first: the spec never names a file that is not there.
-    if (!update_file(paths.preload_file, cdi::preload_file_text(paths.library), &error) ||
-        !update_file(options.cdi.output, spec.dump(2) + "\n", &error))
+    if (!update_file(paths.preload_file, cdi::preload_file_text(paths.library), kMaxSpecBytes,
+                     &error) ||
+        !update_file(options.cdi.output, spec.dump(2) + "\n", kMaxSpecBytes, &error))
         return report(error);
     if (options.cdi.quiet)
         return kOk;

@@ -30,14 +30,6 @@ bool fail(FileError* error, const std::string& what, int err)
     return false;
 }
 
-std::string parent_dir(const std::string& path)
-{
-    const auto slash = path.rfind('/');
-    if (slash == std::string::npos)
-        return ".";
-    return slash == 0 ? "/" : path.substr(0, slash);
-}
-
 bool sync_dir(const std::string& dir, FileError* error)
 {
     const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -68,6 +60,14 @@ int read_up_to(int fd, size_t limit, std::string* out)
 }
 
 }  // namespace
+
+std::string parent_dir(const std::string& path)
+{
+    const auto slash = path.rfind('/');
+    if (slash == std::string::npos)
+        return ".";
+    return slash == 0 ? "/" : path.substr(0, slash);
+}
 
 PreloadPaths preload_paths()
 {
@@ -231,6 +231,19 @@ bool remove_file(const std::string& path, FileError* error)
         return fail(error, "cannot remove " + path, errno);
     }
     return sync_dir(parent_dir(path), error);
+}
+
+bool update_file(const std::string& path, const std::string& text, size_t max_bytes,
+                 FileError* error)
+{
+    const std::string dir = parent_dir(path);
+    if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
+        return fail(error, "cannot create " + dir, errno);
+    std::string current;
+    bool exists = false;
+    if (!read_regular_file(path, max_bytes, &current, &exists, error))
+        return false;
+    return (exists && current == text) || replace_file(path, text, error);
 }
 
 }  // namespace nvshare::cli

@@ -63,6 +63,16 @@ bool read_drop_ins(const std::string& dir, std::vector<preload::DropIn>* drop_in
 // never a partial one.
 bool replace_file(const std::string& path, const std::string& text, FileError* error);
 
+// Writes `text` to `path` as replace_file does, but only when the content
+// differs (a file rewritten at every service start mostly stays the same);
+// the directory is made 0755 if missing (its parent must exist). A present
+// file over max_bytes is an error.
+bool update_file(const std::string& path, const std::string& text, size_t max_bytes,
+                 FileError* error);
+
+// "/etc/cdi" for "/etc/cdi/nvshare.json"; "." for a bare name.
+std::string parent_dir(const std::string& path);
+
 // Removes `path` (missing is fine) and syncs its directory.
 bool remove_file(const std::string& path, FileError* error);
 
