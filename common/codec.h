@@ -132,6 +132,7 @@ inline constexpr uint32_t kLargestFixedPayload = sizeof(StatsPayload);
 
 struct Hello {
     char comm[kCommBytes];  // NUL-padded
+    Priority priority = Priority::Unset;  // asked for by the process
     uint32_t gpu_count;
     HelloGpu gpus[kMaxGpusPerClient];
 };
@@ -229,7 +230,7 @@ inline size_t encode(const Hello& m, uint8_t* buf, size_t capacity)
     if (m.gpu_count > kMaxGpusPerClient ||
         !detail::begin(MsgType::Hello, payload_size(m), buf, capacity, &w))
         return 0;
-    HelloFixed fixed{0, m.gpu_count, {}};
+    HelloFixed fixed{static_cast<uint32_t>(m.priority) & kHelloPriorityMask, m.gpu_count, {}};
     std::memcpy(fixed.comm, m.comm, sizeof fixed.comm);
     w.put(&fixed, sizeof fixed);
     w.put(m.gpus, m.gpu_count * sizeof(HelloGpu));
@@ -291,6 +292,7 @@ inline bool decode(const uint8_t* p, uint32_t length, Hello* out)
         length != sizeof fixed + fixed.gpu_count * sizeof(HelloGpu))
         return false;
     std::memcpy(out->comm, fixed.comm, sizeof out->comm);
+    out->priority = static_cast<Priority>(fixed.flags & kHelloPriorityMask);
     out->gpu_count = fixed.gpu_count;
     std::memcpy(out->gpus, p + sizeof fixed, fixed.gpu_count * sizeof(HelloGpu));
     return true;

@@ -76,7 +76,7 @@ static_assert(sizeof(HelloGpu) == 88);
 
 // Followed by gpu_count HelloGpu records.
 struct HelloFixed {
-    uint32_t flags;  // reserved, 0
+    uint32_t flags;  // bits 0-1: Priority asked for; the rest reserved, 0
     uint32_t gpu_count;
     char comm[kCommBytes];  // NUL-padded process name; informational only
 };
@@ -148,8 +148,15 @@ static_assert(sizeof(DropPayload) == 24);
 enum class WaitReason : uint32_t {
     Oversubscribed = 1,  // auto mode, and the memory its clients report exceeds its capacity
     ModeOn = 2,          // anti-thrashing mode is on
-    Priority = 3,        // reserved for priority classes; not sent yet
+    Priority = 3,        // waiters of a higher priority class (or older by aging) go first
+    Turns = 4,           // auto mode, memory fits: the holder's burst ends first
 };
+
+// A process's priority class (NVSHARE_PRIORITY, the admin's rules in
+// nvshare.conf). Higher classes wait less; lower ones age, never starve.
+enum class Priority : uint32_t { Unset = 0, Interactive = 1, Normal = 2, Batch = 3 };
+// HelloFixed.flags bits 0-1: the class the process asks for (Unset: none).
+inline constexpr uint32_t kHelloPriorityMask = 0x3u;
 
 // Sent for each GPU a client waits for when it is queued, and again when the
 // holder, the client's place, the reason or the holder's quantum changes.
@@ -239,8 +246,38 @@ inline const char* wait_reason_name(WaitReason r)
             return "mode on";
         case WaitReason::Priority:
             return "priority";
+        case WaitReason::Turns:
+            return "turns";
     }
     return "queued";
+}
+
+inline const char* priority_name(Priority p)
+{
+    switch (p) {
+        case Priority::Interactive:
+            return "interactive";
+        case Priority::Normal:
+            return "normal";
+        case Priority::Batch:
+            return "batch";
+        case Priority::Unset:
+            break;
+    }
+    return "unset";
+}
+
+// The class as users spell it (NVSHARE_PRIORITY, nvshare.conf); Unset if not one.
+inline Priority parse_priority(const char* s, size_t n)
+{
+    auto is = [&](const char* w) { return n == std::strlen(w) && std::memcmp(s, w, n) == 0; };
+    if (is("interactive"))
+        return Priority::Interactive;
+    if (is("normal"))
+        return Priority::Normal;
+    if (is("batch"))
+        return Priority::Batch;
+    return Priority::Unset;
 }
 
 }  // namespace nvshare::proto

@@ -17,6 +17,7 @@ namespace nvshare::daemon {
 
 using Mode = proto::Mode;
 using WaitReason = proto::WaitReason;
+using Priority = proto::Priority;
 
 struct SwapStats {
     uint64_t bytes_prefetched = 0;
@@ -61,6 +62,9 @@ struct ClientInfo {
     uint32_t uid = 0;
     std::string comm;
     std::string cgroup;  // its container or unit (process_cgroup.h); may be empty
+    // Its class, as the daemon settled it (the process's wish within the
+    // admin's rules); never Unset.
+    Priority priority = Priority::Normal;
 };
 
 struct ClientRecord {

@@ -154,6 +154,49 @@ void Scheduler::set_time_quantum(Duration tq, TimePoint now)
     tick(now);
 }
 
+void Scheduler::set_gpu_mode(const std::string& uuid, std::optional<Mode> mode, TimePoint now)
+{
+    if (mode)
+        mode_overrides_[uuid] = *mode;
+    else
+        mode_overrides_.erase(uuid);
+    wait_dirty_ = ~GpuSet{0};
+    refresh_exclusive(now);
+    tick(now);
+}
+
+void Scheduler::set_gpu_time_quantum(const std::string& uuid, std::optional<Duration> tq,
+                                     TimePoint now)
+{
+    if (tq)
+        quantum_overrides_[uuid] = *tq;
+    else
+        quantum_overrides_.erase(uuid);
+    wait_dirty_ = ~GpuSet{0};
+    for (auto& [id, c] : clients_)
+        if (c.phase == Phase::Holding)
+            update_deadline(c);
+    tick(now);
+}
+
+Mode Scheduler::mode_of(GpuIndex gpu) const
+{
+    if (gpu < gpus_.size())
+        if (auto it = mode_overrides_.find(gpus_[gpu].description.uuid);
+            it != mode_overrides_.end())
+            return it->second;
+    return settings_.mode;
+}
+
+Duration Scheduler::time_quantum_of(GpuIndex gpu) const
+{
+    if (gpu < gpus_.size())
+        if (auto it = quantum_overrides_.find(gpus_[gpu].description.uuid);
+            it != quantum_overrides_.end())
+            return it->second;
+    return settings_.time_quantum;
+}
+
 void Scheduler::set_grace(Duration grace)
 {
     settings_.grace = grace;
@@ -498,18 +541,25 @@ Duration Scheduler::quantum_for(const ClientRecord& c) const
         if (auto it = c.last_swap_in.find(g); it != c.last_swap_in.end())
             swap = std::max(swap, it->second);
     });
+    // A multi-GPU holder gets the shortest of its GPUs' quanta.
+    std::optional<Duration> tq;
+    for_each_gpu(c.held, [&](GpuIndex g) {
+        const Duration q = time_quantum_of(g);
+        tq = tq ? std::min(*tq, q) : q;
+    });
+    const Duration base = tq.value_or(settings_.time_quantum);
     // A client's own reports stretch only its own quantum, and only so far.
-    const Duration ceiling = std::max(settings_.time_quantum, settings_.quantum_ceiling);
-    return std::max(settings_.time_quantum,
-                    std::min(ceiling, std::min(swap, ceiling) * kQuantumPerSwap));
+    const Duration ceiling = std::max(base, settings_.quantum_ceiling);
+    return std::max(base, std::min(ceiling, std::min(swap, ceiling) * kQuantumPerSwap));
 }
 
 GpuSet Scheduler::compute_exclusive() const
 {
     GpuSet s = 0;
     for (GpuIndex g = 0; g < gpus_.size(); ++g) {
-        const bool excl = settings_.mode == Mode::On || (settings_.mode == Mode::Auto &&
-                                                         queues_[g].requested > gpus_[g].capacity);
+        const Mode mode = mode_of(g);
+        const bool excl = mode == Mode::On ||
+                          (mode == Mode::Auto && queues_[g].requested > gpus_[g].capacity);
         if (excl)
             s |= gpu_bit(g);
     }
@@ -633,7 +683,7 @@ WaitFacts Scheduler::facts_at(GpuIndex gpu, uint32_t place) const
 {
     WaitFacts f;
     f.place = place;
-    f.reason = settings_.mode == Mode::On ? WaitReason::ModeOn : WaitReason::Oversubscribed;
+    f.reason = mode_of(gpu) == Mode::On ? WaitReason::ModeOn : WaitReason::Oversubscribed;
     const auto& holders = gpus_[gpu].holders;
     if (!holders.empty()) {
         // The first granted: the one that keeps the GPU when it is taken in turns.

@@ -109,6 +109,14 @@ public:
     // ---- settings --------------------------------------------------------
     void set_mode(Mode mode, TimePoint now);
     void set_time_quantum(Duration tq, TimePoint now);
+    // A GPU's own mode or time quantum (by UUID, for GPUs not yet seen too);
+    // nullopt: it follows the host-wide setting again.
+    void set_gpu_mode(const std::string& uuid, std::optional<Mode> mode, TimePoint now);
+    void set_gpu_time_quantum(const std::string& uuid, std::optional<Duration> tq, TimePoint now);
+    Mode mode_of(GpuIndex gpu) const;
+    Duration time_quantum_of(GpuIndex gpu) const;
+    const std::map<std::string, Mode>& gpu_modes() const { return mode_overrides_; }
+    const std::map<std::string, Duration>& gpu_time_quanta() const { return quantum_overrides_; }
     void set_grace(Duration grace);
     void set_quantum_ceiling(Duration ceiling, TimePoint now);
     const SchedulerSettings& settings() const { return settings_; }
@@ -209,6 +217,8 @@ private:
     std::vector<Gpu> gpus_;
     std::vector<GpuQueue> queues_;  // parallel to gpus_
     std::map<std::string, uint64_t> capacity_overrides_;
+    std::map<std::string, Mode> mode_overrides_;
+    std::map<std::string, Duration> quantum_overrides_;
     std::optional<uint64_t> default_capacity_;
     std::map<ClientId, ClientRecord> clients_;
     std::set<std::pair<TimePoint, ClientId>> deadlines_;

@@ -60,6 +60,8 @@ const char* reason_text(uint32_t reason)
             return "mode on, processes take turns";
         case proto::WaitReason::Priority:
             return "a process of higher priority goes first";
+        case proto::WaitReason::Turns:
+            return "auto mode takes turns at the end of the holder's burst";
     }
     return "processes take turns";
 }
