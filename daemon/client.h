@@ -91,6 +91,10 @@ struct ClientRecord {
     GpuSet held = 0;  // while Holding
     TimePoint granted_at{};
     bool contended_sent = false;
+    std::optional<TimePoint> contended_since;  // first told that others want its GPUs
+    // Its typical burst: how long its holds last from the request its work
+    // sent to the release it chose when others wanted the GPU (0: not known).
+    Duration burst{};
     bool drop_sent = false;
     TimePoint drop_deadline{};
     std::optional<TimePoint> deadline;  // next time tick() must look at this holder

@@ -107,6 +107,7 @@ std::optional<GpuIndex> Scheduler::add_gpu(const GpuDescription& description)
     queues_.emplace_back();
     // A new GPU has no clients yet; only `on` mode makes it exclusive.
     exclusive_ = compute_exclusive();
+    soft_ = compute_soft();
     return static_cast<GpuIndex>(gpus_.size() - 1);
 }
 
@@ -236,25 +237,24 @@ bool Scheduler::serializing(GpuIndex gpu) const
     return (exclusive_ & gpu_bit(gpu)) != 0;
 }
 
+bool Scheduler::taking_turns_softly(GpuIndex gpu) const
+{
+    return (soft_ & gpu_bit(gpu)) != 0;
+}
+
 std::vector<ClientId> Scheduler::queue(GpuIndex gpu) const
 {
-    std::vector<ClientId> ids;
-    if (gpu < queues_.size())
-        for (const auto& [seq, id] : queues_[gpu].waiting)
-            ids.push_back(id);
-    return ids;
+    return ordered(gpu, now_);
 }
 
 std::optional<WaitFacts> Scheduler::wait_facts(ClientId id, GpuIndex gpu) const
 {
-    if (gpu >= queues_.size() || !serializing(gpu))
+    if (gpu >= queues_.size() || (scheduled() & gpu_bit(gpu)) == 0)
         return std::nullopt;
-    uint32_t place = 0;
-    for (const auto& [seq, waiter] : queues_[gpu].waiting) {
-        ++place;
-        if (waiter == id)
-            return facts_at(gpu, place);
-    }
+    const std::vector<ClientId> order = ordered(gpu, now_);
+    for (uint32_t i = 0; i < order.size(); ++i)
+        if (order[i] == id)
+            return facts_at(gpu, i + 1);
     return std::nullopt;
 }
 
@@ -298,17 +298,15 @@ bool Scheduler::connect(ClientId id, ClientInfo info, std::vector<GpuIndex> gpus
 void Scheduler::request(ClientId id, GpuSet gpus, TimePoint now)
 {
     ClientRecord* c = find(id);
-    if (c == nullptr)
-        return;
-    gpus &= c->registered();
+    gpus &= c != nullptr ? c->registered() : 0;
     if (gpus == 0)
-        return;
+        return tick(now);  // every event looks at the time-dependent order
     GpuSet freed = 0;
     if (c->phase == Phase::Holding) {
         if ((gpus & ~c->held) == 0) {
             // Already held: answer again so a confused client resynchronises.
             push(ActionKind::Grant, *c, c->held);
-            return;
+            return tick(now);
         }
         // Never hold some GPUs while waiting for others: give up what is held.
         freed = end_hold(*c, c->held, now);
@@ -331,16 +329,19 @@ void Scheduler::request(ClientId id, GpuSet gpus, TimePoint now)
     }
     try_heads(freed, now);
     if (c->phase == Phase::Waiting) {
-        if (grantable(*c))
+        if (grantable(*c, now)) {
             grant(*c, now);
-        else
+        } else {
             notify_contention(c->wanted, now);
+            update_deadline(*c);
+        }
     }
     tick(now);
 }
 
 void Scheduler::release(ClientId id, GpuSet gpus, TimePoint now)
 {
+    now_ = std::max(now_, now);
     ClientRecord* c = find(id);
     if (c == nullptr)
         return;
@@ -353,6 +354,13 @@ void Scheduler::release(ClientId id, GpuSet gpus, TimePoint now)
         update_holder_deadlines(wanted);
         try_heads(wanted, now);
     } else if (c->phase == Phase::Holding && (c->held & gpus) != 0) {
+        // A release it chose, while others wanted the GPU for most of the
+        // hold, ends a burst that began with the request: its length tells
+        // how long this client's bursts last.
+        const Duration hold = now - c->granted_at;
+        if ((c->held & ~gpus) == 0 && !c->drop_sent && c->contended_since &&
+            (*c->contended_since - c->granted_at) * 2 <= hold)
+            c->burst = policy::next_burst_estimate(c->burst, hold);
         try_heads(end_hold(*c, c->held & gpus, now), now);
     }
     tick(now);
@@ -360,6 +368,7 @@ void Scheduler::release(ClientId id, GpuSet gpus, TimePoint now)
 
 bool Scheduler::report_memory(ClientId id, GpuIndex gpu, MemoryUse use, TimePoint now)
 {
+    now_ = std::max(now_, now);
     if (use.managed > kMaxReportedBytes || use.pinned > kMaxReportedBytes)
         return false;
     ClientRecord* c = find(id);
@@ -380,6 +389,7 @@ bool Scheduler::report_memory(ClientId id, GpuIndex gpu, MemoryUse use, TimePoin
 
 bool Scheduler::report_swaps(ClientId id, GpuIndex gpu, const SwapStats& stats, TimePoint now)
 {
+    now_ = std::max(now_, now);
     constexpr Duration kMaxTime = std::chrono::microseconds(kMaxReportedMicroseconds);
     if (stats.swap_in_time < Duration::zero() || stats.swap_in_time > kMaxTime ||
         stats.swap_out_time < Duration::zero() || stats.swap_out_time > kMaxTime)
@@ -405,6 +415,7 @@ bool Scheduler::report_swaps(ClientId id, GpuIndex gpu, const SwapStats& stats, 
 
 void Scheduler::disconnect(ClientId id, TimePoint now)
 {
+    now_ = std::max(now_, now);
     ClientRecord* c = find(id);
     if (c == nullptr)
         return;
@@ -438,9 +449,12 @@ void Scheduler::disconnect(ClientId id, TimePoint now)
 
 bool Scheduler::revoke(ClientId id, TimePoint now)
 {
+    now_ = std::max(now_, now);
     ClientRecord* c = find(id);
-    if (c == nullptr || c->phase != Phase::Holding)
+    if (c == nullptr || c->phase != Phase::Holding) {
+        tick(now);
         return false;
+    }
     try_heads(revoke_hold(*c, now, RevokeReason::Admin), now);
     tick(now);
     return true;
@@ -550,7 +564,11 @@ Duration Scheduler::quantum_for(const ClientRecord& c) const
     const Duration base = tq.value_or(settings_.time_quantum);
     // A client's own reports stretch only its own quantum, and only so far.
     const Duration ceiling = std::max(base, settings_.quantum_ceiling);
-    return std::max(base, std::min(ceiling, std::min(swap, ceiling) * kQuantumPerSwap));
+    const Duration own =
+        std::max(base, std::min(ceiling, std::min(swap, ceiling) * kQuantumPerSwap));
+    // A waiter of a higher class cuts it short.
+    return policy::preempted_quantum(own, c.info.priority,
+                                     best_waiting_class(c.held & scheduled()));
 }
 
 GpuSet Scheduler::compute_exclusive() const
@@ -558,20 +576,31 @@ GpuSet Scheduler::compute_exclusive() const
     GpuSet s = 0;
     for (GpuIndex g = 0; g < gpus_.size(); ++g) {
         const Mode mode = mode_of(g);
-        const bool excl = mode == Mode::On ||
-                          (mode == Mode::Auto && queues_[g].requested > gpus_[g].capacity);
+        const bool excl =
+            mode == Mode::On || (mode == Mode::Auto && queues_[g].requested > gpus_[g].capacity);
         if (excl)
             s |= gpu_bit(g);
     }
     return s;
 }
 
+GpuSet Scheduler::compute_soft() const
+{
+    GpuSet s = 0;
+    for (GpuIndex g = 0; g < gpus_.size(); ++g)
+        if (mode_of(g) == Mode::Auto && queues_[g].requested <= gpus_[g].capacity)
+            s |= gpu_bit(g);
+    return s;
+}
+
 void Scheduler::refresh_exclusive(TimePoint now)
 {
     const GpuSet e = compute_exclusive();
-    if (e == exclusive_)
+    const GpuSet soft = compute_soft();
+    if (e == exclusive_ && soft == soft_)
         return;
     exclusive_ = e;
+    soft_ = soft;
     wait_dirty_ = ~GpuSet{0};
     reschedule_all(now);
 }
@@ -579,36 +608,183 @@ void Scheduler::refresh_exclusive(TimePoint now)
 void Scheduler::enqueue(ClientRecord& c)
 {
     wait_dirty_ |= c.wanted;
-    for_each_gpu(c.wanted, [&](GpuIndex g) { queues_[g].waiting.insert({c.sequence, c.id}); });
+    const Bucket bucket{c.info.uid, policy::class_rank(c.info.priority)};
+    for_each_gpu(c.wanted, [&](GpuIndex g) {
+        queues_[g].waiting.insert({c.sequence, c.id});
+        queues_[g].buckets[bucket].insert({c.sequence, c.id});
+    });
     waiting_++;
 }
 
 void Scheduler::dequeue(ClientRecord& c)
 {
     wait_dirty_ |= c.wanted;  // the places behind it move up
-    for_each_gpu(c.wanted, [&](GpuIndex g) { queues_[g].waiting.erase({c.sequence, c.id}); });
+    const Bucket bucket{c.info.uid, policy::class_rank(c.info.priority)};
+    for_each_gpu(c.wanted, [&](GpuIndex g) {
+        queues_[g].waiting.erase({c.sequence, c.id});
+        auto it = queues_[g].buckets.find(bucket);
+        if (it != queues_[g].buckets.end()) {
+            it->second.erase({c.sequence, c.id});
+            if (it->second.empty())
+                queues_[g].buckets.erase(it);
+        }
+    });
     waiting_--;
+}
+
+Scheduler::OrderKey Scheduler::order_key(const ClientRecord& c, TimePoint now) const
+{
+    return {policy::waiting_rank(c.info.priority, now - c.waiting_since, settings_.time_quantum),
+            shares_.held(c.info.uid, now), c.sequence};
+}
+
+std::optional<ClientId> Scheduler::head(GpuIndex gpu, TimePoint now) const
+{
+    const auto& buckets = queues_[gpu].buckets;
+    if (buckets.size() == 1)  // one user, one class: first come first
+        return buckets.begin()->second.begin()->second;
+    std::optional<ClientId> best;
+    OrderKey best_key{};
+    for (const auto& [bucket, waiters] : buckets) {
+        const ClientRecord& c = clients_.at(waiters.begin()->second);
+        const OrderKey k = order_key(c, now);
+        if (!best || k < best_key) {
+            best = c.id;
+            best_key = k;
+        }
+    }
+    return best;
+}
+
+std::vector<ClientId> Scheduler::ordered(GpuIndex gpu, TimePoint now) const
+{
+    std::vector<ClientId> ids;
+    if (gpu >= queues_.size())
+        return ids;
+    for (const auto& [seq, id] : queues_[gpu].waiting)
+        ids.push_back(id);
+    if (queues_[gpu].buckets.size() > 1) {
+        std::vector<std::pair<OrderKey, ClientId>> keyed;
+        keyed.reserve(ids.size());
+        for (ClientId id : ids)
+            keyed.push_back({order_key(clients_.at(id), now), id});
+        std::sort(keyed.begin(), keyed.end());
+        for (size_t i = 0; i < keyed.size(); ++i)
+            ids[i] = keyed[i].second;
+    }
+    return ids;
+}
+
+int Scheduler::best_waiting_class(GpuSet gpus) const
+{
+    int best = INT32_MAX;
+    for_each_gpu(gpus, [&](GpuIndex g) {
+        // Its class, not its aged rank: waiting long moves a waiter up the
+        // queue but does not cut the holder's quantum.
+        for (const auto& [bucket, waiters] : queues_[g].buckets)
+            best = std::min(best, bucket.second);
+    });
+    return best;
+}
+
+TimePoint Scheduler::join_time(const ClientRecord& c, GpuIndex gpu, TimePoint now) const
+{
+    std::vector<policy::HolderBurst> holders;
+    for (ClientId h : gpus_[gpu].holders) {
+        const ClientRecord& o = clients_.at(h);
+        holders.push_back({o.burst, now - o.granted_at});
+    }
+    return c.waiting_since + policy::join_after(c.info.priority, c.burst, now - c.waiting_since,
+                                                holders, time_quantum_of(gpu));
+}
+
+size_t Scheduler::share_cap(uint32_t uid, GpuIndex gpu) const
+{
+    std::map<uint32_t, size_t> others;
+    for (ClientId h : gpus_[gpu].holders) {
+        const uint32_t u = clients_.at(h).info.uid;
+        if (u != uid)
+            others[u]++;
+    }
+    for (const auto& [bucket, waiters] : queues_[gpu].buckets)
+        if (bucket.first != uid)
+            others.emplace(bucket.first, 0);
+    return policy::user_share_cap(others);
+}
+
+bool Scheduler::may_join(const ClientRecord& c, GpuIndex gpu, TimePoint now) const
+{
+    if (join_time(c, gpu, now) > now)
+        return false;
+    size_t mine = 0;
+    for (ClientId h : gpus_[gpu].holders)
+        mine += clients_.at(h).info.uid == c.info.uid;
+    return mine < share_cap(c.info.uid, gpu);
+}
+
+// Beyond its user's share: more of its user's processes, granted before it,
+// run on the GPU than the least of the other users present runs.
+bool Scheduler::over_share(const ClientRecord& c, GpuIndex gpu) const
+{
+    size_t before = 0;
+    for (ClientId h : gpus_[gpu].holders) {
+        const ClientRecord& o = clients_.at(h);
+        before += o.id != c.id && o.info.uid == c.info.uid &&
+                  std::tie(o.granted_at, o.id) < std::tie(c.granted_at, c.id);
+    }
+    return before >= share_cap(c.info.uid, gpu);
+}
+
+bool Scheduler::wanted_by_others(const ClientRecord& c) const
+{
+    bool any = false;
+    for_each_gpu(c.held & scheduled(), [&](GpuIndex g) {
+        any |= !queues_[g].waiting.empty() ||
+               ((soft_ & gpu_bit(g)) != 0 && gpus_[g].holders.size() > 1);
+    });
+    return any;
+}
+
+void Scheduler::admit(GpuSet gpus, TimePoint now)
+{
+    for_each_gpu(gpus & soft_, [&](GpuIndex g) {
+        for (ClientId id : ordered(g, now)) {
+            ClientRecord& w = clients_.at(id);
+            if (w.phase == Phase::Waiting && grantable(w, now))
+                grant(w, now);
+        }
+    });
 }
 
 // First come, first served: a waiter may take its exclusive GPUs only when
 // they are free and nobody who came earlier wants them. (An earlier waiter
 // either got them, or still waits and so holds its place.) This is what
 // keeps multi-GPU requests from starving or deadlocking.
-bool Scheduler::grantable(const ClientRecord& c) const
+bool Scheduler::grantable(const ClientRecord& c, TimePoint now) const
 {
     bool ok = true;
-    for_each_gpu(c.wanted & exclusive_, [&](GpuIndex g) {
-        const auto& waiting = queues_[g].waiting;
-        if (!gpus_[g].holders.empty() || waiting.empty() || waiting.begin()->second != c.id)
-            ok = false;
+    for_each_gpu(c.wanted & scheduled(), [&](GpuIndex g) {
+        if (!ok)
+            return;
+        if (gpus_[g].holders.empty() && head(g, now) == c.id)
+            return;  // its turn
+        ok = (soft_ & gpu_bit(g)) != 0 && may_join(c, g, now);
     });
     return ok;
 }
 
+// Whether its quantum runs: somebody waits whom its letting go would help.
+// Softly, that is a waiter of its own user (held back by the user's share);
+// the others join when their bound comes.
 bool Scheduler::contended(const ClientRecord& c) const
 {
     bool any = false;
     for_each_gpu(c.held & exclusive_, [&](GpuIndex g) { any |= !queues_[g].waiting.empty(); });
+    for_each_gpu(c.held & soft_, [&](GpuIndex g) {
+        for (const auto& [bucket, waiters] : queues_[g].buckets)
+            any |= bucket.first == c.info.uid;
+        any |= over_share(c, g);
+    });
     return any;
 }
 
@@ -625,13 +801,32 @@ void Scheduler::grant(ClientRecord& c, TimePoint now)
     c.grants++;
     c.keep_offered = 0;  // a release nobody asked for evicts everything
     c.drop_sent = false;
-    c.contended_sent = contended(c);
     for_each_gpu(c.held, [&](GpuIndex g) {
         gpus_[g].holders.push_back(c.id);
         gpus_[g].grants++;
     });
+    c.contended_sent = wanted_by_others(c);
+    c.contended_since.reset();
+    if (c.contended_sent)
+        c.contended_since = now;
+    shares_.hold_began(c.info.uid, now);
     push(ActionKind::Grant, c, c.held);
     update_deadline(c);
+    // Joined others softly: they are told, so that they hand over at the
+    // end of their burst, and their share may have changed.
+    for_each_gpu(c.held & soft_, [&](GpuIndex g) {
+        for (ClientId h : gpus_[g].holders) {
+            ClientRecord& o = clients_.at(h);
+            if (h == c.id)
+                continue;
+            if (!o.contended_sent) {
+                o.contended_sent = true;
+                o.contended_since = now;
+                push(ActionKind::Contended, o, o.held & scheduled());
+            }
+            update_deadline(o);
+        }
+    });
 }
 
 GpuSet Scheduler::end_hold(ClientRecord& c, GpuSet gpus, TimePoint now)
@@ -647,12 +842,15 @@ GpuSet Scheduler::end_hold(ClientRecord& c, GpuSet gpus, TimePoint now)
     c.held &= ~gpus;
     if (c.held == 0) {
         c.held_total += now - c.granted_at;
+        shares_.hold_ended(c.info.uid, c.granted_at, now);
         c.phase = Phase::Idle;
         holding_--;
         c.drop_sent = false;
         c.contended_sent = false;
+        c.contended_since.reset();
     }
     update_deadline(c);
+    update_holder_deadlines(gpus & soft_);  // shares moved
     return gpus;
 }
 
@@ -683,7 +881,9 @@ WaitFacts Scheduler::facts_at(GpuIndex gpu, uint32_t place) const
 {
     WaitFacts f;
     f.place = place;
-    f.reason = mode_of(gpu) == Mode::On ? WaitReason::ModeOn : WaitReason::Oversubscribed;
+    f.reason = mode_of(gpu) == Mode::On ? WaitReason::ModeOn
+               : serializing(gpu)       ? WaitReason::Oversubscribed
+                                        : WaitReason::Turns;
     const auto& holders = gpus_[gpu].holders;
     if (!holders.empty()) {
         // The first granted: the one that keeps the GPU when it is taken in turns.
@@ -699,15 +899,21 @@ WaitFacts Scheduler::facts_at(GpuIndex gpu, uint32_t place) const
 // reason does, so only the GPUs marked since the last call are looked at.
 void Scheduler::publish_waits()
 {
-    const GpuSet dirty = wait_dirty_ & exclusive_;
+    const GpuSet dirty = wait_dirty_ & scheduled();
     wait_dirty_ = 0;
     for_each_gpu(dirty, [&](GpuIndex g) {
         if (g >= queues_.size())
             return;
         uint32_t place = 0;
-        for (const auto& [seq, id] : queues_[g].waiting) {
-            const WaitFacts f = facts_at(g, ++place);
+        int first_rank = INT32_MAX;
+        for (ClientId id : ordered(g, now_)) {
+            WaitFacts f = facts_at(g, ++place);
             ClientRecord& c = clients_.at(id);
+            // Behind a waiter that ranks higher: priority is why.
+            const int rank = std::get<0>(order_key(c, now_));
+            first_rank = std::min(first_rank, rank);
+            if (first_rank < rank)
+                f.reason = WaitReason::Priority;
             const auto sent = c.wait_sent.find(g);
             if (sent != c.wait_sent.end() && sent->second.same_news(f))
                 continue;
@@ -723,41 +929,67 @@ void Scheduler::publish_waits()
 void Scheduler::try_heads(GpuSet freed, TimePoint now)
 {
     for_each_gpu(freed & exclusive_, [&](GpuIndex g) {
-        const auto& waiting = queues_[g].waiting;
-        if (!gpus_[g].holders.empty() || waiting.empty())
+        if (!gpus_[g].holders.empty())
             return;
-        ClientRecord& head = clients_.at(waiting.begin()->second);
-        if (grantable(head))
-            grant(head, now);
+        const auto first = head(g, now);
+        if (!first)
+            return;
+        ClientRecord& next = clients_.at(*first);
+        if (grantable(next, now))
+            grant(next, now);
     });
+    admit(freed, now);
 }
 
 // Tell holders of exclusive GPUs that somebody waits, once per grant, so that
 // an idle holder hands over at once instead of at the end of its quantum.
-void Scheduler::notify_contention(GpuSet gpus, TimePoint /*now*/)
+void Scheduler::notify_contention(GpuSet gpus, TimePoint now)
 {
-    for_each_gpu(gpus & exclusive_, [&](GpuIndex g) {
+    for_each_gpu(gpus & scheduled(), [&](GpuIndex g) {
         if (queues_[g].waiting.empty())
             return;
         for (ClientId h : gpus_[g].holders) {
             ClientRecord& holder = clients_.at(h);
             if (!holder.contended_sent) {
                 holder.contended_sent = true;
-                push(ActionKind::Contended, holder, holder.held & exclusive_);
+                holder.contended_since = now;
+                push(ActionKind::Contended, holder, holder.held & scheduled());
             }
             update_deadline(holder);
         }
     });
 }
 
+std::optional<TimePoint> Scheduler::quantum_end(const ClientRecord& c) const
+{
+    if (!contended(c))
+        return std::nullopt;
+    TimePoint end = c.granted_at + quantum_for(c);
+    // Past its user's share it hands over soon: switching costs only the
+    // handoff while memory fits.
+    for_each_gpu(c.held & soft_, [&](GpuIndex g) {
+        if (over_share(c, g))
+            end = std::min(end, c.granted_at + policy::kShareRebalance);
+    });
+    return end;
+}
+
 void Scheduler::update_deadline(ClientRecord& c)
 {
     std::optional<TimePoint> want;
     if (c.phase == Phase::Holding) {
-        if (c.drop_sent)
+        if (c.drop_sent) {
             want = c.drop_deadline;
-        else if (contended(c))
-            want = c.granted_at + quantum_for(c);
+        } else {
+            want = quantum_end(c);
+        }
+    } else if (c.phase == Phase::Waiting) {
+        // When it may join the holders of a GPU taken in turns softly.
+        for_each_gpu(c.wanted & soft_, [&](GpuIndex g) {
+            const TimePoint at = join_time(c, g, now_);
+            if (at > now_ && (!want || at < *want))
+                want = at;
+        });
     }
     if (want == c.deadline)
         return;
@@ -803,28 +1035,46 @@ void Scheduler::reschedule_all(TimePoint now)
         return a->sequence < b->sequence;
     });
     for (ClientRecord* w : waiters)
-        if (grantable(*w))
+        if (w->phase == Phase::Waiting && grantable(*w, now))
             grant(*w, now);
 
     for (auto& [id, c] : clients_) {
         if (c.phase == Phase::Holding) {
-            if (!c.contended_sent && contended(c)) {
+            if (!c.contended_sent && wanted_by_others(c)) {
                 c.contended_sent = true;
-                push(ActionKind::Contended, c, c.held & exclusive_);
+                c.contended_since = now;
+                push(ActionKind::Contended, c, c.held & scheduled());
             }
-            update_deadline(c);
         }
+        update_deadline(c);
     }
     tick(now);
 }
 
 void Scheduler::tick(TimePoint now)
 {
+    now_ = std::max(now_, now);
+    // The order of waiters moves with time (aging, held time), so a free GPU
+    // whose first waiter could not go (it waits for another GPU too) may
+    // have a new first waiter that can.
+    GpuSet idle = 0;
+    for (GpuIndex g = 0; g < gpus_.size(); ++g)
+        if (gpus_[g].holders.empty() && !queues_[g].waiting.empty())
+            idle |= gpu_bit(g);
+    try_heads(idle & scheduled(), now);
     while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
         const ClientId id = deadlines_.begin()->second;
         deadlines_.erase(deadlines_.begin());
         ClientRecord& c = clients_.at(id);
         c.deadline.reset();
+        if (c.phase == Phase::Waiting) {
+            // Its bound for joining the holders came.
+            if (grantable(c, now))
+                grant(c, now);
+            else
+                update_deadline(c);
+            continue;
+        }
         if (c.phase != Phase::Holding)
             continue;
         if (c.drop_sent) {
@@ -832,7 +1082,7 @@ void Scheduler::tick(TimePoint now)
                 try_heads(revoke_hold(c, now, RevokeReason::GraceExpired), now);
             else
                 update_deadline(c);
-        } else if (contended(c) && now >= c.granted_at + quantum_for(c)) {
+        } else if (const auto end = quantum_end(c); end && now >= *end) {
             send_drop(c, now);
         } else {
             update_deadline(c);

@@ -9,10 +9,12 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "daemon/client.h"
 #include "daemon/scheduler_types.h"
+#include "daemon/turn_policy.h"
 #include "daemon/usage.h"
 
 namespace nvshare::daemon {
@@ -152,15 +154,24 @@ public:
     uint64_t requested_memory(GpuIndex gpu) const;
     // Whether clients of this GPU currently take turns rather than run together.
     bool serializing(GpuIndex gpu) const;
+    // Auto mode while its memory fits: clients take turns at the end of
+    // their bursts, but a waiter runs alongside when waiting would cost more
+    // (policy::join_after) and its user's share allows it.
+    bool taking_turns_softly(GpuIndex gpu) const;
     bool oversubscribed(GpuIndex gpu) const;
-    // The longest a client may hold while others wait: the configured quantum,
-    // but at least kQuantumPerSwap times its own latest swap-in on the GPUs
-    // it holds (so that switching never takes more than about a tenth of the
-    // GPU's time), up to the quantum ceiling.
+    // The longest a client may hold while others wait: the quantum of its
+    // GPUs, but at least kQuantumPerSwap times its own latest swap-in on the
+    // GPUs it holds (so that switching never takes more than about a tenth of
+    // the GPU's time), up to the quantum ceiling; cut short while a waiter
+    // of a higher class waits (policy::preempted_quantum).
     Duration quantum_for(const ClientRecord& c) const;
     static constexpr int kQuantumPerSwap = 10;
-    // Waiting clients that want this GPU, first come first.
+    // Waiting clients that want this GPU, in the order they go: by rank
+    // (class, raised by waiting), then by their user's held time, then first
+    // come first.
     std::vector<ClientId> queue(GpuIndex gpu) const;
+    // Each user's held time (seconds, decaying), as the order uses it.
+    double user_held(uint32_t uid, TimePoint now) const { return shares_.held(uid, now); }
     // Why client `id` waits for `gpu`; nullopt if it does not wait for it,
     // or the GPU is not taken in turns (then it waits for another one).
     std::optional<WaitFacts> wait_facts(ClientId id, GpuIndex gpu) const;
@@ -174,8 +185,13 @@ private:
     // of an event does not grow with the number of clients: waiters sit in
     // per-GPU queues ordered by arrival, deadlines in one ordered set.
     using QueueKey = std::pair<uint64_t, ClientId>;  // (sequence, client)
+    // Waiters also sit in one bucket per (user, class): within a bucket the
+    // first come goes first, so the GPU's next waiter is the best of the
+    // buckets' first ones.
+    using Bucket = std::pair<uint32_t, int>;  // (uid, class rank)
     struct GpuQueue {
         std::set<QueueKey> waiting;
+        std::map<Bucket, std::set<QueueKey>> buckets;
         uint64_t requested = 0;  // memory reported by the GPU's clients
         uint64_t pinned = 0;     // the pinned part of it
         std::set<ClientId> members;
@@ -185,6 +201,22 @@ private:
     std::optional<GpuIndex> add_gpu(const GpuDescription& description);
     bool capacity_follows_physical(GpuIndex gpu) const;
     GpuSet compute_exclusive() const;
+    GpuSet compute_soft() const;
+    GpuSet scheduled() const { return exclusive_ | soft_; }
+    // The order of waiters: (rank, user's held time, sequence).
+    using OrderKey = std::tuple<int, double, uint64_t>;
+    OrderKey order_key(const ClientRecord& c, TimePoint now) const;
+    std::optional<ClientId> head(GpuIndex gpu, TimePoint now) const;
+    std::vector<ClientId> ordered(GpuIndex gpu, TimePoint now) const;
+    int best_waiting_class(GpuSet gpus) const;  // policy::class_rank of the best
+    // Soft turns: when `c` may join the holders of `gpu`, and whether it may now.
+    TimePoint join_time(const ClientRecord& c, GpuIndex gpu, TimePoint now) const;
+    bool may_join(const ClientRecord& c, GpuIndex gpu, TimePoint now) const;
+    size_t share_cap(uint32_t uid, GpuIndex gpu) const;
+    bool over_share(const ClientRecord& c, GpuIndex gpu) const;
+    bool wanted_by_others(const ClientRecord& c) const;
+    // Grants every waiter of `gpus` that may go now, in order.
+    void admit(GpuSet gpus, TimePoint now);
     bool oversubscribed_set(GpuSet gpus) const;
     void push(ActionKind kind, const ClientRecord& c, GpuSet gpus, Duration grace = {});
     // Managed bytes `c` may leave on `gpus` when it lets go: on an
@@ -194,7 +226,7 @@ private:
     void refresh_exclusive(TimePoint now);
     void enqueue(ClientRecord& c);
     void dequeue(ClientRecord& c);
-    bool grantable(const ClientRecord& c) const;
+    bool grantable(const ClientRecord& c, TimePoint now) const;
     bool contended(const ClientRecord& c) const;
     void grant(ClientRecord& c, TimePoint now);
     GpuSet end_hold(ClientRecord& c, GpuSet gpus, TimePoint now);
@@ -209,6 +241,8 @@ private:
     // Tells each client of `gpu` the pinned memory of the others where it
     // moved by kUnpageableStep or more since it was last told.
     void publish_unpageable(GpuIndex gpu);
+    // When a holder must be asked to let go, if anybody waits for it.
+    std::optional<TimePoint> quantum_end(const ClientRecord& c) const;
     void update_deadline(ClientRecord& c);
     void update_holder_deadlines(GpuSet gpus);
     void reschedule_all(TimePoint now);
@@ -222,7 +256,10 @@ private:
     std::optional<uint64_t> default_capacity_;
     std::map<ClientId, ClientRecord> clients_;
     std::set<std::pair<TimePoint, ClientId>> deadlines_;
-    GpuSet exclusive_ = 0;   // GPUs whose clients take turns
+    GpuSet exclusive_ = 0;  // GPUs whose clients take turns
+    GpuSet soft_ = 0;       // GPUs whose clients take turns softly (taking_turns_softly)
+    TimePoint now_{};       // the latest time an event brought
+    policy::UserShares shares_;
     GpuSet wait_dirty_ = 0;  // GPUs for publish_waits() to look at
     size_t holding_ = 0;
     size_t waiting_ = 0;

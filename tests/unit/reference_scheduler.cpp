@@ -232,11 +232,9 @@ bool Scheduler::connect(ClientId id, ClientInfo info, std::vector<GpuIndex> gpus
 void Scheduler::request(ClientId id, GpuSet gpus, TimePoint now)
 {
     Client* c = find(id);
-    if (c == nullptr)
-        return;
-    gpus &= c->registered();
+    gpus &= c != nullptr ? c->registered() : 0;
     if (gpus == 0)
-        return;
+        return tick(now);  // every event looks at the time
     if (c->phase == Phase::Holding) {
         if ((gpus & ~c->held) == 0) {
             // Already held: answer again so a confused client resynchronises.
@@ -246,7 +244,7 @@ void Scheduler::request(ClientId id, GpuSet gpus, TimePoint now)
                                 (c->held & exclusive_set()) == c->held,
                                 c->contended_sent,
                                 {}});
-            return;
+            return tick(now);
         }
         end_hold(*c, c->held, now);
     }
@@ -297,8 +295,10 @@ void Scheduler::disconnect(ClientId id, TimePoint now)
 bool Scheduler::revoke(ClientId id, TimePoint now)
 {
     Client* c = find(id);
-    if (c == nullptr || c->phase != Phase::Holding)
+    if (c == nullptr || c->phase != Phase::Holding) {
+        tick(now);
         return false;
+    }
     revoke_hold(*c, now);
     schedule(now);
     return true;

@@ -1,0 +1,364 @@
+// The scheduler's policies beyond first come first served (issue 14): auto
+// mode's soft turns while memory fits, priority classes with aging, fairness
+// between users, and a GPU's own mode and quantum. Each test fails without
+// the policy it names.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "daemon/scheduler.h"
+
+using namespace nvshare::daemon;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr uint64_t GiB = 1ull << 30;
+using V = std::vector<std::string>;
+
+class PolicyTest : public ::testing::Test {
+protected:
+    explicit PolicyTest(Mode mode = Mode::Auto) : s_(SchedulerSettings{mode, 30s, 10s}) {}
+
+    void gpus(int n)
+    {
+        for (int i = 0; i < n; ++i)
+            s_.ensure_gpu({"GPU-" + std::to_string(i), "test", 80 * GiB});
+    }
+    void client(ClientId id, uint32_t uid = 1000, Priority priority = Priority::Normal,
+                std::vector<GpuIndex> on = {0})
+    {
+        ClientInfo info{static_cast<int32_t>(id), uid, "c"};
+        info.priority = priority;
+        ASSERT_TRUE(s_.connect(id, info, on));
+    }
+    void advance(Duration d)
+    {
+        now_ += d;
+        s_.tick(now_);
+    }
+    void request(ClientId id, GpuSet g = gpu_bit(0)) { s_.request(id, g, now_); }
+    void release(ClientId id, GpuSet g = gpu_bit(0)) { s_.release(id, g, now_); }
+    // Grants, drops, revocations and contention notices, as "G1", "D1", ...
+    V actions()
+    {
+        V out;
+        for (const Action& a : s_.take_actions()) {
+            if (a.kind == ActionKind::Waiting) {
+                reasons_.push_back(std::to_string(a.client) + ":" +
+                                   nvshare::proto::wait_reason_name(a.wait.reason));
+                continue;
+            }
+            if (a.kind == ActionKind::Unpageable)
+                continue;
+            const char* k = a.kind == ActionKind::Grant    ? "G"
+                            : a.kind == ActionKind::Drop   ? "D"
+                            : a.kind == ActionKind::Revoke ? "R"
+                                                           : "C";
+            out.push_back(k + std::to_string(a.client));
+        }
+        return out;
+    }
+    // A burst of `length` that ended by the client's own release while
+    // another client (`other`) wanted the GPU: how the scheduler learns a
+    // client's bursts. The other one's hold is then taken away, which
+    // teaches nothing about its bursts.
+    void teach_burst(ClientId id, ClientId other, Duration length)
+    {
+        request(id);
+        request(other);
+        advance(length);
+        release(id);
+        s_.revoke(other, now_);
+        actions();
+    }
+    bool holds(ClientId id) const { return s_.client(id)->phase == Phase::Holding; }
+
+    Scheduler s_;
+    TimePoint now_{std::chrono::seconds(1000)};
+    V reasons_;
+};
+
+class PolicyOnTest : public PolicyTest {
+protected:
+    PolicyOnTest() : PolicyTest(Mode::On) {}
+};
+
+// ---- auto mode while memory fits: soft turns ----
+
+TEST_F(PolicyTest, ClientsWithUnknownBurstsRunTogether)
+{
+    gpus(1);
+    client(1);
+    client(2);
+    request(1);
+    request(2);
+    // Steady jobs (no burst known) run together, as plain CUDA would; each
+    // is told that the other wants the GPU, so that it hands over when it
+    // goes idle.
+    EXPECT_EQ(actions(), (V{"G1", "G2", "C1"}));
+    advance(1h);
+    EXPECT_TRUE(actions().empty()) << "nobody waits: no quantum runs out";
+}
+
+TEST_F(PolicyTest, BurstyClientsTakeTurnsAtTheEndOfABurst)
+{
+    gpus(1);
+    client(1);
+    client(2);
+    teach_burst(1, 2, 2s);
+    teach_burst(2, 1, 2s);
+    EXPECT_EQ(s_.client(1)->burst, 2s);
+    EXPECT_EQ(s_.client(2)->burst, 2s);
+    // 1 runs a burst; 2 comes 0.5 s later: its 2 s burst would take longer
+    // than what is left of 1's, so it waits for the end of 1's burst.
+    request(1);
+    advance(500ms);
+    request(2);
+    EXPECT_EQ(actions(), (V{"G1", "C1"}));
+    EXPECT_EQ(reasons_, V{"2:turns"});
+    EXPECT_TRUE(s_.taking_turns_softly(0));
+    advance(1500ms);
+    release(1);  // 1's burst is over: 2 goes
+    EXPECT_EQ(actions(), V{"G2"});
+}
+
+TEST_F(PolicyTest, AWaitForTheHolderIsBoundedByTwiceTheWaitersBurst)
+{
+    gpus(1);
+    client(1);
+    client(2);
+    teach_burst(1, 2, 2s);
+    teach_burst(2, 1, 2s);
+    request(1);
+    advance(1s);
+    request(2);
+    actions();
+    // 1 runs far past its usual burst: 2 joins it 4 s after it asked.
+    advance(3999ms);
+    EXPECT_FALSE(holds(2));
+    advance(1ms);
+    EXPECT_TRUE(holds(2));
+}
+
+TEST_F(PolicyTest, AShortBurstRunsAlongsideALongOneAtOnce)
+{
+    gpus(1);
+    client(1);  // batch-like job, long bursts
+    client(2);  // interactive-like job, 50 ms bursts
+    teach_burst(1, 2, 4s);
+    teach_burst(2, 1, 50ms);
+    request(1);
+    advance(1s);
+    request(2);
+    EXPECT_EQ(actions(), (V{"G1", "G2", "C1"})) << "never waits behind a long burst";
+}
+
+TEST_F(PolicyTest, ALongerBurstThanTheWaitersIsNotWaitedFor)
+{
+    gpus(1);
+    client(1);
+    client(2);
+    teach_burst(1, 2, 8s);
+    teach_burst(2, 1, 1s);
+    request(1);
+    advance(1s);
+    request(2);  // 7 s of 1's burst are left, more than 2's own 1 s burst
+    EXPECT_EQ(actions(), (V{"G1", "G2", "C1"}));
+}
+
+TEST_F(PolicyTest, BatchClassTakesTurnsForAQuantumAndInteractiveNever)
+{
+    gpus(1);
+    client(1);
+    client(2, 1000, Priority::Batch);
+    client(3, 1000, Priority::Interactive);
+    request(1);
+    request(2);
+    request(3);
+    EXPECT_EQ(actions(), (V{"G1", "C1", "G3"})) << "interactive joins at once; batch waits";
+    advance(29s);
+    EXPECT_FALSE(holds(2));
+    advance(1s);
+    EXPECT_TRUE(holds(2)) << "batch joins after a quantum";
+}
+
+// ---- fairness between users ----
+
+TEST_F(PolicyTest, OneUsersManyProcessesDoNotCrowdOutAnother)
+{
+    gpus(1);
+    for (ClientId id : {1, 2, 3, 4})
+        client(id, 1001);
+    client(5, 1002);
+    for (ClientId id : {1, 2, 3, 4})
+        request(id);
+    EXPECT_TRUE(holds(4)) << "alone, one user's processes run together";
+    request(5);
+    EXPECT_TRUE(holds(5)) << "another user joins at once";
+    actions();
+    // User 1001 runs 4 processes to 1002's 1: the 3 granted last are asked
+    // to let go soon...
+    advance(policy::kShareRebalance);
+    EXPECT_EQ(actions(), (V{"D2", "D3", "D4"}));
+    for (ClientId id : {2, 3, 4}) {
+        release(id);
+        request(id);  // they still have work
+    }
+    actions();
+    // ... and wait: one process each while both users want the GPU.
+    EXPECT_TRUE(holds(1));
+    EXPECT_TRUE(holds(5));
+    for (ClientId id : {2, 3, 4})
+        EXPECT_FALSE(holds(id));
+    // 1001's processes take turns among themselves at quantum ends; 1002's
+    // one is not asked to let go for them.
+    advance(30s);
+    EXPECT_EQ(actions(), V{"D1"});
+    release(1);
+    EXPECT_TRUE(holds(2));
+    EXPECT_TRUE(holds(5));
+}
+
+TEST_F(PolicyOnTest, TheUserWhoHeldLeastGoesFirst)
+{
+    gpus(1);
+    client(1, 1001);
+    client(2, 1001);
+    client(3, 1002);
+    request(1);
+    request(2);  // came before 3...
+    request(3);
+    actions();
+    advance(30s);
+    release(1);
+    // ... but 1001 just held the GPU for 30 s and 1002 never did.
+    EXPECT_EQ(actions(), (V{"D1", "G3"}));
+    EXPECT_EQ(s_.queue(0), std::vector<ClientId>{2});
+}
+
+TEST_F(PolicyOnTest, FourToOneProcessesStillShareTimeEvenly)
+{
+    gpus(1);
+    for (ClientId id : {1, 2, 3, 4})
+        client(id, 1001);
+    client(5, 1002);
+    for (ClientId id : {1, 2, 3, 4, 5})
+        request(id);
+    actions();
+    // Busy clients: each uses its whole quantum and asks again at once.
+    std::map<uint32_t, int> turns;
+    for (int i = 0; i < 40; ++i) {
+        const ClientId h = s_.gpus()[0].holders.at(0);
+        turns[s_.client(h)->info.uid]++;
+        advance(30s);
+        release(h);
+        request(h);
+        actions();
+    }
+    EXPECT_EQ(turns[1001], 20);
+    EXPECT_EQ(turns[1002], 20);
+}
+
+// ---- priority classes ----
+
+TEST_F(PolicyOnTest, InteractiveGoesFirstAndCutsTheQuantumShort)
+{
+    gpus(1);
+    client(1);
+    client(2);
+    client(3, 1000, Priority::Interactive);
+    request(1);
+    request(2);
+    advance(10s);
+    request(3);
+    // 1 has held for 10 s, beyond what an interactive waiter allows.
+    EXPECT_EQ(actions(), (V{"G1", "C1", "D1"}));
+    release(1);
+    EXPECT_EQ(actions(), V{"G3"}) << "ahead of 2, which came first";
+    EXPECT_EQ(s_.queue(0), std::vector<ClientId>{2});
+}
+
+TEST_F(PolicyOnTest, AWaiterAheadOfItsPlaceSaysPriority)
+{
+    gpus(1);
+    client(1);
+    client(2);
+    client(3, 1000, Priority::Interactive);
+    request(1);
+    request(2);
+    request(3);
+    actions();
+    // 3 is told it is next; 2, which came first, that priority is why it
+    // is second.
+    EXPECT_EQ(reasons_, (V{"3:mode on", "2:priority"}));
+}
+
+TEST_F(PolicyOnTest, BatchAgesAndNeverStarves)
+{
+    gpus(1);
+    client(1);
+    client(2, 1000, Priority::Batch);
+    client(3);
+    request(1);
+    request(3);
+    request(2);
+    actions();
+    // Normal clients keep asking again; the batch client's wait raises it
+    // one class per quantum (30 s).
+    advance(30s);
+    release(1);
+    request(1);
+    EXPECT_TRUE(holds(3)) << "after 30 s batch ranks as a fresh normal waiter: 3 is older";
+    advance(30s);
+    release(3);
+    request(3);
+    EXPECT_TRUE(holds(2)) << "after 60 s it ranks with 1, and came first";
+}
+
+// ---- a GPU's own mode and quantum ----
+
+TEST_F(PolicyTest, EachGpuHasItsOwnModeAndQuantum)
+{
+    gpus(2);
+    s_.set_gpu_mode("GPU-1", Mode::On, now_);
+    s_.set_gpu_time_quantum("GPU-1", 2s, now_);
+    EXPECT_EQ(s_.mode_of(0), Mode::Auto);
+    EXPECT_EQ(s_.mode_of(1), Mode::On);
+    EXPECT_EQ(s_.time_quantum_of(0), 30s);
+    EXPECT_EQ(s_.time_quantum_of(1), 2s);
+    client(1, 1000, Priority::Normal, {0, 1});
+    client(2, 1000, Priority::Normal, {0, 1});
+    request(1, gpu_bit(0));
+    request(2, gpu_bit(0));
+    EXPECT_TRUE(holds(2)) << "GPU 0 is in auto mode";
+    release(1, gpu_bit(0));
+    release(2, gpu_bit(0));
+    actions();
+    request(1, gpu_bit(1));
+    request(2, gpu_bit(1));
+    EXPECT_FALSE(holds(2)) << "GPU 1 is on";
+    EXPECT_EQ(actions(), (V{"G1", "C1"}));
+    advance(2s);
+    EXPECT_EQ(actions(), V{"D1"}) << "after GPU 1's own quantum";
+    // Following the host again.
+    s_.set_gpu_time_quantum("GPU-1", std::nullopt, now_);
+    s_.set_gpu_mode("GPU-1", std::nullopt, now_);
+    EXPECT_EQ(s_.time_quantum_of(1), 30s);
+    EXPECT_EQ(s_.mode_of(1), Mode::Auto);
+}
+
+TEST_F(PolicyTest, SettingsForAGpuNotYetSeenApplyWhenItComes)
+{
+    s_.set_gpu_mode("GPU-0", Mode::Off, now_);
+    gpus(1);
+    EXPECT_EQ(s_.mode_of(0), Mode::Off);
+    client(1);
+    client(2);
+    request(1);
+    request(2);
+    EXPECT_EQ(actions(), (V{"G1", "G2"})) << "off: no turns, no notices";
+}
+
+}  // namespace
