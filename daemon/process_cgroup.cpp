@@ -24,22 +24,23 @@ std::string_view line_path(std::string_view line)
 
 std::string cgroup_path(std::string_view text)
 {
-    std::string_view unified, systemd, first;
+    std::string_view unified, systemd, other;
     while (!text.empty()) {
         const size_t eol = text.find('\n');
         const std::string_view line = text.substr(0, eol);
         text = eol == std::string_view::npos ? std::string_view{} : text.substr(eol + 1);
         if (line.empty())
             continue;
-        if (first.empty())
-            first = line;
+        if (other.empty() && !cgroup_name(line_path(line)).empty())
+            other = line;
         if (line.rfind("0::", 0) == 0)
             unified = line;
         else if (line.find(":name=systemd:") != std::string_view::npos)
             systemd = line;
     }
-    // On a hybrid host the unified hierarchy may sit at the root for all.
-    for (const std::string_view line : {unified, systemd, first})
+    // On a hybrid host the unified hierarchy may sit at the root for all, and
+    // a container runtime may place it in one v1 controller's group only.
+    for (const std::string_view line : {unified, systemd, other})
         if (const std::string_view path = line_path(line); !cgroup_name(path).empty())
             return std::string(path);
     return {};

@@ -15,8 +15,8 @@ namespace nvshare::daemon {
 
 // The process's cgroup path from the text of /proc/PID/cgroup: the unified
 // hierarchy's ("0::/…") where it is not the root, else the name=systemd
-// hierarchy's, else the first line's; without trailing slashes. Empty for
-// the root cgroup or text without one.
+// hierarchy's, else the first line's that is not the root; without trailing
+// slashes. Empty for the root cgroup or text without one.
 std::string cgroup_path(std::string_view proc_cgroup_text);
 
 // A path's last component: "/system.slice/foo.service" -> "foo.service".

@@ -32,6 +32,9 @@ TEST(ProcessCgroup, PathIsTheChosenLinesWhole)
     EXPECT_EQ(cgroup_path("2:cpu:/\n1:name=systemd:/system.slice/jupyter.service\n0::/\n"),
               "/system.slice/jupyter.service");
     EXPECT_EQ(cgroup_path("0::/\n"), "");
+    // Only one v1 controller places it (a container runtime on a hybrid host).
+    EXPECT_EQ(cgroup_path("9:name=systemd:/\n4:memory:/process_api/3f3a\n1:cpu:/\n0::/\n"),
+              "/process_api/3f3a");
 }
 
 TEST(ProcessCgroup, RootOrNothingIsEmpty)
