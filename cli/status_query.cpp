@@ -38,6 +38,8 @@ const std::map<std::string, Field>& fields()
         {"user", {"user", [](const json& c) { return c["user"].get<std::string>(); }}},
         {"command", {"command", [](const json& c) { return c["comm"].get<std::string>(); }}},
         {"cgroup", {"cgroup", [](const json& c) { return c.value("cgroup", std::string()); }}},
+        {"priority",
+         {"priority", [](const json& c) { return c.value("priority", std::string("normal")); }}},
         {"gpus",
          {"gpus",
           [](const json& c) {
@@ -98,6 +100,7 @@ const std::vector<std::string>& query_fields()
                                                    "user",
                                                    "command",
                                                    "cgroup",
+                                                   "priority",
                                                    "gpus",
                                                    "state",
                                                    "memory",

@@ -55,6 +55,12 @@ std::string command_text(const std::string& command, bool full)
     return command.substr(0, kWidth - 3) + "...";
 }
 
+// A daemon older than priority classes sends none: all were alike, normal.
+std::string priority_text(const json& c)
+{
+    return c.value("priority", std::string("normal"));
+}
+
 }  // namespace
 
 std::string format_table(const std::vector<std::vector<std::string>>& rows,
@@ -104,17 +110,33 @@ std::string render_status(const json& s, bool full)
             {"waiting:", ids_text(g["queue"], clients)},
         };
         out += format_table(summary, "  ");
-        std::vector<std::vector<std::string>> rows = {
-            {"ID", "PID", "USER", "COMMAND", "STATE", "MEMORY", "HELD", "WAITED", "NOTE"}};
+        std::vector<json> listed;
         for (const auto& c : clients) {
             const auto& gpus = c["gpus"];
-            if (std::find(gpus.begin(), gpus.end(), g["index"]) == gpus.end())
-                continue;
-            rows.push_back(
-                {std::to_string(c["id"].get<uint64_t>()), std::to_string(c["pid"].get<int32_t>()),
-                 c["user"].get<std::string>(), command_text(c["comm"].get<std::string>(), full),
-                 c["state"].get<std::string>(), format_size(c["memory"].get<uint64_t>()),
-                 duration_text(c["held_us"]), duration_text(c["waited_us"]), note_text(c)});
+            if (std::find(gpus.begin(), gpus.end(), g["index"]) != gpus.end())
+                listed.push_back(c);
+        }
+        // The PRIORITY column only where it says something, unless --full.
+        const bool priorities =
+            full || std::any_of(listed.begin(), listed.end(),
+                                [](const json& c) { return priority_text(c) != "normal"; });
+        std::vector<std::vector<std::string>> rows = {
+            {"ID", "PID", "USER", "COMMAND", "STATE", "MEMORY", "HELD", "WAITED", "NOTE"}};
+        if (priorities)
+            rows[0].insert(rows[0].begin() + 4, "PRIORITY");
+        for (const auto& c : listed) {
+            std::vector<std::string> row = {std::to_string(c["id"].get<uint64_t>()),
+                                            std::to_string(c["pid"].get<int32_t>()),
+                                            c["user"].get<std::string>(),
+                                            command_text(c["comm"].get<std::string>(), full),
+                                            c["state"].get<std::string>(),
+                                            format_size(c["memory"].get<uint64_t>()),
+                                            duration_text(c["held_us"]),
+                                            duration_text(c["waited_us"]),
+                                            note_text(c)};
+            if (priorities)
+                row.insert(row.begin() + 4, priority_text(c));
+            rows.push_back(std::move(row));
         }
         if (rows.size() > 1)
             out += "\n" + format_table(rows, "  ");

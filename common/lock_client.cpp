@@ -91,11 +91,13 @@ bool LockClient::send(proto::MsgType type, const void* payload, uint32_t length)
     return send_raw(frame.data(), frame.size());
 }
 
-bool LockClient::hello(const std::string& comm, const std::vector<GpuSpec>& gpus)
+bool LockClient::hello(const std::string& comm, const std::vector<GpuSpec>& gpus,
+                       proto::Priority priority)
 {
     if (gpus.size() > proto::kMaxGpusPerClient)
         return false;
     proto::Hello m{};
+    m.priority = priority;
     std::memcpy(m.comm, comm.data(), std::min(comm.size(), sizeof m.comm));  // NUL-padded, may fill
     m.gpu_count = static_cast<uint32_t>(gpus.size());
     for (size_t i = 0; i < gpus.size(); ++i) {

@@ -50,7 +50,9 @@ public:
 
     bool send(proto::MsgType type, const void* payload, uint32_t length);
     bool send_raw(const void* bytes, size_t length);
-    bool hello(const std::string& comm, const std::vector<GpuSpec>& gpus);
+    // `priority`: the class the client asks for (Unset: none).
+    bool hello(const std::string& comm, const std::vector<GpuSpec>& gpus,
+               proto::Priority priority = proto::Priority::Unset);
     bool request(uint64_t gpus) { return send_mask(proto::MsgType::Request, gpus); }
     bool release(uint64_t gpus) { return send_mask(proto::MsgType::Released, gpus); }
     bool report_memory(uint32_t gpu, uint64_t managed, uint64_t pinned = 0);

@@ -324,6 +324,8 @@ void apply_layer(const SettingsLayer& layer, Options& options)
         options.default_capacity = layer.default_capacity;
     for (const auto& [uuid, bytes] : layer.capacities)
         options.capacities[uuid] = bytes;
+    if (!layer.priority_rules.empty())
+        options.priority_rules = layer.priority_rules;
 }
 
 uint64_t configured_capacity(const Options& options, const GpuDescription& gpu)

@@ -33,6 +33,7 @@ struct Options {
     Duration log_waits_after = std::chrono::seconds(1);  // a wait this long is logged
     std::string gpu_info_dir = "/proc/driver/nvidia/gpus";  // where the driver lists GPUs
     LogLevel log_level = LogLevel::Info;
+    std::vector<PriorityRule> priority_rules;  // the config file's (start-up only)
 };
 
 // The largest --max-clients: with reports bounded by kMaxReportedBytes, the

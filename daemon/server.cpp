@@ -16,7 +16,9 @@
 #include "common/uuid.h"
 #include "daemon/gpu_discovery.h"
 #include "daemon/log.h"
+#include "daemon/peer_groups.h"
 #include "daemon/printable_text.h"
+#include "daemon/priority_rules.h"
 #include "daemon/process_cgroup.h"
 #include "daemon/status.h"
 
@@ -644,8 +646,12 @@ void Server::on_hello(Connection& c, const proto::Hello& hello)
         }
         gpus.push_back(*index);
     }
+    const std::string cgroup = process_cgroup_path(c.peer.pid);
     ClientInfo info{c.peer.pid, c.peer.uid, printable_utf8(hello.comm, sizeof hello.comm),
-                    printable_utf8(process_cgroup(c.peer.pid))};
+                    printable_utf8(cgroup_name(cgroup))};
+    const std::vector<uint32_t> groups = peer_groups(c.fd, c.peer.gid);
+    info.priority =
+        settle_priority(options_.priority_rules, {c.peer.uid, groups, cgroup}, hello.priority);
     if (!scheduler_.connect(c.serial, info, gpus)) {
         fail(c, proto::ErrorCode::Refused, "cannot register");
         return;
@@ -654,9 +660,11 @@ void Server::on_hello(Connection& c, const proto::Hello& hello)
     status_stale_ = true;
     arm_connection_timer(c);
     const EventSubject who = subject(*scheduler_.client(c.serial), 0);
-    events_.emit(EventKind::Registered, LogLevel::Info, &who, {},
-                 "registered as client %llu, %zu GPU(s)", static_cast<unsigned long long>(c.serial),
-                 gpus.size());
+    const char* priority = proto::priority_name(info.priority);
+    events_.emit(EventKind::Registered, LogLevel::Info, &who,
+                 {std::string("NVSHARE_PRIORITY=") + priority},
+                 "registered as client %llu, %zu GPU(s), priority %s",
+                 static_cast<unsigned long long>(c.serial), gpus.size(), priority);
     send_settings(c, true);
 }
 

@@ -3,8 +3,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common/mode.h"
-#include "common/units.h"
 #include "common/text.h"
+#include "common/units.h"
 
 namespace nvshare::daemon {
 
@@ -50,8 +50,8 @@ bool parse_capacity(std::string_view value, SettingsLayer& layer, std::string* e
     return true;
 }
 
-bool parse_config_line(std::string_view key, std::string_view value, SettingsLayer& layer,
-                       std::string* error)
+bool parse_config_line(std::string_view key, std::string_view value, const NameLookup& names,
+                       SettingsLayer& layer, std::string* error)
 {
     if (key == "time-quantum") {
         const auto d = checked_duration(value, "time quantum", error);
@@ -87,8 +87,14 @@ bool parse_config_line(std::string_view key, std::string_view value, SettingsLay
         layer.log_waits_after = *d;
         return true;
     }
+    if (key == "priority") {
+        auto rule = parse_priority_rule(value, names, error);
+        if (rule)
+            layer.priority_rules.push_back(std::move(*rule));
+        return rule.has_value();
+    }
     *error = "unknown setting '" + std::string(key) +
-             "' (known: time-quantum, anti-thrashing, grace, capacity, log-waits-after)";
+             "' (known: time-quantum, anti-thrashing, grace, capacity, log-waits-after, priority)";
     return false;
 }
 
@@ -97,10 +103,10 @@ bool parse_config_line(std::string_view key, std::string_view value, SettingsLay
 bool SettingsLayer::empty() const
 {
     return !mode && !time_quantum && !grace && !log_waits_after && !default_capacity &&
-           capacities.empty();
+           capacities.empty() && priority_rules.empty();
 }
 
-ConfigParse parse_config(std::string_view text)
+ConfigParse parse_config(std::string_view text, const NameLookup& names)
 {
     ConfigParse result;
     size_t line_number = 0;
@@ -118,7 +124,7 @@ ConfigParse parse_config(std::string_view text)
         std::string error;
         if (eq == std::string_view::npos)
             error = "expected 'key = value', got '" + std::string(line) + "'";
-        else if (parse_config_line(trim(line.substr(0, eq)), trim(line.substr(eq + 1)),
+        else if (parse_config_line(trim(line.substr(0, eq)), trim(line.substr(eq + 1)), names,
                                    result.layer, &error))
             continue;
         result.errors.push_back("line " + std::to_string(line_number) + ": " + error);

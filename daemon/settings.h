@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/time_quantum.h"
+#include "daemon/priority_rules.h"
 #include "daemon/scheduler.h"
 
 namespace nvshare::daemon {
@@ -34,6 +35,7 @@ struct SettingsLayer {
     std::optional<Duration> log_waits_after;
     std::optional<uint64_t> default_capacity;    // GPUs without their own
     std::map<std::string, uint64_t> capacities;  // by GPU UUID
+    std::vector<PriorityRule> priority_rules;    // the config file's only
 
     bool empty() const;
     bool operator==(const SettingsLayer&) const = default;
@@ -41,11 +43,12 @@ struct SettingsLayer {
 
 // The config file, nvshare.conf(5): "key = value" lines, '#' comments.
 // Lines in error are skipped and reported ("line 3: ..."); the rest applies.
+// `names` turns the user and group names of priority rules into ids.
 struct ConfigParse {
     SettingsLayer layer;
     std::vector<std::string> errors;
 };
-ConfigParse parse_config(std::string_view text);
+ConfigParse parse_config(std::string_view text, const NameLookup& names = {});
 
 // The state file: JSON holding mode, time quantum and capacities changed at
 // run time. Anything malformed rejects the whole file (error set).

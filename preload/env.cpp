@@ -48,6 +48,15 @@ Flag parse_flag(const char* text)
     return Flag::Invalid;
 }
 
+bool parse_priority(const char* text, proto::Priority* out)
+{
+    *out = proto::Priority::Unset;
+    if (text == nullptr || *text == '\0')
+        return true;
+    *out = proto::parse_priority(text, strlen(text));
+    return *out != proto::Priority::Unset;
+}
+
 bool parse_millis(const char* text, uint32_t max, uint32_t* out)
 {
     if (text == nullptr || *text == '\0')
@@ -72,12 +81,13 @@ std::atomic<int> g_state{0};  // 0 unread, 1 reading, 2 ready
 // Problems are reported once the config is published, so that no thread
 // waits for it while they are written.
 struct Problems {
-    const char* names[4];
-    const char* values[4];
+    static constexpr int kMax = 12;  // one for each variable that can be invalid
+    const char* names[kMax];
+    const char* values[kMax];
     int count = 0;
     void add(const char* name, const char* value)
     {
-        if (count < 4) {
+        if (count < kMax) {
             names[count] = name;
             values[count] = value;
             ++count;
@@ -171,6 +181,8 @@ void load(Problems* problems)
         else
             problems->add("NVSHARE_WAIT_NOTICE_MS", v);
     }
+    if (const char* v = getenv("NVSHARE_PRIORITY"); !parse_priority(v, &c.priority))
+        problems->add("NVSHARE_PRIORITY", v);
     const char* path = getenv("NVSHARE_SOCKET");
     if (path != nullptr && (path[0] != '/' || strlen(path) >= sizeof c.socket_path)) {
         problems->add("NVSHARE_SOCKET", path);

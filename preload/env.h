@@ -4,6 +4,8 @@
 
 #include <cstdint>
 
+#include "common/protocol.h"
+
 namespace nvshare::preload {
 
 enum class Flag { Unset, Off, On, Invalid };
@@ -22,6 +24,11 @@ bool parse_policy(const char* text, Policy* out);
 // Plain decimal milliseconds up to `max`; false on anything else.
 bool parse_millis(const char* text, uint32_t max, uint32_t* out);
 
+// NVSHARE_PRIORITY: "interactive", "normal", "batch" -> that class; nullptr
+// or "" -> Unset (the admin's rules decide); false (and Unset) on anything
+// else.
+bool parse_priority(const char* text, proto::Priority* out);
+
 inline constexpr uint32_t kDefaultIdleReleaseMs = 20;
 inline constexpr uint32_t kDefaultWaitNoticeMs = 2000;
 
@@ -38,6 +45,8 @@ struct Config {
     char socket_path[108] = {};                        // NVSHARE_SOCKET or the built-in default
     Policy prefetch = Policy::Auto;                    // NVSHARE_PREFETCH: bulk swap-in on grant
     Policy evict = Policy::Auto;                       // NVSHARE_EVICT: bulk swap-out on release
+    // NVSHARE_PRIORITY: the class asked for in Hello
+    proto::Priority priority = proto::Priority::Unset;
 };
 
 const Config& config();

@@ -59,6 +59,7 @@ bool ClientLoop::connect_and_hello()
 
     proto::Hello hello{};
     hello.gpu_count = s_.gpu_count;
+    hello.priority = config().priority;
     char comm[17] = {};
     prctl(PR_GET_NAME, comm);
     memcpy(hello.comm, comm, sizeof hello.comm);

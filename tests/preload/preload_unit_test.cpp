@@ -6,12 +6,12 @@
 #include <map>
 #include <random>
 
+#include "preload/env.h"
+#include "preload/hooks/proc_address.h"
+#include "preload/lock/idle_gaps.h"
+#include "preload/lock/wait_notice.h"
 #include "preload/memory/alloc_table.h"
 #include "preload/memory/array_size.h"
-#include "preload/env.h"
-#include "preload/lock/idle_gaps.h"
-#include "preload/hooks/proc_address.h"
-#include "preload/lock/wait_notice.h"
 
 namespace nvshare::preload {
 namespace {
@@ -121,6 +121,25 @@ TEST(Env, Millis)
     EXPECT_FALSE(parse_millis("-1", 1000, &v));
     EXPECT_FALSE(parse_millis("99999999999999999999", 1000, &v));
     EXPECT_EQ(v, 250u);
+}
+
+TEST(Env, Priority)
+{
+    proto::Priority p = proto::Priority::Batch;
+    EXPECT_TRUE(parse_priority(nullptr, &p));
+    EXPECT_EQ(p, proto::Priority::Unset);
+    EXPECT_TRUE(parse_priority("", &p));
+    EXPECT_EQ(p, proto::Priority::Unset);
+    EXPECT_TRUE(parse_priority("interactive", &p));
+    EXPECT_EQ(p, proto::Priority::Interactive);
+    EXPECT_TRUE(parse_priority("normal", &p));
+    EXPECT_EQ(p, proto::Priority::Normal);
+    EXPECT_TRUE(parse_priority("batch", &p));
+    EXPECT_EQ(p, proto::Priority::Batch);
+    for (const char* bad : {"high", "Batch", " batch", "batch ", "unset", "1"}) {
+        EXPECT_FALSE(parse_priority(bad, &p)) << bad;
+        EXPECT_EQ(p, proto::Priority::Unset) << bad;
+    }
 }
 
 TEST(AllocTable, InsertFindRemove)

@@ -72,9 +72,26 @@ TEST(StatusView, RendersEveryGpuAndClient)
               "  serializing:  no\n"
               "  holder:       -\n"
               "  waiting:      -\n");
-    // --full: the whole command.
-    EXPECT_NE(render_status(two_gpu_status(), true).find("a-very-long-training-command, v2  "),
-              std::string::npos);
+    // --full: the whole command, and every client's priority class.
+    const std::string full = render_status(two_gpu_status(), true);
+    EXPECT_NE(full.find("a-very-long-training-command, v2  "), std::string::npos);
+    EXPECT_NE(full.find("  COMMAND                           PRIORITY  STATE"), std::string::npos)
+        << full;
+    EXPECT_NE(full.find("python                            normal    holding"), std::string::npos)
+        << full;
+}
+
+TEST(StatusView, ShowsPriorityClassesWhereOneIsNotNormal)
+{
+    auto status = two_gpu_status();
+    status["clients"][0]["priority"] = "normal";
+    status["clients"][1]["priority"] = "batch";
+    const std::string text = render_status(status);
+    EXPECT_NE(text.find("  COMMAND               PRIORITY  STATE"), std::string::npos) << text;
+    EXPECT_NE(text.find("a-very-long-train...  batch     waiting"), std::string::npos) << text;
+    EXPECT_NE(text.find("python                normal    holding"), std::string::npos) << text;
+    // GPU 1 has no clients: no table at all.
+    EXPECT_EQ(text.find("PRIORITY", text.find("GPU 1")), std::string::npos) << text;
 }
 
 TEST(StatusQuery, CsvWithAndWithoutHeader)
@@ -90,6 +107,11 @@ TEST(StatusQuery, CsvWithAndWithoutHeader)
     q = parse_query("id,pinned_memory,quantum_left_s,drops,revocations", "csv,noheader", &error);
     ASSERT_TRUE(q) << error;
     EXPECT_EQ(render_query(two_gpu_status(), *q), "3,1,28.500,0,0\n4,0,0.000,2,1\n");
+    auto with_class = two_gpu_status();
+    with_class["clients"][1]["priority"] = "interactive";
+    q = parse_query("id,priority", "csv", &error);
+    ASSERT_TRUE(q) << error;
+    EXPECT_EQ(render_query(with_class, *q), "id,priority\n3,normal\n4,interactive\n");
     // Every documented field is known.
     for (const auto& f : query_fields())
         EXPECT_TRUE(parse_query(f, "csv", &error)) << f;

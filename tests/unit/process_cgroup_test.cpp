@@ -3,7 +3,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-using nvshare::daemon::process_cgroup;
+using nvshare::daemon::cgroup_path;
+using nvshare::daemon::process_cgroup_path;
 using nvshare::daemon::short_cgroup;
 
 TEST(ProcessCgroup, UnifiedHierarchyNamesTheContainer)
@@ -24,6 +25,18 @@ TEST(ProcessCgroup, HybridHostsPreferTheUnifiedLineThenSystemds)
               "session-3.scope");
 }
 
+TEST(ProcessCgroup, PathIsTheChosenLinesWhole)
+{
+    EXPECT_EQ(cgroup_path("0::/user.slice/user-1000.slice/session-3.scope/\n"),
+              "/user.slice/user-1000.slice/session-3.scope");
+    EXPECT_EQ(cgroup_path("2:cpu:/\n1:name=systemd:/system.slice/jupyter.service\n0::/\n"),
+              "/system.slice/jupyter.service");
+    EXPECT_EQ(cgroup_path("0::/\n"), "");
+    // Only one v1 controller places it (a container runtime on a hybrid host).
+    EXPECT_EQ(cgroup_path("9:name=systemd:/\n4:memory:/process_api/3f3a\n1:cpu:/\n0::/\n"),
+              "/process_api/3f3a");
+}
+
 TEST(ProcessCgroup, RootOrNothingIsEmpty)
 {
     EXPECT_EQ(short_cgroup("0::/\n"), "");
@@ -34,7 +47,7 @@ TEST(ProcessCgroup, RootOrNothingIsEmpty)
 TEST(ProcessCgroup, ReadsALiveProcessAndNotAGoneOne)
 {
     // Whatever this test runs in; only that reading works and a gone pid is "".
-    const std::string mine = process_cgroup(getpid());
-    EXPECT_EQ(mine.find('/'), std::string::npos) << mine;
-    EXPECT_EQ(process_cgroup(-1), "");
+    const std::string mine = process_cgroup_path(getpid());
+    EXPECT_TRUE(mine.empty() || mine.front() == '/') << mine;
+    EXPECT_EQ(process_cgroup_path(-1), "");
 }

@@ -53,6 +53,54 @@ TEST(Config, ReportsBadLinesAndKeepsTheRest)
     EXPECT_EQ(r.layer.grace, Duration(3s));
 }
 
+TEST(Config, PriorityRulesRepeatAndResolveNames)
+{
+    const NameLookup names{
+        [](const std::string& n) {
+            return n == "alice" ? std::optional<uint32_t>(1000) : std::nullopt;
+        },
+        [](const std::string& n) {
+            return n == "gpu" ? std::optional<uint32_t>(44) : std::nullopt;
+        },
+    };
+    const auto r = parse_config(
+        "priority = user:alice=interactive\n"
+        "priority = group:gpu = batch\n"
+        "priority = unit:jupyter.service=interactive\n"
+        "priority = default=batch\n"
+        "priority = user:carol=batch\n"
+        "priority = user:alice=urgent\n",
+        names);
+    ASSERT_EQ(r.errors.size(), 2u);
+    EXPECT_NE(r.errors[0].find("line 5: unknown user 'carol'"), std::string::npos) << r.errors[0];
+    EXPECT_NE(r.errors[1].find("line 6: invalid priority rule 'user:alice=urgent'"),
+              std::string::npos)
+        << r.errors[1];
+    const std::vector<PriorityRule> expected{
+        {RuleKind::User, 1000, "", Priority::Interactive},
+        {RuleKind::Group, 44, "", Priority::Batch},
+        {RuleKind::Unit, 0, "jupyter.service", Priority::Interactive},
+        {RuleKind::Default, 0, "", Priority::Batch},
+    };
+    EXPECT_EQ(r.layer.priority_rules, expected);
+    EXPECT_FALSE(r.layer.empty());
+    // Without a lookup (the fuzzer's), names are unknown and ids still work.
+    const auto plain = parse_config("priority = user:alice=batch\npriority = user:0=batch\n");
+    ASSERT_EQ(plain.errors.size(), 1u);
+    EXPECT_EQ(plain.layer.priority_rules.size(), 1u);
+}
+
+TEST(Config, PriorityRulesReachTheOptions)
+{
+    Options o = default_options(nullptr);
+    EXPECT_TRUE(o.priority_rules.empty());
+    apply_layer(parse_config("priority = default=batch\n").layer, o);
+    ASSERT_EQ(o.priority_rules.size(), 1u);
+    EXPECT_EQ(o.priority_rules[0].priority, Priority::Batch);
+    apply_layer(SettingsLayer{}, o);  // later layers have none: the file's stay
+    EXPECT_EQ(o.priority_rules.size(), 1u);
+}
+
 // Found by the config fuzzer: 18446744074 s does not fit in nanoseconds and
 // wrapped to about 290 ms, which passed the range check.
 TEST(Config, WaitLogThresholdFromZeroTo24Hours)
