@@ -12,6 +12,10 @@
 //   --ready-file PATH    created once the working set is allocated and
 //                        written, just before the first pass is submitted
 //   --die-with-parent    killed (SIGKILL) when the process that started it ends
+//   --progress           a bursty job also prints, flushed, a line when each
+//                        burst starts ({"burst_start": i, "t": CLOCK_MONOTONIC s})
+//                        and ends ({"burst": i, "latency_s": s}), so that a
+//                        job stopped at a time limit still tells its bursts
 //
 // A bursty job prints one JSON line: total seconds and every burst's latency
 // (from the first submission of the burst to its completion, lock wait
@@ -85,7 +89,7 @@ int main(int argc, char** argv)
     size_t ws_mib = 1024, h2d_mib = 0;
     int passes = 10, bursts = 4, cpu_ms = 1000, chunk = 10;
     double duration_s = 0;
-    bool calibrate = false, cpu_busy = false, die_with_parent = false;
+    bool calibrate = false, cpu_busy = false, die_with_parent = false, progress = false;
     const char* ready_file = nullptr;
     for (int i = 1; i < argc; ++i) {
         auto next = [&] { return i + 1 < argc ? argv[++i] : ""; };
@@ -111,6 +115,8 @@ int main(int argc, char** argv)
             ready_file = next();
         else if (!strcmp(argv[i], "--die-with-parent"))
             die_with_parent = true;
+        else if (!strcmp(argv[i], "--progress"))
+            progress = true;
         else {
             fprintf(stderr, "share_job: unknown option %s\n", argv[i]);
             return 2;
@@ -195,10 +201,18 @@ int main(int argc, char** argv)
     std::vector<double> latency;
     for (int b = 0; b < bursts; ++b) {
         auto t0 = Clock::now();
+        if (progress) {
+            printf("{\"burst_start\": %d, \"t\": %.6f}\n", b, monotonic_s());
+            fflush(stdout);
+        }
         for (int p = 0; p < passes; ++p)
             pass<<<blocks, threads>>>(data, n);
         CHECK(cudaDeviceSynchronize());
         latency.push_back(seconds(t0, Clock::now()));
+        if (progress) {
+            printf("{\"burst\": %d, \"latency_s\": %.4f}\n", b, latency.back());
+            fflush(stdout);
+        }
         if (cpu_ms > 0 && b + 1 < bursts) {  // CPU phase: GPU idle
             if (cpu_busy)
                 spin_ms(cpu_ms);
