@@ -240,7 +240,8 @@ class Bench:
         p.out_path, p.err_path, p.tag = out_path, err_path, tag
         self.live.append(p)
         if self.a.verbose:
-            extra = {k: v for k, v in e.items() if k.startswith("NVSHARE_") and k != "NVSHARE_SOCKET"}
+            extra = {k: v for k, v in e.items()
+                     if k.startswith("NVSHARE_") and k != "NVSHARE_SOCKET"}
             print(f"    started {tag} pid {p.pid}: {shlex.join(argv)}"
                   + (f" (uid {user[0]})" if user else "")
                   + (f" {extra}" if extra else ""), flush=True)
@@ -261,7 +262,8 @@ class Bench:
         with open(p.out_path) as f:
             lines = [l for l in f.read().splitlines() if l.startswith("{") and "total_s" in l]
         if not lines:
-            raise BenchError(f"{p.tag} (pid {p.pid}) printed no result; stderr: {tail(p.err_path).strip()}")
+            raise BenchError(f"{p.tag} (pid {p.pid}) printed no result; "
+                             f"stderr: {tail(p.err_path).strip()}")
         return json.loads(lines[-1])
 
     @staticmethod
@@ -588,7 +590,8 @@ class Bench:
               f"oversubscribed: --capacity {cap}M", flush=True)
         runs = [("plain", "plain", (), None), ("auto", "auto", (), None), ("on", "on", (), None)]
         prio = {"NVSHARE_PRIORITY": "interactive"}
-        runs += [(f"{c}/oversubscribed", c, ("--capacity", f"{cap}M"), prio) for c in ("auto", "on")]
+        runs += [(f"{c}/oversubscribed", c, ("--capacity", f"{cap}M"), prio)
+                 for c in ("auto", "on")]
         for name, cfg, extra, env in runs:
             r = self.attempt(name, self.run_interactive, name, cfg, batch, inter, limit, extra, env)
             row["configs"][name] = r
