@@ -267,7 +267,7 @@ static void add(const std::string& mech, const std::string& dir, double bytes, R
 
 static double gbs_of(const Entry& e)
 {
-    return e.bytes / median(e.secs) / 1e9;
+    return e.bytes / std::max(median(e.secs), 1e-9) / 1e9;  // finite for JSON
 }
 
 static double ratio_of(const Entry& e)
@@ -284,8 +284,8 @@ static void flush_results()
         const double med = median(e.secs);
         const auto mm = std::minmax_element(e.secs.begin(), e.secs.end());
         printf(
-            "{\"mechanism\": \"%s\", \"direction\": \"%s\", \"gbs\": %.2f, \"seconds\": %.4f, "
-            "\"ms\": %.1f, \"bytes\": %.0f, \"rounds\": %zu, \"min_s\": %.4f, \"max_s\": %.4f",
+            "{\"mechanism\": \"%s\", \"direction\": \"%s\", \"gbs\": %.2f, \"seconds\": %.6f, "
+            "\"ms\": %.3f, \"bytes\": %.0f, \"rounds\": %zu, \"min_s\": %.6f, \"max_s\": %.6f",
             e.mech.c_str(), e.dir.c_str(), gbs_of(e), med, med * 1e3, e.bytes, e.secs.size(),
             *mm.first, *mm.second);
         const double r = ratio_of(e);
