@@ -5,6 +5,7 @@
 //   swap_mechanisms [--gib N] [--rounds R] [--device D]
 //                   [--sections bus,vmm,ring,managed] [--chunks-mib 2,64,512]
 //                   [--ring-slots 4] [--ring-mib 256] [--batch-mib 64] [--streams 4]
+//                   [--no-batch]
 //
 // Sections (all by default, in this order):
 //   bus      C. pinned cudaMemcpyAsync D2H, H2D and both at once (the bus limit;
@@ -52,6 +53,7 @@
 
 static const char* g_phase = "start";
 static int g_verify_failures = 0;
+static bool g_batch = true;  // false with --no-batch
 
 [[noreturn]] static void die(const char* call, const char* err, const char* file, int line)
 {
@@ -334,6 +336,7 @@ struct Options {
     size_t ring_mib = 256;
     size_t batch_mib = 64;
     int streams = 4;
+    bool batch = true;  // --no-batch: skip the CUDA 13 batch/discard calls
 };
 
 static bool has_section(const Options& o, const char* s)
@@ -347,7 +350,8 @@ static bool has_section(const Options& o, const char* s)
     fprintf(rc ? stderr : stdout,
             "usage: swap_mechanisms [--gib N (default 8, 0.25..256)] [--rounds R (default 3)]\n"
             "         [--device D] [--sections bus,vmm,ring,managed] [--chunks-mib 2,64,512]\n"
-            "         [--ring-slots 4] [--ring-mib 256] [--batch-mib 64] [--streams 4]\n");
+            "         [--ring-slots 4] [--ring-mib 256] [--batch-mib 64] [--streams 4]\n"
+            "         [--no-batch (skip the CUDA 13 batch and discard calls)]\n");
     exit(rc);
 }
 
@@ -386,6 +390,8 @@ static Options parse(int argc, char** argv)
             o.batch_mib = strtoull(val(), nullptr, 10);
         else if (!strcmp(argv[i], "--streams"))
             o.streams = atoi(val());
+        else if (!strcmp(argv[i], "--no-batch"))
+            o.batch = false;
         else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
             usage(0);
         else {
@@ -847,6 +853,8 @@ enum BatchOp { PREFETCH, DISCARD_PREFETCH };
 static double batch_op(BatchOp op, void* p, size_t bytes, size_t piece, cudaMemLocation where,
                        cudaStream_t s, const char* mechanism)
 {
+    if (!g_batch)
+        return -1;
     Batch b = make_batch(p, bytes, piece);
     size_t idx = 0;
     const double t0 = now_s();
@@ -1076,6 +1084,7 @@ int main(int argc, char** argv)
     const Options o = parse(argc, argv);
     N = size_t(o.gib * double(1ull << 30)) / (64 * MiB) * (64 * MiB);
     g_dev = o.device;
+    g_batch = o.batch;
     g_host_base = host_used_gib();
     progress("start: --gib %.2f (%s), --rounds %d", o.gib, mib_str(N).c_str(), o.rounds);
 
