@@ -210,6 +210,47 @@ void GpuObject::Capacity(const uint64_t& value)
     }));
 }
 
+uint64_t GpuObject::TimeQuantumUSec()
+{
+    return to_usec(server_.scheduler().time_quantum_of(index_));
+}
+
+void GpuObject::TimeQuantumUSec(const uint64_t& value)
+{
+    refuse(control_.set_gpu_time_quantum(index_, value, [this] {
+        authorize(getObject(), polkit_, {Operation::ChangeSettings}, "changing nvshare settings");
+    }));
+}
+
+bool GpuObject::OwnTimeQuantum()
+{
+    return server_.scheduler().gpu_time_quanta().contains(gpu().description.uuid);
+}
+
+std::string GpuObject::AntiThrashing()
+{
+    return proto::mode_name(server_.scheduler().mode_of(index_));
+}
+
+void GpuObject::AntiThrashing(const std::string& value)
+{
+    refuse(control_.set_gpu_mode(index_, value, [this] {
+        authorize(getObject(), polkit_, {Operation::ChangeSettings}, "changing nvshare settings");
+    }));
+}
+
+bool GpuObject::OwnAntiThrashing()
+{
+    return server_.scheduler().gpu_modes().contains(gpu().description.uuid);
+}
+
+void GpuObject::ResetSettings()
+{
+    refuse(control_.reset_gpu(index_, [this] {
+        authorize(getObject(), polkit_, {Operation::ChangeSettings}, "resetting nvshare settings");
+    }));
+}
+
 uint64_t GpuObject::RequestedMemory()
 {
     return server_.scheduler().requested_memory(index_);

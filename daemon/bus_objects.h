@@ -66,6 +66,13 @@ private:
     uint64_t PhysicalMemory() override;
     uint64_t Capacity() override;
     void Capacity(const uint64_t& value) override;
+    uint64_t TimeQuantumUSec() override;
+    void TimeQuantumUSec(const uint64_t& value) override;
+    bool OwnTimeQuantum() override;
+    std::string AntiThrashing() override;
+    void AntiThrashing(const std::string& value) override;
+    bool OwnAntiThrashing() override;
+    void ResetSettings() override;
     uint64_t RequestedMemory() override;
     bool Serializing() override;
     std::vector<uint64_t> Holders() override;

@@ -166,8 +166,13 @@ BusService::ManagerValues BusService::manager_values() const
 BusService::GpuValues BusService::gpu_values(GpuIndex gpu) const
 {
     const Scheduler& s = server_.scheduler();
+    const std::string& uuid = s.gpus()[gpu].description.uuid;
     return {s.gpus()[gpu].description.physical_memory,
             s.gpus()[gpu].capacity,
+            to_usec(s.time_quantum_of(gpu)),
+            s.gpu_time_quanta().contains(uuid),
+            s.mode_of(gpu),
+            s.gpu_modes().contains(uuid),
             s.requested_memory(gpu),
             s.serializing(gpu),
             s.gpus()[gpu].holders,
@@ -225,6 +230,14 @@ void BusService::on_state_changed()
             changed.emplace_back("PhysicalMemory");
         if (values.capacity != sent.capacity)
             changed.emplace_back("Capacity");
+        if (values.time_quantum_us != sent.time_quantum_us)
+            changed.emplace_back("TimeQuantumUSec");
+        if (values.own_time_quantum != sent.own_time_quantum)
+            changed.emplace_back("OwnTimeQuantum");
+        if (values.mode != sent.mode)
+            changed.emplace_back("AntiThrashing");
+        if (values.own_mode != sent.own_mode)
+            changed.emplace_back("OwnAntiThrashing");
         if (values.requested != sent.requested)
             changed.emplace_back("RequestedMemory");
         if (values.serializing != sent.serializing)

@@ -35,6 +35,10 @@ private:
     struct GpuValues {
         uint64_t physical = 0;  // 0 until a client reports the GPU's memory
         uint64_t capacity = 0;
+        uint64_t time_quantum_us = 0;
+        bool own_time_quantum = false;
+        Mode mode = Mode::Auto;
+        bool own_mode = false;
         uint64_t requested = 0;
         bool serializing = false;
         std::vector<ClientId> holders;

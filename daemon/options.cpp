@@ -28,18 +28,21 @@ const std::string& usage()
             "  -s, --socket PATH           socket to bind when not socket-activated\n"
             "                              (default " NVSHARE_DEFAULT_SOCKET
             ")\n"
-            "  -q, --time-quantum DURATION longest hold while others wait, ") +
+            "  -q, --time-quantum [UUID=]DURATION\n"
+            "                              longest hold while others wait, ") +
         kTimeQuantumRange +
         "\n"
-        "                              (default 30s)\n"
+        "                              (default 30s); UUID=: one GPU's own; repeatable\n"
         "  -g, --grace DURATION        time to release after a drop request before\n"
         "                              the lock is revoked, " +
         kTimeQuantumRange +
         " (default 10s)\n"
-        "  -m, --anti-thrashing MODE   on: GPU work always takes turns;\n"
+        "  -m, --anti-thrashing [UUID=]MODE\n"
+        "                              on: GPU work always takes turns;\n"
         "                              off: everybody runs at once;\n"
         "                              auto: take turns only while the memory clients\n"
-        "                              report exceeds the GPU's capacity (default)\n"
+        "                              report exceeds the GPU's capacity (default);\n"
+        "                              UUID=: one GPU's own; repeatable\n"
         "  -c, --capacity [UUID=]SIZE  memory the clients of a GPU may use together\n"
         "                              (default: its physical memory); repeatable\n"
         "      --idle-exit DURATION    exit after this long with no clients\n"
@@ -128,18 +131,21 @@ Setter client_limit(size_t& limit)
     };
 }
 
-Setter capacity(SettingsLayer& layer)
+// An option of the form [UUID=]VALUE: the host-wide value, or a GPU's own.
+// `parse` gives VALUE's meaning, nullopt when it is invalid (`what`).
+template <typename T>
+Setter host_or_gpu(std::string what, std::function<std::optional<T>(std::string_view)> parse,
+                   std::optional<T>& host, std::map<std::string, T>& by_gpu)
 {
-    return [&layer](const std::string& value) {
-        const std::string_view arg(value);
-        const auto eq = arg.find('=');
-        const auto size = parse_size(eq == std::string_view::npos ? arg : arg.substr(eq + 1));
-        if (!size || *size == 0)
-            return invalid("capacity", value);
-        if (eq == std::string_view::npos)
-            layer.default_capacity = *size;
+    return [=, &host, &by_gpu](const std::string& value) {
+        const GpuSetting setting = split_gpu_setting(value);
+        const std::optional<T> parsed = parse(setting.value);
+        if (!parsed || (setting.uuid && setting.uuid->empty()))
+            return invalid(what.c_str(), value);
+        if (setting.uuid)
+            by_gpu[*setting.uuid] = *parsed;
         else
-            layer.capacities[std::string(arg.substr(0, eq))] = *size;
+            host = *parsed;
         return std::string();
     };
 }
@@ -237,18 +243,24 @@ ParsedOptions parse_options(int argc, const char* const* argv, Options defaults)
 
     option("-s,--socket", absolute_path("socket path (must be absolute)", o.socket_path));
     option("-q,--time-quantum",
-           duration(in_range("time quantum", kTimeQuantumRange), valid_time_quantum,
-                    [&cli](auto d) { cli.time_quantum = d; }));
+           host_or_gpu<Duration>(
+               in_range("time quantum", kTimeQuantumRange),
+               [](std::string_view v) -> std::optional<Duration> {
+                   const auto d = parse_duration(v);
+                   return d && valid_time_quantum(*d) ? std::optional<Duration>(*d) : std::nullopt;
+               },
+               cli.time_quantum, cli.gpu_time_quanta));
     option("-g,--grace", duration(in_range("grace period", kTimeQuantumRange), valid_time_quantum,
                                   [&cli](auto d) { cli.grace = d; }));
-    option("-m,--anti-thrashing", [&cli](const std::string& value) {
-        const auto mode = parse_mode(value);
-        if (!mode)
-            return invalid("anti-thrashing mode (on, off or auto)", value);
-        cli.mode = *mode;
-        return std::string();
-    });
-    option("-c,--capacity", capacity(cli));
+    option("-m,--anti-thrashing", host_or_gpu<Mode>("anti-thrashing mode (on, off or auto)",
+                                                    parse_mode, cli.mode, cli.gpu_modes));
+    option("-c,--capacity", host_or_gpu<uint64_t>(
+                                "capacity",
+                                [](std::string_view v) {
+                                    const auto size = parse_size(v);
+                                    return size && *size > 0 ? size : std::nullopt;
+                                },
+                                cli.default_capacity, cli.capacities));
     const auto any_length = [](std::chrono::microseconds) { return true; };
     option("--idle-exit", duration("idle exit time", any_length, [&o](auto d) {
                o.idle_exit = d.count() > 0 ? std::optional(d) : std::nullopt;  // 0: never
@@ -326,6 +338,10 @@ void apply_layer(const SettingsLayer& layer, Options& options)
         options.capacities[uuid] = bytes;
     if (!layer.priority_rules.empty())
         options.priority_rules = layer.priority_rules;
+    for (const auto& [uuid, mode] : layer.gpu_modes)
+        options.gpu_modes[uuid] = mode;
+    for (const auto& [uuid, tq] : layer.gpu_time_quanta)
+        options.gpu_time_quanta[uuid] = tq;
 }
 
 uint64_t configured_capacity(const Options& options, const GpuDescription& gpu)

@@ -27,6 +27,8 @@ struct Options {
     SchedulerSettings scheduler;
     std::optional<uint64_t> default_capacity;            // --capacity SIZE
     std::map<std::string, uint64_t> capacities;          // --capacity UUID=SIZE, by UUID
+    std::map<std::string, Mode> gpu_modes;               // --anti-thrashing UUID=MODE
+    std::map<std::string, Duration> gpu_time_quanta;     // --time-quantum UUID=DURATION
     std::optional<std::chrono::microseconds> idle_exit;  // exit when unused this long
     size_t max_clients = 4096;                           // connections at once, root's not refused
     size_t max_clients_per_user = 64;                    // connections of one non-root uid

@@ -57,6 +57,10 @@ Server::Server(Options options) : options_(std::move(options)), scheduler_(optio
     scheduler_.set_default_capacity(options_.default_capacity);
     for (const auto& [uuid, bytes] : options_.capacities)
         scheduler_.set_capacity_override(uuid, bytes);
+    for (const auto& [uuid, mode] : options_.gpu_modes)
+        scheduler_.set_gpu_mode(uuid, mode, Clock::now());
+    for (const auto& [uuid, tq] : options_.gpu_time_quanta)
+        scheduler_.set_gpu_time_quantum(uuid, tq, Clock::now());
     events_.set_wait_threshold(options_.log_waits_after);
 }
 
@@ -1128,6 +1132,36 @@ void Server::set_capacity(GpuIndex gpu, uint64_t bytes)
                  format_size(bytes).c_str());
     status_stale_ = true;
     broadcast_settings();
+    after_change();
+}
+
+void Server::set_gpu_mode(const std::string& uuid, std::optional<Mode> mode)
+{
+    scheduler_.set_gpu_mode(uuid, mode, Clock::now());
+    const std::string value = mode ? proto::mode_name(*mode) : "default";
+    events_.emit(
+        EventKind::SettingChanged, LogLevel::Notice, nullptr,
+        {"NVSHARE_SETTING=anti-thrashing", "NVSHARE_GPU_UUID=" + uuid, "NVSHARE_VALUE=" + value},
+        mode ? "anti-thrashing of GPU %s set to %s"
+             : "anti-thrashing of GPU %s follows the host-wide mode (%s) again",
+        uuid.c_str(), mode ? value.c_str() : proto::mode_name(scheduler_.settings().mode));
+    status_stale_ = true;
+    after_change();
+}
+
+void Server::set_gpu_time_quantum(const std::string& uuid, std::optional<Duration> tq)
+{
+    scheduler_.set_gpu_time_quantum(uuid, tq, Clock::now());
+    const std::string value = tq ? std::to_string(to_usec(*tq)) : "default";
+    const std::string shown = format_duration(
+        std::chrono::microseconds(to_usec(tq.value_or(scheduler_.settings().time_quantum))));
+    events_.emit(
+        EventKind::SettingChanged, LogLevel::Notice, nullptr,
+        {"NVSHARE_SETTING=time-quantum", "NVSHARE_GPU_UUID=" + uuid, "NVSHARE_VALUE=" + value},
+        tq ? "time quantum of GPU %s set to %s"
+           : "time quantum of GPU %s follows the host-wide one (%s) again",
+        uuid.c_str(), shown.c_str());
+    status_stale_ = true;
     after_change();
 }
 

@@ -65,6 +65,9 @@ public:
     void set_mode(Mode mode);
     void set_time_quantum(Duration tq);
     void set_capacity(GpuIndex gpu, uint64_t bytes);
+    // A GPU's own mode or time quantum; nullopt: it follows the host-wide one.
+    void set_gpu_mode(const std::string& uuid, std::optional<Mode> mode);
+    void set_gpu_time_quantum(const std::string& uuid, std::optional<Duration> tq);
     bool revoke(ClientId id);
     // Called after every batch of changes (client events, timers, settings).
     void set_state_observer(std::function<void()> observer) { observer_ = std::move(observer); }

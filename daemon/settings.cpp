@@ -25,58 +25,66 @@ std::optional<Duration> checked_duration(std::string_view text, const char* what
     return *d;
 }
 
-// "[UUID=]SIZE", as for --capacity.
-bool parse_capacity(std::string_view value, SettingsLayer& layer, std::string* error)
+// A setting with a host-wide value and GPUs' own, "[UUID=]VALUE" (as for
+// --capacity): `parse` checks VALUE (setting *error when it is invalid).
+template <typename T, typename Parse>
+bool parse_host_or_gpu(std::string_view text, const char* what, std::optional<T>& host,
+                       std::map<std::string, T>& by_gpu, Parse&& parse, std::string* error)
 {
-    const auto eq = value.find('=');
-    const std::string_view size_text =
-        trim(eq == std::string_view::npos ? value : value.substr(eq + 1));
-    const auto size = parse_size(size_text);
-    if (!size || *size == 0) {
-        *error = "invalid capacity '" + std::string(value) +
-                 "' (valid: [UUID=]SIZE greater than 0, e.g. 16G or GPU-...=8G)";
+    const GpuSetting setting = split_gpu_setting(text);
+    if (setting.uuid && setting.uuid->empty()) {
+        *error = std::string(what) + " '" + std::string(text) + "' names no GPU before '='";
         return false;
     }
-    if (eq == std::string_view::npos) {
-        layer.default_capacity = *size;
-        return true;
-    }
-    const std::string uuid(trim(value.substr(0, eq)));
-    if (uuid.empty()) {
-        *error = "capacity '" + std::string(value) + "' names no GPU before '='";
+    const std::optional<T> value = parse(setting.value);
+    if (!value)
         return false;
-    }
-    layer.capacities[uuid] = *size;
+    if (setting.uuid)
+        by_gpu[*setting.uuid] = *value;
+    else
+        host = *value;
     return true;
 }
 
 bool parse_config_line(std::string_view key, std::string_view value, const NameLookup& names,
                        SettingsLayer& layer, std::string* error)
 {
-    if (key == "time-quantum") {
-        const auto d = checked_duration(value, "time quantum", error);
-        if (d)
-            layer.time_quantum = d;
-        return d.has_value();
-    }
+    if (key == "time-quantum")
+        return parse_host_or_gpu(
+            value, "time quantum", layer.time_quantum, layer.gpu_time_quanta,
+            [error](std::string_view v) { return checked_duration(v, "time quantum", error); },
+            error);
     if (key == "grace") {
         const auto d = checked_duration(value, "grace period", error);
         if (d)
             layer.grace = d;
         return d.has_value();
     }
-    if (key == "anti-thrashing") {
-        const auto m = parse_mode(value);
-        if (!m) {
-            *error =
-                "invalid anti-thrashing mode '" + std::string(value) + "' (valid: on, off, auto)";
-            return false;
-        }
-        layer.mode = m;
-        return true;
-    }
+    if (key == "anti-thrashing")
+        return parse_host_or_gpu(
+            value, "anti-thrashing mode", layer.mode, layer.gpu_modes,
+            [error](std::string_view v) {
+                const auto m = parse_mode(v);
+                if (!m)
+                    *error = "invalid anti-thrashing mode '" + std::string(v) +
+                             "' (valid: [UUID=]on, off, auto)";
+                return m;
+            },
+            error);
     if (key == "capacity")
-        return parse_capacity(value, layer, error);
+        return parse_host_or_gpu(
+            value, "capacity", layer.default_capacity, layer.capacities,
+            [error, value](std::string_view v) -> std::optional<uint64_t> {
+                const auto size = parse_size(v);
+                if (!size || *size == 0) {
+                    *error = "invalid capacity '" + std::string(value) +
+                             "' (valid: [UUID=]SIZE greater than 0, e.g. "
+                             "16G or GPU-...=8G)";
+                    return std::nullopt;
+                }
+                return size;
+            },
+            error);
     if (key == "log-waits-after") {
         const auto d = parse_duration(value);
         if (!d || !valid_wait_log_threshold(*d)) {
@@ -103,7 +111,16 @@ bool parse_config_line(std::string_view key, std::string_view value, const NameL
 bool SettingsLayer::empty() const
 {
     return !mode && !time_quantum && !grace && !log_waits_after && !default_capacity &&
-           capacities.empty() && priority_rules.empty();
+           capacities.empty() && priority_rules.empty() && gpu_modes.empty() &&
+           gpu_time_quanta.empty();
+}
+
+GpuSetting split_gpu_setting(std::string_view text)
+{
+    const auto eq = text.find('=');
+    if (eq == std::string_view::npos)
+        return {std::nullopt, trim(text)};
+    return {std::string(trim(text.substr(0, eq))), trim(text.substr(eq + 1))};
 }
 
 ConfigParse parse_config(std::string_view text, const NameLookup& names)
@@ -132,6 +149,25 @@ ConfigParse parse_config(std::string_view text, const NameLookup& names)
     return result;
 }
 
+namespace {
+
+std::optional<Mode> state_mode(const nlohmann::json& value)
+{
+    return value.is_string() ? parse_mode(value.get<std::string>()) : std::nullopt;
+}
+
+// Microseconds within the time quantum's range.
+std::optional<Duration> state_time_quantum(const nlohmann::json& value)
+{
+    if (!value.is_number_unsigned())
+        return std::nullopt;
+    const Duration d = std::chrono::microseconds(
+        std::min<uint64_t>(value.get<uint64_t>(), to_usec(kMaxTimeQuantum) + 1));
+    return valid_time_quantum(d) ? std::optional(d) : std::nullopt;
+}
+
+}  // namespace
+
 StateParse parse_state(std::string_view text)
 {
     using nlohmann::json;
@@ -154,19 +190,39 @@ StateParse parse_state(std::string_view text)
         if (key == "version")
             continue;
         if (key == "anti_thrashing") {
-            const auto m = value.is_string() ? parse_mode(value.get<std::string>()) : std::nullopt;
+            const auto m = state_mode(value);
             if (!m)
                 return reject("\"anti_thrashing\" must be \"on\", \"off\" or \"auto\"");
             result.layer.mode = m;
         } else if (key == "time_quantum_us") {
-            if (!value.is_number_unsigned())
-                return reject("\"time_quantum_us\" must be a number of microseconds");
-            const Duration d = std::chrono::microseconds(
-                std::min<uint64_t>(value.get<uint64_t>(), to_usec(kMaxTimeQuantum) + 1));
-            if (!valid_time_quantum(d))
-                return reject(std::string("\"time_quantum_us\" out of range (") +
-                              kTimeQuantumRange + ")");
+            const auto d = state_time_quantum(value);
+            if (!d)
+                return reject(std::string("\"time_quantum_us\" must be microseconds, ") +
+                              kTimeQuantumRange);
             result.layer.time_quantum = d;
+        } else if (key == "gpu_anti_thrashing") {
+            if (!value.is_object())
+                return reject("\"gpu_anti_thrashing\" must map GPU UUIDs to modes");
+            for (const auto& [uuid, mode] : value.items()) {
+                const auto m = state_mode(mode);
+                if (uuid.empty() || !m)
+                    return reject(
+                        "\"gpu_anti_thrashing\" must map GPU UUIDs to \"on\", \"off\" or "
+                        "\"auto\"");
+                result.layer.gpu_modes[uuid] = *m;
+            }
+        } else if (key == "gpu_time_quantum_us") {
+            if (!value.is_object())
+                return reject("\"gpu_time_quantum_us\" must map GPU UUIDs to microseconds");
+            for (const auto& [uuid, usec] : value.items()) {
+                const auto d = state_time_quantum(usec);
+                if (uuid.empty() || !d)
+                    return reject(
+                        std::string(
+                            "\"gpu_time_quantum_us\" must map GPU UUIDs to microseconds, ") +
+                        kTimeQuantumRange);
+                result.layer.gpu_time_quanta[uuid] = *d;
+            }
         } else if (key == "capacities") {
             if (!value.is_object())
                 return reject("\"capacities\" must map GPU UUIDs to bytes");
@@ -191,6 +247,10 @@ std::string serialize_state(const SettingsLayer& layer)
         doc["time_quantum_us"] = to_usec(*layer.time_quantum);
     if (!layer.capacities.empty())
         doc["capacities"] = layer.capacities;
+    for (const auto& [uuid, mode] : layer.gpu_modes)
+        doc["gpu_anti_thrashing"][uuid] = proto::mode_name(mode);
+    for (const auto& [uuid, tq] : layer.gpu_time_quanta)
+        doc["gpu_time_quantum_us"][uuid] = to_usec(tq);
     return doc.dump(2) + "\n";
 }
 

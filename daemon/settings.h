@@ -36,10 +36,22 @@ struct SettingsLayer {
     std::optional<uint64_t> default_capacity;    // GPUs without their own
     std::map<std::string, uint64_t> capacities;  // by GPU UUID
     std::vector<PriorityRule> priority_rules;    // the config file's only
+    // A GPU's own mode and time quantum, by UUID; others follow `mode` and
+    // `time_quantum` (of whichever layer sets them).
+    std::map<std::string, Mode> gpu_modes;
+    std::map<std::string, Duration> gpu_time_quanta;
 
     bool empty() const;
     bool operator==(const SettingsLayer&) const = default;
 };
+
+// A per-GPU value as the config file and the command line spell it,
+// "[UUID=]VALUE", both sides trimmed.
+struct GpuSetting {
+    std::optional<std::string> uuid;  // none: the host-wide form; "" ("=8G") is an error
+    std::string_view value;
+};
+GpuSetting split_gpu_setting(std::string_view text);
 
 // The config file, nvshare.conf(5): "key = value" lines, '#' comments.
 // Lines in error are skipped and reported ("line 3: ..."); the rest applies.
@@ -50,8 +62,9 @@ struct ConfigParse {
 };
 ConfigParse parse_config(std::string_view text, const NameLookup& names = {});
 
-// The state file: JSON holding mode, time quantum and capacities changed at
-// run time. Anything malformed rejects the whole file (error set).
+// The state file: JSON holding mode, time quantum, capacities and the GPUs'
+// own modes and time quanta changed at run time. Anything malformed rejects the whole file (error
+// set).
 struct StateParse {
     SettingsLayer layer;
     std::optional<std::string> error;

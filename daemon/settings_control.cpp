@@ -1,11 +1,43 @@
 #include "daemon/settings_control.h"
 
 #include <algorithm>
+#include <set>
 
 #include "common/mode.h"
 #include "daemon/log.h"
 
 namespace nvshare::daemon {
+
+namespace {
+
+// The refusal of a time quantum out of range, in the caller's microseconds.
+std::optional<Refusal> check_time_quantum(uint64_t usec, Duration* tq)
+{
+    const uint64_t max_usec = to_usec(kMaxTimeQuantum);
+    *tq = std::chrono::microseconds(std::min(usec, max_usec + 1));
+    if (valid_time_quantum(*tq))
+        return std::nullopt;
+    return Refusal{Refusal::Why::Invalid,
+                   "time quantum " + std::to_string(usec) +
+                       " us is out of range (valid: " + std::to_string(to_usec(kMinTimeQuantum)) +
+                       " to " + std::to_string(max_usec) + " us, i.e. " + kTimeQuantumRange + ")"};
+}
+
+Refusal unknown_mode(const std::string& name)
+{
+    return Refusal{Refusal::Why::Invalid,
+                   "unknown anti-thrashing mode '" + name + "' (valid: on, off, auto)"};
+}
+
+// The value `map` holds for `key`, if any.
+template <typename Map>
+std::optional<typename Map::mapped_type> find_in(const Map& map, const std::string& key)
+{
+    const auto it = map.find(key);
+    return it == map.end() ? std::nullopt : std::optional(it->second);
+}
+
+}  // namespace
 
 SettingsControl::SettingsControl(Server& server, StateStore store, Options configured,
                                  SettingsLayer runtime)
@@ -30,8 +62,7 @@ std::optional<Refusal> SettingsControl::set_mode(const std::string& name,
 {
     const auto mode = parse_mode(name);
     if (!mode)
-        return Refusal{Refusal::Why::Invalid,
-                       "unknown anti-thrashing mode '" + name + "' (valid: on, off, auto)"};
+        return unknown_mode(name);
     if (*mode == server_.scheduler().settings().mode)
         return std::nullopt;
     authorize();
@@ -45,13 +76,9 @@ std::optional<Refusal> SettingsControl::set_mode(const std::string& name,
 
 std::optional<Refusal> SettingsControl::set_time_quantum(uint64_t usec, const Authorize& authorize)
 {
-    const uint64_t max_usec = to_usec(kMaxTimeQuantum);
-    const Duration tq = std::chrono::microseconds(std::min(usec, max_usec + 1));
-    if (!valid_time_quantum(tq))
-        return Refusal{Refusal::Why::Invalid,
-                       "time quantum " + std::to_string(usec) + " us is out of range (valid: " +
-                           std::to_string(to_usec(kMinTimeQuantum)) + " to " +
-                           std::to_string(max_usec) + " us, i.e. " + kTimeQuantumRange + ")"};
+    Duration tq{};
+    if (auto refused = check_time_quantum(usec, &tq))
+        return refused;
     if (tq == server_.scheduler().settings().time_quantum)
         return std::nullopt;
     authorize();
@@ -80,6 +107,80 @@ std::optional<Refusal> SettingsControl::set_capacity(GpuIndex gpu, uint64_t byte
     return std::nullopt;
 }
 
+std::optional<Refusal> SettingsControl::set_gpu_mode(GpuIndex gpu, const std::string& name,
+                                                     const Authorize& authorize)
+{
+    const auto mode = parse_mode(name);
+    if (!mode)
+        return unknown_mode(name);
+    const std::string& uuid = server_.scheduler().gpus().at(gpu).description.uuid;
+    // Unchanged only when it is the GPU's own already: the same value
+    // inherited would still follow the host-wide one.
+    if (find_in(server_.scheduler().gpu_modes(), uuid) == mode)
+        return std::nullopt;
+    authorize();
+    SettingsLayer next = runtime_;
+    next.gpu_modes[uuid] = *mode;
+    if (auto refused = save(next))
+        return refused;
+    server_.set_gpu_mode(uuid, *mode);
+    return std::nullopt;
+}
+
+std::optional<Refusal> SettingsControl::set_gpu_time_quantum(GpuIndex gpu, uint64_t usec,
+                                                             const Authorize& authorize)
+{
+    Duration tq{};
+    if (auto refused = check_time_quantum(usec, &tq))
+        return refused;
+    const std::string& uuid = server_.scheduler().gpus().at(gpu).description.uuid;
+    if (find_in(server_.scheduler().gpu_time_quanta(), uuid) == tq)
+        return std::nullopt;
+    authorize();
+    SettingsLayer next = runtime_;
+    next.gpu_time_quanta[uuid] = tq;
+    if (auto refused = save(next))
+        return refused;
+    server_.set_gpu_time_quantum(uuid, tq);
+    return std::nullopt;
+}
+
+void SettingsControl::apply_configured(const std::string& uuid)
+{
+    const Scheduler& s = server_.scheduler();
+    const auto mode = find_in(configured_.gpu_modes, uuid);
+    if (find_in(s.gpu_modes(), uuid) != mode)
+        server_.set_gpu_mode(uuid, mode);
+    const auto tq = find_in(configured_.gpu_time_quanta, uuid);
+    if (find_in(s.gpu_time_quanta(), uuid) != tq)
+        server_.set_gpu_time_quantum(uuid, tq);
+    const auto& gpus = s.gpus();
+    for (GpuIndex g = 0; g < gpus.size(); ++g) {
+        if (gpus[g].description.uuid != uuid)
+            continue;
+        const uint64_t configured = configured_capacity(configured_, gpus[g].description);
+        if (gpus[g].capacity != configured)
+            server_.set_capacity(g, configured);
+    }
+}
+
+std::optional<Refusal> SettingsControl::reset_gpu(GpuIndex gpu, const Authorize& authorize)
+{
+    const std::string uuid = server_.scheduler().gpus().at(gpu).description.uuid;
+    SettingsLayer next = runtime_;
+    next.gpu_modes.erase(uuid);
+    next.gpu_time_quanta.erase(uuid);
+    next.capacities.erase(uuid);
+    if (next == runtime_)
+        return std::nullopt;  // nothing of this GPU's was changed at run time
+    authorize();
+    if (auto refused = save(next))
+        return refused;
+    NVS_NOTICE("run-time settings of GPU %s reset to the configured ones", uuid.c_str());
+    apply_configured(uuid);
+    return std::nullopt;
+}
+
 std::optional<Refusal> SettingsControl::reset(const Authorize& authorize)
 {
     authorize();
@@ -93,12 +194,17 @@ std::optional<Refusal> SettingsControl::reset(const Authorize& authorize)
         server_.set_mode(configured_.scheduler.mode);
     if (s.time_quantum != configured_.scheduler.time_quantum)
         server_.set_time_quantum(configured_.scheduler.time_quantum);
-    const auto& gpus = server_.scheduler().gpus();
-    for (GpuIndex g = 0; g < gpus.size(); ++g) {
-        const uint64_t configured = configured_capacity(configured_, gpus[g].description);
-        if (gpus[g].capacity != configured)
-            server_.set_capacity(g, configured);
-    }
+    // Every GPU with settings of its own, and every GPU met: the UUIDs first
+    // (apply_configured changes the maps).
+    std::set<std::string> uuids;
+    for (const auto& [uuid, mode] : server_.scheduler().gpu_modes())
+        uuids.insert(uuid);
+    for (const auto& [uuid, tq] : server_.scheduler().gpu_time_quanta())
+        uuids.insert(uuid);
+    for (const Gpu& gpu : server_.scheduler().gpus())
+        uuids.insert(gpu.description.uuid);
+    for (const std::string& uuid : uuids)
+        apply_configured(uuid);
     return std::nullopt;
 }
 

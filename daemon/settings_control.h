@@ -37,14 +37,26 @@ public:
     std::optional<Refusal> set_mode(const std::string& name, const Authorize& authorize);
     std::optional<Refusal> set_time_quantum(uint64_t usec, const Authorize& authorize);
     std::optional<Refusal> set_capacity(GpuIndex gpu, uint64_t bytes, const Authorize& authorize);
+    // A GPU's own mode and time quantum, which it keeps whatever the
+    // host-wide ones become.
+    std::optional<Refusal> set_gpu_mode(GpuIndex gpu, const std::string& name,
+                                        const Authorize& authorize);
+    std::optional<Refusal> set_gpu_time_quantum(GpuIndex gpu, uint64_t usec,
+                                                const Authorize& authorize);
     // Forgets every run-time change and applies the configured settings.
     std::optional<Refusal> reset(const Authorize& authorize);
+    // Forgets the run-time changes of one GPU (capacity, mode, time
+    // quantum): it gets its configured ones back.
+    std::optional<Refusal> reset_gpu(GpuIndex gpu, const Authorize& authorize);
 
     const SettingsLayer& runtime() const { return runtime_; }
 
 private:
     // Saves `next` as the run-time layer; a Refusal when it cannot.
     std::optional<Refusal> save(const SettingsLayer& next);
+    // Gives the GPU `uuid` the configured mode, time quantum and capacity
+    // wherever its effective ones differ.
+    void apply_configured(const std::string& uuid);
 
     Server& server_;
     StateStore store_;

@@ -46,18 +46,23 @@ nlohmann::json status_json(const Scheduler& scheduler, size_t connections, TimeP
     json gpus = json::array();
     for (GpuIndex g = 0; g < scheduler.gpus().size(); ++g) {
         const Gpu& gpu = scheduler.gpus()[g];
-        gpus.push_back({{"index", g},
-                        {"uuid", gpu.description.uuid},
-                        {"name", gpu.description.name},
-                        {"physical_memory", gpu.description.physical_memory},
-                        {"capacity", gpu.capacity},
-                        {"requested_memory", scheduler.requested_memory(g)},
-                        {"serializing", scheduler.serializing(g)},
-                        {"holders", gpu.holders},
-                        {"queue", scheduler.queue(g)},
-                        {"grants", gpu.grants},
-                        {"oversubscribed", scheduler.oversubscribed(g)},
-                        {"last_swap_in_us", to_usec(gpu.last_swap_in)}});
+        gpus.push_back(
+            {{"index", g},
+             {"uuid", gpu.description.uuid},
+             {"name", gpu.description.name},
+             {"physical_memory", gpu.description.physical_memory},
+             {"capacity", gpu.capacity},
+             {"mode", proto::mode_name(scheduler.mode_of(g))},
+             {"own_mode", scheduler.gpu_modes().contains(gpu.description.uuid)},
+             {"time_quantum_us", to_usec(scheduler.time_quantum_of(g))},
+             {"own_time_quantum", scheduler.gpu_time_quanta().contains(gpu.description.uuid)},
+             {"requested_memory", scheduler.requested_memory(g)},
+             {"serializing", scheduler.serializing(g)},
+             {"holders", gpu.holders},
+             {"queue", scheduler.queue(g)},
+             {"grants", gpu.grants},
+             {"oversubscribed", scheduler.oversubscribed(g)},
+             {"last_swap_in_us", to_usec(gpu.last_swap_in)}});
     }
     // Per user and GPU, exited clients included: what the metrics show.
     json usage = json::array();
