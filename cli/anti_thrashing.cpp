@@ -1,4 +1,5 @@
-// `nvsharectl anti-thrashing [on|off|auto]`: show or set the mode.
+// `nvsharectl anti-thrashing [--gpu GPU] [on|off|auto]`: show or set the
+// mode, host-wide or a GPU's own.
 #include <cstdio>
 
 #include "cli/bus_client.h"
@@ -8,15 +9,24 @@
 
 namespace nvshare::cli {
 
-int run_anti_thrashing(const GlobalOptions&, const std::vector<std::string>& args)
+int run_anti_thrashing(const GlobalOptions& options, const std::vector<std::string>& args)
 {
     if (args.size() > 1) {
-        fprintf(stderr, "nvsharectl: usage: anti-thrashing [on|off|auto]\n");
+        fprintf(stderr, "nvsharectl: usage: anti-thrashing [--gpu GPU] [on|off|auto]\n");
         return kUsage;
     }
     if (args.empty()) {
-        return with_bus("reading the anti-thrashing mode", [](BusClient& bus) {
-            printf("%s\n", bus.manager().AntiThrashing().c_str());
+        return with_bus("reading the anti-thrashing mode", [&options](BusClient& bus) {
+            if (options.gpu.empty()) {
+                printf("%s\n", bus.manager().AntiThrashing().c_str());
+                return kOk;
+            }
+            const auto path = bus.find_gpu(options.gpu);
+            if (!path)
+                return kNotFound;
+            std::string mode =
+                bus.gpu_object(*path)->getProperty("AntiThrashing").onInterface(kGpuInterface);
+            printf("%s\n", mode.c_str());
             return kOk;
         });
     }
@@ -25,8 +35,18 @@ int run_anti_thrashing(const GlobalOptions&, const std::vector<std::string>& arg
                 args[0].c_str());
         return kUsage;
     }
-    return with_bus("setting the anti-thrashing mode", [&args](BusClient& bus) {
-        bus.manager().AntiThrashing(args[0]);
+    return with_bus("setting the anti-thrashing mode", [&options, &args](BusClient& bus) {
+        if (options.gpu.empty()) {
+            bus.manager().AntiThrashing(args[0]);
+            return kOk;
+        }
+        const auto path = bus.find_gpu(options.gpu);
+        if (!path)
+            return kNotFound;
+        bus.gpu_object(*path)
+            ->setProperty("AntiThrashing")
+            .onInterface(kGpuInterface)
+            .toValue(args[0]);
         return kOk;
     });
 }

@@ -34,10 +34,27 @@ ManagedObjects BusClient::managed_objects()
     return manager_.GetManagedObjects();
 }
 
-void BusClient::set_gpu_capacity(const std::string& path, uint64_t bytes)
+std::optional<sdbus::ObjectPath> BusClient::find_gpu(const std::string& gpu)
 {
-    auto proxy = sdbus::createProxy(*connection_, kBusName, path);
-    proxy->setProperty("Capacity").onInterface(kGpuInterface).toValue(bytes);
+    for (const auto& [path, interfaces] : managed_objects()) {
+        const auto it = interfaces.find(kGpuInterface);
+        if (it == interfaces.end())
+            continue;
+        const auto& props = it->second;
+        if (std::to_string(props.at("Index").get<uint32_t>()) == gpu ||
+            props.at("UUID").get<std::string>() == gpu)
+            return path;
+    }
+    fprintf(stderr,
+            "nvsharectl: no GPU '%s' known to nvshared (it knows the GPUs the driver lists "
+            "and those its clients use; see nvsharectl status)\n",
+            gpu.c_str());
+    return std::nullopt;
+}
+
+std::unique_ptr<sdbus::IProxy> BusClient::gpu_object(const sdbus::ObjectPath& path)
+{
+    return sdbus::createProxy(*connection_, kBusName, path);
 }
 
 bool bus_unreachable(const sdbus::Error& e)

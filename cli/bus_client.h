@@ -7,6 +7,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "dbus/scheduler1-proxy.h"
@@ -46,7 +47,12 @@ public:
     sdbus::IConnection& connection() { return *connection_; }
     ManagerProxy& manager() { return manager_; }
     ManagedObjects managed_objects();
-    void set_gpu_capacity(const std::string& path, uint64_t bytes);
+    // The object path of the GPU `gpu` names (its index or UUID, as
+    // nvsharectl status shows them); nullopt, after saying so on stderr,
+    // when nvshared knows no such GPU.
+    std::optional<sdbus::ObjectPath> find_gpu(const std::string& gpu);
+    // A proxy of the GPU object at `path`, for its properties and methods.
+    std::unique_ptr<sdbus::IProxy> gpu_object(const sdbus::ObjectPath& path);
 
 private:
     std::unique_ptr<sdbus::IConnection> connection_;

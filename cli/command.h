@@ -24,6 +24,9 @@ struct GlobalOptions {
     std::string query;   // --query=FIELDS: one row per client, these columns
     std::string format;  // --format=csv[,noheader]
     CdiOptions cdi;      // cdi only
+    // set-tq, anti-thrashing and reset: --gpu, the GPU whose own setting
+    // (index or UUID); empty: the host-wide one.
+    std::string gpu;
 };
 
 // A positional argument of a command, in order; optional ones come last.

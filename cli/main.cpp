@@ -48,6 +48,12 @@ void add_status_options(CLI::App& sub, nvshare::cli::GlobalOptions& o)
     sub.add_option("--format", o.format, "csv or csv,noheader (with --query)")->type_name("FORMAT");
 }
 
+// For the commands that set (or reset) either the host-wide value or a GPU's own.
+void add_gpu_option(CLI::App& sub, std::string& gpu, const char* help)
+{
+    sub.add_option("--gpu", gpu, help)->type_name("GPU");
+}
+
 void add_cdi_options(CLI::App& sub, nvshare::cli::CdiOptions& o)
 {
     sub.add_option("-o,--output", o.output, "the spec (default " + o.output + ")")
@@ -105,6 +111,14 @@ int main(int argc, char** argv)
             add_status_options(*sub, options);
         if (std::string(c.name) == "cdi")
             add_cdi_options(*sub, options.cdi);
+        if (std::string(c.name) == "set-tq" || std::string(c.name) == "anti-thrashing")
+            add_gpu_option(*sub, options.gpu,
+                           "this GPU's own value (index or UUID, as nvsharectl status shows), "
+                           "kept whatever the host-wide one becomes");
+        if (std::string(c.name) == "reset")
+            add_gpu_option(*sub, options.gpu,
+                           "forget only this GPU's changes (index or UUID): capacity, time "
+                           "quantum and mode");
         subs.push_back(sub);
     }
     std::string topic;

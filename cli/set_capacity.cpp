@@ -23,25 +23,12 @@ int run_set_capacity(const GlobalOptions&, const std::vector<std::string>& args)
                 args[1].c_str());
         return kUsage;
     }
-    const std::string& gpu = args[0];
-    return with_bus("setting the capacity", [&gpu, &size](BusClient& bus) {
-        for (const auto& [path, interfaces] : bus.managed_objects()) {
-            const auto it = interfaces.find(kGpuInterface);
-            if (it == interfaces.end())
-                continue;
-            const auto& props = it->second;
-            if (std::to_string(props.at("Index").get<uint32_t>()) == gpu ||
-                props.at("UUID").get<std::string>() == gpu) {
-                bus.set_gpu_capacity(path, *size);
-                return kOk;
-            }
-        }
-        fprintf(stderr,
-                "nvsharectl: no GPU '%s' known to nvshared (it knows the GPUs the driver lists "
-                "and those its clients use; "
-                "see nvsharectl status)\n",
-                gpu.c_str());
-        return kNotFound;
+    return with_bus("setting the capacity", [&args, &size](BusClient& bus) {
+        const auto path = bus.find_gpu(args[0]);
+        if (!path)
+            return kNotFound;
+        bus.gpu_object(*path)->setProperty("Capacity").onInterface(kGpuInterface).toValue(*size);
+        return kOk;
     });
 }
 

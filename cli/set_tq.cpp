@@ -1,4 +1,5 @@
-// `nvsharectl set-tq DURATION`: the longest hold while others wait.
+// `nvsharectl set-tq [--gpu GPU] DURATION`: the longest hold while others
+// wait, host-wide or a GPU's own.
 #include <cstdio>
 
 #include "cli/bus_client.h"
@@ -9,7 +10,7 @@
 
 namespace nvshare::cli {
 
-int run_set_tq(const GlobalOptions&, const std::vector<std::string>& args)
+int run_set_tq(const GlobalOptions& options, const std::vector<std::string>& args)
 {
     // CLI11 has checked that there is exactly one argument.
     const auto tq = parse_duration(args[0]);
@@ -24,8 +25,19 @@ int run_set_tq(const GlobalOptions&, const std::vector<std::string>& args)
                 args[0].c_str(), kTimeQuantumRange);
         return kUsage;
     }
-    return with_bus("setting the time quantum", [&tq](BusClient& bus) {
-        bus.manager().TimeQuantumUSec(static_cast<uint64_t>(tq->count()));
+    const auto usec = static_cast<uint64_t>(tq->count());
+    return with_bus("setting the time quantum", [&options, usec](BusClient& bus) {
+        if (options.gpu.empty()) {
+            bus.manager().TimeQuantumUSec(usec);
+            return kOk;
+        }
+        const auto path = bus.find_gpu(options.gpu);
+        if (!path)
+            return kNotFound;
+        bus.gpu_object(*path)
+            ->setProperty("TimeQuantumUSec")
+            .onInterface(kGpuInterface)
+            .toValue(usec);
         return kOk;
     });
 }

@@ -85,6 +85,24 @@ std::string format_table(const std::vector<std::vector<std::string>>& rows,
     return out;
 }
 
+namespace {
+
+// The settings of GPU `g` that are its own and differ from the host-wide
+// ones of `s`, e.g. "anti-thrashing on, time quantum 500ms"; "" if none.
+// A document without them (an older nvshared) has none.
+std::string own_settings_text(const json& s, const json& g)
+{
+    std::string out;
+    if (g.value("own_mode", false) && g["mode"] != s["mode"])
+        out = "anti-thrashing " + g["mode"].get<std::string>();
+    if (g.value("own_time_quantum", false) && g["time_quantum_us"] != s["time_quantum_us"])
+        out += (out.empty() ? "" : ", ") + std::string("time quantum ") +
+               duration_text(g["time_quantum_us"]);
+    return out;
+}
+
+}  // namespace
+
 std::string render_status(const json& s, bool full)
 {
     const auto& clients = s["clients"];
@@ -100,7 +118,7 @@ std::string render_status(const json& s, bool full)
                g["name"].get<std::string>() + "  " + g["uuid"].get<std::string>() + "\n";
         const auto requested = g["requested_memory"].get<uint64_t>();
         const auto capacity = g["capacity"].get<uint64_t>();
-        const std::vector<std::vector<std::string>> summary = {
+        std::vector<std::vector<std::string>> summary = {
             {"memory:", format_size(requested) + " requested of " + format_size(capacity) +
                             " capacity (physical " +
                             format_size(g["physical_memory"].get<uint64_t>()) + ")" +
@@ -109,6 +127,8 @@ std::string render_status(const json& s, bool full)
             {"holder:", ids_text(g["holders"], clients)},
             {"waiting:", ids_text(g["queue"], clients)},
         };
+        if (const std::string own = own_settings_text(s, g); !own.empty())
+            summary.insert(summary.begin() + 1, {"own settings:", own});
         out += format_table(summary, "  ");
         std::vector<json> listed;
         for (const auto& c : clients) {
