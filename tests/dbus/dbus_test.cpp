@@ -605,6 +605,128 @@ TEST_F(DbusTest, RuntimeChangesSurviveARestart)
     EXPECT_EQ(access(state().c_str(), F_OK), -1);
 }
 
+// Whether busctl monitor's `log` holds a message on the first GPU's object
+// that mentions `text` (each message starts with "Type=").
+bool gpu_signalled(const std::string& log, const std::string& text)
+{
+    size_t start = log.find("Type=");
+    while (start != std::string::npos) {
+        const size_t end = log.find("Type=", start + 1);
+        const std::string message = log.substr(start, end - start);
+        if (message.find(std::string("Path=") + kGpu0 + " ") != std::string::npos &&
+            message.find(text) != std::string::npos)
+            return true;
+        start = end;
+    }
+    return false;
+}
+
+// A GPU's own time quantum and mode: set over the bus and with nvsharectl,
+// used for that GPU's holders, shown in the status, kept in the state file
+// across a restart, refused when invalid, and forgotten by a reset.
+TEST_F(DbusTest, GpuOwnTimeQuantumAndMode)
+{
+    write_text(config(), "time-quantum = 1h\nanti-thrashing = on\n");
+    ASSERT_NO_FATAL_FAILURE(start_daemon());
+    Background busctl_monitor({"stdbuf", "-oL", "busctl", "--system", "monitor", kName},
+                              dir / "busctl-monitor.log");
+    ASSERT_TRUE(wait_until(
+        [&] { return busctl_monitor.log().find("Monitoring bus") != std::string::npos; }));
+    auto a = connect_client("alpha");
+    auto b = connect_client("beta");
+    ASSERT_TRUE(wait_until([] { return get(kManager, kManagerIface, "ClientCount") == "u 2"; }));
+    EXPECT_EQ(get(kGpu0, kGpuIface, "TimeQuantumUSec"), "t 3600000000");
+    EXPECT_EQ(get(kGpu0, kGpuIface, "OwnTimeQuantum"), "b false");
+    EXPECT_EQ(get(kGpu0, kGpuIface, "AntiThrashing"), "s \"on\"");
+    EXPECT_EQ(get(kGpu0, kGpuIface, "OwnAntiThrashing"), "b false");
+
+    // Checked before any call: a bad value, an unknown GPU.
+    EXPECT_EQ(ctl({"set-tq", "--gpu", "0", "0"}).status, 2);
+    EXPECT_EQ(ctl({"anti-thrashing", "--gpu", "0", "sometimes"}).status, 2);
+    const auto unknown = ctl({"set-tq", "--gpu", "7", "1s"});
+    EXPECT_EQ(unknown.status, 5);
+    EXPECT_NE(unknown.err.find("no GPU '7' known to nvshared"), std::string::npos) << unknown.err;
+    EXPECT_EQ(ctl({"reset", "--gpu", "GPU-nosuch"}).status, 5);
+    // Refused by the daemon: out of range, unknown mode, not root.
+    EXPECT_NE(set(kGpu0, kGpuIface, "TimeQuantumUSec", "t", "999").status, 0);
+    EXPECT_NE(set(kGpu0, kGpuIface, "AntiThrashing", "s", "sometimes").status, 0);
+    EXPECT_NE(set(kGpu0, kGpuIface, "TimeQuantumUSec", "t", "100000", /*nobody=*/true).status, 0);
+    EXPECT_EQ(get(kGpu0, kGpuIface, "OwnTimeQuantum"), "b false");
+    EXPECT_EQ(access(state().c_str(), F_OK), -1);
+
+    // The GPU's own quantum, 100ms, while the host-wide one is an hour: the
+    // holder is asked to let go as soon as another waits.
+    const auto r = ctl({"set-tq", "--gpu", kGpu1Uuid, "100ms"});
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(get(kGpu0, kGpuIface, "TimeQuantumUSec"), "t 100000");
+    EXPECT_EQ(get(kGpu0, kGpuIface, "OwnTimeQuantum"), "b true");
+    EXPECT_EQ(get(kManager, kManagerIface, "TimeQuantumUSec"), "t 3600000000");
+    ASSERT_TRUE(a.lock.request(1));
+    ASSERT_TRUE(a.lock.expect(MsgType::Grant, 5s));
+    ASSERT_TRUE(b.lock.request(1));
+    ASSERT_TRUE(a.lock.expect(MsgType::Drop, 5s));
+    ASSERT_TRUE(a.lock.release(1));
+    ASSERT_TRUE(b.lock.expect(MsgType::Grant, 5s));
+
+    // The GPU's own mode, through busctl: off, so a runs beside b.
+    ASSERT_EQ(set(kGpu0, kGpuIface, "AntiThrashing", "s", "off").status, 0);
+    EXPECT_EQ(get(kGpu0, kGpuIface, "AntiThrashing"), "s \"off\"");
+    EXPECT_EQ(get(kGpu0, kGpuIface, "OwnAntiThrashing"), "b true");
+    EXPECT_EQ(get(kManager, kManagerIface, "AntiThrashing"), "s \"on\"");
+    ASSERT_TRUE(a.lock.request(1));
+    ASSERT_TRUE(a.lock.expect(MsgType::Grant, 5s));
+    EXPECT_EQ(ctl({"anti-thrashing", "--gpu", "0"}).out, "off\n");
+
+    const auto json = ctl({"status", "--json"});
+    ASSERT_EQ(json.status, 0) << json.err;
+    const auto g = nlohmann::json::parse(json.out)["gpus"][0];
+    EXPECT_EQ(g["mode"], "off");
+    EXPECT_EQ(g["own_mode"], true);
+    EXPECT_EQ(g["time_quantum_us"], 100000);
+    EXPECT_EQ(g["own_time_quantum"], true);
+    const auto text = ctl({"status"});
+    EXPECT_NE(text.out.find("own settings:  anti-thrashing off, time quantum 100ms"),
+              std::string::npos)
+        << text.out;
+
+    // Both were signalled on the GPU's object.
+    EXPECT_TRUE(wait_until([&] {
+        const std::string log = busctl_monitor.log();
+        return gpu_signalled(log, "\"OwnTimeQuantum\"") &&
+               gpu_signalled(log, "\"OwnAntiThrashing\"");
+    })) << busctl_monitor.log();
+
+    // Kept across a restart.
+    ASSERT_NO_FATAL_FAILURE(stop_daemon());
+    const auto saved = nlohmann::json::parse(read_text(state()));
+    EXPECT_EQ(saved["gpu_time_quantum_us"][kGpu1Uuid], 100000);
+    EXPECT_EQ(saved["gpu_anti_thrashing"][kGpu1Uuid], "off");
+    EXPECT_FALSE(saved.contains("time_quantum_us"));
+    ASSERT_NO_FATAL_FAILURE(start_daemon());
+    auto c = connect_client("gamma");
+    ASSERT_TRUE(wait_until([] { return get(kManager, kManagerIface, "ClientCount") == "u 1"; }));
+    EXPECT_EQ(get(kGpu0, kGpuIface, "TimeQuantumUSec"), "t 100000");
+    EXPECT_EQ(get(kGpu0, kGpuIface, "AntiThrashing"), "s \"off\"");
+
+    // A GPU that follows the host-wide quantum changes with it, and says so.
+    ASSERT_EQ(ctl({"reset", "--gpu", "0"}).status, 0);
+    EXPECT_EQ(get(kGpu0, kGpuIface, "TimeQuantumUSec"), "t 3600000000");
+    EXPECT_EQ(get(kGpu0, kGpuIface, "OwnTimeQuantum"), "b false");
+    EXPECT_EQ(get(kGpu0, kGpuIface, "AntiThrashing"), "s \"on\"");
+    EXPECT_EQ(get(kGpu0, kGpuIface, "OwnAntiThrashing"), "b false");
+    EXPECT_EQ(nlohmann::json::parse(read_text(state())), nlohmann::json({{"version", 1}}));
+    Background monitor2({"stdbuf", "-oL", "busctl", "--system", "monitor", kName},
+                        dir / "busctl-monitor2.log");
+    ASSERT_TRUE(
+        wait_until([&] { return monitor2.log().find("Monitoring bus") != std::string::npos; }));
+    ASSERT_EQ(ctl({"set-tq", "2h"}).status, 0);
+    EXPECT_EQ(get(kGpu0, kGpuIface, "TimeQuantumUSec"), "t 7200000000");
+    EXPECT_TRUE(wait_until([&] {
+        // The GPU object's own PropertiesChanged, not only the Manager's.
+        return gpu_signalled(monitor2.log(), "\"TimeQuantumUSec\"");
+    })) << monitor2.log();
+}
+
 TEST_F(DbusTest, CorruptStateFileIsReportedAndReplaced)
 {
     ASSERT_EQ(mkdir((dir / "state").c_str(), 0755), 0);
