@@ -67,7 +67,7 @@ bool parse_config_line(std::string_view key, std::string_view value, const NameL
                 const auto m = parse_mode(v);
                 if (!m)
                     *error = "invalid anti-thrashing mode '" + std::string(v) +
-                             "' (valid: [UUID=]on, off, auto)";
+                             "' (valid: on, off, auto)";
                 return m;
             },
             error);

@@ -129,6 +129,30 @@ TEST(StatusQuery, BadFieldsAndFormatsAreNamed)
         << error;
 }
 
+TEST(StatusView, ShowsAGpusOwnSettingsWhereTheyDiffer)
+{
+    auto status = two_gpu_status();
+    auto& g0 = status["gpus"][0];
+    g0["mode"] = "on";
+    g0["own_mode"] = true;
+    g0["time_quantum_us"] = 500000;
+    g0["own_time_quantum"] = true;
+    auto& g1 = status["gpus"][1];
+    g1["mode"] = "auto";  // its own, but the host-wide one too: not shown
+    g1["own_mode"] = true;
+    g1["time_quantum_us"] = 30000000;
+    g1["own_time_quantum"] = false;
+    const std::string text = render_status(status);
+    EXPECT_NE(text.find("GPU 0  H100  GPU-1\n"
+                        "  memory:        100.0 GiB requested of 80.0 GiB capacity (physical "
+                        "80.0 GiB), oversubscribed\n"
+                        "  own settings:  anti-thrashing on, time quantum 500ms\n"
+                        "  serializing:   yes\n"),
+              std::string::npos)
+        << text;
+    EXPECT_EQ(text.find("own settings", text.find("GPU 1")), std::string::npos) << text;
+}
+
 TEST(StatusView, SaysWhenNoGpuIsKnown)
 {
     const auto status = nlohmann::json::parse(R"({"version": "1", "mode": "on",

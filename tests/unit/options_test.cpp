@@ -150,6 +150,18 @@ TEST(Options, ShortFormsAttachedValuesAndRepeats)
     EXPECT_FALSE(ok.options.idle_exit);  // 0: never exit
 }
 
+TEST(Options, GpusOwnTimeQuantumAndMode)
+{
+    const ParsedOptions r = parse({"-q", "2min", "--time-quantum", "GPU-aa=500ms", "-q",
+                                   "GPU-aa=1s", "-m", "GPU-bb=on", "--anti-thrashing", "off"});
+    ASSERT_TRUE(r.run) << r.error;
+    const SettingsLayer& cli = r.options.command_line;
+    EXPECT_EQ(cli.time_quantum, Duration(2min));
+    EXPECT_EQ(cli.mode, Mode::Off);
+    EXPECT_EQ(cli.gpu_time_quanta, (std::map<std::string, Duration>{{"GPU-aa", 1s}}));
+    EXPECT_EQ(cli.gpu_modes, (std::map<std::string, Mode>{{"GPU-bb", Mode::On}}));
+}
+
 TEST(Options, BadValuesSayWhatAndWhy)
 {
     const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
@@ -161,6 +173,11 @@ TEST(Options, BadValuesSayWhatAndWhy)
          "invalid anti-thrashing mode (on, off or auto): 'sometimes'"},
         {{"--capacity", "0"}, "invalid capacity: '0'"},
         {{"--capacity", "GPU-aa=lots"}, "invalid capacity: 'GPU-aa=lots'"},
+        {{"--capacity", "=8G"}, "invalid capacity: '=8G'"},
+        {{"--time-quantum", "GPU-aa=0"}, "invalid time quantum (1ms to 24h): 'GPU-aa=0'"},
+        {{"-q", "=1s"}, "invalid time quantum (1ms to 24h): '=1s'"},
+        {{"--anti-thrashing", "GPU-aa=sometimes"},
+         "invalid anti-thrashing mode (on, off or auto): 'GPU-aa=sometimes'"},
         {{"--idle-exit=bogus"}, "invalid idle exit time: 'bogus'"},
         {{"--idle-exit="}, "invalid idle exit time: ''"},
         {{"--max-clients", "0"}, "invalid client limit (1 to 1000000): '0'"},

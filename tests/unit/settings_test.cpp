@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "daemon/options.h"
 
 using namespace nvshare::daemon;
@@ -25,6 +27,50 @@ TEST(Config, ParsesEveryKey)
     EXPECT_EQ(r.layer.grace, Duration(500ms));
     EXPECT_EQ(r.layer.default_capacity, 16ull << 30);
     EXPECT_EQ(r.layer.capacities.at("GPU-aa"), 8ull << 30);
+}
+
+TEST(Config, GpusOwnTimeQuantumAndModeBesideTheHostWideOnes)
+{
+    const auto r = parse_config(
+        "time-quantum = 2min\n"
+        "time-quantum = GPU-aa = 500ms\n"
+        "time-quantum = GPU-bb=1s\n"
+        "time-quantum = GPU-bb=3s\n"  // repeated: the last one wins, per GPU
+        "anti-thrashing = GPU-aa=off\n"
+        "anti-thrashing = auto\n"
+        "anti-thrashing = GPU-bb = on\n");
+    EXPECT_TRUE(r.errors.empty()) << r.errors.front();
+    EXPECT_EQ(r.layer.time_quantum, Duration(2min));
+    EXPECT_EQ(r.layer.mode, Mode::Auto);
+    const std::map<std::string, Duration> quanta = {{"GPU-aa", 500ms}, {"GPU-bb", 3s}};
+    EXPECT_EQ(r.layer.gpu_time_quanta, quanta);
+    const std::map<std::string, Mode> modes = {{"GPU-aa", Mode::Off}, {"GPU-bb", Mode::On}};
+    EXPECT_EQ(r.layer.gpu_modes, modes);
+}
+
+TEST(Config, GpusOwnValuesHaveTheHostWideRanges)
+{
+    const auto r = parse_config(
+        "time-quantum = GPU-aa=0\n"
+        "time-quantum = GPU-aa=25h\n"
+        "time-quantum = =1s\n"
+        "anti-thrashing = GPU-aa=sometimes\n"
+        "anti-thrashing = =on\n"
+        "time-quantum = GPU-aa=1ms\n");
+    ASSERT_EQ(r.errors.size(), 5u);
+    EXPECT_NE(r.errors[0].find("line 1: invalid time quantum '0' (valid: 1ms to 24h"),
+              std::string::npos)
+        << r.errors[0];
+    EXPECT_NE(r.errors[1].find("line 2: invalid time quantum '25h'"), std::string::npos);
+    EXPECT_NE(r.errors[2].find("line 3: time quantum '=1s' names no GPU"), std::string::npos);
+    EXPECT_NE(r.errors[3].find("line 4: invalid anti-thrashing mode 'sometimes'"),
+              std::string::npos);
+    EXPECT_NE(r.errors[4].find("line 5: anti-thrashing mode '=on' names no GPU"),
+              std::string::npos);
+    EXPECT_FALSE(r.layer.time_quantum);
+    EXPECT_FALSE(r.layer.mode);
+    EXPECT_TRUE(r.layer.gpu_modes.empty());
+    EXPECT_EQ(r.layer.gpu_time_quanta.at("GPU-aa"), Duration(1ms));
 }
 
 TEST(Config, ReportsBadLinesAndKeepsTheRest)
@@ -142,7 +188,14 @@ TEST(State, RoundTrips)
     layer.mode = Mode::Off;
     layer.time_quantum = 45s;
     layer.capacities["GPU-aa"] = 123456789;
-    const auto parsed = parse_state(serialize_state(layer));
+    layer.gpu_modes["GPU-aa"] = Mode::On;
+    layer.gpu_modes["GPU-bb"] = Mode::Auto;
+    layer.gpu_time_quanta["GPU-bb"] = 1500us;
+    const std::string text = serialize_state(layer);
+    const auto doc = nlohmann::json::parse(text);
+    EXPECT_EQ(doc["gpu_anti_thrashing"], nlohmann::json({{"GPU-aa", "on"}, {"GPU-bb", "auto"}}));
+    EXPECT_EQ(doc["gpu_time_quantum_us"], nlohmann::json({{"GPU-bb", 1500}}));
+    const auto parsed = parse_state(text);
     EXPECT_FALSE(parsed.error) << *parsed.error;
     EXPECT_EQ(parsed.layer, layer);
     EXPECT_TRUE(parse_state(serialize_state({})).layer.empty());
@@ -165,6 +218,13 @@ TEST(State, RejectsCorruptFilesWhole)
              "{\"version\": 1, \"capacities\": [1]}",
              "{\"version\": 1, \"capacities\": {\"\": 5}}",
              "{\"version\": 1, \"grace\": 5}",
+             "{\"version\": 1, \"gpu_anti_thrashing\": {\"GPU-aa\": \"sometimes\"}}",
+             "{\"version\": 1, \"gpu_anti_thrashing\": {\"\": \"on\"}}",
+             "{\"version\": 1, \"gpu_anti_thrashing\": [\"on\"]}",
+             "{\"version\": 1, \"gpu_time_quantum_us\": {\"GPU-aa\": 999}}",
+             "{\"version\": 1, \"gpu_time_quantum_us\": {\"GPU-aa\": 86400000001}}",
+             "{\"version\": 1, \"gpu_time_quantum_us\": {\"GPU-aa\": \"1s\"}}",
+             "{\"version\": 1, \"gpu_time_quantum_us\": 1000}",
              "{\"version\": 1, \"time_quantum_us\": 45000000, \"anti_thrashing\": 3}",
          }) {
         const auto r = parse_state(bad);
@@ -200,6 +260,37 @@ TEST(Layers, LaterLayersWinAndCapacitiesMerge)
     EXPECT_EQ(configured_capacity(o, {"GPU-cc", "", 100}), 100u);  // physical
     o.default_capacity = 50;
     EXPECT_EQ(configured_capacity(o, {"GPU-cc", "", 100}), 50u);
+}
+
+TEST(Layers, GpusOwnModesAndQuantaMergePerGpu)
+{
+    Options o;
+    SettingsLayer config, cli, runtime;
+    config.gpu_modes = {{"GPU-aa", Mode::On}, {"GPU-bb", Mode::Off}};
+    config.gpu_time_quanta = {{"GPU-aa", 1s}};
+    cli.gpu_time_quanta = {{"GPU-aa", 2s}, {"GPU-cc", 3s}};
+    runtime.gpu_modes = {{"GPU-bb", Mode::Auto}};
+    runtime.mode = Mode::On;  // the host-wide one: no GPU's own changes with it
+    apply_layer(config, o);
+    apply_layer(cli, o);
+    apply_layer(runtime, o);
+    const std::map<std::string, Mode> modes = {{"GPU-aa", Mode::On}, {"GPU-bb", Mode::Auto}};
+    EXPECT_EQ(o.gpu_modes, modes);
+    const std::map<std::string, Duration> quanta = {{"GPU-aa", 2s}, {"GPU-cc", 3s}};
+    EXPECT_EQ(o.gpu_time_quanta, quanta);
+    EXPECT_EQ(o.scheduler.mode, Mode::On);
+    EXPECT_EQ(o.scheduler.time_quantum, SchedulerSettings{}.time_quantum);
+}
+
+TEST(Layers, SplitGpuSetting)
+{
+    const GpuSetting host = split_gpu_setting(" 500ms ");
+    EXPECT_FALSE(host.uuid);
+    EXPECT_EQ(host.value, "500ms");
+    const GpuSetting gpu = split_gpu_setting("GPU-aa = on");
+    EXPECT_EQ(gpu.uuid, "GPU-aa");
+    EXPECT_EQ(gpu.value, "on");
+    EXPECT_EQ(split_gpu_setting("=on").uuid, "");
 }
 
 TEST(Layers, TimeQuantumBounds)

@@ -34,6 +34,8 @@ TEST_F(StateStoreTest, SavesAndLoads)
     EXPECT_TRUE(store.load().empty());
     SettingsLayer layer;
     layer.time_quantum = 45s;
+    layer.gpu_modes["GPU-aa"] = Mode::Off;
+    layer.gpu_time_quanta["GPU-aa"] = 250ms;
     ASSERT_TRUE(store.save(layer));
     EXPECT_EQ(store.load(), layer);
     // Nothing but the file itself is left behind (no temporaries).
