@@ -59,6 +59,11 @@ GLOBAL_OPTIONS = options_of(help_section(TOP_HELP, "Options:"))
 # Those that may follow a command, as its --help's footer says.
 COMMAND_GLOBAL_OPTIONS = ["--json", "-s", "--socket"]
 STATUS_OPTIONS = options_of(help_section(nvsharectl("status", "--help").stdout, "Options:"))
+# The commands with --gpu (a GPU's own setting), and their options.
+GPU_COMMANDS = ["set-tq", "anti-thrashing", "reset"]
+GPU_COMMAND_OPTIONS = {
+    command: options_of(help_section(nvsharectl(command, "--help").stdout, "Options:"))
+    for command in GPU_COMMANDS}
 
 
 def synopsis_choices(command):
@@ -149,7 +154,10 @@ def check_bash():
     expect("nvsharectl -s /run/x.sock ", COMMANDS)
     expect("nvsharectl status -", status_options)
     expect("nvsharectl --json status --f", ["--full", "--format"])
-    expect("nvsharectl reset -", COMMAND_GLOBAL_OPTIONS + ["-h", "--help"])
+    for command in GPU_COMMANDS:
+        check("--gpu" in GPU_COMMAND_OPTIONS[command], f"nvsharectl {command} has no --gpu")
+        expect(f"nvsharectl {command} -", COMMAND_GLOBAL_OPTIONS + GPU_COMMAND_OPTIONS[command])
+    expect("nvsharectl set-capacity -", COMMAND_GLOBAL_OPTIONS + ["-h", "--help"])
     expect("nvsharectl help -", ["-h", "--help"])
 
     # The values of status's options; --query's is a comma-separated list.
@@ -173,6 +181,10 @@ def check_bash():
           "anti-thrashing's synopsis changed: " + str(synopsis_choices("anti-thrashing")))
     expect("nvsharectl anti-thrashing o", ["on", "off"])
     expect("nvsharectl anti-thrashing on ", [])
+    # --gpu's value (known only to nvshared) is no argument.
+    expect("nvsharectl anti-thrashing --gpu ", [])
+    expect("nvsharectl anti-thrashing --gpu 1 ", ["on", "off", "auto"])
+    expect("nvsharectl anti-thrashing --gpu=GPU-1 o", ["on", "off"])
     expect("nvsharectl preload ", synopsis_choices("preload"))
     expect("nvsharectl --json preload st", ["status"])
     expect("nvsharectl preload enable ", [])
@@ -285,7 +297,9 @@ def check_zsh():
     expect("nvsharectl -s /run/x.sock ", COMMANDS)
     expect("nvsharectl status -", COMMAND_GLOBAL_OPTIONS + STATUS_OPTIONS)
     expect("nvsharectl --json status --f", ["--full", "--format"])
-    expect("nvsharectl reset -", command_options)
+    for command in GPU_COMMANDS:
+        expect(f"nvsharectl {command} -", COMMAND_GLOBAL_OPTIONS + GPU_COMMAND_OPTIONS[command])
+    expect("nvsharectl set-capacity -", command_options)
     expect("nvsharectl help -", ["-h", "--help"])
     expect("nvsharectl status --format ", ["csv", "csv,noheader"])
     expect("nvsharectl status --format=", ["csv", "csv,noheader"])
@@ -294,6 +308,7 @@ def check_zsh():
     expect("nvsharectl status --query=pid,", [f for f in FIELDS if f != "pid"])
     expect("nvsharectl status --query=pid,u", ["uid", "user"])
     expect("nvsharectl anti-thrashing ", synopsis_choices("anti-thrashing"))
+    expect("nvsharectl anti-thrashing --gpu 1 ", ["on", "off", "auto"])
     expect("nvsharectl preload ", synopsis_choices("preload"))
     expect("nvsharectl help ", not_help)
     expect("nvsharectl revoke ", ["pid:"])
