@@ -206,8 +206,13 @@ TEST_F(PolkitTest, WithoutRulesOthersCannotChangeSettings)
     auto a = root_client("alpha");  // so that the GPU object exists
     ASSERT_TRUE(wait_until([] { return get(kManager, kManagerIface, "ClientCount") == "u 1"; }));
 
-    for (const auto& args : std::vector<std::vector<std::string>>{
-             {"set-tq", "5s"}, {"anti-thrashing", "off"}, {"set-capacity", "0", "1G"}, {"reset"}}) {
+    for (const auto& args :
+         std::vector<std::vector<std::string>>{{"set-tq", "5s"},
+                                               {"anti-thrashing", "off"},
+                                               {"set-capacity", "0", "1G"},
+                                               {"reset"},
+                                               {"set-tq", "--gpu", "0", "5s"},
+                                               {"anti-thrashing", "--gpu", "0", "off"}}) {
         const auto r = ctl(args, /*nobody=*/true);
         EXPECT_EQ(r.status, 4) << args[0] << ": " << r.err;
         // auth_admin_keep, asked without interaction: a challenge, so no.
@@ -219,6 +224,8 @@ TEST_F(PolkitTest, WithoutRulesOthersCannotChangeSettings)
     EXPECT_EQ(get(kManager, kManagerIface, "TimeQuantumUSec"), "t 30000000");
     EXPECT_EQ(get(kManager, kManagerIface, "AntiThrashing"), "s \"on\"");
     EXPECT_EQ(get(kGpu0, kGpuIface, "Capacity"), "t " + std::to_string(16 * kGiB));
+    EXPECT_EQ(get(kGpu0, kGpuIface, "OwnTimeQuantum"), "b false");
+    EXPECT_EQ(get(kGpu0, kGpuIface, "OwnAntiThrashing"), "b false");
     EXPECT_NE(daemon->log().find("refused uid 65534"), std::string::npos) << daemon->log();
     // Root still may, polkit or not.
     EXPECT_EQ(ctl({"set-tq", "5s"}, false).status, 0);
@@ -246,6 +253,13 @@ TEST_F(PolkitTest, ARuleForAGroupLetsItsMembersChangeSettings)
     r = ctl({"set-capacity", "0", "1G"}, true);
     EXPECT_EQ(r.status, 0) << r.err;
     EXPECT_EQ(get(kGpu0, kGpuIface, "Capacity"), "t " + std::to_string(kGiB));
+    r = ctl({"set-tq", "--gpu", "0", "2s"}, true);
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(get(kGpu0, kGpuIface, "TimeQuantumUSec"), "t 2000000");
+    r = ctl({"reset", "--gpu", "0"}, true);
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(get(kGpu0, kGpuIface, "TimeQuantumUSec"), "t 5000000");  // the host-wide one
+    EXPECT_EQ(get(kGpu0, kGpuIface, "Capacity"), "t " + std::to_string(16 * kGiB));
     r = ctl({"reset"}, true);
     EXPECT_EQ(r.status, 0) << r.err;
     EXPECT_EQ(get(kManager, kManagerIface, "TimeQuantumUSec"), "t 30000000");
