@@ -21,7 +21,7 @@ Scenarios (--only picks some; sizes by options):
   interactive  an interactive job (1 GiB, 0.05 s bursts every 2 s, 8 bursts)
                next to a batch job (16 GiB, 4 s bursts without pause):
                the interactive job's median and worst burst latency; then
-               oversubscribed (--capacity 0.9 x the pair's total, the
+               oversubscribed (--capacity: the batch job + half the interactive one, the
                interactive job with NVSHARE_PRIORITY=interactive): worst
                burst and the interactive job's swap-ins
   steady       two jobs, 8 GiB each, one ~10 s burst each: completion time
@@ -68,14 +68,12 @@ SCENARIOS = ("bursty", "interactive", "steady", "fairness")
 FULL = dict(bursty_ws_mib=16384, bursty_bursts=6, bursty_gpu_s=2.0, bursty_cpu_s=2.0,
             batch_ws_mib=16384, batch_burst_s=4.0,
             inter_ws_mib=1024, inter_burst_s=0.05, inter_period_s=2.0, inter_bursts=8,
-            oversub_factor=0.9,
             steady_ws_mib=8192, steady_gpu_s=10.0,
             fair_ws_mib=2048, fair_duration_s=25.0, fair_jobs_a=4, fair_jobs_b=1,
             fair_chunk_ms=20.0)
 QUICK = dict(bursty_ws_mib=1024, bursty_bursts=2, bursty_gpu_s=0.3, bursty_cpu_s=0.3,
              batch_ws_mib=1024, batch_burst_s=0.5,
              inter_ws_mib=256, inter_burst_s=0.02, inter_period_s=0.3, inter_bursts=3,
-             oversub_factor=0.9,
              steady_ws_mib=1024, steady_gpu_s=1.0,
              fair_ws_mib=512, fair_duration_s=4.0, fair_jobs_a=4, fair_jobs_b=1,
              fair_chunk_ms=20.0)
@@ -576,7 +574,10 @@ class Bench:
         nb = max(2, math.ceil((4 * inter_solo + 60) / bg))
         batch = ["--ws-mib", bws, "--passes", bpasses, "--bursts", nb, "--cpu-ms", 0]
         inter = ["--ws-mib", iws, "--passes", ipasses, "--bursts", ni, "--cpu-ms", icpu_ms]
-        cap = int(p["oversub_factor"] * (bws + iws))
+        # Below the pair's total but above the batch job alone: each job fits
+        # by itself (a single job above the capacity is refused, as a job
+        # above the card's memory would be), the two together do not.
+        cap = bws + iws // 2
         # Bounds the time budget: a burst that waits for a whole 30 s quantum
         # shows as one over the limit instead of stretching the run.
         limit = self.a.inter_limit_s or 2 * inter_solo + 10
