@@ -1,7 +1,8 @@
 // The rules behind the order of waiters and, in auto mode while memory fits,
 // behind the choice between taking turns and running together
-// (nvshared(8), SCHEDULING). Pure functions of what the scheduler knows; the
-// Scheduler (daemon/scheduler.h) applies them.
+// (nvshared(8), SCHEDULING, states these constants; doc-ranges holds it to
+// them). Pure functions of what the scheduler knows; the Scheduler
+// (daemon/scheduler.h) applies them.
 #pragma once
 
 #include <chrono>
@@ -15,19 +16,17 @@
 
 namespace nvshare::daemon::policy {
 
-using namespace std::chrono_literals;
-
 // A waiter whose bursts are this short runs alongside the holders at once:
 // waiting for a holder's burst would cost it more than its burst costs them.
-inline constexpr Duration kShortBurst = 250ms;
+inline constexpr Duration kShortBurst = std::chrono::milliseconds(250);
 // The longest a lower-class holder keeps a GPU taken in turns while an
 // interactive process waits for it.
-inline constexpr Duration kInteractivePreempt = 250ms;
+inline constexpr Duration kInteractivePreempt = std::chrono::milliseconds(250);
 // How long a process may run alongside others beyond its user's fair share
 // of a GPU whose memory fits (switching there costs only the handoff).
-inline constexpr Duration kShareRebalance = 1s;
+inline constexpr Duration kShareRebalance = std::chrono::seconds(1);
 // Held time counts for the order between users with this half-life.
-inline constexpr Duration kUsageHalfLife = 60s;
+inline constexpr Duration kUsageHalfLife = std::chrono::seconds(60);
 
 // 0 interactive, 1 normal, 2 batch: lower goes first.
 int class_rank(Priority p);

@@ -330,6 +330,7 @@ TEST(WaitNotice, EachReasonHasItsWords)
         {WaitReason::Oversubscribed, "why: its memory is oversubscribed, processes take turns"},
         {WaitReason::ModeOn, "why: mode on, processes take turns"},
         {WaitReason::Priority, "why: a process of higher priority goes first"},
+        {WaitReason::Turns, "why: auto mode takes turns at the end of the holder's burst"},
     };
     for (const auto& [reason, text] : words) {
         const auto w = waiting(static_cast<uint32_t>(reason), 1, 456);

@@ -431,9 +431,32 @@ def range_errors(texts, header):
     return errors
 
 
+# What nvshared(8)'s SCHEDULING section says of the policy's constants
+# (daemon/turn_policy.h): the constant and the phrase that states it.
+POLICY_STATEMENTS = [
+    ("kShortBurst", r"if its bursts are short \((\d+) (ms|s) or less\)"),
+    ("kInteractivePreempt", r"to (\d+) (ms|s) for an \*interactive\*"),
+    ("kUsageHalfLife", r"halving every (\d+)\s+(ms|s)"),
+    ("kShareRebalance", r"asked to let go after (\d+) (ms|s)"),
+]
+
+
+def policy_errors(page, header):
+    errors = []
+    for name, phrase in POLICY_STATEMENTS:
+        m = re.search(phrase, page)
+        if not m:
+            errors.append(f"nvshared.8 no longer states {name} (looked for /{phrase}/)")
+        elif usec(m.group(1), m.group(2)) != chrono_constant(header, name):
+            errors.append(f"nvshared.8 says {m.group(0)!r}, but daemon/turn_policy.h's {name} "
+                          "is another value")
+    return errors
+
+
 def run_ranges():
     texts = range_sources()
     errors = range_errors(texts, texts["common/time_quantum.h"])
+    errors += policy_errors(read_source("man/nvshared.8.scd"), read_source("daemon/turn_policy.h"))
     for e in errors:
         print(e)
     if not errors:
@@ -573,6 +596,23 @@ def ranges_selftest():
     if changed == plugin or not range_errors({**texts, "deviceplugin/options.h": changed}, header):
         print("FAIL: the ranges check does not notice kMaxPollInterval changed to hours(2)")
         failures += 1
+    # The scheduling policy's constants, stated in nvshared(8).
+    page, policy = read_source("man/nvshared.8.scd"), read_source("daemon/turn_policy.h")
+    if policy_errors(page, policy):
+        print("note: nvshared.8 already misstates the policy (see doc-ranges)")
+        return failures + 1
+    for name, phrase in POLICY_STATEMENTS:
+        m = re.search(phrase, page)
+        wrong = page[:m.start(1)] + str(int(m.group(1)) + 1) + page[m.end(1):]
+        if not policy_errors(wrong, policy):
+            print(f"FAIL: the ranges check does not notice nvshared.8 misstating {name}")
+            failures += 1
+        changed = re.sub(name + r" = std::chrono::(\w+)\((\d+)\)",
+                         lambda c: f"{name} = std::chrono::{c.group(1)}({int(c.group(2)) * 2})",
+                         policy)
+        if changed == policy or not policy_errors(page, changed):
+            print(f"FAIL: the ranges check does not notice {name} changed")
+            failures += 1
     return failures
 
 
