@@ -78,7 +78,7 @@ inline constexpr bool is_client_type(uint16_t t)
 inline constexpr bool is_daemon_type(uint16_t t)
 {
     return t >= static_cast<uint16_t>(MsgType::Welcome) &&
-           t <= static_cast<uint16_t>(MsgType::RevokeCause);
+           t <= static_cast<uint16_t>(MsgType::RunAhead);
 }
 inline constexpr bool is_known_type(uint16_t t)
 {
@@ -117,6 +117,9 @@ inline bool fixed_payload_size(MsgType type, uint32_t* size)
         case MsgType::RevokeCause:
             *size = sizeof(RevokeCausePayload);
             return true;
+        case MsgType::RunAhead:
+            *size = sizeof(RunAheadPayload);
+            return true;
         case MsgType::StatusQuery:
             *size = 0;
             return true;
@@ -131,7 +134,7 @@ inline constexpr uint32_t kLargestFixedPayload = sizeof(StatsPayload);
 // ---- typed messages of variable length ----------------------------------
 
 struct Hello {
-    char comm[kCommBytes];  // NUL-padded
+    char comm[kCommBytes];                // NUL-padded
     Priority priority = Priority::Unset;  // asked for by the process
     uint32_t gpu_count;
     HelloGpu gpus[kMaxGpusPerClient];

@@ -52,6 +52,7 @@ enum class MsgType : uint16_t {
     Unpageable = 24,   // memory other clients of one GPU hold that cannot be paged out
     Waiting = 25,      // why this client waits for a GPU: who holds it, its place, the reason
     RevokeCause = 26,  // sent just before Revoked: why the lock is taken away
+    RunAhead = 27,     // keep queued GPU work short (or no longer): a higher class may come
 };
 
 struct FrameHeader {
@@ -105,6 +106,8 @@ inline constexpr uint32_t kGrantContended = 2u;  // someone already waits for th
 // The memory the GPU's clients report exceeds its capacity: data not in use
 // should leave the GPU on release and come back by bulk prefetch on grant.
 inline constexpr uint32_t kGrantOversubscribed = 4u;
+// Grant: the hold starts bounded, as a RunAhead with kRunAheadBounded says.
+inline constexpr uint32_t kGrantBounded = 16u;
 
 // Managed memory (MiB) a holder of an oversubscribed GPU may leave on it when
 // it lets go: what fits beside the next holder. Anything above is evicted.
@@ -185,6 +188,19 @@ struct RevokeCausePayload {
     uint32_t reserved;
 };
 static_assert(sizeof(RevokeCausePayload) == 16);
+
+// Sent to a holder of GPUs taken in turns when a process of a higher
+// priority class is registered on one of them (bounded), and again when none
+// is left (not bounded). A bounded holder keeps at most a few submissions
+// queued on the GPU, so that when it is asked to let go its queued work
+// drains at once instead of running for seconds. Ends with the hold.
+inline constexpr uint32_t kRunAheadBounded = 1u;
+struct RunAheadPayload {
+    uint64_t gpus;   // client-local mask of the GPUs concerned
+    uint32_t flags;  // kRunAheadBounded, or 0
+    uint32_t reserved;
+};
+static_assert(sizeof(RunAheadPayload) == 16);
 
 // Cumulative over the client's life, for one GPU: what nvshare's bulk
 // migration moved and how long the moves took.

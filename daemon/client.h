@@ -91,6 +91,7 @@ struct ClientRecord {
     GpuSet held = 0;  // while Holding
     TimePoint granted_at{};
     bool contended_sent = false;
+    bool bounded_sent = false;                 // told to keep its queued work short (this hold)
     std::optional<TimePoint> contended_since;  // first told that others want its GPUs
     // Its typical burst: how long its holds last from the request its work
     // sent to the release it chose when others wanted the GPU (0: not known).

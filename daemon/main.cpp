@@ -4,8 +4,8 @@
 #include <memory>
 
 #include "build-config.h"
-#include "daemon/log.h"
 #include "daemon/config_file.h"
+#include "daemon/log.h"
 #include "daemon/options.h"
 #include "daemon/server.h"
 #include "daemon/settings_control.h"

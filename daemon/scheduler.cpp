@@ -261,6 +261,7 @@ std::optional<WaitFacts> Scheduler::wait_facts(ClientId id, GpuIndex gpu) const
 std::vector<Action> Scheduler::take_actions()
 {
     publish_waits();
+    publish_run_ahead();
     std::vector<Action> out;
     out.swap(actions_);
     return out;
@@ -287,9 +288,11 @@ bool Scheduler::connect(ClientId id, ClientInfo info, std::vector<GpuIndex> gpus
     c.info = std::move(info);
     c.gpus = std::move(gpus);
     const GpuSet registered = c.registered();
+    const int rank = policy::class_rank(c.info.priority);
     clients_.emplace(id, std::move(c));
     for_each_gpu(registered, [&](GpuIndex g) {
         queues_[g].members.insert(id);
+        queues_[g].classes[rank]++;
         publish_unpageable(g);
     });
     return true;
@@ -306,6 +309,7 @@ void Scheduler::request(ClientId id, GpuSet gpus, TimePoint now)
         if ((gpus & ~c->held) == 0) {
             // Already held: answer again so a confused client resynchronises.
             push(ActionKind::Grant, *c, c->held);
+            actions_.back().bounded = c->bounded_sent;
             return tick(now);
         }
         // Never hold some GPUs while waiting for others: give up what is held.
@@ -431,12 +435,15 @@ void Scheduler::disconnect(ClientId id, TimePoint now)
         queues_[g].pinned -= m.pinned;
     }
     const GpuSet registered = c->registered();
+    const int rank = policy::class_rank(c->info.priority);
     usage_.retire(*c, now);
     if (c->deadline)
         deadlines_.erase({*c->deadline, id});
     clients_.erase(id);
     for_each_gpu(registered, [&](GpuIndex g) {
         queues_[g].members.erase(id);
+        if (--queues_[g].classes[rank] == 0)
+            queues_[g].classes.erase(rank);
         publish_unpageable(g);
     });
     update_holder_deadlines(affected);
@@ -806,11 +813,16 @@ void Scheduler::grant(ClientRecord& c, TimePoint now)
         gpus_[g].grants++;
     });
     c.contended_sent = wanted_by_others(c);
+    // Bounded from its first submission, if a higher class is here.
+    c.bounded_sent = should_bound(c);
+    if (c.bounded_sent)
+        bounded_gpus_ |= c.held;
     c.contended_since.reset();
     if (c.contended_sent)
         c.contended_since = now;
     shares_.hold_began(c.info.uid, now);
     push(ActionKind::Grant, c, c.held);
+    actions_.back().bounded = c.bounded_sent;
     update_deadline(c);
     // Joined others softly: they are told, so that they hand over at the
     // end of their burst, and their share may have changed.
@@ -921,6 +933,39 @@ void Scheduler::publish_waits()
             Action a{ActionKind::Waiting, id, gpu_bit(g)};
             a.wait = f;
             actions_.push_back(a);
+        }
+    });
+}
+
+bool Scheduler::should_bound(const ClientRecord& c) const
+{
+    const int own = policy::class_rank(c.info.priority);
+    bool higher = false;
+    for_each_gpu(c.held & exclusive_, [&](GpuIndex g) {
+        const auto& classes = queues_[g].classes;
+        higher |= !classes.empty() && classes.begin()->first < own;
+    });
+    return higher;
+}
+
+// Only GPUs taken in turns have a bounded holder (one each, but for holders
+// being asked to let go), and those that had one may need to hear it is over.
+void Scheduler::publish_run_ahead()
+{
+    const GpuSet look = exclusive_ | bounded_gpus_;
+    bounded_gpus_ = 0;
+    for_each_gpu(look, [&](GpuIndex g) {
+        for (ClientId h : gpus_[g].holders) {
+            ClientRecord& c = clients_.at(h);
+            const bool want = should_bound(c);
+            if (want != c.bounded_sent) {
+                c.bounded_sent = want;
+                Action a{ActionKind::RunAhead, c.id, c.held};
+                a.bounded = want;
+                actions_.push_back(a);
+            }
+            if (c.bounded_sent)
+                bounded_gpus_ |= c.held;
         }
     });
 }

@@ -65,6 +65,7 @@ enum class ActionKind {
     Contended,   // somebody waits for GPUs the client holds exclusively
     Unpageable,  // others' pinned memory on the GPU in `gpus` changed
     Waiting,     // why the client waits for the GPU in `gpus` changed
+    RunAhead,    // whether a holder must keep its queued work short changed
 };
 
 enum class RevokeReason { GraceExpired, Admin };
@@ -85,6 +86,7 @@ struct Action {
     bool turns_begin = false;    // Drop: the GPU has just begun to be taken in turns
     RevokeReason revoke_reason = RevokeReason::GraceExpired;  // Revoke
     WaitFacts wait{};                                         // Waiting
+    bool bounded = false;                                     // RunAhead, Grant
 };
 
 class Scheduler {
@@ -195,6 +197,7 @@ private:
         uint64_t requested = 0;  // memory reported by the GPU's clients
         uint64_t pinned = 0;     // the pinned part of it
         std::set<ClientId> members;
+        std::map<int, size_t> classes;  // members by class rank
     };
 
     ClientRecord* find(ClientId id);
@@ -236,6 +239,11 @@ private:
     // Tells the waiters of the GPUs whose queue, holder or quantum changed
     // since the last call what changed for them.
     void publish_waits();
+    // Tells each holder of GPUs taken in turns whether a process of a higher
+    // class is registered there (then it keeps its queued work short, so
+    // that it can let go quickly), where that changed.
+    void publish_run_ahead();
+    bool should_bound(const ClientRecord& c) const;
     void try_heads(GpuSet freed, TimePoint now);
     void notify_contention(GpuSet gpus, TimePoint now);
     // Tells each client of `gpu` the pinned memory of the others where it
@@ -260,7 +268,8 @@ private:
     GpuSet soft_ = 0;       // GPUs whose clients take turns softly (taking_turns_softly)
     TimePoint now_{};       // the latest time an event brought
     policy::UserShares shares_;
-    GpuSet wait_dirty_ = 0;  // GPUs for publish_waits() to look at
+    GpuSet wait_dirty_ = 0;    // GPUs for publish_waits() to look at
+    GpuSet bounded_gpus_ = 0;  // GPUs with a holder told to keep its queued work short
     size_t holding_ = 0;
     size_t waiting_ = 0;
     uint64_t next_sequence_ = 1;

@@ -846,7 +846,7 @@ void Server::dispatch_actions()
                                (a.oversubscribed ? proto::kGrantOversubscribed : 0u);
         switch (a.kind) {
             case ActionKind::Grant: {
-                const proto::GrantPayload p{local, flags,
+                const proto::GrantPayload p{local, flags | (a.bounded ? proto::kGrantBounded : 0u),
                                             a.contended ? proto::keep_to_wire(a.keep) : 0};
                 const bool waited_long = events_.not_waiting(a.client);
                 const EventSubject who = subject(*client, a.gpus);
@@ -899,6 +899,14 @@ void Server::dispatch_actions()
             case ActionKind::Contended: {
                 const proto::GrantPayload p{local, flags, proto::keep_to_wire(a.keep)};
                 send(*c, proto::MsgType::Contended, p);
+                break;
+            }
+            case ActionKind::RunAhead: {
+                const proto::RunAheadPayload p{local, a.bounded ? proto::kRunAheadBounded : 0u, 0};
+                NVS_DEBUG("client %llu: %s", static_cast<unsigned long long>(a.client),
+                          a.bounded ? "keeps its queued work short (a higher class is here)"
+                                    : "may queue work freely again");
+                send(*c, proto::MsgType::RunAhead, p);
                 break;
             }
             case ActionKind::Unpageable: {

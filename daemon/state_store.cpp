@@ -6,8 +6,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "daemon/log.h"
 #include "daemon/files.h"
+#include "daemon/log.h"
 
 namespace nvshare::daemon {
 

@@ -13,6 +13,7 @@
 #include "preload/env.h"
 #include "preload/lock/gate.h"
 #include "preload/lock/mailbox.h"
+#include "preload/lock/run_ahead.h"
 #include "preload/lock/wait_notice.h"
 #include "preload/log.h"
 #include "preload/memory/allocations.h"
@@ -84,10 +85,12 @@ void ClientLoop::disconnect()
     conn_.close();
     s_.welcomed = false;
     s_.lock.lost();
+    run_ahead::set_bounded(false);
 }
 
 void ClientLoop::fail_open(const char* reason)
 {
+    run_ahead::set_bounded(false);
     gate_open();
     mailbox::set_ready();
     if (!failing_) {
@@ -177,6 +180,17 @@ bool ClientLoop::handle(proto::MsgType type, const uint8_t* p, uint32_t length, 
             s_.lock.contention(c);
             return true;
         }
+        case MsgType::RunAhead: {
+            proto::RunAheadPayload r{};
+            proto::decode(p, length, &r);
+            // Only while holding: a hold's bound ends with it.
+            const bool bounded = (r.flags & proto::kRunAheadBounded) != 0 && s_.lock.holds();
+            run_ahead::set_bounded(bounded);
+            log_debug("%s", bounded ? "a higher priority class may need the GPU: keeping "
+                                      "queued work short"
+                                    : "queued work no longer bounded");
+            return true;
+        }
         case MsgType::Unpageable: {
             proto::UnpageablePayload u{};
             proto::decode(p, length, &u);
@@ -194,6 +208,8 @@ bool ClientLoop::handle(proto::MsgType type, const uint8_t* p, uint32_t length, 
 
 void ClientLoop::on_grant(const proto::GrantPayload& g, uint64_t now)
 {
+    // Before the gate opens, so that the first submission is bounded too.
+    run_ahead::set_bounded((g.flags & proto::kGrantBounded) != 0);
     s_.lock.granted(g);
     s_.next_idle_check = now + config().idle_release_ms * 1000000ull;
     s_.quiet_since = now;
@@ -222,6 +238,7 @@ void ClientLoop::on_drop(const proto::DropPayload& d, uint64_t now)
 void ClientLoop::on_revoked()
 {
     gate_close();
+    run_ahead::set_bounded(false);
     s_.lock.revoked();
     wait_.cancel();
     log_warn("nvshared revoked the GPU lock: %s", revoke_cause_text(s_.revoke_cause));
@@ -261,6 +278,7 @@ void ClientLoop::release(uint64_t deadline)
     residency::before_release(all, s_.lock.oversubscribed(), s_.lock.keep_bytes(), deadline);
     send_mask(proto::MsgType::Released);
     s_.lock.released();
+    run_ahead::set_bounded(false);
     report_stats();
 }
 

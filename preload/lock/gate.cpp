@@ -83,8 +83,25 @@ void gate_clear_active()
 
 bool gate_close_if_idle()
 {
-    uint32_t expected = kGateOpen;  // open, not active, nothing in flight
+    // Open, not active, nothing in flight (bounded or not: closing ends the
+    // hold, and its bound with it).
+    uint32_t expected = g_gate.load(std::memory_order_acquire);
+    if ((expected & ~kGateBounded) != kGateOpen)
+        return false;
     return g_gate.compare_exchange_strong(expected, 0, std::memory_order_acq_rel);
+}
+
+void gate_set_bounded(bool bounded)
+{
+    if (bounded)
+        g_gate.fetch_or(kGateBounded, std::memory_order_acq_rel);
+    else
+        g_gate.fetch_and(~kGateBounded, std::memory_order_acq_rel);
+}
+
+bool gate_bounded()
+{
+    return (g_gate.load(std::memory_order_acquire) & kGateBounded) != 0;
 }
 
 bool gate_wait_in_flight(uint64_t deadline)

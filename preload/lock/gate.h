@@ -19,7 +19,10 @@ namespace nvshare::preload {
 
 inline constexpr uint32_t kGateOpen = 1;
 inline constexpr uint32_t kGateActive = 2;
-inline constexpr uint32_t kGateStateMask = kGateOpen | kGateActive;
+// BOUNDED: every call takes the slow path, which keeps the work queued on the
+// GPU short (run_ahead.h) while a higher priority class may need the GPU.
+inline constexpr uint32_t kGateBounded = 4;
+inline constexpr uint32_t kGateStateMask = kGateOpen | kGateActive | kGateBounded;
 inline constexpr uint32_t kGateInFlightOne = 1u << 8;
 
 // The word itself: for the inline functions of this header only.
@@ -73,6 +76,10 @@ bool gate_wait_in_flight(uint64_t deadline);
 void gate_open();
 // Close; returns the previous state.
 uint32_t gate_close();
+// Sends every call through the slow path (true) or lets the fast path admit
+// them again (false).
+void gate_set_bounded(bool bounded);
+bool gate_bounded();
 // After fork in the child: closed, idle, nobody waiting.
 void gate_reset();
 // When work was first submitted after ACTIVE was last cleared (CLOCK_MONOTONIC

@@ -4,6 +4,7 @@
 
 #include "preload/env.h"
 #include "preload/lock/mailbox.h"
+#include "preload/lock/run_ahead.h"
 #include "preload/lock/thread.h"
 #include "preload/log.h"
 #include "preload/memory/contexts.h"
@@ -26,8 +27,11 @@ void wait_for_grant(CUstream stream)
     // is launched. Never wait (or sync) inside a capture.
     if (contexts::stream_capturing(stream))
         return;
-    if (gate_mark_active())
+    if (gate_mark_active()) {
+        if (gate_bounded())
+            run_ahead::before_submit(stream);
         return;
+    }
     gate_leave();  // a waiting call is not in flight
     // Never let work through unlocked, also without a current context: the
     // driver takes the context from an explicit stream. (Where it has none

@@ -31,6 +31,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
@@ -110,6 +111,8 @@ struct Stream {
 struct Event {
     Stream* capture_origin = nullptr;
     Stream* recorded_on = nullptr;
+    // Set when the work recorded before it has run (cuEventQuery).
+    std::shared_ptr<std::atomic<bool>> done = std::make_shared<std::atomic<bool>>(true);
 };
 
 struct Graph {
@@ -203,14 +206,17 @@ void worker(Stream* s)
             std::lock_guard<std::mutex> g(st().mutex);
             id = st().next_op++;
         }
-        log_event("start %llu %s stream=%llu us=%llu", static_cast<unsigned long long>(id),
-                  op.name.c_str(), static_cast<unsigned long long>(s->id),
-                  static_cast<unsigned long long>(op.duration_us));
+        // Unnamed ops (event markers) are not work: not logged.
+        if (!op.name.empty())
+            log_event("start %llu %s stream=%llu us=%llu", static_cast<unsigned long long>(id),
+                      op.name.c_str(), static_cast<unsigned long long>(s->id),
+                      static_cast<unsigned long long>(op.duration_us));
         if (op.duration_us != 0)
             usleep(static_cast<useconds_t>(op.duration_us));
         if (op.action)
             op.action();
-        log_event("end %llu %s", static_cast<unsigned long long>(id), op.name.c_str());
+        if (!op.name.empty())
+            log_event("end %llu %s", static_cast<unsigned long long>(id), op.name.c_str());
         lock.lock();
         s->busy = false;
         s->cv.notify_all();
@@ -279,6 +285,9 @@ CUresult submit(CUstream h, Op op, bool sync)
             s->graph->ops.push_back(std::move(op));
             return CUDA_SUCCESS;
         }
+        // Queued, not started: how far a process runs ahead of the GPU.
+        // (No name: counting a call's lines must not count this one.)
+        log_event("queue stream=%llu", static_cast<unsigned long long>(s->id));
         s->queue.push_back(std::move(op));
         s->cv.notify_all();
     }
@@ -775,7 +784,30 @@ FAKE_EXPORT CUresult cuEventRecord(CUevent ev, CUstream s)
     std::lock_guard<std::mutex> lock(str->mutex);
     e->recorded_on = str;
     e->capture_origin = !str->capturing ? nullptr : str->origin != nullptr ? str->origin : str;
+    if (!str->capturing) {
+        // Done once the work queued before it has run.
+        auto done = std::make_shared<std::atomic<bool>>(false);
+        e->done = done;
+        str->queue.push_back(Op{"", 0, [done] { done->store(true); }});
+        str->cv.notify_all();
+    }
     return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuEventQuery(CUevent ev)
+{
+    REQUIRE_INIT();
+    auto* e = reinterpret_cast<Event*>(ev);
+    if (e == nullptr)
+        return CUDA_ERROR_INVALID_HANDLE;
+    std::shared_ptr<std::atomic<bool>> done;
+    if (e->recorded_on != nullptr) {
+        std::lock_guard<std::mutex> lock(e->recorded_on->mutex);
+        done = e->done;
+    } else {
+        done = e->done;
+    }
+    return done->load() ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
 FAKE_EXPORT CUresult cuStreamWaitEvent(CUstream s, CUevent ev, unsigned int)
@@ -1685,6 +1717,7 @@ const ProcRow kProcRows[] = {
     ROW("cuStreamGetCtx", 9020, false, cuStreamGetCtx),
     ROW("cuEventCreate", 2000, false, cuEventCreate),
     ROW("cuEventRecord", 2000, false, cuEventRecord),
+    ROW("cuEventQuery", 2000, false, cuEventQuery),
     ROW("cuStreamWaitEvent", 3020, false, cuStreamWaitEvent),
     ROW("cuStreamSynchronize", 2000, false, cuStreamSynchronize),
     ROW("cuStreamSynchronize", 7000, true, cuStreamSynchronize_ptsz),

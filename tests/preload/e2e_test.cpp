@@ -482,6 +482,64 @@ TEST(WaitNotice, OversubscriptionIsTheReasonInAutoMode)
 // the drain is under way; it must get past the gate once the grace period
 // is over (not block on a lock the drain holds), so that the work completes,
 // the drain ends and the process lives on.
+// The most submissions of `pid` queued on the fake GPU and not yet started,
+// at any point of the fake's log.
+int most_queued_ahead(const std::string& log, pid_t pid)
+{
+    std::istringstream in(read_text(log));
+    std::string line;
+    int queued = 0, most = 0;
+    while (std::getline(in, line)) {
+        std::istringstream f(line);
+        uint64_t ns = 0;
+        pid_t who = 0;
+        std::string event;
+        if (!(f >> ns >> who >> event) || who != pid)
+            continue;
+        if (event == "queue")
+            most = std::max(most, ++queued);
+        else if (event == "start")
+            --queued;
+    }
+    return most;
+}
+
+// Issue 14: a batch holder of a GPU taken in turns, with an interactive
+// process registered there, keeps only a few kernels queued, so that it can
+// let go within a few kernels; without the interactive process it queues
+// its whole burst at once.
+TEST(Priority, ALowerClassHolderKeepsItsQueuedWorkShort)
+{
+    const ClientRun batch{
+        {"--kernels", "30", "--kernel-us", "20000"}, {{"NVSHARE_PRIORITY", "batch"}}, false};
+    int alone = 0;
+    {
+        TempDir dir;
+        Daemon daemon(dir, {"--anti-thrashing", "on", "--time-quantum", "10min"});
+        Process a = start_client(dir, daemon.socket(), batch, "a");
+        expect_clean_exit(a);
+        alone = most_queued_ahead(dir / "fake.log", a.pid());
+    }
+    EXPECT_GE(alone, 20) << "the check itself must see a burst queued at once";
+
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "on", "--time-quantum", "10min"});
+    // Registered (it allocates), never asks for the GPU.
+    Process i = start_client(dir, daemon.socket(),
+                             {{"--kernels", "0", "--alloc", "1M", "--hold-ms", "30000"},
+                              {{"NVSHARE_PRIORITY", "interactive"}},
+                              false},
+                             "i");
+    ASSERT_TRUE(
+        wait_until([&] { return !Daemon::client_by_pid(daemon.status(), i.pid()).is_null(); }));
+    Process a = start_client(dir, daemon.socket(), batch, "a");
+    expect_clean_exit(a);
+    EXPECT_LE(most_queued_ahead(dir / "fake.log", a.pid()), 6) << read_text(dir / "fake.log");
+    EXPECT_EQ(count_events(dir / "fake.log", a.pid(), "end"), 30) << "all its work ran";
+    i.signal(SIGTERM);
+    i.wait();
+}
+
 TEST(Release, DrainWaitingOnALaterSubmissionDoesNotHang)
 {
     TempDir dir;

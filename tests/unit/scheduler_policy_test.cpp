@@ -52,6 +52,10 @@ protected:
             }
             if (a.kind == ActionKind::Unpageable)
                 continue;
+            if (a.kind == ActionKind::RunAhead) {
+                run_ahead_.push_back(std::to_string(a.client) + (a.bounded ? ":bounded" : ":free"));
+                continue;
+            }
             const char* k = a.kind == ActionKind::Grant    ? "G"
                             : a.kind == ActionKind::Drop   ? "D"
                             : a.kind == ActionKind::Revoke ? "R"
@@ -78,6 +82,7 @@ protected:
     Scheduler s_;
     TimePoint now_{std::chrono::seconds(1000)};
     V reasons_;
+    V run_ahead_;
 };
 
 class PolicyOnTest : public PolicyTest {
@@ -278,6 +283,63 @@ TEST_F(PolicyOnTest, InteractiveGoesFirstAndCutsTheQuantumShort)
     release(1);
     EXPECT_EQ(actions(), V{"G3"}) << "ahead of 2, which came first";
     EXPECT_EQ(s_.queue(0), std::vector<ClientId>{2});
+}
+
+// A holder whose GPU also serves a higher class keeps its queued work short,
+// so that when it is asked to let go it can do so at once.
+TEST_F(PolicyOnTest, AHolderBelowARegisteredHigherClassBoundsItsRunAhead)
+{
+    gpus(1);
+    client(1, 1000, Priority::Batch);
+    request(1);
+    actions();
+    EXPECT_TRUE(run_ahead_.empty()) << "alone: queues freely";
+    client(2);  // normal: higher than batch, registered, not even waiting
+    actions();
+    EXPECT_EQ(run_ahead_, V{"1:bounded"});
+    s_.disconnect(2, now_);
+    actions();
+    EXPECT_EQ(run_ahead_, (V{"1:bounded", "1:free"}));
+    client(3, 1000, Priority::Batch);  // same class: nothing to make room for
+    actions();
+    EXPECT_EQ(run_ahead_.size(), 2u);
+    // A new hold starts free; the holder's own class decides.
+    release(1);
+    client(4, 1000, Priority::Interactive);
+    request(4);
+    actions();
+    EXPECT_EQ(run_ahead_.size(), 2u) << "the interactive holder is the highest class";
+}
+
+TEST_F(PolicyOnTest, AHoldStartsBoundedWhenAHigherClassIsAlreadyHere)
+{
+    gpus(1);
+    client(1, 1000, Priority::Interactive);
+    client(2, 1000, Priority::Batch);
+    request(2);
+    bool bounded_grant = false;
+    for (const Action& a : s_.take_actions())
+        if (a.kind == ActionKind::Grant && a.client == 2)
+            bounded_grant = a.bounded;
+    EXPECT_TRUE(bounded_grant) << "bounded from its first submission, in the Grant itself";
+    actions();
+    EXPECT_TRUE(run_ahead_.empty()) << "no separate message needed";
+}
+
+TEST_F(PolicyTest, RunAheadIsBoundedOnlyWhereProcessesTakeTurns)
+{
+    gpus(1);
+    client(1, 1000, Priority::Batch);
+    client(2, 1000, Priority::Interactive);
+    request(1);
+    actions();
+    EXPECT_TRUE(run_ahead_.empty()) << "memory fits: the interactive process joins at once";
+    s_.set_mode(Mode::On, now_);
+    actions();
+    EXPECT_EQ(run_ahead_, V{"1:bounded"});
+    s_.set_mode(Mode::Auto, now_);
+    actions();
+    EXPECT_EQ(run_ahead_, (V{"1:bounded", "1:free"}));
 }
 
 TEST_F(PolicyOnTest, AWaiterAheadOfItsPlaceSaysPriority)
