@@ -29,6 +29,10 @@ void check_values(const SettingsLayer& layer)
     FUZZ_CHECK(!layer.default_capacity || *layer.default_capacity > 0);
     for (const auto& [uuid, bytes] : layer.capacities)
         FUZZ_CHECK(!uuid.empty() && bytes > 0);
+    for (const auto& [uuid, tq] : layer.gpu_time_quanta)
+        FUZZ_CHECK(!uuid.empty() && valid_time_quantum(tq));
+    for (const auto& [uuid, mode] : layer.gpu_modes)
+        FUZZ_CHECK(!uuid.empty());
 }
 
 // The line number an error names ("line N: ...").
@@ -62,6 +66,13 @@ SettingsLayer overlay(SettingsLayer below, const SettingsLayer& above)
         below.default_capacity = above.default_capacity;
     for (const auto& [uuid, bytes] : above.capacities)
         below.capacities[uuid] = bytes;
+    for (const auto& [uuid, mode] : above.gpu_modes)
+        below.gpu_modes[uuid] = mode;
+    for (const auto& [uuid, tq] : above.gpu_time_quanta)
+        below.gpu_time_quanta[uuid] = tq;
+    // Priority rules are repeatable: every line adds one.
+    below.priority_rules.insert(below.priority_rules.end(), above.priority_rules.begin(),
+                                above.priority_rules.end());
     return below;
 }
 
