@@ -128,6 +128,7 @@ void Scheduler::set_default_capacity(std::optional<uint64_t> bytes)
 
 void Scheduler::set_capacity(GpuIndex gpu, uint64_t bytes, TimePoint now)
 {
+    now_ = std::max(now_, now);
     if (gpu >= gpus_.size())
         return;
     gpus_[gpu].capacity = bytes;
@@ -138,6 +139,7 @@ void Scheduler::set_capacity(GpuIndex gpu, uint64_t bytes, TimePoint now)
 
 void Scheduler::set_mode(Mode mode, TimePoint now)
 {
+    now_ = std::max(now_, now);
     settings_.mode = mode;
     wait_dirty_ = ~GpuSet{0};  // the reason waiters are given follows the mode
     refresh_exclusive(now);
@@ -146,6 +148,7 @@ void Scheduler::set_mode(Mode mode, TimePoint now)
 
 void Scheduler::set_time_quantum(Duration tq, TimePoint now)
 {
+    now_ = std::max(now_, now);
     // Deadlines derive from granted_at + TQ, so the running quantum follows.
     settings_.time_quantum = tq;
     wait_dirty_ = ~GpuSet{0};
@@ -157,6 +160,7 @@ void Scheduler::set_time_quantum(Duration tq, TimePoint now)
 
 void Scheduler::set_gpu_mode(const std::string& uuid, std::optional<Mode> mode, TimePoint now)
 {
+    now_ = std::max(now_, now);
     if (mode)
         mode_overrides_[uuid] = *mode;
     else
@@ -169,6 +173,7 @@ void Scheduler::set_gpu_mode(const std::string& uuid, std::optional<Mode> mode, 
 void Scheduler::set_gpu_time_quantum(const std::string& uuid, std::optional<Duration> tq,
                                      TimePoint now)
 {
+    now_ = std::max(now_, now);
     if (tq)
         quantum_overrides_[uuid] = *tq;
     else
@@ -205,6 +210,7 @@ void Scheduler::set_grace(Duration grace)
 
 void Scheduler::set_quantum_ceiling(Duration ceiling, TimePoint now)
 {
+    now_ = std::max(now_, now);
     settings_.quantum_ceiling = ceiling;
     wait_dirty_ = ~GpuSet{0};
     for (auto& [id, c] : clients_)
@@ -300,6 +306,7 @@ bool Scheduler::connect(ClientId id, ClientInfo info, std::vector<GpuIndex> gpus
 
 void Scheduler::request(ClientId id, GpuSet gpus, TimePoint now)
 {
+    now_ = std::max(now_, now);
     ClientRecord* c = find(id);
     gpus &= c != nullptr ? c->registered() : 0;
     if (gpus == 0)
