@@ -646,10 +646,11 @@ void Scheduler::dequeue(ClientRecord& c)
     waiting_--;
 }
 
-Scheduler::OrderKey Scheduler::order_key(const ClientRecord& c, TimePoint now) const
+Scheduler::OrderKey Scheduler::order_key(const ClientRecord& c, double user_held,
+                                         TimePoint now) const
 {
     return {policy::waiting_rank(c.info.priority, now - c.waiting_since, settings_.time_quantum),
-            shares_.held(c.info.uid, now), c.sequence};
+            user_held, c.sequence};
 }
 
 std::optional<ClientId> Scheduler::head(GpuIndex gpu, TimePoint now) const
@@ -661,7 +662,7 @@ std::optional<ClientId> Scheduler::head(GpuIndex gpu, TimePoint now) const
     OrderKey best_key{};
     for (const auto& [bucket, waiters] : buckets) {
         const ClientRecord& c = clients_.at(waiters.begin()->second);
-        const OrderKey k = order_key(c, now);
+        const OrderKey k = order_key(c, shares_.held(c.info.uid, now), now);
         if (!best || k < best_key) {
             best = c.id;
             best_key = k;
@@ -678,10 +679,16 @@ std::vector<ClientId> Scheduler::ordered(GpuIndex gpu, TimePoint now) const
     for (const auto& [seq, id] : queues_[gpu].waiting)
         ids.push_back(id);
     if (queues_[gpu].buckets.size() > 1) {
+        // Each user's held time once, not once per waiter.
+        std::map<uint32_t, double> held;
+        for (const auto& [bucket, waiters] : queues_[gpu].buckets)
+            held.emplace(bucket.first, shares_.held(bucket.first, now));
         std::vector<std::pair<OrderKey, ClientId>> keyed;
         keyed.reserve(ids.size());
-        for (ClientId id : ids)
-            keyed.push_back({order_key(clients_.at(id), now), id});
+        for (ClientId id : ids) {
+            const ClientRecord& c = clients_.at(id);
+            keyed.push_back({order_key(c, held.at(c.info.uid), now), id});
+        }
         std::sort(keyed.begin(), keyed.end());
         for (size_t i = 0; i < keyed.size(); ++i)
             ids[i] = keyed[i].second;
@@ -923,16 +930,23 @@ void Scheduler::publish_waits()
     for_each_gpu(dirty, [&](GpuIndex g) {
         if (g >= queues_.size())
             return;
+        // The holder's facts are the same for every waiter: worked out once.
+        const WaitFacts same = facts_at(g, 0);
+        const bool mixed = queues_[g].buckets.size() > 1;  // else nobody outranks anybody
         uint32_t place = 0;
         int first_rank = INT32_MAX;
         for (ClientId id : ordered(g, now_)) {
-            WaitFacts f = facts_at(g, ++place);
+            WaitFacts f = same;
+            f.place = ++place;
             ClientRecord& c = clients_.at(id);
-            // Behind a waiter that ranks higher: priority is why.
-            const int rank = std::get<0>(order_key(c, now_));
-            first_rank = std::min(first_rank, rank);
-            if (first_rank < rank)
-                f.reason = WaitReason::Priority;
+            if (mixed) {
+                // Behind a waiter that ranks higher: priority is why.
+                const int rank = policy::waiting_rank(c.info.priority, now_ - c.waiting_since,
+                                                      settings_.time_quantum);
+                first_rank = std::min(first_rank, rank);
+                if (first_rank < rank)
+                    f.reason = WaitReason::Priority;
+            }
             const auto sent = c.wait_sent.find(g);
             if (sent != c.wait_sent.end() && sent->second.same_news(f))
                 continue;

@@ -208,7 +208,7 @@ private:
     GpuSet scheduled() const { return exclusive_ | soft_; }
     // The order of waiters: (rank, user's held time, sequence).
     using OrderKey = std::tuple<int, double, uint64_t>;
-    OrderKey order_key(const ClientRecord& c, TimePoint now) const;
+    OrderKey order_key(const ClientRecord& c, double user_held, TimePoint now) const;
     std::optional<ClientId> head(GpuIndex gpu, TimePoint now) const;
     std::vector<ClientId> ordered(GpuIndex gpu, TimePoint now) const;
     int best_waiting_class(GpuSet gpus) const;  // policy::class_rank of the best
