@@ -13,7 +13,6 @@
 #include "preload/env.h"
 #include "preload/lock/gate.h"
 #include "preload/lock/mailbox.h"
-#include "preload/lock/run_ahead.h"
 #include "preload/lock/wait_notice.h"
 #include "preload/log.h"
 #include "preload/memory/allocations.h"
@@ -85,12 +84,12 @@ void ClientLoop::disconnect()
     conn_.close();
     s_.welcomed = false;
     s_.lock.lost();
-    run_ahead::set_bounded(false);
+    gate_set_bounded(false);
 }
 
 void ClientLoop::fail_open(const char* reason)
 {
-    run_ahead::set_bounded(false);
+    gate_set_bounded(false);
     gate_open();
     mailbox::set_ready();
     if (!failing_) {
@@ -185,7 +184,7 @@ bool ClientLoop::handle(proto::MsgType type, const uint8_t* p, uint32_t length, 
             proto::decode(p, length, &r);
             // Only while holding: a hold's bound ends with it.
             const bool bounded = (r.flags & proto::kRunAheadBounded) != 0 && s_.lock.holds();
-            run_ahead::set_bounded(bounded);
+            gate_set_bounded(bounded);
             log_debug("%s", bounded ? "a higher priority class may need the GPU: keeping "
                                       "queued work short"
                                     : "queued work no longer bounded");
@@ -209,7 +208,7 @@ bool ClientLoop::handle(proto::MsgType type, const uint8_t* p, uint32_t length, 
 void ClientLoop::on_grant(const proto::GrantPayload& g, uint64_t now)
 {
     // Before the gate opens, so that the first submission is bounded too.
-    run_ahead::set_bounded((g.flags & proto::kGrantBounded) != 0);
+    gate_set_bounded((g.flags & proto::kGrantBounded) != 0);
     s_.lock.granted(g);
     s_.next_idle_check = now + config().idle_release_ms * 1000000ull;
     s_.quiet_since = now;
@@ -238,7 +237,7 @@ void ClientLoop::on_drop(const proto::DropPayload& d, uint64_t now)
 void ClientLoop::on_revoked()
 {
     gate_close();
-    run_ahead::set_bounded(false);
+    gate_set_bounded(false);
     s_.lock.revoked();
     wait_.cancel();
     log_warn("nvshared revoked the GPU lock: %s", revoke_cause_text(s_.revoke_cause));
@@ -278,7 +277,7 @@ void ClientLoop::release(uint64_t deadline)
     residency::before_release(all, s_.lock.oversubscribed(), s_.lock.keep_bytes(), deadline);
     send_mask(proto::MsgType::Released);
     s_.lock.released();
-    run_ahead::set_bounded(false);
+    gate_set_bounded(false);
     report_stats();
 }
 

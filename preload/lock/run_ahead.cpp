@@ -5,7 +5,6 @@
 
 #include "preload/clock.h"
 #include "preload/driver/hook_table.h"
-#include "preload/lock/gate.h"
 #include "preload/memory/contexts.h"
 
 namespace nvshare::preload::run_ahead {
@@ -36,11 +35,6 @@ void wait_for(CUevent event)
 }
 
 }  // namespace
-
-void set_bounded(bool bounded)
-{
-    gate_set_bounded(bounded);
-}
 
 void before_submit(CUstream stream)
 {

@@ -5,6 +5,8 @@
 // of running on for seconds. Each call that puts work on the GPU first
 // records an event behind the work before it; when kQueued such events are
 // outstanding, it waits for the oldest (at most kWaitLimitNs: never a hang).
+// The client thread turns the bound on and off (gate_set_bounded, gate.h);
+// calls then take the gate's slow path, which calls before_submit().
 #pragma once
 
 #include "preload/driver/cuda_api.h"
@@ -13,10 +15,6 @@ namespace nvshare::preload::run_ahead {
 
 inline constexpr unsigned kQueued = 4;
 inline constexpr long long kWaitLimitNs = 2'000'000'000;
-
-// The client thread: bound (RunAhead with kRunAheadBounded) or not (RunAhead
-// without, or the hold ended).
-void set_bounded(bool bounded);
 
 // A call that puts work on `stream` (already resolved: CU_STREAM_PER_THREAD
 // for the per-thread default stream) is about to go, the gate open and

@@ -20,6 +20,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "system"))
+from checks import wait_path  # noqa: E402  (tests/system/checks.py)
+
 SKIP = 77
 NVSHARED, NVSHARECTL, TESTCLIENT, SCHEMA_DIR = sys.argv[1:5]
 
@@ -57,14 +60,6 @@ def ctl(*args, check_rc=True):
     if check_rc and r.returncode != 0:
         raise SystemExit(f"FAIL: nvsharectl {' '.join(args)}: {r.returncode}\n{r.stderr}")
     return r
-
-
-def wait_path(path):
-    deadline = time.monotonic() + 10
-    while not os.path.exists(path):
-        if time.monotonic() > deadline:
-            raise SystemExit(f"FAIL: {path} never appeared")
-        time.sleep(0.02)
 
 
 def main():

@@ -800,14 +800,10 @@ FAKE_EXPORT CUresult cuEventQuery(CUevent ev)
     auto* e = reinterpret_cast<Event*>(ev);
     if (e == nullptr)
         return CUDA_ERROR_INVALID_HANDLE;
-    std::shared_ptr<std::atomic<bool>> done;
-    if (e->recorded_on != nullptr) {
-        std::lock_guard<std::mutex> lock(e->recorded_on->mutex);
-        done = e->done;
-    } else {
-        done = e->done;
-    }
-    return done->load() ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+    std::unique_lock<std::mutex> lock;  // cuEventRecord replaces `done` under the stream's lock
+    if (e->recorded_on != nullptr)
+        lock = std::unique_lock<std::mutex>(e->recorded_on->mutex);
+    return e->done->load() ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
 FAKE_EXPORT CUresult cuStreamWaitEvent(CUstream s, CUevent ev, unsigned int)

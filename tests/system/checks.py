@@ -1,6 +1,8 @@
 """Soft checks for the system tests' scripts: each failure is printed and
 counted, and finish() exits with the verdict after every check has run."""
+import os
 import sys
+import time
 
 failures = []
 
@@ -18,3 +20,12 @@ def finish():
         sys.exit(1)
     print("all checks passed")
     sys.exit(0)
+
+
+def wait_path(path, timeout=10):
+    """Waits for a file (a socket a daemon creates) to appear; a hard failure if it never does."""
+    deadline = time.monotonic() + timeout
+    while not os.path.exists(path):
+        if time.monotonic() > deadline:
+            raise SystemExit(f"FAIL: {path} never appeared")
+        time.sleep(0.02)

@@ -17,6 +17,8 @@ import sys
 import tempfile
 import time
 
+from checks import wait_path  # beside this script
+
 SKIP = 77
 NVSHARED, TESTCLIENT, METRICS, NVSHARECTL = sys.argv[1:5]
 
@@ -29,14 +31,6 @@ ACTIVATE = shutil.which("systemd-socket-activate")
 if ACTIVATE is None:
     print("SKIP: no systemd-socket-activate")
     sys.exit(SKIP)
-
-
-def wait_path(path):
-    deadline = time.monotonic() + 10
-    while not os.path.exists(path):
-        if time.monotonic() > deadline:
-            raise SystemExit(f"FAIL: {path} never appeared")
-        time.sleep(0.02)
 
 
 def scrape(path):
