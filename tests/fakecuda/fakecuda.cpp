@@ -10,7 +10,17 @@
 //  - synchronising a context while one of its streams is capturing fails
 //    and invalidates the capture, as on a real GPU;
 //  - cuGetProcAddress[_v2] answers per (name, version, flags) with the
-//    exported variant the real driver would choose.
+//    exported variant the real driver would choose;
+//  - the VMM API moves data as the driver does: each cuMemCreate handle owns
+//    real memory (a memfd; device-located ones count against the device's
+//    memory), cuMemAddressReserve reserves inaccessible address space, and
+//    cuMemMap / cuMemUnmap map the handle's memory at an address of a
+//    reservation and take it away again, so data follows its handle from
+//    one address to another;
+//  - GPU work that would touch an address of a reservation where nothing is
+//    mapped (or mapped without cuMemSetAccess) is an illegal address, as on
+//    a GPU: the work does not run, a `fault` line is logged, and the context
+//    fails every later call with CUDA_ERROR_ILLEGAL_ADDRESS (sticky).
 // Every allocation and every piece of GPU work is appended to $FAKECUDA_LOG
 // (one line per event: CLOCK_MONOTONIC ns, pid, event...), so tests can tell
 // from outside whether two processes' work overlapped.
@@ -22,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdarg>
@@ -83,10 +94,19 @@ void log_event(const char* format, ...)
 struct Graph;
 struct Context;
 
+// Bytes that a piece of GPU work reads or writes.
+struct Range {
+    const void* start;
+    size_t size;
+};
+
 struct Op {
     std::string name;
     uint64_t duration_us = 0;
     std::function<void()> action;
+    // What `action` reads and writes: checked when the op is submitted (and
+    // each time a graph that holds it is launched), see submit().
+    std::vector<Range> touches{};
 };
 
 struct Stream {
@@ -132,12 +152,37 @@ struct Context {
     int refs = 0;
     Stream* null_stream = nullptr;
     std::set<Stream*> streams;  // includes null_stream
+    // Set when its work touched an illegal address: as on a GPU, the context
+    // is lost for good and its calls fail with CUDA_ERROR_ILLEGAL_ADDRESS.
+    std::atomic<bool> broken{false};
 };
 
 struct Allocation {
     size_t size;
     CUdevice device;
     const char* kind;
+};
+
+// A cuMemCreate handle: its memory is a memfd of `size` bytes (page-rounded),
+// which cuMemMap maps wherever the caller asks.
+struct Handle {
+    size_t size;
+    CUdevice device;   // -1: host memory (not counted as device memory)
+    const char* kind;  // "vmm" or "vmm-host"
+    int fd;
+};
+
+// Address space from cuMemAddressReserve: PROT_NONE where nothing is mapped.
+struct Reservation {
+    size_t size;
+};
+
+// A handle's memory [offset, offset + size) mapped at an address.
+struct Mapping {
+    size_t size;
+    CUmemGenericAllocationHandle handle;
+    size_t offset;
+    bool accessible = false;  // cuMemSetAccess was called for it
 };
 
 struct State {
@@ -147,13 +192,14 @@ struct State {
     uint64_t memory = 16ull << 30;
     std::map<CUdevice, Context*> primary;
     std::map<CUdeviceptr, Allocation> allocations;
-    std::map<CUmemGenericAllocationHandle, Allocation> handles;
+    std::map<CUmemGenericAllocationHandle, Handle> handles;
     // References to a handle: its creation, each retain, each mapping. The
     // memory goes with the last (cuMemRelease, cuMemUnmap).
     std::map<CUmemGenericAllocationHandle, int> handle_refs;
-    std::map<CUdeviceptr, CUmemGenericAllocationHandle> mappings;
-    std::map<uint64_t, Allocation> arrays;     // CUarray / CUmipmappedArray
-    std::map<CUdevice, uint64_t> device_used;  // plain device memory in use
+    std::map<CUdeviceptr, Reservation> reservations;  // by start address
+    std::map<CUdeviceptr, Mapping> mappings;          // by start address
+    std::map<uint64_t, Allocation> arrays;            // CUarray / CUmipmappedArray
+    std::map<CUdevice, uint64_t> device_used;         // plain device memory in use
     uint64_t next_stream_id = 1;
     uint64_t next_handle = 1;
     uint64_t next_op = 1;
@@ -267,6 +313,65 @@ uint64_t copy_us()
     return env_u64("FAKECUDA_COPY_US", 200);
 }
 
+// The entry of `m` (start address -> something with a size) whose range
+// holds `p`; end() if none. Callers hold st().mutex.
+template <typename Map>
+typename Map::iterator containing_in(Map& m, CUdeviceptr p)
+{
+    auto it = m.upper_bound(p);
+    if (it == m.begin())
+        return m.end();
+    --it;
+    return p - it->first < it->second.size ? it : m.end();
+}
+
+// The first address of [p, p + n) that lies in a reservation but in no
+// accessible mapping, or 0: where a GPU would fault. Addresses outside every
+// reservation (plain allocations, host memory) are never checked, so this
+// costs a lookup unless the range meets a reservation. Callers hold
+// st().mutex.
+CUdeviceptr illegal_address(CUdeviceptr p, size_t n)
+{
+    auto& reservations = st().reservations;
+    const CUdeviceptr end = p + n;
+    auto r = containing_in(reservations, p);
+    if (r == reservations.end())
+        r = reservations.upper_bound(p);
+    for (; r != reservations.end() && r->first < end; ++r) {
+        CUdeviceptr at = std::max(p, r->first);
+        const CUdeviceptr stop = std::min(end, r->first + r->second.size);
+        while (at < stop) {
+            auto m = containing_in(st().mappings, at);
+            if (m == st().mappings.end() || !m->second.accessible)
+                return at;
+            at = m->first + m->second.size;
+        }
+    }
+    return 0;
+}
+
+// Whether `op` may run on `s`: not if it touches an illegal address, which
+// loses the context. The fault is seen at submission rather than when the
+// op runs: simpler, and enough, since the library remaps memory only while
+// no work is queued.
+CUresult check_access(Stream* s, const Op& op)
+{
+    CUdeviceptr bad = 0;
+    {
+        std::lock_guard<std::mutex> g(st().mutex);
+        for (const Range& r : op.touches) {
+            bad = illegal_address(reinterpret_cast<CUdeviceptr>(r.start), r.size);
+            if (bad != 0)
+                break;
+        }
+    }
+    if (bad == 0)
+        return CUDA_SUCCESS;
+    log_event("fault %s 0x%llx", op.name.c_str(), static_cast<unsigned long long>(bad));
+    s->ctx->broken = true;
+    return CUDA_ERROR_ILLEGAL_ADDRESS;
+}
+
 // Puts work on a stream (or into its capture); waits for it if `sync`.
 CUresult submit(CUstream h, Op op, bool sync)
 {
@@ -275,6 +380,19 @@ CUresult submit(CUstream h, Op op, bool sync)
     Stream* s = resolve(h);
     if (s == nullptr)
         return CUDA_ERROR_INVALID_CONTEXT;
+    if (s->ctx->broken)
+        return CUDA_ERROR_ILLEGAL_ADDRESS;
+    bool capturing = false;
+    {
+        std::lock_guard<std::mutex> lock(s->mutex);
+        capturing = s->capturing;
+    }
+    // Captured work runs (and is checked) when its graph is launched.
+    if (!capturing) {
+        const CUresult r = check_access(s, op);
+        if (r != CUDA_SUCCESS)
+            return r;
+    }
     {
         std::lock_guard<std::mutex> lock(s->mutex);
         if (s->capturing) {
@@ -293,7 +411,7 @@ CUresult submit(CUstream h, Op op, bool sync)
     }
     if (sync)
         wait_idle(s);
-    return CUDA_SUCCESS;
+    return s->ctx->broken ? CUDA_ERROR_ILLEGAL_ADDRESS : CUDA_SUCCESS;
 }
 
 uint64_t kernel_us(void** params)
@@ -354,6 +472,8 @@ CUresult sync_context(Context* c)
 {
     if (c == nullptr)
         return CUDA_ERROR_INVALID_CONTEXT;
+    if (c->broken)
+        return CUDA_ERROR_ILLEGAL_ADDRESS;
     std::vector<Stream*> streams;
     {
         std::lock_guard<std::mutex> g(st().mutex);
@@ -368,12 +488,13 @@ CUresult sync_context(Context* c)
     }
     for (Stream* s : streams)
         wait_idle(s);
-    return CUDA_SUCCESS;
+    return c->broken ? CUDA_ERROR_ILLEGAL_ADDRESS : CUDA_SUCCESS;
 }
 
 CUresult copy(CUstream stream, void* dst, const void* src, size_t n, const char* api, bool sync)
 {
-    return submit(stream, {api, copy_us(), [=] { memmove(dst, src, n); }}, sync);
+    return submit(stream, {api, copy_us(), [=] { memmove(dst, src, n); }, {{dst, n}, {src, n}}},
+                  sync);
 }
 
 CUresult set(CUstream stream, void* dst, const void* value, size_t element, size_t count,
@@ -382,18 +503,27 @@ CUresult set(CUstream stream, void* dst, const void* value, size_t element, size
     uint64_t v = 0;
     memcpy(&v, value, element);
     return submit(stream,
-                  {api, copy_us(),
+                  {api,
+                   copy_us(),
                    [=] {
                        auto* p = static_cast<unsigned char*>(dst);
                        for (size_t i = 0; i < count; ++i)
                            memcpy(p + i * element, &v, element);
-                   }},
+                   },
+                   {{dst, count * element}}},
                   sync);
 }
 
 void* ptr(CUdeviceptr d)
 {
     return reinterpret_cast<void*>(d);
+}
+
+// As on a driver or GPU without host-located VMM memory, with
+// FAKECUDA_NO_HOST_VMM=1: what the library must fall back from.
+bool host_vmm_supported()
+{
+    return env_u64("FAKECUDA_NO_HOST_VMM", 0) == 0;
 }
 
 }  // namespace
@@ -486,6 +616,12 @@ FAKE_EXPORT CUresult cuDeviceGetAttribute(int* value, CUdevice_attribute attr, C
         case CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT:
             *value = 32;
             break;
+        case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
+            *value = 1;
+            break;
+        case CU_DEVICE_ATTRIBUTE_HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
+            *value = host_vmm_supported() ? 1 : 0;
+            break;
         default:
             *value = 0;
     }
@@ -501,6 +637,8 @@ FAKE_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev)
     Context*& c = st().primary[dev];
     if (c == nullptr)
         c = new_context(dev, true);
+    if (c->refs == 0)
+        c->broken = false;  // released by all, so retained anew: a fresh context
     c->refs++;
     c->alive = true;
     *pctx = reinterpret_cast<CUcontext>(c);
@@ -659,6 +797,8 @@ static CUresult stream_sync(CUstream s)
     Stream* str = resolve(s);
     if (str == nullptr)
         return CUDA_ERROR_INVALID_CONTEXT;
+    if (str->ctx->broken)
+        return CUDA_ERROR_ILLEGAL_ADDRESS;
     {
         std::lock_guard<std::mutex> lock(str->mutex);
         if (str->capturing) {
@@ -667,7 +807,7 @@ static CUresult stream_sync(CUstream s)
         }
     }
     wait_idle(str);
-    return CUDA_SUCCESS;
+    return str->ctx->broken ? CUDA_ERROR_ILLEGAL_ADDRESS : CUDA_SUCCESS;
 }
 
 FAKE_EXPORT CUresult cuStreamSynchronize(CUstream s)
@@ -685,6 +825,8 @@ static CUresult stream_query(CUstream s)
     Stream* str = resolve(s);
     if (str == nullptr)
         return CUDA_ERROR_INVALID_CONTEXT;
+    if (str->ctx->broken)
+        return CUDA_ERROR_ILLEGAL_ADDRESS;
     std::lock_guard<std::mutex> lock(str->mutex);
     return str->queue.empty() && !str->busy ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
@@ -781,6 +923,8 @@ FAKE_EXPORT CUresult cuEventRecord(CUevent ev, CUstream s)
     Stream* str = resolve(s);
     if (e == nullptr || str == nullptr)
         return CUDA_ERROR_INVALID_HANDLE;
+    if (str->ctx->broken)
+        return CUDA_ERROR_ILLEGAL_ADDRESS;
     std::lock_guard<std::mutex> lock(str->mutex);
     e->recorded_on = str;
     e->capture_origin = !str->capturing ? nullptr : str->origin != nullptr ? str->origin : str;
@@ -800,6 +944,8 @@ FAKE_EXPORT CUresult cuEventQuery(CUevent ev)
     auto* e = reinterpret_cast<Event*>(ev);
     if (e == nullptr)
         return CUDA_ERROR_INVALID_HANDLE;
+    if (e->recorded_on != nullptr && e->recorded_on->ctx->broken)
+        return CUDA_ERROR_ILLEGAL_ADDRESS;
     std::unique_lock<std::mutex> lock;  // cuEventRecord replaces `done` under the stream's lock
     if (e->recorded_on != nullptr)
         lock = std::unique_lock<std::mutex>(e->recorded_on->mutex);
@@ -1026,12 +1172,7 @@ FAKE_EXPORT CUresult cuIpcGetMemHandle(CUipcMemHandle* handle, CUdeviceptr dptr)
 // Callers hold st().mutex.
 static std::map<CUdeviceptr, Allocation>::iterator containing(CUdeviceptr ptr)
 {
-    auto& all = st().allocations;
-    auto it = all.upper_bound(ptr);
-    if (it == all.begin())
-        return all.end();
-    --it;
-    return ptr - it->first < it->second.size ? it : all.end();
+    return containing_in(st().allocations, ptr);
 }
 
 // As on a real GPU: GPUDirect RDMA (dma-buf export, nvidia-peermem's
@@ -1055,11 +1196,38 @@ FAKE_EXPORT CUresult cuMemGetHandleForAddressRange(void* handle, CUdeviceptr dpt
     return CUDA_SUCCESS;
 }
 
-// The attributes the tests ask for. Unknown pointers: an error from
-// cuPointerGetAttribute, zeros from cuPointerGetAttributes (as the driver).
+// A pointer into a VMM mapping: device memory whose range is the mapping
+// (as the driver answers for VMM), wherever its handle's memory lives.
+static CUresult vmm_pointer_attribute(void* data, CUpointer_attribute attribute,
+                                      std::map<CUdeviceptr, Mapping>::iterator m)
+{
+    switch (attribute) {
+        case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+            *static_cast<CUmemorytype*>(data) = CU_MEMORYTYPE_DEVICE;
+            return CUDA_SUCCESS;
+        case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+            *static_cast<CUdeviceptr*>(data) = m->first;
+            return CUDA_SUCCESS;
+        case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+            *static_cast<size_t*>(data) = m->second.size;
+            return CUDA_SUCCESS;
+        case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+        case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:  // not asked for at cuMemCreate
+            *static_cast<unsigned int*>(data) = 0;
+            return CUDA_SUCCESS;
+        default:
+            return CUDA_ERROR_INVALID_VALUE;
+    }
+}
+
+// The attributes the tests ask for. Unknown pointers (a reserved address
+// where nothing is mapped included): an error from cuPointerGetAttribute,
+// zeros from cuPointerGetAttributes (as the driver).
 static CUresult pointer_attribute(void* data, CUpointer_attribute attribute, CUdeviceptr ptr,
                                   bool zero_if_unknown)
 {
+    if (auto m = containing_in(st().mappings, ptr); m != st().mappings.end())
+        return vmm_pointer_attribute(data, attribute, m);
     auto it = containing(ptr);
     const bool known = it != st().allocations.end();
     if (!known && !zero_if_unknown)
@@ -1168,26 +1336,67 @@ FAKE_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr d, CUstream)
     return release(d, "cuMemFreeAsync_ptsz");
 }
 
+// ---- virtual memory management ------------------------------------------------------
+// Handles own memfds; reservations are PROT_NONE address space; cuMemMap puts
+// a handle's memfd at an address of a reservation (MAP_SHARED, so every
+// mapping of a handle sees the same bytes) and cuMemUnmap puts PROT_NONE
+// back. Sizes and offsets are rounded to pages (the driver wants multiples of
+// the granularity; the fake is lenient there).
+
+constexpr size_t kGranularity = 2u << 20;  // what the driver reports on current GPUs
+
+static size_t page_round(size_t n)
+{
+    const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    return (n + page - 1) / page * page;
+}
+
+static bool page_aligned(uint64_t n)
+{
+    return n % static_cast<uint64_t>(sysconf(_SC_PAGESIZE)) == 0;
+}
+
+static bool host_location(CUmemLocationType type)
+{
+    return type == CU_MEM_LOCATION_TYPE_HOST || type == CU_MEM_LOCATION_TYPE_HOST_NUMA ||
+           type == CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT;
+}
+
 FAKE_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size,
                                  const CUmemAllocationProp* prop, unsigned long long)
 {
     REQUIRE_INIT();
     if (handle == nullptr || prop == nullptr || size == 0)
         return CUDA_ERROR_INVALID_VALUE;
-    std::lock_guard<std::mutex> g(st().mutex);
     const bool device = prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE;
+    if (!device && !host_location(prop->location.type))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!device && !host_vmm_supported())
+        return CUDA_ERROR_NOT_SUPPORTED;
     const CUdevice dev = device ? prop->location.id : -1;
+    if (device && (dev < 0 || dev >= st().device_count))
+        return CUDA_ERROR_INVALID_DEVICE;
+    std::lock_guard<std::mutex> g(st().mutex);
     if (device && st().device_used[dev] + size > st().memory)
         return CUDA_ERROR_OUT_OF_MEMORY;
+    // The handle's memory, wherever it gets mapped; sparse until written.
+    const int fd = memfd_create(device ? "fakecuda-vmm" : "fakecuda-vmm-host", MFD_CLOEXEC);
+    if (fd < 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    if (ftruncate(fd, static_cast<off_t>(page_round(size))) != 0) {
+        close(fd);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
     if (device)
         st().device_used[dev] += size;
     *handle = st().next_handle++;
-    st().handles[*handle] = {size, dev, device ? "vmm" : "vmm-host"};
+    st().handles[*handle] = {size, dev, device ? "vmm" : "vmm-host", fd};
     st().handle_refs[*handle] = 1;
     log_event("alloc %s %zu cuMemCreate", device ? "vmm" : "vmm-host", size);
     return CUDA_SUCCESS;
 }
 
+// Drops one reference; the last one frees the memory. Callers hold st().mutex.
 static CUresult handle_unref(CUmemGenericAllocationHandle handle, const char* api)
 {
     auto it = st().handles.find(handle);
@@ -1198,6 +1407,7 @@ static CUresult handle_unref(CUmemGenericAllocationHandle handle, const char* ap
     if (it->second.device >= 0)
         st().device_used[it->second.device] -= it->second.size;
     log_event("free %s %zu %s", it->second.kind, it->second.size, api);
+    close(it->second.fd);  // no mapping is left, so this frees the memory
     st().handles.erase(it);
     st().handle_refs.erase(handle);
     return CUDA_SUCCESS;
@@ -1210,46 +1420,138 @@ FAKE_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
     return handle_unref(handle, "cuMemRelease");
 }
 
-FAKE_EXPORT CUresult cuMemAddressReserve(CUdeviceptr* ptr, size_t size, size_t, CUdeviceptr,
+// Address space only: nothing may touch it until something is mapped there.
+// `addr` is a hint the driver may ignore; the fake does. The start is aligned
+// to `align` (the granularity if 0): over-reserve, then trim both ends.
+FAKE_EXPORT CUresult cuMemAddressReserve(CUdeviceptr* ptr, size_t size, size_t align, CUdeviceptr,
                                          unsigned long long)
 {
     REQUIRE_INIT();
-    void* p = map_memory(size);
-    if (ptr == nullptr || p == nullptr)
+    if (ptr == nullptr || size == 0 || (align & (align - 1)) != 0)
         return CUDA_ERROR_INVALID_VALUE;
-    *ptr = reinterpret_cast<CUdeviceptr>(p);
+    size = page_round(size);
+    align = std::max(page_round(align == 0 ? kGranularity : align), page_round(1));
+    const size_t span = size + align;
+    void* p = mmap(nullptr, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    const auto base = reinterpret_cast<uintptr_t>(p);
+    const uintptr_t start = (base + align - 1) / align * align;
+    if (start > base)
+        munmap(p, start - base);
+    if (base + span > start + size)
+        munmap(reinterpret_cast<void*>(start + size), base + span - (start + size));
+    std::lock_guard<std::mutex> g(st().mutex);
+    st().reservations[start] = {size};
+    *ptr = start;
     return CUDA_SUCCESS;
 }
 
+// As the driver: the whole reservation, with nothing mapped in it any more.
 FAKE_EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
 {
     REQUIRE_INIT();
-    munmap(reinterpret_cast<void*>(ptr), size);
+    std::lock_guard<std::mutex> g(st().mutex);
+    auto it = st().reservations.find(ptr);
+    if (it == st().reservations.end() || it->second.size != page_round(size))
+        return CUDA_ERROR_INVALID_VALUE;
+    auto m = st().mappings.lower_bound(ptr);
+    if (m != st().mappings.end() && m->first < ptr + it->second.size)
+        return CUDA_ERROR_INVALID_VALUE;
+    munmap(reinterpret_cast<void*>(ptr), it->second.size);
+    st().reservations.erase(it);
     return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t, size_t, CUmemGenericAllocationHandle handle,
-                              unsigned long long)
+// [offset, offset + size) of the handle's memory at ptr, inside one
+// reservation and over nothing mapped yet. Not accessible by the device
+// until cuMemSetAccess (as on a GPU).
+FAKE_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
+                              CUmemGenericAllocationHandle handle, unsigned long long flags)
 {
     REQUIRE_INIT();
-    std::lock_guard<std::mutex> g(st().mutex);
-    if (st().handles.count(handle) == 0)
+    if (size == 0 || flags != 0 || !page_aligned(ptr) || !page_aligned(offset))
         return CUDA_ERROR_INVALID_VALUE;
-    st().mappings[ptr] = handle;
+    size = page_round(size);
+    std::lock_guard<std::mutex> g(st().mutex);
+    auto h = st().handles.find(handle);
+    if (h == st().handles.end() || offset > page_round(h->second.size) ||
+        size > page_round(h->second.size) - offset)
+        return CUDA_ERROR_INVALID_VALUE;
+    auto r = containing_in(st().reservations, ptr);
+    if (r == st().reservations.end() || size > r->first + r->second.size - ptr)
+        return CUDA_ERROR_INVALID_VALUE;
+    auto next = st().mappings.lower_bound(ptr);  // the first mapping at or after ptr
+    if (containing_in(st().mappings, ptr) != st().mappings.end() ||
+        (next != st().mappings.end() && next->first < ptr + size))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (mmap(reinterpret_cast<void*>(ptr), size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+             h->second.fd, static_cast<off_t>(offset)) == MAP_FAILED)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    st().mappings[ptr] = {size, handle, offset};
     st().handle_refs[handle]++;
+    log_event("map %zu %s", size, h->second.kind);
     return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t)
+// Whole mappings only, as the driver; one call may take several adjacent
+// ones. Their addresses go back to PROT_NONE: touching them faults.
+FAKE_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
 {
     REQUIRE_INIT();
+    size = page_round(size);
     std::lock_guard<std::mutex> g(st().mutex);
-    auto it = st().mappings.find(ptr);
-    if (it == st().mappings.end())
+    auto& mappings = st().mappings;
+    CUdeviceptr end = ptr;  // how far the mappings from ptr on cover, gap-free
+    for (auto it = mappings.find(ptr); it != mappings.end() && it->first == end && end < ptr + size;
+         ++it)
+        end += it->second.size;
+    if (size == 0 || end != ptr + size)
         return CUDA_ERROR_INVALID_VALUE;
-    const CUmemGenericAllocationHandle h = it->second;
-    st().mappings.erase(it);
-    return handle_unref(h, "cuMemUnmap");
+    for (auto it = mappings.find(ptr); it != mappings.end() && it->first < end;) {
+        if (mmap(reinterpret_cast<void*>(it->first), it->second.size, PROT_NONE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0) == MAP_FAILED)
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        log_event("unmap %zu", it->second.size);
+        const CUmemGenericAllocationHandle h = it->second.handle;
+        it = mappings.erase(it);
+        handle_unref(h, "cuMemUnmap");
+    }
+    return CUDA_SUCCESS;
+}
+
+// The device may touch [ptr, ptr + size) once it is mapped and this is
+// called; the fake grants what is asked whatever the descriptors say.
+FAKE_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc* desc,
+                                    size_t count)
+{
+    REQUIRE_INIT();
+    if (desc == nullptr || count == 0 || size == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    std::lock_guard<std::mutex> g(st().mutex);
+    auto& mappings = st().mappings;
+    const CUdeviceptr end = ptr + page_round(size);
+    for (CUdeviceptr at = ptr; at < end;) {  // every byte mapped?
+        auto m = containing_in(mappings, at);
+        if (m == mappings.end())
+            return CUDA_ERROR_INVALID_VALUE;
+        at = m->first + m->second.size;
+    }
+    for (auto m = containing_in(mappings, ptr); m != mappings.end() && m->first < end; ++m)
+        m->second.accessible = true;
+    log_event("access %zu", size);
+    return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuMemGetAllocationGranularity(size_t* granularity,
+                                                   const CUmemAllocationProp* prop,
+                                                   CUmemAllocationGranularity_flags)
+{
+    REQUIRE_INIT();
+    if (granularity == nullptr || prop == nullptr)
+        return CUDA_ERROR_INVALID_VALUE;
+    *granularity = kGranularity;  // minimum and recommended alike
+    return CUDA_SUCCESS;
 }
 
 // The same handle value again, with one more reference.
@@ -1257,11 +1559,11 @@ FAKE_EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle* h
 {
     REQUIRE_INIT();
     std::lock_guard<std::mutex> g(st().mutex);
-    auto it = st().mappings.find(reinterpret_cast<CUdeviceptr>(addr));
+    auto it = containing_in(st().mappings, reinterpret_cast<CUdeviceptr>(addr));
     if (handle == nullptr || it == st().mappings.end())
         return CUDA_ERROR_INVALID_VALUE;
-    st().handle_refs[it->second]++;
-    *handle = it->second;
+    st().handle_refs[it->second.handle]++;
+    *handle = it->second.handle;
     return CUDA_SUCCESS;
 }
 
@@ -1407,7 +1709,8 @@ static CUresult wait_value(CUstream s, CUdeviceptr addr, cuuint32_t value, unsig
     auto* word = reinterpret_cast<std::atomic<uint32_t>*>(addr);
     const bool equal = (flags & 0xf) == CU_STREAM_WAIT_VALUE_EQ;
     return submit(s,
-                  {api, 0,
+                  {api,
+                   0,
                    [=] {
                        for (;;) {
                            const uint32_t v = word->load();
@@ -1415,7 +1718,8 @@ static CUresult wait_value(CUstream s, CUdeviceptr addr, cuuint32_t value, unsig
                                return;
                            usleep(200);
                        }
-                   }},
+                   },
+                   {{word, sizeof *word}}},
                   false);
 }
 
@@ -1424,7 +1728,7 @@ static CUresult write_value(CUstream s, CUdeviceptr addr, cuuint32_t value, cons
     if (addr == 0)
         return CUDA_ERROR_INVALID_VALUE;
     auto* word = reinterpret_cast<std::atomic<uint32_t>*>(addr);
-    return submit(s, {api, 0, [=] { word->store(value); }}, false);
+    return submit(s, {api, 0, [=] { word->store(value); }, {{word, sizeof *word}}}, false);
 }
 
 FAKE_EXPORT CUresult cuStreamWaitValue32_v2(CUstream s, CUdeviceptr addr, cuuint32_t value,
@@ -1539,13 +1843,19 @@ static CUresult copy2d(const CUDA_MEMCPY2D* c, CUstream s, const char* api, bool
     auto* src = static_cast<unsigned char*>(address(c->srcMemoryType, c->srcHost, c->srcDevice));
     auto* dst = static_cast<unsigned char*>(address(c->dstMemoryType, c->dstHost, c->dstDevice));
     const CUDA_MEMCPY2D d = *c;
+    std::vector<Range> rows;
+    for (size_t y = 0; y < d.Height; ++y) {
+        rows.push_back({dst + (d.dstY + y) * d.dstPitch + d.dstXInBytes, d.WidthInBytes});
+        rows.push_back({src + (d.srcY + y) * d.srcPitch + d.srcXInBytes, d.WidthInBytes});
+    }
     return submit(s,
                   {api, copy_us(),
                    [=] {
                        for (size_t y = 0; y < d.Height; ++y)
                            memmove(dst + (d.dstY + y) * d.dstPitch + d.dstXInBytes,
                                    src + (d.srcY + y) * d.srcPitch + d.srcXInBytes, d.WidthInBytes);
-                   }},
+                   },
+                   std::move(rows)},
                   sync);
 }
 
@@ -1753,6 +2063,8 @@ const ProcRow kProcRows[] = {
     ROW("cuMemAddressFree", 10020, false, cuMemAddressFree),
     ROW("cuMemMap", 10020, false, cuMemMap),
     ROW("cuMemUnmap", 10020, false, cuMemUnmap),
+    ROW("cuMemSetAccess", 10020, false, cuMemSetAccess),
+    ROW("cuMemGetAllocationGranularity", 10020, false, cuMemGetAllocationGranularity),
     ROW("cuMemRetainAllocationHandle", 11000, false, cuMemRetainAllocationHandle),
     ROW("cuArrayCreate", 3020, false, cuArrayCreate_v2),
     ROW("cuArray3DCreate", 3020, false, cuArray3DCreate_v2),

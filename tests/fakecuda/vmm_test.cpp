@@ -1,0 +1,302 @@
+// The fake driver's VMM model (fakecuda.cpp), checked on its own: data
+// follows its handle from one address to another (the moves of the preload
+// library's swap engine), work on an address where nothing is mapped faults
+// without touching it and loses the context, and the attributes and
+// granularity the library reads. Linked with the fake libcuda.so.1; runs
+// with FAKECUDA_MEMORY=64 MiB (meson.build).
+#include <cuda.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr size_t kMiB = 1u << 20;
+constexpr size_t kChunk = 2 * kMiB;
+
+CUmemAllocationProp prop_at(CUmemLocationType type)
+{
+    CUmemAllocationProp p{};
+    p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    p.location.type = type;
+    p.location.id = 0;
+    return p;
+}
+
+CUmemGenericAllocationHandle create(CUmemLocationType type, size_t size)
+{
+    const CUmemAllocationProp prop = prop_at(type);
+    CUmemGenericAllocationHandle h = 0;
+    EXPECT_EQ(cuMemCreate(&h, size, &prop, 0), CUDA_SUCCESS);
+    return h;
+}
+
+void map(CUdeviceptr va, size_t size, CUmemGenericAllocationHandle h)
+{
+    ASSERT_EQ(cuMemMap(va, size, 0, h, 0), CUDA_SUCCESS);
+    CUmemAccessDesc access{};
+    access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    access.location.id = 0;
+    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    ASSERT_EQ(cuMemSetAccess(va, size, &access, 1), CUDA_SUCCESS);
+}
+
+std::vector<unsigned char> pattern(size_t size, unsigned seed)
+{
+    std::vector<unsigned char> v(size);
+    for (size_t i = 0; i < size; ++i)
+        v[i] = static_cast<unsigned char>((i * 31 + seed) >> 3);
+    return v;
+}
+
+std::string read_log(const std::string& path)
+{
+    std::ifstream in(path);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+// Each test runs in a context of its own (the fault test loses its one).
+class Vmm : public ::testing::Test {
+protected:
+    void SetUp() override
+    {
+        log_ = ::testing::TempDir() + "fakecuda-vmm-" + std::to_string(getpid()) + ".log";
+        unlink(log_.c_str());
+        setenv("FAKECUDA_LOG", log_.c_str(), 1);
+        ASSERT_EQ(cuInit(0), CUDA_SUCCESS);
+        ASSERT_EQ(cuCtxCreate_v4(&ctx_, nullptr, 0, 0), CUDA_SUCCESS);
+        ASSERT_EQ(cuStreamCreate(&stream_, 0), CUDA_SUCCESS);
+    }
+    void TearDown() override
+    {
+        cuCtxDestroy_v2(ctx_);
+        unsetenv("FAKECUDA_LOG");
+        unsetenv("FAKECUDA_NO_HOST_VMM");
+        unlink(log_.c_str());
+    }
+
+    std::string log_;
+    CUcontext ctx_ = nullptr;
+    CUstream stream_ = nullptr;
+};
+
+TEST_F(Vmm, GranularityAndAttributes)
+{
+    const CUmemAllocationProp prop = prop_at(CU_MEM_LOCATION_TYPE_DEVICE);
+    size_t g = 0;
+    EXPECT_EQ(cuMemGetAllocationGranularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM),
+              CUDA_SUCCESS);
+    EXPECT_EQ(g, kChunk);
+    g = 0;
+    EXPECT_EQ(cuMemGetAllocationGranularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED),
+              CUDA_SUCCESS);
+    EXPECT_EQ(g, kChunk);
+
+    int v = -1;
+    EXPECT_EQ(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, 0),
+              CUDA_SUCCESS);
+    EXPECT_EQ(v, 1);
+    EXPECT_EQ(
+        cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, 0),
+        CUDA_SUCCESS);
+    EXPECT_EQ(v, 1);
+
+    // Without host VMM: the attribute says so and host handles are refused.
+    setenv("FAKECUDA_NO_HOST_VMM", "1", 1);
+    EXPECT_EQ(
+        cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, 0),
+        CUDA_SUCCESS);
+    EXPECT_EQ(v, 0);
+    const CUmemAllocationProp host = prop_at(CU_MEM_LOCATION_TYPE_HOST);
+    CUmemGenericAllocationHandle h = 0;
+    EXPECT_EQ(cuMemCreate(&h, kChunk, &host, 0), CUDA_ERROR_NOT_SUPPORTED);
+    unsetenv("FAKECUDA_NO_HOST_VMM");
+    ASSERT_EQ(cuMemCreate(&h, kChunk, &host, 0), CUDA_SUCCESS);
+    EXPECT_EQ(cuMemRelease(h), CUDA_SUCCESS);
+}
+
+// Device handles count against FAKECUDA_MEMORY (64 MiB here), host ones not.
+TEST_F(Vmm, OnlyDeviceHandlesTakeDeviceMemory)
+{
+    const CUmemAllocationProp device = prop_at(CU_MEM_LOCATION_TYPE_DEVICE);
+    const CUmemAllocationProp host = prop_at(CU_MEM_LOCATION_TYPE_HOST);
+    CUmemGenericAllocationHandle d = 0, too_much = 0, h = 0;
+    ASSERT_EQ(cuMemCreate(&d, 48 * kMiB, &device, 0), CUDA_SUCCESS);
+    EXPECT_EQ(cuMemCreate(&too_much, 32 * kMiB, &device, 0), CUDA_ERROR_OUT_OF_MEMORY);
+    ASSERT_EQ(cuMemCreate(&h, 128 * kMiB, &host, 0), CUDA_SUCCESS);
+    EXPECT_EQ(cuMemRelease(d), CUDA_SUCCESS);
+    ASSERT_EQ(cuMemCreate(&too_much, 32 * kMiB, &device, 0), CUDA_SUCCESS);
+    EXPECT_EQ(cuMemRelease(too_much), CUDA_SUCCESS);
+    EXPECT_EQ(cuMemRelease(h), CUDA_SUCCESS);
+}
+
+// The swap engine's moves on a two-chunk allocation: out to host handles
+// through a staging reservation and back in to new device handles. The data
+// survives both.
+TEST_F(Vmm, DataFollowsItsHandle)
+{
+    const size_t size = 2 * kChunk;
+    CUdeviceptr user = 0, staging = 0;
+    ASSERT_EQ(cuMemAddressReserve(&user, size, 0, 0, 0), CUDA_SUCCESS);
+    ASSERT_EQ(cuMemAddressReserve(&staging, size, 0, 0, 0), CUDA_SUCCESS);
+    EXPECT_EQ(user % kChunk, 0u);
+    CUmemGenericAllocationHandle dev[2], host[2];
+    for (int i = 0; i < 2; ++i) {
+        dev[i] = create(CU_MEM_LOCATION_TYPE_DEVICE, kChunk);
+        map(user + i * kChunk, kChunk, dev[i]);
+    }
+    const std::vector<unsigned char> data = pattern(size, 7);
+    ASSERT_EQ(cuMemcpyHtoD_v2(user, data.data(), size), CUDA_SUCCESS);
+
+    // Swap out.
+    for (int i = 0; i < 2; ++i) {
+        host[i] = create(CU_MEM_LOCATION_TYPE_HOST, kChunk);
+        map(staging + i * kChunk, kChunk, host[i]);
+    }
+    ASSERT_EQ(cuMemcpyAsync(staging, user, size, stream_), CUDA_SUCCESS);
+    ASSERT_EQ(cuStreamSynchronize(stream_), CUDA_SUCCESS);
+    ASSERT_EQ(cuMemUnmap(user, size), CUDA_SUCCESS);  // both chunks in one call
+    for (int i = 0; i < 2; ++i) {
+        map(user + i * kChunk, kChunk, host[i]);
+        EXPECT_EQ(cuMemRelease(dev[i]), CUDA_SUCCESS);
+    }
+    std::vector<unsigned char> back(size);
+    ASSERT_EQ(cuMemcpyDtoH_v2(back.data(), user, size), CUDA_SUCCESS);
+    EXPECT_EQ(back, data);
+    // The user's address and the staging one are the same host memory now.
+    const unsigned char marker = 0x5a;
+    ASSERT_EQ(cuMemsetD8_v2(staging + 5, marker, 1), CUDA_SUCCESS);
+    unsigned char seen = 0;
+    ASSERT_EQ(cuMemcpyDtoH_v2(&seen, user + 5, 1), CUDA_SUCCESS);
+    EXPECT_EQ(seen, marker);
+    ASSERT_EQ(cuMemcpyHtoD_v2(user + 5, &data[5], 1), CUDA_SUCCESS);
+
+    // Swap in.
+    for (int i = 0; i < 2; ++i) {
+        dev[i] = create(CU_MEM_LOCATION_TYPE_DEVICE, kChunk);
+        ASSERT_EQ(cuMemUnmap(user + i * kChunk, kChunk), CUDA_SUCCESS);
+        map(user + i * kChunk, kChunk, dev[i]);
+        EXPECT_EQ(cuMemRelease(dev[i]), CUDA_SUCCESS);  // the mapping keeps it
+    }
+    ASSERT_EQ(cuMemcpyAsync(user, staging, size, stream_), CUDA_SUCCESS);
+    ASSERT_EQ(cuStreamSynchronize(stream_), CUDA_SUCCESS);
+    back.assign(size, 0);
+    ASSERT_EQ(cuMemcpyDtoH_v2(back.data(), user, size), CUDA_SUCCESS);
+    EXPECT_EQ(back, data);
+
+    ASSERT_EQ(cuMemUnmap(staging, size), CUDA_SUCCESS);
+    for (int i = 0; i < 2; ++i)
+        EXPECT_EQ(cuMemRelease(host[i]), CUDA_SUCCESS);
+    ASSERT_EQ(cuMemUnmap(user, size), CUDA_SUCCESS);
+    EXPECT_EQ(cuMemAddressFree(user, size), CUDA_SUCCESS);
+    EXPECT_EQ(cuMemAddressFree(staging, size), CUDA_SUCCESS);
+
+    const std::string log = read_log(log_);
+    EXPECT_NE(log.find(" map 2097152 vmm-host"), std::string::npos) << log;
+    EXPECT_NE(log.find(" map 2097152 vmm\n"), std::string::npos) << log;
+    EXPECT_NE(log.find(" unmap 2097152"), std::string::npos) << log;
+    EXPECT_NE(log.find(" access 2097152"), std::string::npos) << log;
+    EXPECT_EQ(log.find(" fault "), std::string::npos) << log;
+}
+
+TEST_F(Vmm, MisuseIsRefused)
+{
+    CUdeviceptr va = 0;
+    ASSERT_EQ(cuMemAddressReserve(&va, 2 * kChunk, 0, 0, 0), CUDA_SUCCESS);
+    const CUmemGenericAllocationHandle h = create(CU_MEM_LOCATION_TYPE_DEVICE, 2 * kChunk);
+    CUmemAccessDesc access{};
+    access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    EXPECT_EQ(cuMemSetAccess(va, kChunk, &access, 1), CUDA_ERROR_INVALID_VALUE);      // unmapped
+    EXPECT_EQ(cuMemMap(va + kChunk, 2 * kChunk, 0, h, 0), CUDA_ERROR_INVALID_VALUE);  // past end
+    int outside = 0;
+    EXPECT_EQ(cuMemMap(reinterpret_cast<CUdeviceptr>(&outside), kChunk, 0, h, 0),
+              CUDA_ERROR_INVALID_VALUE);
+    ASSERT_EQ(cuMemMap(va, kChunk, 0, h, 0), CUDA_SUCCESS);
+    EXPECT_EQ(cuMemMap(va, kChunk, kChunk, h, 0), CUDA_ERROR_INVALID_VALUE);  // overlaps
+    ASSERT_EQ(cuMemMap(va + kChunk, kChunk, kChunk, h, 0), CUDA_SUCCESS);
+    EXPECT_EQ(cuMemSetAccess(va, 2 * kChunk, &access, 1), CUDA_SUCCESS);
+    EXPECT_EQ(cuMemUnmap(va, kChunk / 2), CUDA_ERROR_INVALID_VALUE);  // part of a mapping
+    EXPECT_EQ(cuMemUnmap(va + kChunk / 2, kChunk), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_EQ(cuMemAddressFree(va, 2 * kChunk), CUDA_ERROR_INVALID_VALUE);  // still mapped
+
+    // A mapped address answers as device memory of that mapping; a reserved,
+    // unmapped one is unknown.
+    CUmemorytype type{};
+    CUdeviceptr start = 0;
+    size_t range = 0;
+    unsigned int managed = 1;
+    EXPECT_EQ(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, va + kChunk + 8),
+              CUDA_SUCCESS);
+    EXPECT_EQ(type, CU_MEMORYTYPE_DEVICE);
+    EXPECT_EQ(cuPointerGetAttribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, va + kChunk + 8),
+              CUDA_SUCCESS);
+    EXPECT_EQ(start, va + kChunk);
+    EXPECT_EQ(cuPointerGetAttribute(&range, CU_POINTER_ATTRIBUTE_RANGE_SIZE, va + 8), CUDA_SUCCESS);
+    EXPECT_EQ(range, kChunk);
+    EXPECT_EQ(cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, va), CUDA_SUCCESS);
+    EXPECT_EQ(managed, 0u);
+    ASSERT_EQ(cuMemUnmap(va + kChunk, kChunk), CUDA_SUCCESS);
+    EXPECT_EQ(cuPointerGetAttribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, va + kChunk),
+              CUDA_ERROR_INVALID_VALUE);
+
+    ASSERT_EQ(cuMemUnmap(va, kChunk), CUDA_SUCCESS);
+    EXPECT_EQ(cuMemAddressFree(va, kChunk), CUDA_ERROR_INVALID_VALUE);  // not the whole range
+    EXPECT_EQ(cuMemAddressFree(va, 2 * kChunk), CUDA_SUCCESS);
+    EXPECT_EQ(cuMemRelease(h), CUDA_SUCCESS);
+    EXPECT_EQ(cuMemRelease(h), CUDA_ERROR_INVALID_VALUE);  // its memory is gone
+}
+
+// Work on an address where nothing is mapped does not run (no segfault
+// here), is logged as a fault, and loses the context for good.
+TEST_F(Vmm, UnmappedAccessFaultsAndLosesTheContext)
+{
+    CUdeviceptr va = 0;
+    ASSERT_EQ(cuMemAddressReserve(&va, 2 * kChunk, 0, 0, 0), CUDA_SUCCESS);
+    const CUmemGenericAllocationHandle h = create(CU_MEM_LOCATION_TYPE_DEVICE, kChunk);
+    map(va, kChunk, h);
+    ASSERT_EQ(cuMemsetD8Async(va, 1, kChunk, stream_), CUDA_SUCCESS);
+    ASSERT_EQ(cuStreamSynchronize(stream_), CUDA_SUCCESS);
+    EXPECT_TRUE(read_log(log_).find(" fault ") == std::string::npos);
+
+    // Straddles the mapped chunk and the unmapped one after it.
+    EXPECT_EQ(cuMemcpyAsync(va + kChunk / 2, va, kChunk, stream_), CUDA_ERROR_ILLEGAL_ADDRESS);
+    std::ostringstream expected;
+    expected << " fault cuMemcpyAsync 0x" << std::hex << va + kChunk << "\n";
+    EXPECT_NE(read_log(log_).find(expected.str()), std::string::npos) << read_log(log_);
+    EXPECT_EQ(cuStreamSynchronize(stream_), CUDA_ERROR_ILLEGAL_ADDRESS);
+    EXPECT_EQ(cuStreamQuery(stream_), CUDA_ERROR_ILLEGAL_ADDRESS);
+    EXPECT_EQ(cuCtxSynchronize(), CUDA_ERROR_ILLEGAL_ADDRESS);
+    EXPECT_EQ(cuMemsetD8Async(va, 2, 16, stream_), CUDA_ERROR_ILLEGAL_ADDRESS);  // legal, but lost
+    unsigned char first = 0;
+    memcpy(&first, reinterpret_cast<void*>(va), 1);
+    EXPECT_EQ(first, 1);  // neither the faulting copy nor later work ran
+
+    ASSERT_EQ(cuMemUnmap(va, kChunk), CUDA_SUCCESS);
+    EXPECT_EQ(cuMemRelease(h), CUDA_SUCCESS);
+    EXPECT_EQ(cuMemAddressFree(va, 2 * kChunk), CUDA_SUCCESS);
+}
+
+// Mapped but without cuMemSetAccess: the device may not touch it yet.
+TEST_F(Vmm, MappedWithoutAccessFaults)
+{
+    CUdeviceptr va = 0;
+    ASSERT_EQ(cuMemAddressReserve(&va, kChunk, 0, 0, 0), CUDA_SUCCESS);
+    const CUmemGenericAllocationHandle h = create(CU_MEM_LOCATION_TYPE_HOST, kChunk);
+    ASSERT_EQ(cuMemMap(va, kChunk, 0, h, 0), CUDA_SUCCESS);
+    EXPECT_EQ(cuMemsetD8_v2(va, 1, 4), CUDA_ERROR_ILLEGAL_ADDRESS);
+    EXPECT_NE(read_log(log_).find(" fault cuMemsetD8_v2 "), std::string::npos);
+    ASSERT_EQ(cuMemUnmap(va, kChunk), CUDA_SUCCESS);
+    EXPECT_EQ(cuMemRelease(h), CUDA_SUCCESS);
+    EXPECT_EQ(cuMemAddressFree(va, kChunk), CUDA_SUCCESS);
+}
+
+}  // namespace
