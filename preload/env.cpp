@@ -48,6 +48,18 @@ Flag parse_flag(const char* text)
     return Flag::Invalid;
 }
 
+bool parse_swap(const char* text, bool* engine)
+{
+    *engine = true;
+    if (text == nullptr || *text == '\0' || strcasecmp(text, "auto") == 0)
+        return true;
+    if (strcasecmp(text, "managed") == 0) {
+        *engine = false;
+        return true;
+    }
+    return false;
+}
+
 bool parse_priority(const char* text, proto::Priority* out)
 {
     *out = proto::Priority::Unset;
@@ -81,7 +93,7 @@ std::atomic<int> g_state{0};  // 0 unread, 1 reading, 2 ready
 // Problems are reported once the config is published, so that no thread
 // waits for it while they are written.
 struct Problems {
-    static constexpr int kMax = 12;  // one for each variable that can be invalid
+    static constexpr int kMax = 13;  // one for each variable that can be invalid
     const char* names[kMax];
     const char* values[kMax];
     int count = 0;
@@ -167,6 +179,8 @@ void load(Problems* problems)
     c.single_oversub = read_flag("NVSHARE_ENABLE_SINGLE_OVERSUB", false, problems);
     c.prefetch = read_policy("NVSHARE_PREFETCH", problems);
     c.evict = read_policy("NVSHARE_EVICT", problems);
+    if (const char* v = getenv("NVSHARE_SWAP"); !parse_swap(v, &c.swap_engine))
+        problems->add("NVSHARE_SWAP", v);
     if (const char* v = getenv("NVSHARE_IDLE_RELEASE_MS")) {
         uint32_t ms = 0;
         if (parse_millis(v, 3600 * 1000, &ms))

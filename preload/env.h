@@ -21,6 +21,10 @@ enum class Policy : uint8_t { Auto, On, Off };
 // "auto" -> Auto; a flag -> On/Off; false (and Auto) on anything else.
 bool parse_policy(const char* text, Policy* out);
 
+// NVSHARE_SWAP: "auto" (or unset, or empty) -> true, "managed" -> false;
+// false (and true) on anything else.
+bool parse_swap(const char* text, bool* engine);
+
 // Plain decimal milliseconds up to `max`; false on anything else.
 bool parse_millis(const char* text, uint32_t max, uint32_t* out);
 
@@ -45,6 +49,9 @@ struct Config {
     char socket_path[108] = {};                        // NVSHARE_SOCKET or the built-in default
     Policy prefetch = Policy::Auto;                    // NVSHARE_PREFETCH: bulk swap-in on grant
     Policy evict = Policy::Auto;                       // NVSHARE_EVICT: bulk swap-out on release
+    // NVSHARE_SWAP: "auto" (the swap engine where the GPU allows it) or
+    // "managed" (device allocations become managed memory, as before)
+    bool swap_engine = true;
     // NVSHARE_PRIORITY: the class asked for in Hello
     proto::Priority priority = proto::Priority::Unset;
 };

@@ -1,6 +1,8 @@
-// cuMemAlloc/cuMemAllocPitch become managed allocations, so system memory
-// backs what does not fit on the GPU; every allocation kind is accounted per
-// GPU and reported to nvshared (managed: pageable; async/pool/VMM: pinned).
+// cuMemAlloc/cuMemAllocPitch become swappable memory of the swap engine
+// (memory/swappable.h) or managed allocations, so system memory backs what
+// does not fit on the GPU; every allocation kind is accounted per GPU and
+// reported to nvshared (swappable and managed: pageable; async/pool/VMM:
+// pinned).
 #include <atomic>
 #include <cstring>
 
@@ -12,6 +14,8 @@
 #include "preload/memory/array_size.h"
 #include "preload/memory/contexts.h"
 #include "preload/memory/devices.h"
+#include "preload/memory/swap_plan.h"
+#include "preload/memory/swappable.h"
 
 namespace nvshare::preload::alloc {
 
@@ -95,6 +99,31 @@ CUresult allocate_managed(CUdeviceptr* dptr, size_t bytes, int gpu)
     return r;
 }
 
+// What the program asked for as device memory: swappable memory where the
+// hybrid rule says so (swap_plan::choose_backing), managed memory (or plain,
+// see allocate_managed) otherwise and wherever the engine cannot give it.
+CUresult allocate_rewritten(CUdeviceptr* dptr, size_t bytes, int gpu)
+{
+    if (!keep_plain(gpu)) {
+        const auto index = static_cast<uint32_t>(gpu);
+        swap_plan::BackingFacts f;
+        f.engine_on = config().swap_engine;
+        f.granularity = devices::at(index).swap_granularity;
+        f.gpu_supports = f.granularity != 0;
+        f.bytes = bytes;
+        f.beyond_capacity = devices::used(index) + bytes > devices::capacity(index);
+        if (swap_plan::choose_backing(f) == swap_plan::Backing::Swappable) {
+            uint64_t reserved = 0;
+            if (swappable::allocate(dptr, bytes, index, &reserved) == CUDA_SUCCESS) {
+                track(Table::Pointers, *dptr, reserved, gpu, Kind::Managed, true, true);
+                return CUDA_SUCCESS;
+            }
+            // No room on the GPU while we hold it, or no VMM: managed memory.
+        }
+    }
+    return allocate_managed(dptr, bytes, gpu);
+}
+
 bool is_device_location(const CUmemAllocationProp* prop)
 {
     return prop != nullptr && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE;
@@ -160,7 +189,7 @@ NVS_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize)
         return real(dptr, bytesize);  // no context: the driver reports it
     if (over_limit(gpu, bytesize))
         return CUDA_ERROR_OUT_OF_MEMORY;
-    return allocate_managed(dptr, bytesize, gpu);
+    return allocate_rewritten(dptr, bytesize, gpu);
 }
 
 NVS_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, size_t WidthInBytes,
@@ -187,7 +216,7 @@ NVS_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, size_t
             track(Table::Pointers, *dptr, *pPitch * Height, gpu, Kind::Pinned);
         return r;
     }
-    const CUresult r = allocate_managed(dptr, bytes, gpu);
+    const CUresult r = allocate_rewritten(dptr, bytes, gpu);
     if (r == CUDA_SUCCESS)
         *pPitch = pitch;
     return r;
@@ -196,7 +225,21 @@ NVS_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, size_t
 NVS_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
 {
     NVS_REQUIRE(real, cuMemFree_v2);
-    return free_tracked(dptr, [&] { return real(dptr); });
+    nvshare::preload::AllocTable::Entry e{};
+    const bool found = untrack(Table::Pointers, dptr, &e);
+    if (!found || !e.swappable) {
+        const CUresult r = real(dptr);
+        if (r != CUDA_SUCCESS && found)
+            retrack(Table::Pointers, e);
+        return r;
+    }
+    // As cuMemFree does: work still using the memory finishes first (never
+    // inside a capture, where synchronising is illegal).
+    if (nvshare::preload::contexts::active_captures() == 0)
+        if (auto sync = NVS_REAL(cuCtxSynchronize))
+            sync();
+    nvshare::preload::swappable::free_allocation(dptr);
+    return CUDA_SUCCESS;
 }
 
 NVS_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsigned int flags)

@@ -7,13 +7,17 @@
 // stderr instead, once per path. Every call goes to the driver unchanged and
 // returns what it answers; the library looks only at failures (and at a
 // "not RDMA-capable" answer), so programs that never lose a path pay nothing.
+// The swap engine's memory is answered for as one allocation, as cuMemAlloc
+// memory is (the driver sees its chunks).
 #include <atomic>
 
 #include "preload/driver/hook_table.h"
 #include "preload/env.h"
 #include "preload/exclusion.h"
+#include "preload/lock/lock.h"
 #include "preload/log.h"
 #include "preload/memory/allocations.h"
+#include "preload/memory/swappable.h"
 
 namespace {
 
@@ -26,6 +30,9 @@ CUdeviceptr allocation_start(CUdeviceptr ptr)
 {
     auto get = NVS_REAL(cuPointerGetAttribute);
     CUdeviceptr start = 0;
+    uint64_t bytes = 0;
+    if (nvshare::preload::swappable::range_of(ptr, &start, &bytes))
+        return start;
     if (get == nullptr || get(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, ptr) != CUDA_SUCCESS ||
         start == 0)
         return ptr;
@@ -40,7 +47,8 @@ void explain(std::atomic<bool>& once, CUdeviceptr ptr, const char* lost)
         !nvshare::preload::alloc::made_managed(allocation_start(ptr)) || once.exchange(true))
         return;
     nvshare::preload::log_warn(
-        "%s: nvshare made this process's device memory managed; set NVSHARE_MANAGED=0 for it "
+        "%s: nvshare made this process's device memory swappable or managed; set "
+        "NVSHARE_MANAGED=0 for it "
         "(or list the program in %s) to keep plain device memory (still scheduled by nvshare)",
         lost, nvshare_plain_list_path);
 }
@@ -65,7 +73,51 @@ const char* attribute_loss(CUpointer_attribute attribute)
                  "back to a slower path through host memory)";
 }
 
+// The swap engine's memory, made while the process did not hold the GPU,
+// has only its address until the next grant: the driver would not know the
+// pointer. A question about it waits for the grant, as GPU work does.
+void ensure_backed(CUdeviceptr ptr)
+{
+    if (nvshare::preload::swappable::absent_at(ptr)) {
+        nvshare::preload::lock::enter(nullptr, 0);
+        nvshare::preload::lock::leave();
+    }
+}
+
+// The driver sees a swappable allocation as chunks: its range is the
+// allocation's, as for cuMemAlloc memory.
+void fix_range(CUpointer_attribute attribute, void* data, CUdeviceptr ptr)
+{
+    CUdeviceptr start = 0;
+    uint64_t bytes = 0;
+    if (data == nullptr ||
+        (attribute != CU_POINTER_ATTRIBUTE_RANGE_START_ADDR &&
+         attribute != CU_POINTER_ATTRIBUTE_RANGE_SIZE) ||
+        !nvshare::preload::swappable::range_of(ptr, &start, &bytes))
+        return;
+    if (attribute == CU_POINTER_ATTRIBUTE_RANGE_START_ADDR)
+        *static_cast<CUdeviceptr*>(data) = start;
+    else
+        *static_cast<size_t*>(data) = bytes;
+}
+
 }  // namespace
+
+NVS_EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr* pbase, size_t* psize, CUdeviceptr dptr)
+{
+    auto real = NVS_REAL(cuMemGetAddressRange_v2);
+    if (real == nullptr)
+        return CUDA_ERROR_NOT_FOUND;
+    CUdeviceptr start = 0;
+    uint64_t bytes = 0;
+    if (!nvshare::preload::swappable::range_of(dptr, &start, &bytes))
+        return real(pbase, psize, dptr);
+    if (pbase != nullptr)
+        *pbase = start;
+    if (psize != nullptr)
+        *psize = bytes;
+    return CUDA_SUCCESS;
+}
 
 NVS_EXPORT CUresult cuIpcGetMemHandle(CUipcMemHandle* pHandle, CUdeviceptr dptr)
 {
@@ -99,7 +151,10 @@ NVS_EXPORT CUresult cuPointerGetAttribute(void* data, CUpointer_attribute attrib
     auto real = NVS_REAL(cuPointerGetAttribute);
     if (real == nullptr)
         return CUDA_ERROR_NOT_FOUND;
+    ensure_backed(ptr);
     const CUresult r = real(data, attribute, ptr);
+    if (r == CUDA_SUCCESS)
+        fix_range(attribute, data, ptr);
     if (lost_attribute(attribute, r, data))
         explain(g_explained_gpudirect, ptr, attribute_loss(attribute));
     return r;
@@ -112,9 +167,12 @@ NVS_EXPORT CUresult cuPointerGetAttributes(unsigned int numAttributes,
     auto real = NVS_REAL(cuPointerGetAttributes);
     if (real == nullptr)
         return CUDA_ERROR_NOT_FOUND;
+    ensure_backed(ptr);
     const CUresult r = real(numAttributes, attributes, data, ptr);
     if (attributes == nullptr || data == nullptr)
         return r;
+    for (unsigned int i = 0; i < numAttributes && r == CUDA_SUCCESS; ++i)
+        fix_range(attributes[i], data[i], ptr);
     for (unsigned int i = 0; i < numAttributes; ++i) {
         if (lost_attribute(attributes[i], r, data[i])) {
             explain(g_explained_gpudirect, ptr, attribute_loss(attributes[i]));

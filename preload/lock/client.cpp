@@ -19,6 +19,7 @@
 #include "preload/memory/contexts.h"
 #include "preload/memory/devices.h"
 #include "preload/memory/residency.h"
+#include "preload/memory/swappable.h"
 
 namespace nvshare::preload::client {
 
@@ -40,6 +41,8 @@ constexpr uint64_t kInFlightNs = 1ull * 1000 * 1000;
 constexpr uint64_t kQuickCheckNs = 2ull * 1000 * 1000;
 // How often completion of a bulk prefetch is looked for.
 constexpr uint64_t kSwapPollNs = 2ull * 1000 * 1000;
+// Before an eviction, calls still in the driver get this long to leave it.
+constexpr uint64_t kQuietWaitNs = 100ull * 1000 * 1000;
 // The program's work waits at most this long for a swap-in to finish.
 constexpr uint64_t kSwapInGateLimitNs = 5ull * 1000 * 1000 * 1000;
 
@@ -90,6 +93,7 @@ void ClientLoop::disconnect()
 void ClientLoop::fail_open(const char* reason)
 {
     gate_set_bounded(false);
+    residency::fail_open();  // the work that now runs needs its memory
     gate_open();
     mailbox::set_ready();
     if (!failing_) {
@@ -238,6 +242,8 @@ void ClientLoop::on_revoked()
 {
     gate_close();
     gate_set_bounded(false);
+    for (uint32_t i = 0; i < s_.gpu_count; ++i)
+        swappable::let_go(i);  // nothing moves: our work may still run
     s_.lock.revoked();
     wait_.cancel();
     log_warn("nvshared revoked the GPU lock: %s", revoke_cause_text(s_.revoke_cause));
@@ -274,7 +280,14 @@ bool ClientLoop::drain(uint64_t deadline)
 void ClientLoop::release(uint64_t deadline)
 {
     const uint64_t all = s_.gpu_count >= 64 ? ~0ull : (1ull << s_.gpu_count) - 1;
-    residency::before_release(all, s_.lock.oversubscribed(), s_.lock.keep_bytes(), deadline);
+    // Eviction remaps the swap engine's memory: no call let through during a
+    // stuck drain may still be running then (else nothing moves).
+    if (gate_wait_in_flight(now_ns() + kQuietWaitNs) && contexts::drain_all()) {
+        residency::before_release(all, s_.lock.oversubscribed(), s_.lock.keep_bytes(), deadline);
+    } else {
+        for (uint32_t i = 0; i < s_.gpu_count; ++i)
+            swappable::let_go(i);
+    }
     send_mask(proto::MsgType::Released);
     s_.lock.released();
     gate_set_bounded(false);

@@ -8,6 +8,8 @@
 #include "preload/lock/thread.h"
 #include "preload/log.h"
 #include "preload/memory/contexts.h"
+#include "preload/memory/devices.h"
+#include "preload/memory/swappable.h"
 
 namespace nvshare::preload::lock {
 
@@ -39,7 +41,12 @@ void wait_for_grant(CUstream stream)
     // harmless.)
     contexts::note_current_or_stream(stream);
     if (!client_thread::ensure_started()) {
-        gate_open_and_count();  // no client thread: fail open
+        // No client thread: fail open. Nothing was ever swapped out; memory
+        // made while the GPU was not ours gets it now (no copies, so any
+        // thread may do it).
+        for (uint32_t i = 0; i < devices::count(); ++i)
+            swappable::swap_in(i, UINT64_MAX, nullptr);
+        gate_open_and_count();
         return;
     }
     for (;;) {

@@ -20,6 +20,7 @@
 #include "preload/memory/contexts.h"
 #include "preload/memory/devices.h"
 #include "preload/memory/residency.h"
+#include "preload/memory/swappable.h"
 
 namespace nvshare::preload::client_thread {
 
@@ -68,6 +69,7 @@ void child_after_fork()
     devices::reset_after_fork();
     alloc::reset_after_fork();
     residency::reset_after_fork();
+    swappable::reset_after_fork();
 }
 
 }  // namespace

@@ -61,7 +61,8 @@ void AllocTable::place(const Entry& e)
     ++used_;
 }
 
-bool AllocTable::insert(uint64_t key, uint64_t size, int32_t gpu, uint16_t kind, bool rewritten)
+bool AllocTable::insert(uint64_t key, uint64_t size, int32_t gpu, uint16_t kind, bool rewritten,
+                        bool swappable)
 {
     // Keep the load (deleted slots included) under 1/2 so probes stay short.
     if ((used_ + 1) * 2 > capacity_ && !grow())
@@ -75,6 +76,7 @@ bool AllocTable::insert(uint64_t key, uint64_t size, int32_t gpu, uint16_t kind,
             e.gpu = gpu;
             e.kind = kind;
             e.rewritten = rewritten;
+            e.swappable = swappable;
             e.seq = next_seq_++;
             return true;
         }
@@ -88,7 +90,7 @@ bool AllocTable::insert(uint64_t key, uint64_t size, int32_t gpu, uint16_t kind,
         reuse = i;
         ++used_;
     }
-    slots_[reuse] = {key, size, gpu, kind, 1, next_seq_++, rewritten};
+    slots_[reuse] = {key, size, gpu, kind, 1, next_seq_++, rewritten, swappable};
     ++live_;
     return true;
 }

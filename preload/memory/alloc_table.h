@@ -17,7 +17,8 @@ public:
         uint16_t kind;   // devices::Kind
         uint16_t state;  // 0 empty, 1 live, 2 deleted
         uint64_t seq;    // order of allocation: larger is newer
-        bool rewritten;  // asked for as device memory, made managed by nvshare
+        bool rewritten;  // asked for as device memory, made managed or swappable by nvshare
+        bool swappable;  // memory of the swap engine (memory/swappable.h)
     };
 
     AllocTable() = default;
@@ -25,7 +26,8 @@ public:
     AllocTable& operator=(const AllocTable&) = delete;
 
     // Adds or replaces; false only when memory for the table cannot be had.
-    bool insert(uint64_t key, uint64_t size, int32_t gpu, uint16_t kind, bool rewritten = false);
+    bool insert(uint64_t key, uint64_t size, int32_t gpu, uint16_t kind, bool rewritten = false,
+                bool swappable = false);
     // Removes and returns the entry; false if the key is not there.
     bool remove(uint64_t key, Entry* out);
     bool find(uint64_t key, Entry* out) const;

@@ -40,11 +40,11 @@ std::atomic<bool> g_graph_memory{false};
 
 }  // namespace
 
-void track(Table t, uint64_t key, uint64_t size, int gpu, Kind kind, bool rewritten)
+void track(Table t, uint64_t key, uint64_t size, int gpu, Kind kind, bool rewritten, bool swappable)
 {
     AllocTable& table = table_of(t);
     pthread_mutex_lock(&g_mutex);
-    const bool ok = table.insert(key, size, gpu, static_cast<uint16_t>(kind), rewritten);
+    const bool ok = table.insert(key, size, gpu, static_cast<uint16_t>(kind), rewritten, swappable);
     pthread_mutex_unlock(&g_mutex);
     if (ok)
         devices::add_usage(static_cast<uint32_t>(gpu), kind, static_cast<int64_t>(size));
@@ -64,7 +64,7 @@ bool untrack(Table t, uint64_t key, AllocTable::Entry* out)
 
 void retrack(Table table, const AllocTable::Entry& e)
 {
-    track(table, e.key, e.size, e.gpu, static_cast<Kind>(e.kind), e.rewritten);
+    track(table, e.key, e.size, e.gpu, static_cast<Kind>(e.kind), e.rewritten, e.swappable);
 }
 
 void retain_handle(uint64_t handle)
@@ -113,7 +113,8 @@ size_t managed_ranges(uint32_t gpu, Range* out, size_t max)
     size_t n = 0;
     pthread_mutex_lock(&g_mutex);
     g_pointers.for_each([&](const AllocTable::Entry& e) {
-        if (e.gpu != static_cast<int32_t>(gpu) || e.kind != static_cast<uint16_t>(Kind::Managed))
+        if (e.gpu != static_cast<int32_t>(gpu) || e.kind != static_cast<uint16_t>(Kind::Managed) ||
+            e.swappable)
             return;
         const Range r{e.key, e.size, e.seq};
         if (n < max) {

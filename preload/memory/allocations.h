@@ -16,9 +16,10 @@ namespace nvshare::preload::alloc {
 enum class Table { Pointers, Handles, Arrays };
 
 // Counts `size` bytes of `kind` on GPU `gpu` under `key`; `rewritten`: asked
-// for as device memory, made managed by nvshare.
+// for as device memory, made managed or swappable by nvshare; `swappable`:
+// memory of the swap engine (counted as Managed: it can be paged out).
 void track(Table table, uint64_t key, uint64_t size, int gpu, devices::Kind kind,
-           bool rewritten = false);
+           bool rewritten = false, bool swappable = false);
 // Removes before the real free: once freed, the address may be handed out
 // again at once to another thread and tracked anew. False if not tracked.
 bool untrack(Table table, uint64_t key, AllocTable::Entry* out);
@@ -40,12 +41,13 @@ struct Range {
 };
 
 // The process's managed allocations on GPU `gpu` (devices:: index), newest
-// first, at most `max` of them; returns how many were written. What nvshare
-// moves in bulk when the lock changes hands.
+// first, at most `max` of them; returns how many were written. What the
+// driver's migration moves in bulk when the lock changes hands (the swap
+// engine's memory moves by its own means).
 size_t managed_ranges(uint32_t gpu, Range* out, size_t max);
 
 // True if `ptr` is the start of an allocation the program asked for as
-// device memory and nvshare made managed.
+// device memory and nvshare made managed or swappable.
 bool made_managed(uint64_t ptr);
 
 // Graph memory (allocation nodes, stream-ordered allocations made during

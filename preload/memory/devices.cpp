@@ -18,6 +18,41 @@ std::atomic<uint32_t> g_count{0};
 std::atomic<uint32_t> g_generation{0};
 pthread_mutex_t g_mutex = PTHREAD_MUTEX_INITIALIZER;
 
+// The granularity of swappable memory on `ordinal`, or 0 where the driver
+// lacks what the swap engine needs: VMM memory on the device, VMM memory on
+// the host (what a swapped-out chunk is backed by), with one granularity
+// that suits both.
+uint64_t swap_granularity_of(CUdevice ordinal)
+{
+    auto get_attribute = NVS_REAL(cuDeviceGetAttribute);
+    auto granularity = NVS_REAL(cuMemGetAllocationGranularity);
+    if (get_attribute == nullptr || granularity == nullptr)
+        return 0;
+    int vmm = 0, host_vmm = 0;
+    if (get_attribute(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, ordinal) !=
+            CUDA_SUCCESS ||
+        get_attribute(&host_vmm, CU_DEVICE_ATTRIBUTE_HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
+                      ordinal) != CUDA_SUCCESS ||
+        vmm == 0 || host_vmm == 0)
+        return 0;
+    CUmemAllocationProp prop{};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = ordinal;
+    size_t device = 0, host = 0;
+    if (granularity(&device, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED) != CUDA_SUCCESS)
+        return 0;
+    prop.location.type = CU_MEM_LOCATION_TYPE_HOST;
+    prop.location.id = 0;
+    if (granularity(&host, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) != CUDA_SUCCESS)
+        return 0;
+    const uint64_t g = device > host ? device : host;
+    // Powers of two, one a multiple of the other: the larger suits both.
+    if (device == 0 || host == 0 || (g & (g - 1)) != 0 || g % device != 0 || g % host != 0)
+        return 0;
+    return g;
+}
+
 int find(CUdevice ordinal)
 {
     const uint32_t n = g_count.load(std::memory_order_acquire);
@@ -54,6 +89,7 @@ int index_of(CUdevice ordinal, bool add)
         get_attribute(&concurrent, CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, ordinal) !=
             CUDA_SUCCESS)
         concurrent = 1;
+    const uint64_t swap_granularity = swap_granularity_of(ordinal);
 
     bool added = false;
     pthread_mutex_lock(&g_mutex);
@@ -67,6 +103,7 @@ int index_of(CUdevice ordinal, bool add)
             g.physical_memory = memory;
             memcpy(g.name, name, sizeof g.name);
             g.concurrent_managed = concurrent != 0;
+            g.swap_granularity = swap_granularity;
             g.capacity.store(0);
             g.managed.store(0);
             g.pinned.store(0);

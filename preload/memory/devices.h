@@ -25,6 +25,10 @@ struct Gpu {
     // or older setups); device allocations then stay plain. Set before the
     // GPU is published (g_count), never changed after.
     bool concurrent_managed = true;
+    // The VMM granularity where the swap engine can run on this GPU (VMM
+    // memory on the device and on the host, CUDA 12.? and later drivers),
+    // else 0. Set before the GPU is published, never changed after.
+    uint64_t swap_granularity = 0;
     std::atomic<uint64_t> capacity{0};       // from nvshared; 0 = not known
     std::atomic<uint64_t> others_pinned{0};  // from nvshared: what other processes pin
     std::atomic<uint64_t> graph_pool{0};     // graph memory counted in `pinned`

@@ -10,6 +10,7 @@
 #include "preload/memory/allocations.h"
 #include "preload/memory/contexts.h"
 #include "preload/memory/devices.h"
+#include "preload/memory/swappable.h"
 
 namespace nvshare::preload::residency {
 
@@ -26,6 +27,11 @@ constexpr uint64_t kKeepAlign = 2ull << 20;
 // Eviction is slower: the driver allocates the host pages as it goes.
 constexpr double kAssumedEvictRate = 16e9;
 constexpr double kAssumedSwapInRate = 48e9;
+// The swap engine's copies run at the bus's speed, about 50 GB/s each way
+// on PCIe 5 (bench/README.md, "Swap mechanisms"); assumed until measured.
+constexpr double kAssumedSwapEngineRate = 40e9;
+// A move shorter than this says little about the rate.
+constexpr uint64_t kRateSampleBytes = 256ull << 20;
 
 struct GpuState {
     CUstream stream = nullptr;  // the library's own, created on first use
@@ -36,9 +42,12 @@ struct GpuState {
     uint64_t migrated_seq = 0;  // allocations up to this one were moved once
     uint64_t evicted = 0;       // bytes the latest eviction moved to host
     uint64_t restoring = 0;     // of those, what the running swap-in brings back
-    // Transfer rates measured on this GPU (bytes per second; 0: not yet).
+    // Transfer rates measured on this GPU (bytes per second; 0: not yet):
+    // the driver's migration of managed memory, and the swap engine.
     double evict_rate = 0;
     double swap_in_rate = 0;
+    double engine_out_rate = 0;
+    double engine_in_rate = 0;
     Stats stats;
 };
 
@@ -72,6 +81,89 @@ alloc::Range* scratch()
     return g_ranges;
 }
 
+// The library's own stream on GPU `index`, made on first use with the GPU's
+// context current; nullptr if the driver gives none.
+CUstream stream_of(GpuState& g)
+{
+    auto create = NVS_REAL(cuStreamCreate);
+    if (g.stream == nullptr &&
+        (create == nullptr || create(&g.stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS))
+        g.stream = nullptr;
+    return g.stream;
+}
+
+// One move of the swap engine on GPU `index` (a callback of
+// contexts::with_device_context): in (budget) or out (keep).
+struct EngineMove {
+    uint32_t index;
+    bool in;
+    uint64_t bytes;  // budget or keep
+    swappable::Moved moved;
+    bool ran = false;
+};
+
+void engine_move(void* arg)
+{
+    auto* m = static_cast<EngineMove*>(arg);
+    contexts::relax_capture_mode();
+    CUstream stream = stream_of(g_gpus[m->index]);
+    if (stream == nullptr)
+        return;
+    m->moved = m->in ? swappable::swap_in(m->index, m->bytes, stream)
+                     : swappable::swap_out(m->index, m->bytes, stream);
+    m->ran = true;
+}
+
+// Device memory the swap engine may fill on GPU `i` now: the capacity less
+// what is there already (our pinned and swappable memory on the device, our
+// managed memory at most, and what other processes pin).
+uint64_t engine_budget(uint32_t i)
+{
+    const devices::Gpu& gpu = devices::at(i);
+    const int64_t pinned = gpu.pinned.load(std::memory_order_relaxed);
+    const int64_t managed = gpu.managed.load(std::memory_order_relaxed) -
+                            static_cast<int64_t>(swappable::total_bytes(i));
+    const uint64_t taken = static_cast<uint64_t>(pinned > 0 ? pinned : 0) +
+                           static_cast<uint64_t>(managed > 0 ? managed : 0) +
+                           swappable::device_bytes(i) +
+                           gpu.others_pinned.load(std::memory_order_relaxed);
+    const uint64_t cap = devices::capacity(i);
+    return cap > taken ? cap - taken : 0;
+}
+
+// Records a move of the swap engine in the GPU's statistics and rates.
+void note_engine_move(GpuState& g, const swappable::Moved& m, bool in)
+{
+    if (m.bytes == 0)
+        return;
+    if (m.bytes >= kRateSampleBytes && m.ns != 0)
+        (in ? g.engine_in_rate : g.engine_out_rate) = bytes_per_second(m.bytes, m.ns);
+    if (in) {
+        g.stats.bytes_prefetched += m.bytes;
+        g.stats.swap_ins++;
+        g.stats.swap_in_ns += m.ns;
+    } else {
+        g.stats.bytes_evicted += m.bytes;
+        g.stats.swap_outs++;
+        g.stats.swap_out_ns += m.ns;
+    }
+    g.stats.dirty = true;
+}
+
+// The swap engine's swap-in on GPU `i`: memory for what has none, data back
+// from host memory (waited for).
+void engine_swap_in(uint32_t i)
+{
+    EngineMove m{i, true, engine_budget(i), {}};
+    if (!contexts::with_device_context(devices::at(i).ordinal, engine_move, &m) || !m.ran)
+        return;
+    note_engine_move(g_gpus[i], m.moved, true);
+    if (m.moved.bytes != 0)
+        log_debug("swapped in %llu bytes to GPU %u in %llu ms",
+                  static_cast<unsigned long long>(m.moved.bytes), i,
+                  static_cast<unsigned long long>(m.moved.ns / 1000000));
+}
+
 // One round of migration of GPU `index`'s managed memory to `location`, on
 // the library's stream, with the GPU's context current (a callback of
 // contexts::with_device_context).
@@ -91,14 +183,9 @@ void migrate(void* arg)
     auto* r = static_cast<Round*>(arg);
     GpuState& g = g_gpus[r->index];
     contexts::relax_capture_mode();
-    auto create = NVS_REAL(cuStreamCreate);
     auto prefetch = NVS_REAL(cuMemPrefetchAsync_v2);
-    if (create == nullptr || prefetch == nullptr)
+    if (prefetch == nullptr || stream_of(g) == nullptr)
         return;
-    if (g.stream == nullptr && create(&g.stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
-        g.stream = nullptr;
-        return;
-    }
     alloc::Range* ranges = scratch();
     if (ranges == nullptr)
         return;
@@ -139,7 +226,12 @@ bool on_grant(uint64_t gpus, bool oversubscribed)
     bool restoring = false;
     for (uint32_t i = 0; i < devices::count(); ++i) {
         GpuState& g = g_gpus[i];
-        if ((gpus >> i & 1) == 0 || g.in_flight)
+        if ((gpus >> i & 1) == 0)
+            continue;
+        // Always, before the program's work runs: its swappable memory must
+        // be there (also inside a capture: the engine's stream is its own).
+        engine_swap_in(i);
+        if (g.in_flight)
             continue;
         if (config().prefetch == Policy::Off || contexts::active_captures() > 0)
             continue;  // never add work while the program captures a graph
@@ -203,12 +295,29 @@ void before_release(uint64_t gpus, bool oversubscribed, uint64_t keep_bytes, uin
 {
     for (uint32_t i = 0; i < devices::count(); ++i) {
         GpuState& g = g_gpus[i];
-        if ((gpus >> i & 1) == 0 || !wanted(config().evict, oversubscribed))
+        if ((gpus >> i & 1) == 0)
             continue;
-        if (contexts::active_captures() > 0)
+        if (!wanted(config().evict, oversubscribed) || contexts::active_captures() > 0) {
+            swappable::let_go(i);
             continue;
+        }
+        uint64_t keep = keep_on_eviction(keep_bytes);
+        // The swap engine's memory first: it moves at the bus's speed.
+        EngineMove e{i, false, keep, {}};
+        if (contexts::with_device_context(devices::at(i).ordinal, engine_move, &e) && e.ran) {
+            note_engine_move(g, e.moved, false);
+            if (e.moved.bytes != 0)
+                log_debug("swapped out %llu bytes from GPU %u in %llu ms",
+                          static_cast<unsigned long long>(e.moved.bytes), i,
+                          static_cast<unsigned long long>(e.moved.ns / 1000000));
+        } else {
+            swappable::let_go(i);
+        }
+        // What stays of it counts against what may stay of managed memory.
+        const uint64_t stayed = swappable::device_bytes(i);
+        keep = keep > stayed ? keep - stayed : 0;
         Round r{i, {}, UINT64_MAX};
-        r.keep = keep_on_eviction(keep_bytes);
+        r.keep = keep;
         r.location.type = CU_MEM_LOCATION_TYPE_HOST;
         r.location.id = 0;
         const uint64_t start = now_ns();
@@ -235,6 +344,12 @@ void before_release(uint64_t gpus, bool oversubscribed, uint64_t keep_bytes, uin
     }
 }
 
+void fail_open()
+{
+    for (uint32_t i = 0; i < devices::count(); ++i)
+        engine_swap_in(i);
+}
+
 Stats& stats(uint32_t gpu)
 {
     return g_gpus[gpu].stats;
@@ -248,12 +363,22 @@ uint64_t switch_cost_ns(bool oversubscribed, uint64_t keep_bytes)
     double most = 0;
     for (uint32_t i = 0; i < devices::count(); ++i) {
         const GpuState& g = g_gpus[i];
-        const int64_t managed = devices::at(i).managed.load(std::memory_order_relaxed);
+        // The swap engine's memory stays first (as before_release keeps it).
+        const uint64_t engine = swappable::device_bytes(i);
+        const uint64_t engine_moved = engine > keep ? engine - keep : 0;
+        const uint64_t keep_left = keep > engine ? keep - engine : 0;
+        const int64_t managed = devices::at(i).managed.load(std::memory_order_relaxed) -
+                                static_cast<int64_t>(swappable::total_bytes(i));
         const uint64_t m = managed > 0 ? static_cast<uint64_t>(managed) : 0;
-        const double moved = static_cast<double>(m > keep ? m - keep : 0);
+        const double moved = static_cast<double>(m > keep_left ? m - keep_left : 0);
         const double out = g.evict_rate > 0 ? g.evict_rate : kAssumedEvictRate;
         const double in = g.swap_in_rate > 0 ? g.swap_in_rate : kAssumedSwapInRate;
-        const double cost = moved / out + moved / in;
+        const double engine_out =
+            g.engine_out_rate > 0 ? g.engine_out_rate : kAssumedSwapEngineRate;
+        const double engine_in = g.engine_in_rate > 0 ? g.engine_in_rate : kAssumedSwapEngineRate;
+        const double cost = moved / out + moved / in +
+                            static_cast<double>(engine_moved) / engine_out +
+                            static_cast<double>(engine_moved) / engine_in;
         most = cost > most ? cost : most;
     }
     return static_cast<uint64_t>(most * 1e9);

@@ -1,4 +1,5 @@
-// Bulk migration of the process's managed memory when the lock changes hands.
+// Bulk migration of the process's memory when the lock changes hands: the
+// swap engine's (swappable.h), and managed memory by the driver's migration.
 // On a grant, its allocations are prefetched to the GPU (newest first) on a
 // stream of the library's own while the program's work proceeds: a bulk
 // prefetch runs about five times faster than the page faults that would
@@ -12,7 +13,8 @@
 namespace nvshare::preload::residency {
 
 // After a grant of `gpus` (client-local mask); `oversubscribed` as the
-// daemon said. Returns at once; the prefetch runs on the GPU. Allocations
+// daemon said. The swap engine's memory is back when it returns; managed
+// memory's prefetch runs on the GPU meanwhile. Allocations
 // never migrated yet are always prefetched (unless NVSHARE_PREFETCH=0): bulk
 // population beats populating them by page faults. True if data this
 // library evicted is on its way back (busy() until it is).
@@ -24,6 +26,10 @@ bool on_grant(uint64_t gpus, bool oversubscribed);
 // beside the next holder, so only the excess moves (NVSHARE_EVICT=1 evicts
 // everything).
 void before_release(uint64_t gpus, bool oversubscribed, uint64_t keep_bytes, uint64_t deadline_ns);
+
+// Scheduling failed open: the program's work runs unscheduled from now on,
+// so every swappable chunk gets memory (client thread).
+void fail_open();
 
 // Prefetches in flight whose completion must be noticed (poll soon).
 bool busy();

@@ -249,8 +249,9 @@ class Runner:
         mib = 1 << 20
 
         # Oversubscribed (2 x 1 GiB on a capacity of 1.5 GiB): each release
-        # evicts only what does not fit beside the other process, and the
-        # evicted data comes back by bulk prefetch.
+        # evicts only what does not fit beside the other process (the swap
+        # engine moves whole chunks of up to 64 MiB: at most one chunk more),
+        # and the evicted data comes back in bulk.
         def partial(iv1, iv2, s1, s2):
             cap = 1536 * mib
             per = []
@@ -261,7 +262,7 @@ class Runner:
                 expect = me["peak_memory"] - (cap - other["peak_memory"])
                 got = me["bytes_evicted"] / me["swap_outs"]
                 per.append(f"{got / mib:.1f} MiB per eviction (expected {expect / mib:.1f})")
-                ok &= abs(got - expect) <= 4 * mib and me["swap_ins"] >= 1
+                ok &= expect - 4 * mib <= got <= expect + 64 * mib and me["swap_ins"] >= 1
             ok &= len(per) == 2
             return ok, (f"kernel overlaps {overlaps(iv1, iv2)}; " + "; ".join(per) +
                         f"; swap-ins {s1.get('swap_ins')}/{s2.get('swap_ins')}")

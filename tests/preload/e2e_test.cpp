@@ -1221,6 +1221,8 @@ int events_of_both(const TempDir& dir, const Pair& p, const std::string& needle)
     return count_events(log, p.a.pid(), needle) + count_events(log, p.b.pid(), needle);
 }
 
+// The managed-memory path (NVSHARE_SWAP=managed, and where the driver has
+// no VMM memory on the host; the swap engine's tests follow these).
 // On an oversubscribed GPU the holder that goes idle evicts its data to host
 // memory before it releases, and the next holder prefetches its own data in
 // bulk when granted; the daemon learns what moved.
@@ -1232,7 +1234,7 @@ TEST(Switching, OversubscribedGpuSwapsInBulk)
     Pair p = run_pair(
         dir, daemon.socket(),
         {{"--kernels", "2", "--kernel-us", "20000", "--alloc", "700M", "--hold-ms", "1500"},
-         {},
+         {{"NVSHARE_SWAP", "managed"}},
          false});
     stats_seen = wait_until([&] {
         const auto s = daemon.status();
@@ -1266,7 +1268,7 @@ TEST(Switching, EvictsOnlyWhatTheNextHolderNeeds)
     Pair p = run_pair(dir, daemon.socket(),
                       {{"--kernels", "2", "--kernel-us", "20000", "--alloc", "300M", "--allocs",
                         "2", "--hold-ms", "1500"},
-                       {},
+                       {{"FAKECUDA_NO_HOST_VMM", "1"}},  // the engine cannot run: managed
                        false});
     uint64_t evicted = 0, swap_outs = 0;
     const bool switched = wait_until([&] {
@@ -1296,7 +1298,7 @@ TEST(Switching, WorkWaitsForTheSwapIn)
     Pair p =
         run_pair(dir, daemon.socket(),
                  {{"--kernels", "2", "--kernel-us", "20000", "--alloc", "700M", "--until", stop},
-                  {{"FAKECUDA_COPY_US", "50000"}},
+                  {{"FAKECUDA_COPY_US", "50000"}, {"NVSHARE_SWAP", "managed"}},
                   false});
     // Busy clients take turns at the quantum: wait for swap-ins of evicted data.
     EXPECT_TRUE(wait_until([&] { return sum_over_clients(daemon.status(), "swap_outs") >= 3; }))
@@ -1377,6 +1379,145 @@ TEST(Switching, PolicyVariablesDecide)
         EXPECT_GE(events_of_both(dir, p, "prefetch to device 1048576"), 2);
         EXPECT_GE(events_of_both(dir, p, "prefetch to host 1048576"), 1);
     }
+}
+
+// ---- the swap engine (issue 13) -----------------------------------------------------
+
+// The fake's log lines of `pid` that say GPU work touched memory with nothing
+// mapped (it refused to run them, as a GPU faults).
+int faults(const TempDir& dir, pid_t pid)
+{
+    return count_events(dir / "fake.log", pid, " fault ");
+}
+
+// Two clients of 700 MiB on a GPU of 1 GiB, their device allocations
+// swappable (VMM chunks of 64 MiB): the releaser copies out what does not fit
+// beside the other and maps its host copy in place, the other gets device
+// memory for what it allocated before its grant; each checks at the end
+// (after a swap-in) that every byte of its data is what it wrote.
+// Beside the other's 700 MiB, 324 MiB may stay: five chunks (320 MiB), so
+// 380 MiB move.
+TEST(SwapEngine, SwapsChunksOutAndInAndKeepsTheData)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "auto", "--capacity", "1G"});
+    Pair p = run_pair(dir, daemon.socket(),
+                      {{"--kernels", "2", "--kernel-us", "20000", "--alloc", "700M", "--check-data",
+                        "--hold-ms", "300"},
+                       {},
+                       false});
+    uint64_t evicted = 0, swap_outs = 0, swap_ins = 0;
+    wait_until([&] {
+        const auto s = daemon.status();
+        evicted = sum_over_clients(s, "bytes_evicted");
+        swap_outs = sum_over_clients(s, "swap_outs");
+        swap_ins = sum_over_clients(s, "swap_ins");
+        return swap_outs >= 1 && swap_ins >= 1;
+    });
+    expect_clean_exit(p.a);
+    expect_clean_exit(p.b);
+    for (Process* c : {&p.a, &p.b}) {
+        EXPECT_NE(c->out().find("data=ok"), std::string::npos) << c->out() << c->err();
+        EXPECT_EQ(faults(dir, c->pid()), 0) << read_text(dir / "fake.log");
+    }
+    EXPECT_GE(swap_outs, 1u) << daemon.status().dump();
+    EXPECT_EQ(evicted, swap_outs * (380ull << 20)) << daemon.status().dump();
+    EXPECT_FALSE(overlapped(read_work(dir / "fake.log"), p.a.pid(), p.b.pid()));
+    // Host memory was made for the chunks that moved, and nothing was
+    // migrated by the driver.
+    EXPECT_GE(events_of_both(dir, p, "alloc vmm-host 67108864"), 5);
+    EXPECT_EQ(events_of_both(dir, p, "prefetch to"), 0) << read_text(dir / "fake.log");
+}
+
+// After a grant the program's work waits until its data is back: none of its
+// kernels overlaps the engine's copies (slowed to 20 ms each here).
+TEST(SwapEngine, WorkWaitsForTheSwapIn)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "auto", "--capacity", "1G", "--time-quantum", "100ms"});
+    const std::string stop = dir / "stop";
+    Pair p = run_pair(dir, daemon.socket(),
+                      {{"--kernels", "2", "--kernel-us", "20000", "--alloc", "700M", "--check-data",
+                        "--until", stop},
+                       {{"FAKECUDA_COPY_US", "20000"}},
+                       false});
+    // Each swap-in of 380 MiB (6 copies) makes the quantum 10 times as long.
+    EXPECT_TRUE(
+        wait_until([&] { return sum_over_clients(daemon.status(), "swap_ins") >= 2; }, seconds(60)))
+        << daemon.status().dump();
+    touch(stop);
+    expect_clean_exit(p.a);
+    expect_clean_exit(p.b);
+    const auto work = read_work(dir / "fake.log");
+    int copies = 0;
+    for (Process* c : {&p.a, &p.b}) {
+        EXPECT_NE(c->out().find("data=ok"), std::string::npos) << c->out() << c->err();
+        EXPECT_EQ(faults(dir, c->pid()), 0);
+        const auto mine = work_of(work, c->pid());
+        for (const Work& w : mine) {
+            if (w.name != "cuMemcpyAsync")  // the engine's own copies
+                continue;
+            ++copies;
+            for (const Work& k : mine) {
+                if (k.name.find("cuLaunchKernel") == std::string::npos)
+                    continue;
+                EXPECT_FALSE(k.start < w.end && w.start < k.end)
+                    << "kernel [" << k.start << ", " << k.end << ") overlaps copy [" << w.start
+                    << ", " << w.end << ")";
+            }
+        }
+    }
+    EXPECT_GE(copies, 12) << read_text(dir / "fake.log");  // two swaps of 6 chunks
+}
+
+// Without nvshared the library fails open: memory a process allocated
+// before anything was granted gets its memory at once, and its work (which
+// then runs unscheduled) finds it there.
+TEST(SwapEngine, FailingOpenGivesEveryChunkMemory)
+{
+    TempDir dir;
+    Process p = start_client(dir, dir / "absent.sock",
+                             {{"--kernels", "3", "--kernel-us", "10000", "--alloc", "200M",
+                               "--allocs", "2", "--check-data"},
+                              {},
+                              false},
+                             "p");
+    expect_clean_exit(p);
+    EXPECT_NE(p.out().find("data=ok"), std::string::npos) << p.out() << p.err();
+    EXPECT_EQ(faults(dir, p.pid()), 0) << read_text(dir / "fake.log");
+    EXPECT_GE(count_events(dir / "fake.log", p.pid(), "alloc vmm 67108864"), 6);
+}
+
+// A pointer question about memory allocated before the process's first
+// grant waits for the grant (the driver knows the address only then), and
+// the range is the allocation's, not one chunk's.
+TEST(SwapEngine, PointerQueriesSeeTheWholeAllocation)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "on"});
+    Process p = start_client(
+        dir, daemon.socket(),
+        {{"--kernels", "1", "--kernel-us", "1000", "--alloc", "200M", "--gpudirect", "rdma"},
+         {},
+         false},
+        "p");
+    expect_clean_exit(p);
+    EXPECT_NE(p.out().find("rdma=ok"), std::string::npos) << p.out() << p.err();
+    EXPECT_EQ(faults(dir, p.pid()), 0);
+}
+
+// With NVSHARE_SWAP=managed device allocations are managed memory, as before.
+TEST(SwapEngine, ManagedOnRequest)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "on"});
+    Process p = start_client(
+        dir, daemon.socket(),
+        {{"--kernels", "1", "--alloc", "100M"}, {{"NVSHARE_SWAP", "managed"}}, false}, "p");
+    expect_clean_exit(p);
+    EXPECT_EQ(count_events(dir / "fake.log", p.pid(), "alloc managed 104857600"), 1)
+        << read_text(dir / "fake.log");
+    EXPECT_EQ(count_events(dir / "fake.log", p.pid(), "alloc vmm "), 0);
 }
 
 // ---- one process, one nvshare (issue 18) ---------------------------------------------

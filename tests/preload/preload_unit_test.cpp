@@ -142,6 +142,24 @@ TEST(Env, Priority)
     }
 }
 
+TEST(Env, Swap)
+{
+    bool engine = false;
+    const char* const defaults[] = {nullptr, "", "auto", "AUTO"};
+    for (const char* yes : defaults) {
+        engine = false;
+        EXPECT_TRUE(parse_swap(yes, &engine)) << (yes ? yes : "(unset)");
+        EXPECT_TRUE(engine);
+    }
+    EXPECT_TRUE(parse_swap("managed", &engine));
+    EXPECT_FALSE(engine);
+    for (const char* bad : {"vmm", "0", "off", " managed", "managed "}) {
+        engine = false;
+        EXPECT_FALSE(parse_swap(bad, &engine)) << bad;
+        EXPECT_TRUE(engine) << bad;  // invalid: the default stays
+    }
+}
+
 TEST(AllocTable, InsertFindRemove)
 {
     AllocTable t;

@@ -51,6 +51,10 @@ struct Options {
     int hold_ms = 0;
     int rounds = 1;
     int pause_ms = 0;
+    // --check-data: each --alloc allocation gets a pattern (written once the
+    // GPU is granted) that is read back and compared at the end: whatever
+    // moved the memory meanwhile must have kept it ("data=ok").
+    bool check_data = false;
 };
 
 Api api;
@@ -178,6 +182,38 @@ void gpudirect(CUdeviceptr p)
         const CUresult r = api.pointer_get_attributes(2, attrs, data, inside);
         printf("rdma=%s:%u\n", result(r).c_str(), capable);
     }
+}
+
+// The pattern of allocation `index` at word `w`: differs per word and per
+// allocation, so chunks swapped with each other or with another allocation's
+// show.
+uint64_t pattern(size_t index, size_t w)
+{
+    return (w * 0x9E3779B97F4A7C15ull) ^ (index + 1) * 0xD1B54A32D192ED03ull;
+}
+
+void write_patterns()
+{
+    for (size_t i = 0; i < pointers.size() && i < static_cast<size_t>(opt.allocs); ++i) {
+        std::vector<uint64_t> words(opt.alloc / 8);
+        for (size_t w = 0; w < words.size(); ++w)
+            words[w] = pattern(i, w);
+        CHECK(api.memcpy_htod(pointers[i], words.data(), words.size() * 8));
+    }
+}
+
+void check_patterns()
+{
+    for (size_t i = 0; i < pointers.size() && i < static_cast<size_t>(opt.allocs); ++i) {
+        std::vector<uint64_t> words(opt.alloc / 8);
+        CHECK(api.memcpy_dtoh(words.data(), pointers[i], words.size() * 8));
+        for (size_t w = 0; w < words.size(); ++w)
+            if (words[w] != pattern(i, w)) {
+                printf("data=corrupt allocation %zu offset %zu\n", i, w * 8);
+                return;
+            }
+    }
+    printf("data=ok\n");
 }
 
 void allocate()
@@ -499,6 +535,8 @@ bool parse(int argc, char** argv)
             opt.prefetch = true;
         else if (a == "--fork")
             opt.fork_child = true;
+        else if (a == "--check-data")
+            opt.check_data = true;
         else if (a == "--no-free")
             opt.free_at_end = false;
         else if (a == "--alloc")
@@ -593,6 +631,8 @@ int main(int argc, char** argv)
     }
     if (opt.failed_captures)
         failed_captures();
+    if (opt.check_data)
+        write_patterns();
     run_round();
     if (opt.meminfo_after_work)
         meminfo();
@@ -624,6 +664,8 @@ int main(int argc, char** argv)
         run_round();
     if (opt.hold_ms > 0)
         usleep(static_cast<useconds_t>(opt.hold_ms) * 1000);
+    if (opt.check_data)
+        check_patterns();
     if (opt.free_at_end)
         for (CUdeviceptr p : pointers)
             CHECK(api.mem_free(p));

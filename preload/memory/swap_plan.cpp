@@ -1,0 +1,35 @@
+#include "preload/memory/swap_plan.h"
+
+namespace nvshare::preload::swap_plan {
+
+Layout layout(uint64_t bytes, uint64_t granularity, uint64_t max_chunk)
+{
+    Layout l;
+    if (bytes == 0 || granularity == 0 || (granularity & (granularity - 1)) != 0)
+        return l;
+    const uint64_t reserved = (bytes + granularity - 1) & ~(granularity - 1);
+    if (reserved < bytes)
+        return l;  // overflow
+    uint64_t chunk = max_chunk & ~(granularity - 1);
+    if (chunk == 0)
+        chunk = granularity;
+    if (chunk > reserved)
+        chunk = reserved;
+    const uint64_t count = (reserved + chunk - 1) / chunk;
+    if (count > UINT32_MAX)
+        return l;
+    l.reserved = reserved;
+    l.chunk = chunk;
+    l.count = static_cast<uint32_t>(count);
+    return l;
+}
+
+Backing choose_backing(const BackingFacts& f)
+{
+    if (!f.engine_on || !f.gpu_supports || f.beyond_capacity || f.granularity == 0 ||
+        f.bytes < f.granularity)
+        return Backing::Managed;
+    return Backing::Swappable;
+}
+
+}  // namespace nvshare::preload::swap_plan

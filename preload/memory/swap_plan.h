@@ -1,0 +1,71 @@
+// The swap engine's pure rules (no driver, no I/O; unit-tested directly):
+// how an allocation is cut into physical chunks, which memory an allocation
+// gets, and how much of it moves when the lock changes hands.
+#pragma once
+
+#include <cstdint>
+
+namespace nvshare::preload::swap_plan {
+
+// Physical chunks of this size at most: large enough that mapping costs
+// vanish beside the copy (2 MiB chunks cost 300 ms per 8 GiB in
+// cuMemSetAccess and unmap), small enough that what stays or moves is
+// chosen finely and a chunk's copy overlaps the next one's remapping
+// (bench/README.md, "Swap mechanisms").
+inline constexpr uint64_t kMaxChunk = 64ull << 20;
+
+// An allocation of `bytes` as the engine lays it out: `reserved` bytes of
+// address space (a multiple of the granularity), cut into `count` chunks of
+// `chunk` bytes but the last, which holds the rest.
+struct Layout {
+    uint64_t reserved = 0;
+    uint64_t chunk = 0;
+    uint32_t count = 0;
+
+    uint64_t offset_of(uint32_t i) const { return static_cast<uint64_t>(i) * chunk; }
+    uint64_t size_of(uint32_t i) const { return i + 1 < count ? chunk : reserved - offset_of(i); }
+};
+
+// `granularity`: the driver's (a power of two); `max_chunk` is rounded down
+// to a multiple of it. count == 0 if the request cannot be laid out
+// (zero bytes or granularity, overflow).
+Layout layout(uint64_t bytes, uint64_t granularity, uint64_t max_chunk = kMaxChunk);
+
+enum class Backing {
+    Swappable,  // device memory the engine swaps (VMM chunks)
+    Managed,    // managed memory the driver migrates
+};
+
+struct BackingFacts {
+    bool engine_on = true;         // NVSHARE_SWAP is not "managed"
+    bool gpu_supports = true;      // VMM and host-located VMM memory on this GPU
+    uint64_t bytes = 0;            // asked for
+    uint64_t granularity = 0;      // the GPU's VMM granularity
+    bool beyond_capacity = false;  // this process would exceed the GPU alone
+};
+
+// The hybrid rule: swappable device memory for what the process can hold
+// alone; managed memory for a process larger than the GPU (the driver then
+// pages its hot data in), for allocations smaller than the granularity
+// (which would waste most of a chunk), and where the engine cannot run.
+Backing choose_backing(const BackingFacts& f);
+
+// Bytes admitted one piece at a time while they fit.
+class Budget {
+public:
+    explicit Budget(uint64_t bytes) : left_(bytes) {}
+    // True (and counted) if `size` still fits.
+    bool take(uint64_t size)
+    {
+        if (size > left_)
+            return false;
+        left_ -= size;
+        return true;
+    }
+    uint64_t left() const { return left_; }
+
+private:
+    uint64_t left_;
+};
+
+}  // namespace nvshare::preload::swap_plan

@@ -1,0 +1,545 @@
+#include "preload/memory/swappable.h"
+
+#include <pthread.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+
+#include "preload/clock.h"
+#include "preload/driver/hook_table.h"
+#include "preload/log.h"
+#include "preload/memory/devices.h"
+#include "preload/memory/swap_plan.h"
+
+namespace nvshare::preload::swappable {
+
+namespace {
+
+enum class Where : uint8_t { Device, Host, Absent };
+
+struct Chunk {
+    CUmemGenericAllocationHandle device;  // while Device
+    CUmemGenericAllocationHandle host;    // once made, for the allocation's life
+    Where where;
+    bool moving;    // chosen by the swap-out in progress
+    uint8_t group;  // of that swap-out's copies
+};
+
+struct Record {
+    CUdeviceptr ptr;
+    CUdeviceptr staging;  // where the host chunks stay mapped; 0 until needed
+    uint64_t bytes;       // asked for
+    uint64_t map_bytes;   // of this record's own mmap
+    swap_plan::Layout layout;
+    uint32_t gpu;
+    CUdevice ordinal;
+    Chunk chunks[1];  // layout.count of them
+};
+
+// The allocations, oldest first (appended; a free closes the gap).
+Record** g_records = nullptr;
+size_t g_count = 0;
+size_t g_capacity = 0;
+pthread_mutex_t g_mutex = PTHREAD_MUTEX_INITIALIZER;
+// Per GPU: the process holds it (allocations get device memory at once).
+bool g_resident[devices::kMaxGpus];
+// Chunks with no memory: absent_at() has nothing to look for while 0.
+std::atomic<uint64_t> g_absent{0};
+// Per GPU, bytes of swappable memory in all and on the device.
+std::atomic<uint64_t> g_total[devices::kMaxGpus];
+std::atomic<uint64_t> g_device[devices::kMaxGpus];
+
+// Copies are grouped for the swap-out's pipeline: the chunks of a group are
+// remapped as soon as the group's copies are done, while later groups copy.
+constexpr size_t kGroups = 16;
+constexpr uint64_t kMinGroupBytes = 256ull << 20;
+CUevent g_events[devices::kMaxGpus][kGroups];
+
+class Lock {
+public:
+    Lock() { pthread_mutex_lock(&g_mutex); }
+    ~Lock() { pthread_mutex_unlock(&g_mutex); }
+    Lock(const Lock&) = delete;
+    Lock& operator=(const Lock&) = delete;
+};
+
+void* map_pages(size_t bytes)
+{
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? nullptr : p;
+}
+
+bool append(Record* r)
+{
+    if (g_count == g_capacity) {
+        const size_t n = g_capacity == 0 ? 256 : g_capacity * 2;
+        auto** fresh = static_cast<Record**>(map_pages(n * sizeof(Record*)));
+        if (fresh == nullptr)
+            return false;
+        if (g_records != nullptr) {
+            memcpy(fresh, g_records, g_count * sizeof(Record*));
+            munmap(g_records, g_capacity * sizeof(Record*));
+        }
+        g_records = fresh;
+        g_capacity = n;
+    }
+    g_records[g_count++] = r;
+    return true;
+}
+
+// Index of the record whose reservation holds `ptr`, or -1.
+long find_containing(CUdeviceptr ptr)
+{
+    for (size_t i = 0; i < g_count; ++i) {
+        const Record* r = g_records[i];
+        if (ptr >= r->ptr && ptr - r->ptr < r->layout.reserved)
+            return static_cast<long>(i);
+    }
+    return -1;
+}
+
+CUmemAllocationProp prop_for(CUmemLocationType type, int id)
+{
+    CUmemAllocationProp p{};
+    p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    p.location.type = type;
+    p.location.id = id;
+    return p;
+}
+
+// Maps `handle` at `va` with read-write access for the record's GPU.
+bool map_at(const Record& r, CUdeviceptr va, uint64_t size, CUmemGenericAllocationHandle handle)
+{
+    auto map = NVS_REAL(cuMemMap);
+    auto unmap = NVS_REAL(cuMemUnmap);
+    auto set_access = NVS_REAL(cuMemSetAccess);
+    if (map == nullptr || unmap == nullptr || set_access == nullptr ||
+        map(va, size, 0, handle, 0) != CUDA_SUCCESS)
+        return false;
+    CUmemAccessDesc access{};
+    access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    access.location.id = r.ordinal;
+    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    if (set_access(va, size, &access, 1) == CUDA_SUCCESS)
+        return true;
+    unmap(va, size);
+    return false;
+}
+
+bool unmap_at(CUdeviceptr va, uint64_t size)
+{
+    auto unmap = NVS_REAL(cuMemUnmap);
+    return unmap != nullptr && unmap(va, size) == CUDA_SUCCESS;
+}
+
+void release_handle(CUmemGenericAllocationHandle h)
+{
+    if (auto release = NVS_REAL(cuMemRelease); release != nullptr && h != 0)
+        release(h);
+}
+
+CUresult create_on(const Record& r, CUmemLocationType type, uint64_t size,
+                   CUmemGenericAllocationHandle* out)
+{
+    auto create = NVS_REAL(cuMemCreate);
+    if (create == nullptr)
+        return CUDA_ERROR_NOT_FOUND;
+    const CUmemAllocationProp prop =
+        prop_for(type, type == CU_MEM_LOCATION_TYPE_DEVICE ? r.ordinal : 0);
+    return create(out, size, &prop, 0);
+}
+
+void count_device(const Record& r, uint64_t size, bool added)
+{
+    if (added)
+        g_device[r.gpu].fetch_add(size, std::memory_order_relaxed);
+    else
+        g_device[r.gpu].fetch_sub(size, std::memory_order_relaxed);
+}
+
+// Device memory for chunk i at its address (no data moves). False (chunk
+// unchanged) if the device has none to give.
+bool place_on_device(Record& r, uint32_t i)
+{
+    Chunk& c = r.chunks[i];
+    const uint64_t size = r.layout.size_of(i), va = r.ptr + r.layout.offset_of(i);
+    CUmemGenericAllocationHandle h = 0;
+    if (create_on(r, CU_MEM_LOCATION_TYPE_DEVICE, size, &h) != CUDA_SUCCESS)
+        return false;
+    if (c.where == Where::Host && !unmap_at(va, size)) {
+        release_handle(h);
+        return false;
+    }
+    if (!map_at(r, va, size, h)) {
+        release_handle(h);
+        if (c.where == Where::Host && !map_at(r, va, size, c.host))
+            log_warn("cannot map a swapped-out chunk back at %#llx: GPU work on it will fail",
+                     static_cast<unsigned long long>(va));
+        return false;
+    }
+    if (c.where == Where::Absent)
+        g_absent.fetch_sub(1, std::memory_order_relaxed);
+    c.device = h;
+    c.where = Where::Device;
+    count_device(r, size, true);
+    return true;
+}
+
+// The chunk's host memory, made once and mapped at the staging address.
+bool ensure_host(Record& r, uint32_t i)
+{
+    Chunk& c = r.chunks[i];
+    if (c.host != 0)
+        return true;
+    if (r.staging == 0) {
+        auto reserve = NVS_REAL(cuMemAddressReserve);
+        CUdeviceptr va = 0;
+        if (reserve == nullptr || reserve(&va, r.layout.reserved, 0, 0, 0) != CUDA_SUCCESS)
+            return false;
+        r.staging = va;
+    }
+    const uint64_t size = r.layout.size_of(i);
+    CUmemGenericAllocationHandle h = 0;
+    if (create_on(r, CU_MEM_LOCATION_TYPE_HOST, size, &h) != CUDA_SUCCESS)
+        return false;
+    if (!map_at(r, r.staging + r.layout.offset_of(i), size, h)) {
+        release_handle(h);
+        return false;
+    }
+    c.host = h;
+    return true;
+}
+
+// Absent chunk i gets its host memory at its address (the device is full).
+bool place_on_host(Record& r, uint32_t i)
+{
+    Chunk& c = r.chunks[i];
+    if (!ensure_host(r, i) ||
+        !map_at(r, r.ptr + r.layout.offset_of(i), r.layout.size_of(i), c.host))
+        return false;
+    c.where = Where::Host;
+    g_absent.fetch_sub(1, std::memory_order_relaxed);
+    return true;
+}
+
+// Chunk i, its data copied to its host memory, now maps that at its address
+// and gives its device memory back. False (still Device) on failure.
+bool remap_to_host(Record& r, uint32_t i)
+{
+    Chunk& c = r.chunks[i];
+    const uint64_t size = r.layout.size_of(i), va = r.ptr + r.layout.offset_of(i);
+    if (!unmap_at(va, size))
+        return false;
+    if (!map_at(r, va, size, c.host)) {
+        if (!map_at(r, va, size, c.device))
+            log_warn("cannot map a chunk back at %#llx: GPU work on it will fail",
+                     static_cast<unsigned long long>(va));
+        return false;
+    }
+    release_handle(c.device);
+    c.device = 0;
+    c.where = Where::Host;
+    count_device(r, size, false);
+    return true;
+}
+
+void destroy(Record* r)
+{
+    auto free_address = NVS_REAL(cuMemAddressFree);
+    for (uint32_t i = 0; i < r->layout.count; ++i) {
+        Chunk& c = r->chunks[i];
+        const uint64_t size = r->layout.size_of(i), off = r->layout.offset_of(i);
+        if (c.where != Where::Absent)
+            unmap_at(r->ptr + off, size);
+        if (c.where == Where::Device)
+            count_device(*r, size, false);
+        if (c.where == Where::Absent)
+            g_absent.fetch_sub(1, std::memory_order_relaxed);
+        if (c.host != 0)
+            unmap_at(r->staging + off, size);
+        release_handle(c.device);
+        release_handle(c.host);
+    }
+    if (free_address != nullptr) {
+        free_address(r->ptr, r->layout.reserved);
+        if (r->staging != 0)
+            free_address(r->staging, r->layout.reserved);
+    }
+    g_total[r->gpu].fetch_sub(r->layout.reserved, std::memory_order_relaxed);
+    munmap(r, r->map_bytes);
+}
+
+bool stream_copy(CUdeviceptr dst, CUdeviceptr src, uint64_t size, CUstream stream)
+{
+    auto copy = NVS_REAL(cuMemcpyAsync);
+    return copy != nullptr && copy(dst, src, size, stream) == CUDA_SUCCESS;
+}
+
+bool stream_sync(CUstream stream)
+{
+    auto sync = NVS_REAL(cuStreamSynchronize);
+    return sync != nullptr && sync(stream) == CUDA_SUCCESS;
+}
+
+CUevent group_event(uint32_t gpu, size_t group)
+{
+    CUevent& e = g_events[gpu][group];
+    auto create = NVS_REAL(cuEventCreate);
+    if (e == nullptr && create != nullptr &&
+        create(&e, CU_EVENT_DISABLE_TIMING | CU_EVENT_BLOCKING_SYNC) != CUDA_SUCCESS)
+        e = nullptr;
+    return e;
+}
+
+// Calls f(record, chunk index) for the chunks of GPU `gpu` marked moving, in
+// one fixed order (newest allocation first).
+template <typename F>
+void for_each_moving(uint32_t gpu, F&& f)
+{
+    for (size_t k = g_count; k-- > 0;) {
+        Record& r = *g_records[k];
+        if (r.gpu != gpu)
+            continue;
+        for (uint32_t i = 0; i < r.layout.count; ++i)
+            if (r.chunks[i].moving)
+                f(r, i);
+    }
+}
+
+}  // namespace
+
+CUresult allocate(CUdeviceptr* dptr, uint64_t bytes, uint32_t gpu, uint64_t* reserved)
+{
+    const devices::Gpu& g = devices::at(gpu);
+    const swap_plan::Layout layout = swap_plan::layout(bytes, g.swap_granularity);
+    auto reserve = NVS_REAL(cuMemAddressReserve);
+    auto free_address = NVS_REAL(cuMemAddressFree);
+    if (layout.count == 0 || reserve == nullptr || free_address == nullptr)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    const long page = sysconf(_SC_PAGESIZE);
+    const uint64_t record_bytes = sizeof(Record) + (layout.count - 1) * sizeof(Chunk);
+    const uint64_t map_bytes =
+        (record_bytes + static_cast<uint64_t>(page) - 1) & ~(static_cast<uint64_t>(page) - 1);
+    auto* r = static_cast<Record*>(map_pages(map_bytes));
+    if (r == nullptr)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    r->bytes = bytes;
+    r->map_bytes = map_bytes;
+    r->layout = layout;
+    r->gpu = gpu;
+    r->ordinal = g.ordinal;
+    if (const CUresult e = reserve(&r->ptr, layout.reserved, 0, 0, 0); e != CUDA_SUCCESS) {
+        munmap(r, map_bytes);
+        return e;
+    }
+    for (uint32_t i = 0; i < layout.count; ++i)
+        r->chunks[i].where = Where::Absent;
+    Lock lock;
+    g_absent.fetch_add(layout.count, std::memory_order_relaxed);
+    g_total[gpu].fetch_add(layout.reserved, std::memory_order_relaxed);
+    bool ok = true;
+    if (g_resident[gpu])
+        for (uint32_t i = 0; i < layout.count && ok; ++i)
+            ok = place_on_device(*r, i);
+    if (!ok || !append(r)) {
+        destroy(r);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *dptr = r->ptr;
+    *reserved = layout.reserved;
+    return CUDA_SUCCESS;
+}
+
+bool free_allocation(CUdeviceptr ptr)
+{
+    Lock lock;
+    const long i = find_containing(ptr);
+    if (i < 0 || g_records[i]->ptr != ptr)
+        return false;
+    Record* r = g_records[i];
+    memmove(g_records + i, g_records + i + 1,
+            (g_count - static_cast<size_t>(i) - 1) * sizeof(Record*));
+    g_count--;
+    destroy(r);
+    return true;
+}
+
+bool range_of(CUdeviceptr ptr, CUdeviceptr* start, uint64_t* bytes)
+{
+    Lock lock;
+    const long i = find_containing(ptr);
+    if (i < 0 || ptr - g_records[i]->ptr >= g_records[i]->bytes)
+        return false;
+    *start = g_records[i]->ptr;
+    *bytes = g_records[i]->bytes;
+    return true;
+}
+
+bool absent_at(CUdeviceptr ptr)
+{
+    if (g_absent.load(std::memory_order_relaxed) == 0)
+        return false;
+    Lock lock;
+    const long i = find_containing(ptr);
+    if (i < 0)
+        return false;
+    const Record& r = *g_records[i];
+    const uint64_t chunk = (ptr - r.ptr) / r.layout.chunk;
+    return chunk < r.layout.count && r.chunks[chunk].where == Where::Absent;
+}
+
+Moved swap_in(uint32_t gpu, uint64_t budget, CUstream stream)
+{
+    Moved m;
+    const uint64_t start = now_ns();
+    Lock lock;
+    g_resident[gpu] = true;
+    swap_plan::Budget room(budget);
+    bool device_full = false;
+    uint64_t on_host = 0;
+    for (size_t k = g_count; k-- > 0;) {
+        Record& r = *g_records[k];
+        if (r.gpu != gpu)
+            continue;
+        for (uint32_t i = 0; i < r.layout.count; ++i) {
+            Chunk& c = r.chunks[i];
+            const uint64_t size = r.layout.size_of(i), off = r.layout.offset_of(i);
+            if (c.where == Where::Device)
+                continue;
+            const bool was_host = c.where == Where::Host;
+            if (!device_full && room.take(size) && place_on_device(r, i)) {
+                // The copy runs while the next chunks are made and mapped.
+                if (was_host && stream_copy(r.ptr + off, r.staging + off, size, stream))
+                    m.bytes += size;
+                continue;
+            }
+            device_full = true;
+            if (c.where == Where::Absent && !place_on_host(r, i))
+                log_warn("no memory for %llu bytes at %#llx, neither on GPU %d nor on the host",
+                         static_cast<unsigned long long>(size),
+                         static_cast<unsigned long long>(r.ptr + off), r.ordinal);
+            on_host += c.where == Where::Host ? size : 0;
+        }
+    }
+    if (m.bytes != 0)
+        stream_sync(stream);
+    m.ns = now_ns() - start;
+    if (on_host != 0)
+        log_debug("%llu bytes stay in host memory: no room on GPU %d",
+                  static_cast<unsigned long long>(on_host), devices::at(gpu).ordinal);
+    return m;
+}
+
+Moved swap_out(uint32_t gpu, uint64_t keep, CUstream stream)
+{
+    Moved m;
+    const uint64_t start = now_ns();
+    Lock lock;
+    g_resident[gpu] = false;
+    // The newest chunks stay, up to `keep`; the rest moves if it has host memory.
+    swap_plan::Budget stay(keep);
+    uint64_t moving = 0;
+    bool no_host = false;
+    for (size_t k = g_count; k-- > 0;) {
+        Record& r = *g_records[k];
+        if (r.gpu != gpu)
+            continue;
+        for (uint32_t i = 0; i < r.layout.count; ++i) {
+            Chunk& c = r.chunks[i];
+            c.moving = false;
+            if (c.where != Where::Device || stay.take(r.layout.size_of(i)))
+                continue;
+            if (!no_host && ensure_host(r, i)) {
+                c.moving = true;
+                moving += r.layout.size_of(i);
+            } else {
+                no_host = true;  // out of pinned host memory: the rest stays
+            }
+        }
+    }
+    if (no_host)
+        log_warn("cannot get pinned host memory to swap out to: data stays on GPU %d",
+                 devices::at(gpu).ordinal);
+    if (moving == 0)
+        return m;
+    // Copy everything out in groups, then remap each group once its copies
+    // are done, while later groups still copy.
+    const uint64_t group_bytes =
+        moving / kGroups > kMinGroupBytes ? moving / kGroups + 1 : kMinGroupBytes;
+    auto record = NVS_REAL(cuEventRecord);
+    auto wait = NVS_REAL(cuEventSynchronize);
+    uint8_t group = 0;  // groups 0 .. events-1 end with an event; the last with none
+    uint64_t in_group = 0;
+    for_each_moving(gpu, [&](Record& r, uint32_t i) {
+        const uint64_t size = r.layout.size_of(i), off = r.layout.offset_of(i);
+        Chunk& c = r.chunks[i];
+        c.group = group;
+        if (!stream_copy(r.staging + off, r.ptr + off, size, stream)) {
+            c.moving = false;  // stays on the device
+            return;
+        }
+        m.bytes += size;
+        in_group += size;
+        CUevent e = group + 1u < kGroups ? group_event(gpu, group) : nullptr;
+        if (in_group >= group_bytes && e != nullptr && record != nullptr &&
+            record(e, stream) == CUDA_SUCCESS) {
+            ++group;
+            in_group = 0;
+        }
+    });
+    const uint8_t events = group;
+    int done = -1;  // the groups up to this one are copied
+    bool ok = true;
+    for_each_moving(gpu, [&](Record& r, uint32_t i) {
+        Chunk& c = r.chunks[i];
+        c.moving = false;
+        if (ok && static_cast<int>(c.group) > done) {
+            ok = c.group < events && wait != nullptr
+                     ? wait(g_events[gpu][c.group]) == CUDA_SUCCESS || stream_sync(stream)
+                     : stream_sync(stream);
+            done = c.group < events ? c.group : kGroups;
+        }
+        if (!ok || !remap_to_host(r, i))
+            m.bytes -= r.layout.size_of(i);  // stays on the device
+    });
+    if (!ok)
+        log_warn("swapping out from GPU %d failed: its data stays there", devices::at(gpu).ordinal);
+    m.ns = now_ns() - start;
+    return m;
+}
+
+void let_go(uint32_t gpu)
+{
+    Lock lock;
+    g_resident[gpu] = false;
+}
+
+uint64_t total_bytes(uint32_t gpu)
+{
+    return g_total[gpu].load(std::memory_order_relaxed);
+}
+
+uint64_t device_bytes(uint32_t gpu)
+{
+    return g_device[gpu].load(std::memory_order_relaxed);
+}
+
+void reset_after_fork()
+{
+    // The parent's allocations and events are not the child's.
+    pthread_mutex_init(&g_mutex, nullptr);
+    g_records = nullptr;
+    g_count = g_capacity = 0;
+    g_absent.store(0);
+    for (uint32_t i = 0; i < devices::kMaxGpus; ++i) {
+        g_resident[i] = false;
+        g_total[i].store(0);
+        g_device[i].store(0);
+        for (CUevent& e : g_events[i])
+            e = nullptr;
+    }
+}
+
+}  // namespace nvshare::preload::swappable

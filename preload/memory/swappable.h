@@ -1,0 +1,77 @@
+// The swap engine: device allocations (cuMemAlloc) backed by VMM memory that
+// the library moves itself, at the speed of the bus, when the lock changes
+// hands on an oversubscribed GPU.
+//
+// Each allocation is one address reservation for its whole life (pointers
+// never change), cut into chunks of at most 64 MiB (swap_plan.h). A chunk is
+// in one of three places:
+//   Device  a device chunk is mapped at its address;
+//   Host    swapped out: a host-located VMM chunk (pinned host memory) holds
+//           the data and is mapped at its address, so GPU work that reaches
+//           it still runs correctly, over the bus;
+//   Absent  made while the process did not hold the GPU: only the address
+//           exists; it gets memory when the process is granted the GPU.
+// A host chunk, once made, stays (also mapped at a second, staging address,
+// where the copies go) as the chunk's place in host memory for later
+// swap-outs: pinning host memory costs far more than copying into it.
+//
+// Thread safety: one mutex; the client thread holds it for a whole swap, the
+// allocation hooks for an allocation or a free.
+#pragma once
+
+#include <cstdint>
+
+#include "preload/driver/cuda_api.h"
+
+namespace nvshare::preload::swappable {
+
+// Allocates `bytes` on GPU `gpu` (devices:: index) at a new address. While
+// the process holds the GPU the memory is made on the device at once
+// (CUDA_ERROR_OUT_OF_MEMORY if it does not fit: the caller then takes managed
+// memory); otherwise it is Absent until the next grant. Errors: the driver's.
+// `reserved`: what it takes on the GPU (a multiple of the granularity).
+CUresult allocate(CUdeviceptr* dptr, uint64_t bytes, uint32_t gpu, uint64_t* reserved);
+
+// Frees the swappable allocation that starts at `ptr`; false if there is none
+// (nothing done).
+bool free_allocation(CUdeviceptr ptr);
+
+// The allocation that `ptr` points into, as the program asked for it: its
+// start and size. False if `ptr` is not in a swappable allocation.
+bool range_of(CUdeviceptr ptr, CUdeviceptr* start, uint64_t* bytes);
+
+// True if `ptr` lies in a chunk that has no memory yet (Absent): the driver
+// knows the address only as a reservation until the next grant.
+bool absent_at(CUdeviceptr ptr);
+
+struct Moved {
+    uint64_t bytes = 0;  // copied
+    uint64_t ns = 0;     // the whole move, remapping included
+};
+
+// The process holds GPU `gpu` now (granted, or scheduling failed open): new
+// allocations get device memory at once, Absent chunks get memory and the
+// chunks in host memory come back, newest allocations first, while `budget`
+// bytes of device memory last; what does not fit stays in (or, if Absent,
+// goes to) host memory. The copies run on `stream` and are waited for: the
+// program's work must not run before its data is back. Client thread, with a
+// context of the GPU current.
+Moved swap_in(uint32_t gpu, uint64_t budget, CUstream stream);
+
+// Before the process lets go of GPU `gpu` (its work drained): moves the chunks
+// beyond the newest `keep` bytes to host memory, copies on `stream`. New
+// allocations wait for the next grant from now on. Client thread, with a
+// context of the GPU current.
+Moved swap_out(uint32_t gpu, uint64_t keep, CUstream stream);
+
+// The process no longer holds GPU `gpu` and nothing moves (released without
+// oversubscription, revoked): new allocations wait for the next grant.
+void let_go(uint32_t gpu);
+
+// Bytes of swappable memory on GPU `gpu`: all of it, and what is on the device.
+uint64_t total_bytes(uint32_t gpu);
+uint64_t device_bytes(uint32_t gpu);
+
+void reset_after_fork();
+
+}  // namespace nvshare::preload::swappable

@@ -1,0 +1,109 @@
+// The swap engine's pure rules (preload/memory/swap_plan.h).
+#include "preload/memory/swap_plan.h"
+
+#include <gtest/gtest.h>
+
+using namespace nvshare::preload::swap_plan;
+
+namespace {
+
+constexpr uint64_t MiB = 1ull << 20;
+
+// The chunks tile the reservation exactly, none above the chunk size.
+void expect_tiles(const Layout& l)
+{
+    uint64_t covered = 0;
+    for (uint32_t i = 0; i < l.count; ++i) {
+        EXPECT_EQ(l.offset_of(i), covered) << i;
+        EXPECT_GT(l.size_of(i), 0u) << i;
+        EXPECT_LE(l.size_of(i), l.chunk) << i;
+        covered += l.size_of(i);
+    }
+    EXPECT_EQ(covered, l.reserved);
+}
+
+}  // namespace
+
+TEST(SwapPlan, SmallAllocationIsOneChunkOfWholeGranules)
+{
+    const Layout l = layout(3 * MiB, 2 * MiB);
+    EXPECT_EQ(l.reserved, 4 * MiB);
+    EXPECT_EQ(l.count, 1u);
+    EXPECT_EQ(l.size_of(0), 4 * MiB);
+    expect_tiles(l);
+}
+
+TEST(SwapPlan, LargeAllocationIsCutIntoChunksWithTheRestLast)
+{
+    const Layout l = layout(200 * MiB + 1, 2 * MiB);
+    EXPECT_EQ(l.reserved, 202 * MiB);
+    EXPECT_EQ(l.chunk, kMaxChunk);
+    EXPECT_EQ(l.count, 4u);
+    EXPECT_EQ(l.size_of(3), 202 * MiB - 3 * kMaxChunk);
+    expect_tiles(l);
+    const Layout exact = layout(128 * MiB, 2 * MiB);
+    EXPECT_EQ(exact.count, 2u);
+    EXPECT_EQ(exact.size_of(1), kMaxChunk);
+    expect_tiles(exact);
+}
+
+TEST(SwapPlan, ChunkFollowsTheGranularity)
+{
+    // A granularity above the largest chunk: one granule a chunk.
+    const Layout big = layout(300 * MiB, 128 * MiB);
+    EXPECT_EQ(big.chunk, 128 * MiB);
+    EXPECT_EQ(big.reserved, 384 * MiB);
+    EXPECT_EQ(big.count, 3u);
+    expect_tiles(big);
+    // A largest chunk that is no multiple of the granularity is rounded down.
+    const Layout odd = layout(100 * MiB, 2 * MiB, 5 * MiB);
+    EXPECT_EQ(odd.chunk, 4 * MiB);
+    expect_tiles(odd);
+}
+
+TEST(SwapPlan, UnusableRequestsHaveNoLayout)
+{
+    EXPECT_EQ(layout(0, 2 * MiB).count, 0u);
+    EXPECT_EQ(layout(MiB, 0).count, 0u);
+    EXPECT_EQ(layout(MiB, 3 * MiB).count, 0u);             // not a power of two
+    EXPECT_EQ(layout(UINT64_MAX - 5, 2 * MiB).count, 0u);  // rounding overflows
+}
+
+TEST(SwapPlan, HybridRule)
+{
+    BackingFacts f;
+    f.bytes = 64 * MiB;
+    f.granularity = 2 * MiB;
+    EXPECT_EQ(choose_backing(f), Backing::Swappable);
+    BackingFacts off = f;
+    off.engine_on = false;
+    EXPECT_EQ(choose_backing(off), Backing::Managed);
+    BackingFacts unsupported = f;
+    unsupported.gpu_supports = false;
+    EXPECT_EQ(choose_backing(unsupported), Backing::Managed);
+    BackingFacts larger_than_gpu = f;
+    larger_than_gpu.beyond_capacity = true;  // the driver pages a process bigger than the GPU
+    EXPECT_EQ(choose_backing(larger_than_gpu), Backing::Managed);
+    BackingFacts small = f;
+    small.bytes = 2 * MiB - 1;  // would waste most of a granule
+    EXPECT_EQ(choose_backing(small), Backing::Managed);
+    small.bytes = 2 * MiB;
+    EXPECT_EQ(choose_backing(small), Backing::Swappable);
+    BackingFacts no_granularity = f;
+    no_granularity.granularity = 0;
+    EXPECT_EQ(choose_backing(no_granularity), Backing::Managed);
+}
+
+TEST(SwapPlan, BudgetAdmitsWhileItFits)
+{
+    Budget b(10);
+    EXPECT_TRUE(b.take(4));
+    EXPECT_TRUE(b.take(6));
+    EXPECT_FALSE(b.take(1));
+    EXPECT_EQ(b.left(), 0u);
+    Budget all(UINT64_MAX);
+    EXPECT_TRUE(all.take(UINT64_MAX - 1));
+    Budget none(0);
+    EXPECT_FALSE(none.take(1));
+    EXPECT_TRUE(none.take(0));
+}
