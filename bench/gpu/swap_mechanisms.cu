@@ -3,7 +3,7 @@
 // process on one GPU, so that the swap mechanism can be chosen by measurement.
 //
 //   swap_mechanisms [--gib N] [--rounds R] [--device D]
-//                   [--sections bus,vmm,ring,managed] [--chunks-mib 2,64,512]
+//                   [--sections bus,vmm,hostvmm,ring,managed] [--chunks-mib 2,64,512]
 //                   [--ring-slots 4] [--ring-mib 256] [--batch-mib 64] [--streams 4]
 //                   [--no-batch]
 //
@@ -14,6 +14,13 @@
 //               copy-out/in through a whole-size pinned buffer, the cost of
 //               unmap+release and create+map+setaccess for each chunk size, and
 //               A out while B in on two streams
+//   hostvmm  B'. the swap engine's own mechanism (libnvshare.so): each 64 MiB
+//               device chunk is copied (cuMemcpyAsync) to a host-located VMM
+//               chunk (cuMemCreate, CU_MEM_LOCATION_TYPE_HOST) mapped at a
+//               staging reservation; the host chunk is then mapped at the
+//               user's address in place of the device chunk (a kernel reads it
+//               there over the bus: verified), and back; first host chunk
+//               creation (pinning), remap costs, and A out while B in
 //   ring     B. the same copies through a bounded pinned staging ring into a
 //               pageable buffer (host threads memcpy), and plain pageable copies
 //   managed  A. managed memory moved by the driver (cudaMemPrefetchAsync):
@@ -330,7 +337,7 @@ struct Options {
     double gib = 8;
     int rounds = 3;
     int device = 0;
-    std::string sections = "bus,vmm,ring,managed";
+    std::string sections = "bus,vmm,hostvmm,ring,managed";
     std::vector<size_t> chunks_mib = {2, 64, 512};
     int ring_slots = 4;
     size_t ring_mib = 256;
@@ -347,11 +354,12 @@ static bool has_section(const Options& o, const char* s)
 
 [[noreturn]] static void usage(int rc)
 {
-    fprintf(rc ? stderr : stdout,
-            "usage: swap_mechanisms [--gib N (default 8, 0.25..256)] [--rounds R (default 3)]\n"
-            "         [--device D] [--sections bus,vmm,ring,managed] [--chunks-mib 2,64,512]\n"
-            "         [--ring-slots 4] [--ring-mib 256] [--batch-mib 64] [--streams 4]\n"
-            "         [--no-batch (skip the CUDA 13 batch and discard calls)]\n");
+    fprintf(
+        rc ? stderr : stdout,
+        "usage: swap_mechanisms [--gib N (default 8, 0.25..256)] [--rounds R (default 3)]\n"
+        "         [--device D] [--sections bus,vmm,hostvmm,ring,managed] [--chunks-mib 2,64,512]\n"
+        "         [--ring-slots 4] [--ring-mib 256] [--batch-mib 64] [--streams 4]\n"
+        "         [--no-batch (skip the CUDA 13 batch and discard calls)]\n");
     exit(rc);
 }
 
@@ -690,6 +698,194 @@ static void section_vmm(const Options& o, char* hostA, char* hostB)
     }
     CU(cuStreamDestroy(s1));
     CU(cuStreamDestroy(s2));
+}
+
+// ---------------------------------------------------------------- B'. host VMM
+
+// One allocation as libnvshare.so's swap engine holds it: the user's
+// reservation (device chunks mapped while resident, host chunks while
+// swapped out) and a staging reservation where the host chunks stay mapped.
+struct HostVmm {
+    CUdeviceptr user = 0, staging = 0;
+    size_t reserved = 0, chunk = 0;
+    std::vector<CUmemGenericAllocationHandle> dev, host;
+    bool host_mapped = false;  // the user's range maps the host chunks
+};
+
+static CUmemAccessDesc device_access()
+{
+    CUmemAccessDesc acc;
+    memset(&acc, 0, sizeof acc);
+    acc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    acc.location.id = g_cudev;
+    acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    return acc;
+}
+
+static void map_chunk(CUdeviceptr va, size_t size, CUmemGenericAllocationHandle h)
+{
+    const CUmemAccessDesc acc = device_access();
+    CU(cuMemMap(va, size, 0, h, 0));
+    CU(cuMemSetAccess(va, size, &acc, 1));
+}
+
+// Device chunks mapped at the user's range; returns seconds.
+static double hostvmm_create_device(HostVmm& v)
+{
+    const CUmemAllocationProp prop = vmm_prop();
+    const size_t n = v.reserved / v.chunk;
+    v.dev.assign(n, 0);
+    const double t = now_s();
+    for (size_t i = 0; i < n; ++i) {
+        CU(cuMemCreate(&v.dev[i], v.chunk, &prop, 0));
+        if (v.host_mapped)
+            CU(cuMemUnmap(v.user + i * v.chunk, v.chunk));
+        map_chunk(v.user + i * v.chunk, v.chunk, v.dev[i]);
+    }
+    v.host_mapped = false;
+    return now_s() - t;
+}
+
+// Host chunks, mapped at the staging range; returns seconds (pinning).
+static double hostvmm_create_host(HostVmm& v)
+{
+    CUmemAllocationProp prop = vmm_prop();
+    prop.location.type = CU_MEM_LOCATION_TYPE_HOST;
+    prop.location.id = 0;
+    const size_t n = v.reserved / v.chunk;
+    v.host.assign(n, 0);
+    const double t = now_s();
+    for (size_t i = 0; i < n; ++i) {
+        CU(cuMemCreate(&v.host[i], v.chunk, &prop, 0));
+        map_chunk(v.staging + i * v.chunk, v.chunk, v.host[i]);
+    }
+    return now_s() - t;
+}
+
+// Copy every chunk user -> staging on `s` (not waited for).
+static void hostvmm_copy(const HostVmm& v, bool out, CUstream s)
+{
+    for (size_t off = 0; off < v.reserved; off += v.chunk)
+        CU(out ? cuMemcpyAsync(v.staging + off, v.user + off, v.chunk, s)
+               : cuMemcpyAsync(v.user + off, v.staging + off, v.chunk, s));
+}
+
+// The swap-out remap: host chunk in place of the device chunk; seconds.
+static double hostvmm_remap_to_host(HostVmm& v)
+{
+    const double t = now_s();
+    for (size_t i = 0; i < v.dev.size(); ++i) {
+        CU(cuMemUnmap(v.user + i * v.chunk, v.chunk));
+        map_chunk(v.user + i * v.chunk, v.chunk, v.host[i]);
+        CU(cuMemRelease(v.dev[i]));
+    }
+    v.dev.clear();
+    v.host_mapped = true;
+    return now_s() - t;
+}
+
+static void hostvmm_free(HostVmm& v)
+{
+    CK(cudaDeviceSynchronize());
+    CU(cuMemUnmap(v.user, v.reserved));
+    CU(cuMemUnmap(v.staging, v.reserved));
+    for (auto h : v.dev)
+        CU(cuMemRelease(h));
+    for (auto h : v.host)
+        CU(cuMemRelease(h));
+    CU(cuMemAddressFree(v.user, v.reserved));
+    CU(cuMemAddressFree(v.staging, v.reserved));
+    v = HostVmm{};
+}
+
+static void hostvmm_reserve(HostVmm& v, size_t bytes, size_t chunk)
+{
+    v.chunk = chunk;
+    v.reserved = (bytes + chunk - 1) / chunk * chunk;
+    CU(cuMemAddressReserve(&v.user, v.reserved, 0, 0, 0));
+    CU(cuMemAddressReserve(&v.staging, v.reserved, 0, 0, 0));
+}
+
+static void section_hostvmm(const Options& o)
+{
+    g_phase = "hostvmm";
+    int host_vmm = 0;
+    CU(cuDeviceGetAttribute(&host_vmm, CU_DEVICE_ATTRIBUTE_HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
+                            g_cudev));
+    printf("{\"host_vmm_supported\": %d}\n", host_vmm);
+    if (!host_vmm)
+        return;
+    const size_t chunk = 64 * MiB;
+    CUstream s1, s2;
+    CU(cuStreamCreate(&s1, CU_STREAM_NON_BLOCKING));
+    CU(cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING));
+    const std::string m = "host-VMM swap, 64 MiB chunks";
+    progress("hostvmm: %s", m.c_str());
+    HostVmm v;
+    hostvmm_reserve(v, N, chunk);
+    add(m + ": first device create+map", "create", N, REF_NONE, hostvmm_create_device(v));
+    fill(reinterpret_cast<void*>(v.user), N, 7);
+    add(m + ": first host chunk create+map (pinning)", "create", N, REF_NONE,
+        hostvmm_create_host(v));
+    for (int r = 0; r < o.rounds; ++r) {
+        double t = now_s();
+        hostvmm_copy(v, true, s1);
+        CU(cuStreamSynchronize(s1));
+        const double t_copy = now_s() - t;
+        add(m + ": copy-out device -> host chunk", "out", N, REF_D2H, t_copy);
+        const double t_remap = hostvmm_remap_to_host(v);
+        add(m + ": remap to host (unmap, map, access, release)", "free", N, REF_NONE, t_remap);
+        add(m + ": swap-out total", "out", N, REF_D2H, t_copy + t_remap);
+        // A kernel on the user's address now reads host memory over the bus.
+        t = now_s();
+        verify(reinterpret_cast<void*>(v.user), N, 7, "hostvmm: read while host-mapped");
+        add(m + ": kernel reads host-mapped data", "in", N, REF_H2D, now_s() - t);
+        const double t_create = hostvmm_create_device(v);
+        add(m + ": remap to device (create, unmap, map, access)", "create", N, REF_NONE, t_create);
+        t = now_s();
+        hostvmm_copy(v, false, s1);
+        CU(cuStreamSynchronize(s1));
+        const double t_in = now_s() - t;
+        add(m + ": copy-in host chunk -> device", "in", N, REF_H2D, t_in);
+        add(m + ": swap-in total", "in", N, REF_H2D, t_in + t_create);
+        verify(reinterpret_cast<void*>(v.user), N, 7, "hostvmm: after swap-in");
+    }
+    flush_results();
+    // Bidirectional: A's copy-out while B's copy-in, each to/from its host chunks.
+    {
+        HostVmm b;
+        hostvmm_reserve(b, N, chunk);
+        hostvmm_create_device(b);
+        hostvmm_create_host(b);
+        fill(reinterpret_cast<void*>(b.user), N, 8);
+        hostvmm_copy(b, true, s2);  // B's data in its host chunks
+        CU(cuStreamSynchronize(s2));
+        const std::string mb = "host-VMM bidirectional: A copy-out while B copy-in";
+        std::vector<double> alone, both;
+        for (int r = 0; r < o.rounds; ++r) {
+            double t = now_s();
+            hostvmm_copy(v, true, s1);
+            CU(cuStreamSynchronize(s1));
+            hostvmm_copy(b, false, s2);
+            CU(cuStreamSynchronize(s2));
+            alone.push_back(now_s() - t);
+            t = now_s();
+            hostvmm_copy(v, true, s1);
+            hostvmm_copy(b, false, s2);
+            CU(cuStreamSynchronize(s1));
+            CU(cuStreamSynchronize(s2));
+            add(mb, "bidir", 2.0 * N, REF_BIDIR, now_s() - t);
+        }
+        verify(reinterpret_cast<void*>(b.user), N, 8, "hostvmm bidirectional B");
+        char ex[120];
+        snprintf(ex, sizeof ex, ", \"sum_alone_s\": %.4f", median(alone));
+        entry(mb, "bidir", 2.0 * N, REF_BIDIR).extra = ex;
+        hostvmm_free(b);
+    }
+    hostvmm_free(v);
+    CU(cuStreamDestroy(s1));
+    CU(cuStreamDestroy(s2));
+    flush_results();
 }
 
 // ---------------------------------------------------------------- B. ring
@@ -1160,6 +1356,8 @@ int main(int argc, char** argv)
         CK(cudaFreeHost(hostA));
         CK(cudaFreeHost(hostB));
     }
+    if (has_section(o, "hostvmm") && vmm)
+        section_hostvmm(o);
     if (has_section(o, "ring") && vmm)
         section_ring(o);
     if (has_section(o, "managed"))
