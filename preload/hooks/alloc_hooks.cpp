@@ -118,7 +118,7 @@ CUresult allocate_rewritten(CUdeviceptr* dptr, size_t bytes, int gpu)
                 track(Table::Pointers, *dptr, reserved, gpu, Kind::Managed, true, true);
                 return CUDA_SUCCESS;
             }
-            // No room on the GPU while we hold it, or no VMM: managed memory.
+            // Neither the GPU nor pinned host memory has room, or no VMM: managed.
         }
     }
     return allocate_managed(dptr, bytes, gpu);

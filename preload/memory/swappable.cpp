@@ -339,10 +339,23 @@ CUresult allocate(CUdeviceptr* dptr, uint64_t bytes, uint32_t gpu, uint64_t* res
     Lock lock;
     g_absent.fetch_add(layout.count, std::memory_order_relaxed);
     g_total[gpu].fetch_add(layout.reserved, std::memory_order_relaxed);
+    // While the process holds the GPU its work may reach the memory at once:
+    // what the device cannot hold goes to host memory, never to managed
+    // memory, whose page faults the driver cannot serve on a GPU full of
+    // memory it cannot evict (an illegal address, seen on an H100).
     bool ok = true;
-    if (g_resident[gpu])
-        for (uint32_t i = 0; i < layout.count && ok; ++i)
-            ok = place_on_device(*r, i);
+    uint64_t on_host = 0;
+    for (uint32_t i = 0; g_resident[gpu] && i < layout.count && ok; ++i) {
+        if (on_host == 0 && place_on_device(*r, i))
+            continue;
+        ok = place_on_host(*r, i);
+        on_host += layout.size_of(i);
+    }
+    if (ok && on_host != 0)
+        log_debug(
+            "GPU %d is full: %llu bytes of a new allocation live in host memory until the "
+            "next grant",
+            r->ordinal, static_cast<unsigned long long>(on_host));
     if (!ok || !append(r)) {
         destroy(r);
         return CUDA_ERROR_OUT_OF_MEMORY;

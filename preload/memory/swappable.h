@@ -26,9 +26,10 @@
 namespace nvshare::preload::swappable {
 
 // Allocates `bytes` on GPU `gpu` (devices:: index) at a new address. While
-// the process holds the GPU the memory is made on the device at once
-// (CUDA_ERROR_OUT_OF_MEMORY if it does not fit: the caller then takes managed
-// memory); otherwise it is Absent until the next grant. Errors: the driver's.
+// the process holds the GPU the memory is made at once, on the device or,
+// where that is full, in host memory (CUDA_ERROR_OUT_OF_MEMORY if neither
+// has room); otherwise it is Absent until the next grant. Errors: the
+// driver's.
 // `reserved`: what it takes on the GPU (a multiple of the granularity).
 CUresult allocate(CUdeviceptr* dptr, uint64_t bytes, uint32_t gpu, uint64_t* reserved);
 

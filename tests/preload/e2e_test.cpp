@@ -1506,6 +1506,30 @@ TEST(SwapEngine, PointerQueriesSeeTheWholeAllocation)
     EXPECT_EQ(faults(dir, p.pid()), 0);
 }
 
+// An allocation made while the process holds a GPU that is physically full
+// (here: the fake's 512 MiB, where nvshared counts 1 GiB, as when another
+// process's memory fills the rest) lives in host memory, mapped where the
+// program sees it, never in managed memory (whose faults the driver cannot
+// serve on a GPU full of memory it cannot evict).
+TEST(SwapEngine, AllocationOnAFullGpuLivesInHostMemory)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "on", "--capacity", "1G"});
+    Process p = start_client(dir, daemon.socket(),
+                             {{"--kernels", "1", "--alloc", "300M", "--late-alloc", "300M",
+                               "--check-data", "--hold-ms", "100"},
+                              {{"FAKECUDA_MEMORY", std::to_string(512ull << 20)}},
+                              false},
+                             "p");
+    expect_clean_exit(p);
+    EXPECT_NE(p.out().find("late=ok"), std::string::npos) << p.out() << p.err();
+    EXPECT_NE(p.out().find("data=ok"), std::string::npos) << p.out() << p.err();
+    EXPECT_EQ(faults(dir, p.pid()), 0) << read_text(dir / "fake.log");
+    const std::string log = dir / "fake.log";
+    EXPECT_GE(count_events(log, p.pid(), "alloc vmm-host"), 2) << read_text(log);
+    EXPECT_EQ(count_events(log, p.pid(), "alloc managed"), 0) << read_text(log);
+}
+
 // With NVSHARE_SWAP=managed device allocations are managed memory, as before.
 TEST(SwapEngine, ManagedOnRequest)
 {

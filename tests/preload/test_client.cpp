@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -55,6 +56,9 @@ struct Options {
     // GPU is granted) that is read back and compared at the end: whatever
     // moved the memory meanwhile must have kept it ("data=ok").
     bool check_data = false;
+    // --late-alloc SIZE: once the first round ran (the GPU granted), one more
+    // allocation, given a pattern and read back at once ("late=ok").
+    size_t late_alloc = 0;
 };
 
 Api api;
@@ -214,6 +218,25 @@ void check_patterns()
             }
     }
     printf("data=ok\n");
+}
+
+void late_alloc()
+{
+    CUdeviceptr p = 0;
+    CHECK(api.mem_alloc(&p, opt.late_alloc));
+    std::vector<uint64_t> words(opt.late_alloc / 8);
+    for (size_t w = 0; w < words.size(); ++w)
+        words[w] = pattern(1000, w);
+    CHECK(api.memcpy_htod(p, words.data(), words.size() * 8));
+    std::fill(words.begin(), words.end(), 0);
+    CHECK(api.memcpy_dtoh(words.data(), p, words.size() * 8));
+    for (size_t w = 0; w < words.size(); ++w)
+        if (words[w] != pattern(1000, w)) {
+            printf("late=corrupt offset %zu\n", w * 8);
+            return;
+        }
+    printf("late=ok\n");
+    pointers.push_back(p);
 }
 
 void allocate()
@@ -537,6 +560,8 @@ bool parse(int argc, char** argv)
             opt.fork_child = true;
         else if (a == "--check-data")
             opt.check_data = true;
+        else if (a == "--late-alloc")
+            opt.late_alloc = parse_size(next());
         else if (a == "--no-free")
             opt.free_at_end = false;
         else if (a == "--alloc")
@@ -634,6 +659,8 @@ int main(int argc, char** argv)
     if (opt.check_data)
         write_patterns();
     run_round();
+    if (opt.late_alloc != 0)
+        late_alloc();
     if (opt.meminfo_after_work)
         meminfo();
     if (!opt.wait_flag.empty())
