@@ -181,6 +181,7 @@ bool ClientLoop::handle(proto::MsgType type, const uint8_t* p, uint32_t length, 
             proto::GrantPayload c{};
             proto::decode(p, length, &c);
             s_.lock.contention(c);
+            s_.prestaging = true;  // what may stay has changed
             return true;
         }
         case MsgType::RunAhead: {
@@ -214,6 +215,7 @@ void ClientLoop::on_grant(const proto::GrantPayload& g, uint64_t now)
     // Before the gate opens, so that the first submission is bounded too.
     gate_set_bounded((g.flags & proto::kGrantBounded) != 0);
     s_.lock.granted(g);
+    s_.prestaging = true;
     s_.next_idle_check = now + config().idle_release_ms * 1000000ull;
     s_.quiet_since = now;
     mailbox::clear_want();
@@ -423,12 +425,29 @@ void ClientLoop::request_lock(uint64_t now)
     }
 }
 
+// While we hold an oversubscribed GPU that others wait for, the host memory
+// our next swap-out copies into is made ahead, a step at a time, while the
+// program's work runs: pinning it costs ~10 times the copy.
+void ClientLoop::prestage()
+{
+    if (!s_.prestaging)
+        return;
+    if (s_.lock.state() != HoldState::Holding || !s_.lock.contended() ||
+        !s_.lock.oversubscribed()) {
+        s_.prestaging = false;
+        return;
+    }
+    const uint64_t all = s_.gpu_count >= 64 ? ~0ull : (1ull << s_.gpu_count) - 1;
+    s_.prestaging = residency::prestage(all, s_.lock.keep_bytes());
+}
+
 void ClientLoop::work(uint64_t now)
 {
     if (!s_.welcomed)
         return;
     finish_drop(now);
     release_if_idle(now);
+    prestage();
     if (residency::poll())
         report_stats();
     finish_swap_in(now);
@@ -455,6 +474,8 @@ int ClientLoop::timeout_ms(uint64_t now) const
         consider(s_.next_idle_check);
     if (residency::busy())
         consider(now + kSwapPollNs);
+    if (s_.prestaging && s_.lock.state() == HoldState::Holding)
+        consider(now);  // the next step at once
     if (s_.lock.state() == HoldState::SwappingIn)
         consider(*s_.lock.deadline());
     const auto notice = wait_.next_notice();

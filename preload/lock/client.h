@@ -27,6 +27,9 @@ struct Session {
     uint64_t last_report = 0;
     uint64_t last_graph_check = 0;
     uint32_t revoke_cause = 0;  // from the RevokeCause before a Revoked
+    // Host memory for the next swap-out may still be made ahead
+    // (residency::prestage): set by a grant and by contention.
+    bool prestaging = false;
 };
 
 class ClientLoop {
@@ -47,6 +50,7 @@ private:
     void on_grant(const proto::GrantPayload& g, uint64_t now);
     void on_drop(const proto::DropPayload& d, uint64_t now);
     void on_revoked();
+    void prestage();
     bool on_error(const uint8_t* p, uint32_t length);
 
     // What the loop does on each turn.

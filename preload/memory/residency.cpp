@@ -32,6 +32,22 @@ constexpr double kAssumedSwapInRate = 48e9;
 constexpr double kAssumedSwapEngineRate = 40e9;
 // A move shorter than this says little about the rate.
 constexpr uint64_t kRateSampleBytes = 256ull << 20;
+// What the swap engine keeps on the GPU is less than nvshared allows by a
+// 32nd of the GPU's capacity, at most 2 GiB: nvshared counts allocations,
+// but every process's CUDA contexts and the driver take device memory too
+// (about 0.5 GiB a context on an H100). Without it the next holder found
+// ~1.3 GiB of its data without room on an H100 and ran it over the bus;
+// moving 2 GiB more costs ~40 ms each way.
+constexpr uint64_t kKeepHeadroomMax = 2ull << 30;
+constexpr uint64_t kKeepHeadroomShare = 32;
+// At a grant, memory that the previous holder is still giving back (a
+// process that just ended is freed by the driver after its socket closed):
+// the engine tries again for this long before it leaves chunks in host memory.
+constexpr uint64_t kRoomWaitNs = 500ull * 1000 * 1000;
+constexpr uint64_t kRoomPollNs = 20ull * 1000 * 1000;
+// Host memory made ahead of a swap-out in steps of this size (the client
+// thread holds the engine's lock meanwhile: ~50 ms of pinning).
+constexpr uint64_t kPrestageStep = 256ull << 20;
 
 struct GpuState {
     CUstream stream = nullptr;  // the library's own, created on first use
@@ -64,6 +80,16 @@ bool wanted(Policy policy, bool auto_says)
 uint64_t keep_on_eviction(uint64_t allowed)
 {
     return config().evict == Policy::On ? 0 : allowed;
+}
+
+// What the swap engine keeps on GPU `i` of `allowed` (kKeepHeadroomMax).
+uint64_t engine_keep(uint32_t i, uint64_t allowed)
+{
+    if (allowed == UINT64_MAX)
+        return allowed;  // nobody needs the room
+    const uint64_t share = devices::capacity(i) / kKeepHeadroomShare;
+    const uint64_t headroom = share < kKeepHeadroomMax ? share : kKeepHeadroomMax;
+    return allowed > headroom ? allowed - headroom : 0;
 }
 
 double bytes_per_second(uint64_t bytes, uint64_t ns)
@@ -157,6 +183,20 @@ void engine_swap_in(uint32_t i)
     EngineMove m{i, true, engine_budget(i), {}};
     if (!contexts::with_device_context(devices::at(i).ordinal, engine_move, &m) || !m.ran)
         return;
+    // Short of room: what the previous holder gives back may still be on its
+    // way (kRoomWaitNs).
+    const uint64_t until = now_ns() + kRoomWaitNs;
+    while (m.moved.short_of_room && now_ns() < until) {
+        const timespec pause{0, static_cast<long>(kRoomPollNs)};
+        nanosleep(&pause, nullptr);
+        EngineMove again{i, true, engine_budget(i), {}};
+        if (!contexts::with_device_context(devices::at(i).ordinal, engine_move, &again) ||
+            !again.ran)
+            break;
+        m.moved.bytes += again.moved.bytes;
+        m.moved.ns += again.moved.ns;
+        m.moved.short_of_room = again.moved.short_of_room;
+    }
     note_engine_move(g_gpus[i], m.moved, true);
     if (m.moved.bytes != 0)
         log_debug("swapped in %llu bytes to GPU %u in %llu ms",
@@ -303,7 +343,7 @@ void before_release(uint64_t gpus, bool oversubscribed, uint64_t keep_bytes, uin
         }
         uint64_t keep = keep_on_eviction(keep_bytes);
         // The swap engine's memory first: it moves at the bus's speed.
-        EngineMove e{i, false, keep, {}};
+        EngineMove e{i, false, engine_keep(i, keep), {}};
         if (contexts::with_device_context(devices::at(i).ordinal, engine_move, &e) && e.ran) {
             note_engine_move(g, e.moved, false);
             if (e.moved.bytes != 0)
@@ -344,6 +384,36 @@ void before_release(uint64_t gpus, bool oversubscribed, uint64_t keep_bytes, uin
     }
 }
 
+namespace {
+
+struct Prestage {
+    uint32_t index;
+    uint64_t keep;
+    bool more = false;
+};
+
+void prestage_step(void* arg)
+{
+    auto* p = static_cast<Prestage*>(arg);
+    p->more = swappable::prestage(p->index, p->keep, kPrestageStep);
+}
+
+}  // namespace
+
+bool prestage(uint64_t gpus, uint64_t keep_bytes)
+{
+    if (config().evict == Policy::Off || contexts::active_captures() > 0)
+        return false;
+    for (uint32_t i = 0; i < devices::count(); ++i) {
+        if ((gpus >> i & 1) == 0 || swappable::total_bytes(i) == 0)
+            continue;
+        Prestage p{i, engine_keep(i, keep_on_eviction(keep_bytes))};
+        if (contexts::with_device_context(devices::at(i).ordinal, prestage_step, &p) && p.more)
+            return true;
+    }
+    return false;
+}
+
 void fail_open()
 {
     for (uint32_t i = 0; i < devices::count(); ++i)
@@ -365,7 +435,8 @@ uint64_t switch_cost_ns(bool oversubscribed, uint64_t keep_bytes)
         const GpuState& g = g_gpus[i];
         // The swap engine's memory stays first (as before_release keeps it).
         const uint64_t engine = swappable::device_bytes(i);
-        const uint64_t engine_moved = engine > keep ? engine - keep : 0;
+        const uint64_t engine_kept = engine_keep(i, keep);
+        const uint64_t engine_moved = engine > engine_kept ? engine - engine_kept : 0;
         const uint64_t keep_left = keep > engine ? keep - engine : 0;
         const int64_t managed = devices::at(i).managed.load(std::memory_order_relaxed) -
                                 static_cast<int64_t>(swappable::total_bytes(i));

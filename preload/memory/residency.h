@@ -27,6 +27,12 @@ bool on_grant(uint64_t gpus, bool oversubscribed);
 // everything).
 void before_release(uint64_t gpus, bool oversubscribed, uint64_t keep_bytes, uint64_t deadline_ns);
 
+// While this process holds an oversubscribed GPU that others wait for: makes
+// one step of the host memory its next swap-out will copy into (what exceeds
+// `keep_bytes`), so that the swap-out runs at the bus's speed rather than at
+// the speed of pinning host memory. True while more steps remain.
+bool prestage(uint64_t gpus, uint64_t keep_bytes);
+
 // Scheduling failed open: the program's work runs unscheduled from now on,
 // so every swappable chunk gets memory (client thread).
 void fail_open();

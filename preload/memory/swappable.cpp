@@ -422,13 +422,17 @@ Moved swap_in(uint32_t gpu, uint64_t budget, CUstream stream)
             if (c.where == Where::Device)
                 continue;
             const bool was_host = c.where == Where::Host;
-            if (!device_full && room.take(size) && place_on_device(r, i)) {
+            if (!device_full && !room.take(size)) {
+                device_full = true;  // the budget is spent
+            } else if (!device_full && !place_on_device(r, i)) {
+                device_full = true;  // the device refused within the budget
+                m.short_of_room = true;
+            } else if (!device_full) {
                 // The copy runs while the next chunks are made and mapped.
                 if (was_host && stream_copy(r.ptr + off, r.staging + off, size, stream))
                     m.bytes += size;
                 continue;
             }
-            device_full = true;
             if (c.where == Where::Absent && !place_on_host(r, i))
                 log_warn("no memory for %llu bytes at %#llx, neither on GPU %d nor on the host",
                          static_cast<unsigned long long>(size),
@@ -521,6 +525,29 @@ Moved swap_out(uint32_t gpu, uint64_t keep, CUstream stream)
         log_warn("swapping out from GPU %d failed: its data stays there", devices::at(gpu).ordinal);
     m.ns = now_ns() - start;
     return m;
+}
+
+bool prestage(uint32_t gpu, uint64_t keep, uint64_t max_bytes)
+{
+    Lock lock;
+    swap_plan::Budget stay(keep);
+    uint64_t made = 0;
+    for (size_t k = g_count; k-- > 0;) {
+        Record& r = *g_records[k];
+        if (r.gpu != gpu)
+            continue;
+        for (uint32_t i = 0; i < r.layout.count; ++i) {
+            const Chunk& c = r.chunks[i];
+            if (c.where != Where::Device || stay.take(r.layout.size_of(i)) || c.host != 0)
+                continue;
+            if (made >= max_bytes)
+                return true;
+            if (!ensure_host(r, i))
+                return false;  // no pinned memory: the swap-out will say so
+            made += r.layout.size_of(i);
+        }
+    }
+    return false;
 }
 
 void let_go(uint32_t gpu)

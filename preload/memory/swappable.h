@@ -46,8 +46,9 @@ bool range_of(CUdeviceptr ptr, CUdeviceptr* start, uint64_t* bytes);
 bool absent_at(CUdeviceptr ptr);
 
 struct Moved {
-    uint64_t bytes = 0;  // copied
-    uint64_t ns = 0;     // the whole move, remapping included
+    uint64_t bytes = 0;          // copied
+    uint64_t ns = 0;             // the whole move, remapping included
+    bool short_of_room = false;  // swap-in: the device refused memory within the budget
 };
 
 // The process holds GPU `gpu` now (granted, or scheduling failed open): new
@@ -64,6 +65,11 @@ Moved swap_in(uint32_t gpu, uint64_t budget, CUstream stream);
 // allocations wait for the next grant from now on. Client thread, with a
 // context of the GPU current.
 Moved swap_out(uint32_t gpu, uint64_t keep, CUstream stream);
+
+// Makes host memory, at most `max_bytes` of it, for the chunks that a
+// swap_out(gpu, keep) would move now and that have none yet. True if more
+// such chunks remain. Any thread; no context needed.
+bool prestage(uint32_t gpu, uint64_t keep, uint64_t max_bytes);
 
 // The process no longer holds GPU `gpu` and nothing moves (released without
 // oversubscription, revoked): new allocations wait for the next grant.

@@ -250,8 +250,9 @@ class Runner:
 
         # Oversubscribed (2 x 1 GiB on a capacity of 1.5 GiB): each release
         # evicts only what does not fit beside the other process (the swap
-        # engine moves whole chunks of up to 64 MiB: at most one chunk more),
-        # and the evicted data comes back in bulk.
+        # engine leaves a 32nd of the capacity for contexts and moves whole
+        # chunks of up to 64 MiB: at most that much more), and the evicted
+        # data comes back in bulk.
         def partial(iv1, iv2, s1, s2):
             cap = 1536 * mib
             per = []
@@ -262,7 +263,8 @@ class Runner:
                 expect = me["peak_memory"] - (cap - other["peak_memory"])
                 got = me["bytes_evicted"] / me["swap_outs"]
                 per.append(f"{got / mib:.1f} MiB per eviction (expected {expect / mib:.1f})")
-                ok &= expect - 4 * mib <= got <= expect + 64 * mib and me["swap_ins"] >= 1
+                slack = cap // 32 + 64 * mib
+                ok &= expect - 4 * mib <= got <= expect + slack and me["swap_ins"] >= 1
             ok &= len(per) == 2
             return ok, (f"kernel overlaps {overlaps(iv1, iv2)}; " + "; ".join(per) +
                         f"; swap-ins {s1.get('swap_ins')}/{s2.get('swap_ins')}")
