@@ -41,6 +41,9 @@ constexpr uint64_t kInFlightNs = 1ull * 1000 * 1000;
 constexpr uint64_t kQuickCheckNs = 2ull * 1000 * 1000;
 // How often completion of a bulk prefetch is looked for.
 constexpr uint64_t kSwapPollNs = 2ull * 1000 * 1000;
+// How often a holder with memory in host memory asks whether the device
+// has room for it now.
+constexpr uint64_t kPromotePollNs = 200ull * 1000 * 1000;
 // Before an eviction, calls still in the driver get this long to leave it.
 constexpr uint64_t kQuietWaitNs = 100ull * 1000 * 1000;
 // The program's work waits at most this long for a swap-in to finish.
@@ -220,7 +223,8 @@ void ClientLoop::on_grant(const proto::GrantPayload& g, uint64_t now)
     s_.quiet_since = now;
     mailbox::clear_want();
     wait_.granted(g.gpus, now);
-    if (residency::on_grant(g.gpus, s_.lock.oversubscribed())) {
+    if (residency::on_grant(g.gpus, s_.lock.oversubscribed(),
+                            (g.flags & proto::kGrantExclusive) != 0)) {
         // Our data was evicted: kernels that ran now would fault it in page
         // by page, far slower than the bulk prefetch, and slow the prefetch
         // down. They wait for it instead.
@@ -341,8 +345,13 @@ void ClientLoop::release_if_idle(uint64_t now)
     if (s_.lock.state() != HoldState::Holding || !s_.lock.contended() || period == 0 ||
         now < s_.next_idle_check)
         return;
-    const uint64_t hold = gaps_.hold_for(
-        residency::switch_cost_ns(s_.lock.oversubscribed(), s_.lock.keep_bytes()), period);
+    // Memory that found no room on the device runs over the bus: letting
+    // go makes the other holder leave room, so a switch costs nothing extra.
+    const uint64_t hold = residency::stranded() != 0
+                              ? period
+                              : gaps_.hold_for(residency::switch_cost_ns(s_.lock.oversubscribed(),
+                                                                         s_.lock.keep_bytes()),
+                                               period);
     // A process that lets go sooner than the period is watched closely, so
     // that the end of its burst is seen when it comes, not up to two periods
     // later.
@@ -441,6 +450,23 @@ void ClientLoop::prestage()
     s_.prestaging = residency::prestage(all, s_.lock.keep_bytes());
 }
 
+// While we hold the GPU, memory that found no room on the device moves there
+// as soon as the driver has room (the previous holder, or one that ended,
+// gave it back): the program's work is held back and drained meanwhile.
+void ClientLoop::promote(uint64_t now)
+{
+    if (s_.lock.state() != HoldState::Holding || now < s_.next_promote_check)
+        return;
+    s_.next_promote_check = now + kPromotePollNs;
+    if (residency::stranded() == 0 || contexts::active_captures() > 0 ||
+        !residency::room_for_stranded())
+        return;
+    gate_close();
+    if (gate_wait_in_flight(now_ns() + kQuietWaitNs) && contexts::drain_all())
+        residency::promote();
+    gate_open();
+}
+
 void ClientLoop::work(uint64_t now)
 {
     if (!s_.welcomed)
@@ -448,6 +474,7 @@ void ClientLoop::work(uint64_t now)
     finish_drop(now);
     release_if_idle(now);
     prestage();
+    promote(now);
     if (residency::poll())
         report_stats();
     finish_swap_in(now);
@@ -476,6 +503,8 @@ int ClientLoop::timeout_ms(uint64_t now) const
         consider(now + kSwapPollNs);
     if (s_.prestaging && s_.lock.state() == HoldState::Holding)
         consider(now);  // the next step at once
+    if (s_.lock.state() == HoldState::Holding && residency::stranded() != 0)
+        consider(s_.next_promote_check);
     if (s_.lock.state() == HoldState::SwappingIn)
         consider(*s_.lock.deadline());
     const auto notice = wait_.next_notice();

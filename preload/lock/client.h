@@ -30,6 +30,7 @@ struct Session {
     // Host memory for the next swap-out may still be made ahead
     // (residency::prestage): set by a grant and by contention.
     bool prestaging = false;
+    uint64_t next_promote_check = 0;
 };
 
 class ClientLoop {
@@ -51,6 +52,7 @@ private:
     void on_drop(const proto::DropPayload& d, uint64_t now);
     void on_revoked();
     void prestage();
+    void promote(uint64_t now);
     bool on_error(const uint8_t* p, uint32_t length);
 
     // What the loop does on each turn.

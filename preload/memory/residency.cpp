@@ -45,6 +45,9 @@ constexpr uint64_t kKeepHeadroomShare = 32;
 // the engine tries again for this long before it leaves chunks in host memory.
 constexpr uint64_t kRoomWaitNs = 500ull * 1000 * 1000;
 constexpr uint64_t kRoomPollNs = 20ull * 1000 * 1000;
+// Memory in host memory while we hold the GPU moves to the device once the
+// driver has this much free (more than one chunk, less than most waste).
+constexpr uint64_t kPromoteRoom = 128ull << 20;
 // Host memory made ahead of a swap-out in steps of this size (the client
 // thread holds the engine's lock meanwhile: ~50 ms of pinning).
 constexpr uint64_t kPrestageStep = 256ull << 20;
@@ -177,8 +180,9 @@ void note_engine_move(GpuState& g, const swappable::Moved& m, bool in)
 }
 
 // The swap engine's swap-in on GPU `i`: memory for what has none, data back
-// from host memory (waited for).
-void engine_swap_in(uint32_t i)
+// from host memory (waited for). `wait_for_room`: the GPU is ours alone, so
+// memory the device refuses is memory the previous holder still gives back.
+void engine_swap_in(uint32_t i, bool wait_for_room)
 {
     EngineMove m{i, true, engine_budget(i), {}};
     if (!contexts::with_device_context(devices::at(i).ordinal, engine_move, &m) || !m.ran)
@@ -186,7 +190,7 @@ void engine_swap_in(uint32_t i)
     // Short of room: what the previous holder gives back may still be on its
     // way (kRoomWaitNs).
     const uint64_t until = now_ns() + kRoomWaitNs;
-    while (m.moved.short_of_room && now_ns() < until) {
+    while (wait_for_room && m.moved.short_of_room && now_ns() < until) {
         const timespec pause{0, static_cast<long>(kRoomPollNs)};
         nanosleep(&pause, nullptr);
         EngineMove again{i, true, engine_budget(i), {}};
@@ -261,7 +265,7 @@ bool stream_done(void* stream)
 
 }  // namespace
 
-bool on_grant(uint64_t gpus, bool oversubscribed)
+bool on_grant(uint64_t gpus, bool oversubscribed, bool exclusive)
 {
     bool restoring = false;
     for (uint32_t i = 0; i < devices::count(); ++i) {
@@ -270,7 +274,7 @@ bool on_grant(uint64_t gpus, bool oversubscribed)
             continue;
         // Always, before the program's work runs: its swappable memory must
         // be there (also inside a capture: the engine's stream is its own).
-        engine_swap_in(i);
+        engine_swap_in(i, exclusive);
         if (g.in_flight)
             continue;
         if (config().prefetch == Policy::Off || contexts::active_captures() > 0)
@@ -414,10 +418,54 @@ bool prestage(uint64_t gpus, uint64_t keep_bytes)
     return false;
 }
 
+uint64_t stranded()
+{
+    uint64_t most = 0;
+    for (uint32_t i = 0; i < devices::count(); ++i) {
+        const uint64_t b = swappable::stranded_bytes(i);
+        most = b > most ? b : most;
+    }
+    return most;
+}
+
+namespace {
+
+struct Room {
+    bool some = false;
+};
+
+void ask_room(void* arg)
+{
+    auto get = NVS_REAL(cuMemGetInfo_v2);
+    size_t free = 0, total = 0;
+    if (get != nullptr && get(&free, &total) == CUDA_SUCCESS)
+        static_cast<Room*>(arg)->some = free >= kPromoteRoom;
+}
+
+}  // namespace
+
+bool room_for_stranded()
+{
+    for (uint32_t i = 0; i < devices::count(); ++i) {
+        Room r;
+        if (swappable::stranded_bytes(i) != 0 &&
+            contexts::with_device_context(devices::at(i).ordinal, ask_room, &r) && r.some)
+            return true;
+    }
+    return false;
+}
+
+void promote()
+{
+    for (uint32_t i = 0; i < devices::count(); ++i)
+        if (swappable::stranded_bytes(i) != 0)
+            engine_swap_in(i, false);
+}
+
 void fail_open()
 {
     for (uint32_t i = 0; i < devices::count(); ++i)
-        engine_swap_in(i);
+        engine_swap_in(i, false);
 }
 
 Stats& stats(uint32_t gpu)
@@ -447,12 +495,14 @@ uint64_t switch_cost_ns(bool oversubscribed, uint64_t keep_bytes)
         const double engine_out =
             g.engine_out_rate > 0 ? g.engine_out_rate : kAssumedSwapEngineRate;
         const double engine_in = g.engine_in_rate > 0 ? g.engine_in_rate : kAssumedSwapEngineRate;
-        const double cost = moved / out + moved / in +
+        const double ours = moved / out + moved / in +
                             static_cast<double>(engine_moved) / engine_out +
                             static_cast<double>(engine_moved) / engine_in;
-        most = cost > most ? cost : most;
+        most = ours > most ? ours : most;
     }
-    return static_cast<uint64_t>(most * 1e9);
+    // The next holder pays as much: it brings in what takes our room now and
+    // moves it out again when we come back.
+    return static_cast<uint64_t>(2 * most * 1e9);
 }
 
 void reset_after_fork()

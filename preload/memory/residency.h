@@ -12,13 +12,13 @@
 
 namespace nvshare::preload::residency {
 
-// After a grant of `gpus` (client-local mask); `oversubscribed` as the
-// daemon said. The swap engine's memory is back when it returns; managed
-// memory's prefetch runs on the GPU meanwhile. Allocations
+// After a grant of `gpus` (client-local mask); `oversubscribed` and
+// `exclusive` as the daemon said. The swap engine's memory is back when it
+// returns; managed memory's prefetch runs on the GPU meanwhile. Allocations
 // never migrated yet are always prefetched (unless NVSHARE_PREFETCH=0): bulk
 // population beats populating them by page faults. True if data this
 // library evicted is on its way back (busy() until it is).
-bool on_grant(uint64_t gpus, bool oversubscribed);
+bool on_grant(uint64_t gpus, bool oversubscribed, bool exclusive);
 
 // Before Released: evicts to host memory when the policy says so and waits
 // for it, at most until `deadline_ns` (CLOCK_MONOTONIC). The newest
@@ -32,6 +32,15 @@ void before_release(uint64_t gpus, bool oversubscribed, uint64_t keep_bytes, uin
 // `keep_bytes`), so that the swap-out runs at the bus's speed rather than at
 // the speed of pinning host memory. True while more steps remain.
 bool prestage(uint64_t gpus, uint64_t keep_bytes);
+
+// Bytes of the swap engine's memory in host memory while the process holds
+// its GPU (the device had no room), on the GPU where that is most.
+uint64_t stranded();
+// Whether the device has room now for some of that (asks the driver).
+bool room_for_stranded();
+// Moves what it can of that memory to the device (client thread, with the
+// program's work drained and held back).
+void promote();
 
 // Scheduling failed open: the program's work runs unscheduled from now on,
 // so every swappable chunk gets memory (client thread).
@@ -53,10 +62,11 @@ struct Stats {
 };
 Stats& stats(uint32_t gpu);
 
-// What letting go now would cost this process, on the GPU where that is
-// most: moving out what exceeds `keep_bytes` and bringing it back later, at
-// the rates its latest eviction and swap-in of evicted data reached (assumed
-// rates until measured). 0 where nothing would be evicted.
+// What letting go now would cost, on the GPU where that is most: moving out
+// what exceeds `keep_bytes` and bringing it back later, at the rates this
+// process's latest moves reached (assumed rates until measured), and as much
+// again for the next holder, which brings in what takes our room and moves
+// it out when we come back. 0 where nothing would be evicted.
 uint64_t switch_cost_ns(bool oversubscribed, uint64_t keep_bytes);
 
 void reset_after_fork();

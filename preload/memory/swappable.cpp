@@ -50,6 +50,8 @@ std::atomic<uint64_t> g_absent{0};
 // Per GPU, bytes of swappable memory in all and on the device.
 std::atomic<uint64_t> g_total[devices::kMaxGpus];
 std::atomic<uint64_t> g_device[devices::kMaxGpus];
+// Per GPU, bytes of chunks whose data is in host memory (Host).
+std::atomic<uint64_t> g_host[devices::kMaxGpus];
 
 // Copies are grouped for the swap-out's pipeline: the chunks of a group are
 // remapped as soon as the group's copies are done, while later groups copy.
@@ -151,6 +153,14 @@ CUresult create_on(const Record& r, CUmemLocationType type, uint64_t size,
     return create(out, size, &prop, 0);
 }
 
+void count_host(const Record& r, uint64_t size, bool added)
+{
+    if (added)
+        g_host[r.gpu].fetch_add(size, std::memory_order_relaxed);
+    else
+        g_host[r.gpu].fetch_sub(size, std::memory_order_relaxed);
+}
+
 void count_device(const Record& r, uint64_t size, bool added)
 {
     if (added)
@@ -181,6 +191,8 @@ bool place_on_device(Record& r, uint32_t i)
     }
     if (c.where == Where::Absent)
         g_absent.fetch_sub(1, std::memory_order_relaxed);
+    else
+        count_host(r, size, false);
     c.device = h;
     c.where = Where::Device;
     count_device(r, size, true);
@@ -221,6 +233,7 @@ bool place_on_host(Record& r, uint32_t i)
         return false;
     c.where = Where::Host;
     g_absent.fetch_sub(1, std::memory_order_relaxed);
+    count_host(r, r.layout.size_of(i), true);
     return true;
 }
 
@@ -242,6 +255,7 @@ bool remap_to_host(Record& r, uint32_t i)
     c.device = 0;
     c.where = Where::Host;
     count_device(r, size, false);
+    count_host(r, size, true);
     return true;
 }
 
@@ -255,6 +269,8 @@ void destroy(Record* r)
             unmap_at(r->ptr + off, size);
         if (c.where == Where::Device)
             count_device(*r, size, false);
+        if (c.where == Where::Host)
+            count_host(*r, size, false);
         if (c.where == Where::Absent)
             g_absent.fetch_sub(1, std::memory_order_relaxed);
         if (c.host != 0)
@@ -547,6 +563,9 @@ bool prestage(uint32_t gpu, uint64_t keep, uint64_t max_bytes)
             made += r.layout.size_of(i);
         }
     }
+    if (made != 0)
+        log_debug("host memory for the next swap-out from GPU %d is ready",
+                  devices::at(gpu).ordinal);
     return false;
 }
 
@@ -566,6 +585,12 @@ uint64_t device_bytes(uint32_t gpu)
     return g_device[gpu].load(std::memory_order_relaxed);
 }
 
+uint64_t stranded_bytes(uint32_t gpu)
+{
+    Lock lock;
+    return g_resident[gpu] ? g_host[gpu].load(std::memory_order_relaxed) : 0;
+}
+
 void reset_after_fork()
 {
     // The parent's allocations and events are not the child's.
@@ -577,6 +602,7 @@ void reset_after_fork()
         g_resident[i] = false;
         g_total[i].store(0);
         g_device[i].store(0);
+        g_host[i].store(0);
         for (CUevent& e : g_events[i])
             e = nullptr;
     }

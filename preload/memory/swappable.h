@@ -79,6 +79,11 @@ void let_go(uint32_t gpu);
 uint64_t total_bytes(uint32_t gpu);
 uint64_t device_bytes(uint32_t gpu);
 
+// Bytes of GPU `gpu`'s swappable memory in host memory while the process
+// holds the GPU: the device had no room for them when they were made or
+// came back; they run over the bus until they move (swap_in).
+uint64_t stranded_bytes(uint32_t gpu);
+
 void reset_after_fork();
 
 }  // namespace nvshare::preload::swappable

@@ -1405,7 +1405,7 @@ TEST(SwapEngine, SwapsChunksOutAndInAndKeepsTheData)
     Pair p = run_pair(dir, daemon.socket(),
                       {{"--kernels", "2", "--kernel-us", "20000", "--alloc", "700M", "--check-data",
                         "--hold-ms", "300"},
-                       {},
+                       {{"NVSHARE_DEBUG", "1"}},
                        false});
     uint64_t evicted = 0, swap_outs = 0, swap_ins = 0;
     wait_until([&] {
@@ -1428,6 +1428,12 @@ TEST(SwapEngine, SwapsChunksOutAndInAndKeepsTheData)
     // migrated by the driver.
     EXPECT_GE(events_of_both(dir, p, "alloc vmm-host 67108864"), 6);
     EXPECT_EQ(events_of_both(dir, p, "prefetch to"), 0) << read_text(dir / "fake.log");
+    // The holder made that host memory while the other waited, before its
+    // swap-out (pinning costs ~10 times the copy).
+    const std::string ready = "host memory for the next swap-out from GPU 0 is ready";
+    EXPECT_TRUE(p.a.err().find(ready) != std::string::npos ||
+                p.b.err().find(ready) != std::string::npos)
+        << p.a.err() << p.b.err();
 }
 
 // After a grant the program's work waits until its data is back: none of its
