@@ -1,0 +1,195 @@
+#!/usr/bin/env python3
+"""A PyTorch job for the oversubscription benchmark (oversub_bench.py).
+
+  torch_job.py --ws-mib N --passes P --steps S --cpu-s C   one job
+  torch_job.py --info [--calib-mib 2048]                   the card and the
+                                                           cost of one pass
+
+The job allocates its working set as tensors of 1 GiB (float32; the last one
+holds the remainder) with torch.empty and fills each on the GPU with a
+pattern: element j of tensor t holds (j mod 1024) + (t mod 97). Each step
+runs P passes of x.mul_(-1).add_(b) over every tensor (b an integer in
+-6..6 that changes with every pass and step), waits for the GPU
+(torch.cuda.synchronize) and then spins the CPU for C seconds (busy, no
+sleep; none after the last step). Every value stays a small integer, exactly
+representable in float32, so the result has a closed form: after m passes
+x = (-1)^m x0 + K with K = sum over passes i of (-1)^(m-1-i) b_i. At the end
+each tensor is checked on the GPU against it, element by element (in slices
+of 64 MiB) and by its float64 sum.
+
+Prints one JSON line: {"total_s", "startup_s", "fill_s", "steps" (per-step
+seconds, GPU + CPU), "gpu_s" (per-step GPU part: submission to completion,
+lock waits included), "verify_s", "verified", "ws_gib", "error"}.
+Exit status: 0; 2 on CUDA out of memory; 3 when verification fails; 1 on
+another error (the JSON line says which, whenever it can be printed).
+
+--info prints {"total_bytes", "free_bytes", "name", "ms_per_gib_pass"}
+(torch.cuda.mem_get_info() and the time of one pass over 1 GiB, from a
+timing over --calib-mib MiB). Also: --ready-file PATH (created once the
+working set is allocated and filled, before the first step),
+--die-with-parent (SIGKILL when the process that started it ends).
+PYTORCH_CUDA_ALLOC_CONF is left as the environment has it; the benchmark
+runs the job with it unset (the default caching allocator, which reaches
+the driver through cuMemAlloc_v2).
+"""
+import argparse
+import ctypes
+import json
+import os
+import sys
+import time
+
+T0 = time.monotonic()
+GIB = 1 << 30
+MIB = 1 << 20
+ROW = 1024                # the fill pattern's period (elements)
+SLICE_ROWS = 16384        # 64 MiB of float32 per verification slice
+
+
+def die_with_parent():
+    parent = os.getppid()
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # it ended before the call above
+        sys.exit(1)
+
+
+def spin(seconds):
+    end = time.monotonic() + seconds
+    x = 0
+    while time.monotonic() < end:
+        for i in range(1000):
+            x += i
+    return x
+
+
+def b_of(i):
+    """The constant added by pass i (over the whole job)."""
+    return float((i * 7) % 13 - 6)
+
+
+def is_oom(e):
+    return "out of memory" in str(e).lower()
+
+
+def emit(doc, code):
+    print(json.dumps(doc), flush=True)
+    sys.exit(code)
+
+
+def info(torch, calib_mib):
+    free, total = torch.cuda.mem_get_info()
+    n = calib_mib * MIB // 4
+    x = torch.zeros(n, dtype=torch.float32, device="cuda")
+    for _ in range(2):  # warm-up
+        x.mul_(-1.0).add_(1.0)
+    torch.cuda.synchronize()
+    reps = 10
+    t0 = time.monotonic()
+    for _ in range(reps):
+        x.mul_(-1.0).add_(1.0)
+    torch.cuda.synchronize()
+    ms = (time.monotonic() - t0) * 1000 / reps / (calib_mib / 1024)
+    del x
+    return {"total_bytes": total, "free_bytes": free,
+            "name": torch.cuda.get_device_name(0), "ms_per_gib_pass": ms,
+            "torch": torch.__version__, "cuda": torch.version.cuda}
+
+
+def run(torch, a, doc):
+    dev = torch.device("cuda")
+    sizes = []
+    left = a.ws_mib
+    while left > 0:
+        sizes.append(min(1024, left) * MIB // 4)
+        left -= min(1024, left)
+    base = torch.arange(ROW, dtype=torch.float32)  # CPU, exact small integers
+    t_fill = time.monotonic()
+    doc["startup_s"] = t_fill - T0
+    tensors = []
+    for t, n in enumerate(sizes):
+        x = torch.empty(n, dtype=torch.float32, device=dev)
+        x.view(-1, ROW).copy_((base + (t % 97)).to(dev).expand(n // ROW, ROW))
+        tensors.append(x)
+    torch.cuda.synchronize()
+    doc["fill_s"] = time.monotonic() - t_fill
+    if a.ready_file:
+        open(a.ready_file, "w").close()
+    m = 0  # passes done
+    k_sum = 0.0  # K after m passes
+    steps, gpu = [], []
+    for s in range(a.steps):
+        t0 = time.monotonic()
+        for _ in range(a.passes):
+            b = b_of(m)
+            for x in tensors:
+                x.mul_(-1.0).add_(b)
+            k_sum = -k_sum + b
+            m += 1
+        torch.cuda.synchronize()
+        t1 = time.monotonic()
+        gpu.append(t1 - t0)
+        if s + 1 < a.steps:
+            spin(a.cpu_s)
+        steps.append(time.monotonic() - t0)
+    doc["steps"], doc["gpu_s"] = steps, gpu
+    t_ver = time.monotonic()
+    sign = -1.0 if m % 2 else 1.0
+    bad = []
+    for t, x in enumerate(tensors):
+        off = t % 97
+        row = (sign * (base + off) + k_sum).to(dev)
+        rows = x.numel() // ROW
+        mismatch = 0
+        for sl in x.view(rows, ROW).split(SLICE_ROWS):
+            mismatch += int((sl != row).sum().item())
+        total = x.sum(dtype=torch.float64).item()
+        # sum of (j mod 1024) over whole rows, plus the offset, exactly
+        expect = sign * (rows * (ROW * (ROW - 1) // 2) + off * x.numel()) + k_sum * x.numel()
+        if mismatch or total != expect:
+            bad.append({"tensor": t, "mismatched": mismatch, "sum": total, "expected": expect})
+    doc["verify_s"] = time.monotonic() - t_ver
+    doc["passes_done"] = m
+    doc["verified"] = not bad
+    if bad:
+        doc["error"] = f"verification failed in {len(bad)} of {len(tensors)} tensors"
+        doc["bad"] = bad[:8]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog=__doc__.split("\n\n", 1)[1])
+    ap.add_argument("--ws-mib", type=int, default=1024)
+    ap.add_argument("--passes", type=int, default=1)
+    ap.add_argument("--steps", type=int, default=8)
+    ap.add_argument("--cpu-s", type=float, default=1.0)
+    ap.add_argument("--info", action="store_true")
+    ap.add_argument("--calib-mib", type=int, default=2048)
+    ap.add_argument("--ready-file")
+    ap.add_argument("--die-with-parent", action="store_true")
+    a = ap.parse_args()
+    if a.die_with_parent:
+        die_with_parent()
+    doc = {"pid": os.getpid(), "ws_gib": a.ws_mib / 1024, "passes": a.passes,
+           "steps_asked": a.steps, "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF"),
+           "verified": False, "error": None}
+    try:
+        import torch
+        if a.info:
+            print(json.dumps(info(torch, a.calib_mib)), flush=True)
+            return 0
+        run(torch, a, doc)
+    except Exception as e:  # torch.cuda.OutOfMemoryError is a RuntimeError
+        doc["error"] = f"{type(e).__name__}: {e}"[:2000]
+        doc["total_s"] = time.monotonic() - T0
+        emit(doc, 2 if is_oom(e) else 1)
+    doc["total_s"] = time.monotonic() - T0
+    emit(doc, 0 if doc["verified"] else 3)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
