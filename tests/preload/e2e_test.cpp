@@ -1538,6 +1538,34 @@ TEST(SwapEngine, AllocationOnAFullGpuLivesInHostMemory)
     EXPECT_EQ(count_events(log, p.pid(), "alloc managed"), 0) << read_text(log);
 }
 
+// Memory that went to host memory for want of room moves to the GPU while
+// the process holds it, as soon as room appears (here: the process frees its
+// first allocation), and keeps its data.
+TEST(SwapEngine, HostMemoryMovesToTheGpuWhenRoomAppears)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "on", "--capacity", "1G"});
+    Process p =
+        start_client(dir, daemon.socket(),
+                     {{"--kernels", "1", "--alloc", "300M", "--late-alloc", "300M", "--free-first",
+                       "--rounds", "6", "--pause-ms", "150"},
+                      {{"FAKECUDA_MEMORY", std::to_string(512ull << 20)}, {"NVSHARE_DEBUG", "1"}},
+                      false},
+                     "p");
+    expect_clean_exit(p);
+    EXPECT_NE(p.out().find("late=ok"), std::string::npos) << p.out() << p.err();
+    EXPECT_NE(p.out().find("late-end=ok"), std::string::npos) << p.out() << p.err();
+    EXPECT_EQ(faults(dir, p.pid()), 0) << read_text(dir / "fake.log");
+    const std::string err = p.err();
+    const size_t full = err.find("GPU 0 is full");
+    ASSERT_NE(full, std::string::npos) << err;
+    EXPECT_NE(err.find("swapped in", full), std::string::npos) << err;
+    // 300 MiB = four chunks of 64 MiB and one of 44: made on the device for
+    // the first allocation, and again when the late one moved there.
+    EXPECT_GE(count_events(dir / "fake.log", p.pid(), "alloc vmm 67108864"), 8)
+        << read_text(dir / "fake.log");
+}
+
 // With NVSHARE_SWAP=managed device allocations are managed memory, as before.
 TEST(SwapEngine, ManagedOnRequest)
 {

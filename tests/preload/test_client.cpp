@@ -59,6 +59,11 @@ struct Options {
     // --late-alloc SIZE: once the first round ran (the GPU granted), one more
     // allocation, given a pattern and read back at once ("late=ok").
     size_t late_alloc = 0;
+    // --free-first: right after the late allocation, the first --alloc
+    // allocation is freed (its room on the GPU appears while the process
+    // holds the lock); the late allocation is read back once more at the
+    // end ("late-end=ok").
+    bool free_first = false;
 };
 
 Api api;
@@ -220,6 +225,22 @@ void check_patterns()
     printf("data=ok\n");
 }
 
+CUdeviceptr late_pointer = 0;
+
+// Whether the late allocation holds its pattern.
+bool late_pattern_ok(const char* what)
+{
+    std::vector<uint64_t> words(opt.late_alloc / 8);
+    CHECK(api.memcpy_dtoh(words.data(), late_pointer, words.size() * 8));
+    for (size_t w = 0; w < words.size(); ++w)
+        if (words[w] != pattern(1000, w)) {
+            printf("%s=corrupt offset %zu\n", what, w * 8);
+            return false;
+        }
+    printf("%s=ok\n", what);
+    return true;
+}
+
 void late_alloc()
 {
     CUdeviceptr p = 0;
@@ -228,14 +249,12 @@ void late_alloc()
     for (size_t w = 0; w < words.size(); ++w)
         words[w] = pattern(1000, w);
     CHECK(api.memcpy_htod(p, words.data(), words.size() * 8));
-    std::fill(words.begin(), words.end(), 0);
-    CHECK(api.memcpy_dtoh(words.data(), p, words.size() * 8));
-    for (size_t w = 0; w < words.size(); ++w)
-        if (words[w] != pattern(1000, w)) {
-            printf("late=corrupt offset %zu\n", w * 8);
-            return;
-        }
-    printf("late=ok\n");
+    late_pointer = p;
+    late_pattern_ok("late");
+    if (opt.free_first && !pointers.empty()) {
+        CHECK(api.mem_free(pointers.front()));
+        pointers.erase(pointers.begin());
+    }
     pointers.push_back(p);
 }
 
@@ -562,6 +581,8 @@ bool parse(int argc, char** argv)
             opt.check_data = true;
         else if (a == "--late-alloc")
             opt.late_alloc = parse_size(next());
+        else if (a == "--free-first")
+            opt.free_first = true;
         else if (a == "--no-free")
             opt.free_at_end = false;
         else if (a == "--alloc")
@@ -693,6 +714,8 @@ int main(int argc, char** argv)
         usleep(static_cast<useconds_t>(opt.hold_ms) * 1000);
     if (opt.check_data)
         check_patterns();
+    if (late_pointer != 0 && opt.free_first)
+        late_pattern_ok("late-end");
     if (opt.free_at_end)
         for (CUdeviceptr p : pointers)
             CHECK(api.mem_free(p));
