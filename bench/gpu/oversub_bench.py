@@ -70,7 +70,6 @@ import json
 import os
 import shlex
 import shutil
-import signal
 import socket
 import statistics
 import subprocess
@@ -78,10 +77,10 @@ import sys
 import tempfile
 import threading
 import time
-import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from policy_bench import Bench, BenchError, Stop, Watcher, set_pdeathsig, tail  # noqa: E402
+from policy_bench import (Bench, BenchError, Stop, Watcher, finish, run_scenarios,  # noqa: E402
+                          set_pdeathsig, tail)
 
 SCENARIOS = ("torch-pair", "torch-triple", "emulated")
 CONFIGS = ("plain", "sequential", "serialized", "nvshare")
@@ -650,66 +649,17 @@ def main():
     defaults = QUICK if a.quick else FULL
     p = {k: (getattr(a, k) if getattr(a, k) is not None else v) for k, v in defaults.items()}
 
-    def on_signal(signum, frame):
-        raise Stop(f"signal {signum}")
-
-    for s in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(s, on_signal)
-
     b = OversubBench(a, p)
-    failed = False
-    current = None
-    t_start = time.monotonic()
-    try:
-        smi = shutil.which("nvidia-smi")
-        if smi:
-            try:
-                q = subprocess.run([smi, "--query-gpu=name,memory.total,memory.used,driver_version",
-                                    "--format=csv,noheader"], capture_output=True, text=True,
-                                   timeout=30).stdout.strip()
-                b.results["setup"]["gpus"] = q.splitlines()
-                print(f"GPU: {q}", flush=True)
-            except Exception as e:
-                print(f"nvidia-smi: {e}", flush=True)
-        print(f"work directory {b.wd}; {'quick' if a.quick else 'full'} run of {', '.join(only)}"
-              + ("" if a.nvsharectl else "; no --nvsharectl: no swap figures"), flush=True)
-        for name in only:
-            t0 = time.monotonic()
-            current = name
-            try:
-                getattr(b, name.replace("-", "_"))()
-            except Exception as e:
-                failed = True
-                b.results["scenarios"].setdefault(name, {})["error"] = f"{type(e).__name__}: {e}"
-                if not isinstance(e, BenchError):
-                    traceback.print_exc()
-                print(f"  {name} FAILED: {e}", flush=True)
-            finally:
-                b.kill_all()
-                b.results["scenarios"].setdefault(name, {})["elapsed_s"] = time.monotonic() - t0
-                b.write()
-            print(f"  ({name}: {time.monotonic() - t0:.0f} s)", flush=True)
-    except (KeyboardInterrupt, Stop) as e:
-        failed = True
-        if current:
-            b.results["scenarios"].setdefault(current, {})["error"] = f"interrupted ({e})"
-        print(f"interrupted ({e or 'SIGINT'}): stopping the jobs", file=sys.stderr, flush=True)
-    finally:
-        b.kill_all()
-        b.results["setup"]["elapsed_s"] = time.monotonic() - t_start
-        b.write()
+    failed, t_start = run_scenarios(
+        b, only, lambda name: getattr(b, name.replace("-", "_")),
+        "" if a.nvsharectl else "; no --nvsharectl: no swap figures")
     print("\n===== oversub_bench summary =====")
     for name in only:
         r = b.results["scenarios"].get(name, {})
         if "error" in r:
             print(f"\n{name}: FAILED: {r['error']}")
         print_table(name, r)
-    print(f"\n{time.monotonic() - t_start:.0f} s in all; figures in {a.out}")
-    if a.keep_workdir or failed or b.failures:
-        print(f"job outputs and nvshared logs kept in {b.wd}")
-    else:
-        shutil.rmtree(b.wd, ignore_errors=True)
-    return 1 if failed or b.failures else 0
+    return finish(b, failed, t_start)
 
 
 if __name__ == "__main__":

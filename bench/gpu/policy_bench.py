@@ -802,6 +802,70 @@ def print_tables(res):
                 print(f"  auto: B {pct(c['auto']['share_b'])} (target 50 % +- 10 %): "
                       f"{met(r['target']['met'])}")
 
+def run_scenarios(b, only, method, note=""):
+    """Runs each scenario named in `only` (method(name)()) on bench b, one
+    after the other: a failed scenario is recorded and the next one runs;
+    SIGTERM, SIGHUP and SIGINT stop the run, ending every process started.
+    Writes the figures after each. Returns (failed, start time)."""
+    def on_signal(signum, frame):
+        raise Stop(f"signal {signum}")
+
+    for s in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, on_signal)
+    failed = False
+    current = None
+    t_start = time.monotonic()
+    try:
+        smi = shutil.which("nvidia-smi")
+        if smi:
+            try:
+                q = subprocess.run([smi, "--query-gpu=name,memory.total,memory.used,driver_version",
+                                    "--format=csv,noheader"], capture_output=True, text=True,
+                                   timeout=30).stdout.strip()
+                b.results["setup"]["gpus"] = q.splitlines()
+                print(f"GPU: {q}", flush=True)
+            except Exception as e:
+                print(f"nvidia-smi: {e}", flush=True)
+        print(f"work directory {b.wd}; {'quick' if b.a.quick else 'full'} run of "
+              f"{', '.join(only)}{note}", flush=True)
+        for name in only:
+            t0 = time.monotonic()
+            current = name
+            try:
+                method(name)()
+            except Exception as e:  # the next scenario still runs
+                failed = True
+                b.results["scenarios"].setdefault(name, {})["error"] = f"{type(e).__name__}: {e}"
+                if not isinstance(e, BenchError):
+                    traceback.print_exc()
+                print(f"  {name} FAILED: {e}", flush=True)
+            finally:
+                b.kill_all()
+                b.results["scenarios"].setdefault(name, {})["elapsed_s"] = time.monotonic() - t0
+                b.write()
+            print(f"  ({name}: {time.monotonic() - t0:.0f} s)", flush=True)
+    except (KeyboardInterrupt, Stop) as e:
+        failed = True
+        if current:
+            b.results["scenarios"].setdefault(current, {})["error"] = f"interrupted ({e})"
+        print(f"interrupted ({e or 'SIGINT'}): stopping the jobs", file=sys.stderr, flush=True)
+    finally:
+        b.kill_all()
+        b.results["setup"]["elapsed_s"] = time.monotonic() - t_start
+        b.write()
+    return failed, t_start
+
+
+def finish(b, failed, t_start):
+    """The closing lines; the work directory is kept when asked or when
+    something failed. Returns the exit status."""
+    print(f"\n{time.monotonic() - t_start:.0f} s in all; figures in {b.a.out}")
+    if b.a.keep_workdir or failed or b.failures:
+        print(f"job outputs and nvshared logs kept in {b.wd}")
+    else:
+        shutil.rmtree(b.wd, ignore_errors=True)
+    return 1 if failed or b.failures else 0
+
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
@@ -848,61 +912,10 @@ def main():
     defaults = QUICK if a.quick else FULL
     p = {k: (getattr(a, k) if getattr(a, k) is not None else v) for k, v in defaults.items()}
 
-    def on_signal(signum, frame):
-        raise Stop(f"signal {signum}")
-
-    for s in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(s, on_signal)
-
     b = Bench(a, p)
-    failed = False
-    current = None
-    t_start = time.monotonic()
-    try:
-        smi = shutil.which("nvidia-smi")
-        if smi:
-            try:
-                q = subprocess.run([smi, "--query-gpu=name,memory.total,memory.used,driver_version",
-                                    "--format=csv,noheader"], capture_output=True, text=True,
-                                   timeout=30).stdout.strip()
-                b.results["setup"]["gpus"] = q.splitlines()
-                print(f"GPU: {q}", flush=True)
-            except Exception as e:
-                print(f"nvidia-smi: {e}", flush=True)
-        print(f"work directory {b.wd}; {'quick' if a.quick else 'full'} run of {', '.join(only)}",
-              flush=True)
-        for name in only:
-            t0 = time.monotonic()
-            current = name
-            try:
-                getattr(b, name)()
-            except Exception as e:  # the next scenario still runs
-                failed = True
-                b.results["scenarios"].setdefault(name, {})["error"] = f"{type(e).__name__}: {e}"
-                if not isinstance(e, BenchError):
-                    traceback.print_exc()
-                print(f"  {name} FAILED: {e}", flush=True)
-            finally:
-                b.kill_all()
-                b.results["scenarios"].setdefault(name, {})["elapsed_s"] = time.monotonic() - t0
-                b.write()
-            print(f"  ({name}: {time.monotonic() - t0:.0f} s)", flush=True)
-    except (KeyboardInterrupt, Stop) as e:
-        failed = True
-        if current:
-            b.results["scenarios"].setdefault(current, {})["error"] = f"interrupted ({e})"
-        print(f"interrupted ({e or 'SIGINT'}): stopping the jobs", file=sys.stderr, flush=True)
-    finally:
-        b.kill_all()
-        b.results["setup"]["elapsed_s"] = time.monotonic() - t_start
-        b.write()
+    failed, t_start = run_scenarios(b, only, lambda name: getattr(b, name))
     print_tables(b.results)
-    print(f"\n{time.monotonic() - t_start:.0f} s in all; figures in {a.out}")
-    if a.keep_workdir or failed or b.failures:
-        print(f"job outputs and nvshared logs kept in {b.wd}")
-    else:
-        shutil.rmtree(b.wd, ignore_errors=True)
-    return 1 if failed or b.failures else 0
+    return finish(b, failed, t_start)
 
 
 if __name__ == "__main__":
