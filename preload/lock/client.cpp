@@ -232,6 +232,7 @@ void ClientLoop::on_grant(const proto::GrantPayload& g, uint64_t now)
     } else {
         gate_open();  // work proceeds while new data streams in behind it
     }
+    report_stats();  // what the swap-in moved, before the program may end
     log_debug("lock granted%s", s_.lock.contended() ? " (contended)" : "");
 }
 

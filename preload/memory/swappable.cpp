@@ -309,19 +309,37 @@ CUevent group_event(uint32_t gpu, size_t group)
     return e;
 }
 
-// Calls f(record, chunk index) for the chunks of GPU `gpu` marked moving, in
-// one fixed order (newest allocation first).
+// Calls f(record, chunk index) for every chunk of GPU `gpu`, newest
+// allocation first (what stays on the GPU longest), until f returns false.
 template <typename F>
-void for_each_moving(uint32_t gpu, F&& f)
+void for_each_chunk(uint32_t gpu, F&& f)
 {
     for (size_t k = g_count; k-- > 0;) {
         Record& r = *g_records[k];
         if (r.gpu != gpu)
             continue;
         for (uint32_t i = 0; i < r.layout.count; ++i)
-            if (r.chunks[i].moving)
-                f(r, i);
+            if (!f(r, i))
+                return;
     }
+}
+
+// The same for the chunks marked moving.
+template <typename F>
+void for_each_moving(uint32_t gpu, F&& f)
+{
+    for_each_chunk(gpu, [&](Record& r, uint32_t i) {
+        if (r.chunks[i].moving)
+            f(r, i);
+        return true;
+    });
+}
+
+// Whether chunk i of r leaves the GPU in a swap-out that keeps `stay`: it is
+// there and the newer chunks took what may stay (counted in `stay`).
+bool beyond_keep(const Record& r, uint32_t i, swap_plan::Budget& stay)
+{
+    return r.chunks[i].where == Where::Device && !stay.take(r.layout.size_of(i));
 }
 
 }  // namespace
@@ -428,34 +446,30 @@ Moved swap_in(uint32_t gpu, uint64_t budget, CUstream stream)
     swap_plan::Budget room(budget);
     bool device_full = false;
     uint64_t on_host = 0;
-    for (size_t k = g_count; k-- > 0;) {
-        Record& r = *g_records[k];
-        if (r.gpu != gpu)
-            continue;
-        for (uint32_t i = 0; i < r.layout.count; ++i) {
-            Chunk& c = r.chunks[i];
-            const uint64_t size = r.layout.size_of(i), off = r.layout.offset_of(i);
-            if (c.where == Where::Device)
-                continue;
-            const bool was_host = c.where == Where::Host;
-            if (!device_full && !room.take(size)) {
-                device_full = true;  // the budget is spent
-            } else if (!device_full && !place_on_device(r, i)) {
-                device_full = true;  // the device refused within the budget
-                m.short_of_room = true;
-            } else if (!device_full) {
-                // The copy runs while the next chunks are made and mapped.
-                if (was_host && stream_copy(r.ptr + off, r.staging + off, size, stream))
-                    m.bytes += size;
-                continue;
-            }
-            if (c.where == Where::Absent && !place_on_host(r, i))
-                log_warn("no memory for %llu bytes at %#llx, neither on GPU %d nor on the host",
-                         static_cast<unsigned long long>(size),
-                         static_cast<unsigned long long>(r.ptr + off), r.ordinal);
-            on_host += c.where == Where::Host ? size : 0;
+    for_each_chunk(gpu, [&](Record& r, uint32_t i) {
+        Chunk& c = r.chunks[i];
+        const uint64_t size = r.layout.size_of(i), off = r.layout.offset_of(i);
+        if (c.where == Where::Device)
+            return true;
+        const bool was_host = c.where == Where::Host;
+        if (!device_full && !room.take(size)) {
+            device_full = true;  // the budget is spent
+        } else if (!device_full && !place_on_device(r, i)) {
+            device_full = true;  // the device refused within the budget
+            m.short_of_room = true;
+        } else if (!device_full) {
+            // The copy runs while the next chunks are made and mapped.
+            if (was_host && stream_copy(r.ptr + off, r.staging + off, size, stream))
+                m.bytes += size;
+            return true;
         }
-    }
+        if (c.where == Where::Absent && !place_on_host(r, i))
+            log_warn("no memory for %llu bytes at %#llx, neither on GPU %d nor on the host",
+                     static_cast<unsigned long long>(size),
+                     static_cast<unsigned long long>(r.ptr + off), r.ordinal);
+        on_host += c.where == Where::Host ? size : 0;
+        return true;
+    });
     if (m.bytes != 0)
         stream_sync(stream);
     m.ns = now_ns() - start;
@@ -475,23 +489,19 @@ Moved swap_out(uint32_t gpu, uint64_t keep, CUstream stream)
     swap_plan::Budget stay(keep);
     uint64_t moving = 0;
     bool no_host = false;
-    for (size_t k = g_count; k-- > 0;) {
-        Record& r = *g_records[k];
-        if (r.gpu != gpu)
-            continue;
-        for (uint32_t i = 0; i < r.layout.count; ++i) {
-            Chunk& c = r.chunks[i];
-            c.moving = false;
-            if (c.where != Where::Device || stay.take(r.layout.size_of(i)))
-                continue;
-            if (!no_host && ensure_host(r, i)) {
-                c.moving = true;
-                moving += r.layout.size_of(i);
-            } else {
-                no_host = true;  // out of pinned host memory: the rest stays
-            }
+    for_each_chunk(gpu, [&](Record& r, uint32_t i) {
+        Chunk& c = r.chunks[i];
+        c.moving = false;
+        if (!beyond_keep(r, i, stay))
+            return true;
+        if (!no_host && ensure_host(r, i)) {
+            c.moving = true;
+            moving += r.layout.size_of(i);
+        } else {
+            no_host = true;  // out of pinned host memory: the rest stays
         }
-    }
+        return true;
+    });
     if (no_host)
         log_warn("cannot get pinned host memory to swap out to: data stays on GPU %d",
                  devices::at(gpu).ordinal);
@@ -548,25 +558,22 @@ bool prestage(uint32_t gpu, uint64_t keep, uint64_t max_bytes)
     Lock lock;
     swap_plan::Budget stay(keep);
     uint64_t made = 0;
-    for (size_t k = g_count; k-- > 0;) {
-        Record& r = *g_records[k];
-        if (r.gpu != gpu)
-            continue;
-        for (uint32_t i = 0; i < r.layout.count; ++i) {
-            const Chunk& c = r.chunks[i];
-            if (c.where != Where::Device || stay.take(r.layout.size_of(i)) || c.host != 0)
-                continue;
-            if (made >= max_bytes)
-                return true;
-            if (!ensure_host(r, i))
-                return false;  // no pinned memory: the swap-out will say so
-            made += r.layout.size_of(i);
+    bool more = false, failed = false;
+    for_each_chunk(gpu, [&](Record& r, uint32_t i) {
+        if (!beyond_keep(r, i, stay) || r.chunks[i].host != 0)
+            return true;
+        if (made >= max_bytes) {
+            more = true;
+            return false;
         }
-    }
-    if (made != 0)
+        failed = !ensure_host(r, i);  // no pinned memory: the swap-out will say so
+        made += r.layout.size_of(i);
+        return !failed;
+    });
+    if (made != 0 && !more && !failed)
         log_debug("host memory for the next swap-out from GPU %d is ready",
                   devices::at(gpu).ordinal);
-    return false;
+    return more;
 }
 
 void let_go(uint32_t gpu)
