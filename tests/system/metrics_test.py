@@ -33,10 +33,25 @@ if ACTIVATE is None:
     sys.exit(SKIP)
 
 
+def connect(path, limit=20.0):
+    """The socket file exists from bind(), connections succeed only from
+    listen(): a loaded machine can come between (seen in CI)."""
+    deadline = time.monotonic() + limit
+    while True:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(20)
+        try:
+            s.connect(path)
+            return s
+        except ConnectionRefusedError:
+            s.close()
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.05)
+
+
 def scrape(path):
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(20)
-    s.connect(path)
+    s = connect(path)
     s.sendall(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n")
     data = b""
     while chunk := s.recv(65536):
