@@ -289,7 +289,10 @@ void ClientLoop::release(uint64_t deadline)
     const uint64_t all = s_.gpu_count >= 64 ? ~0ull : (1ull << s_.gpu_count) - 1;
     // Eviction remaps the swap engine's memory: no call let through during a
     // stuck drain may still be running then (else nothing moves).
-    if (gate_wait_in_flight(now_ns() + kQuietWaitNs) && contexts::drain_all()) {
+    // Only where something may move: a synchronisation races with a stream
+    // capture that begins meanwhile (it would invalidate it; seen in CI).
+    const bool may_evict = s_.lock.oversubscribed() || config().evict == Policy::On;
+    if (!may_evict || (gate_wait_in_flight(now_ns() + kQuietWaitNs) && contexts::drain_all())) {
         residency::before_release(all, s_.lock.oversubscribed(), s_.lock.keep_bytes(), deadline);
     } else {
         for (uint32_t i = 0; i < s_.gpu_count; ++i)
