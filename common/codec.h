@@ -78,7 +78,7 @@ inline constexpr bool is_client_type(uint16_t t)
 inline constexpr bool is_daemon_type(uint16_t t)
 {
     return t >= static_cast<uint16_t>(MsgType::Welcome) &&
-           t <= static_cast<uint16_t>(MsgType::RunAhead);
+           t <= static_cast<uint16_t>(MsgType::Shrink);
 }
 inline constexpr bool is_known_type(uint16_t t)
 {
@@ -97,6 +97,7 @@ inline bool fixed_payload_size(MsgType type, uint32_t* size)
             return true;
         case MsgType::Grant:
         case MsgType::Contended:
+        case MsgType::Shrink:
             *size = sizeof(GrantPayload);
             return true;
         case MsgType::Stats:

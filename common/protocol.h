@@ -53,6 +53,7 @@ enum class MsgType : uint16_t {
     Waiting = 25,      // why this client waits for a GPU: who holds it, its place, the reason
     RevokeCause = 26,  // sent just before Revoked: why the lock is taken away
     RunAhead = 27,     // keep queued GPU work short (or no longer): a higher class may come
+    Shrink = 28,       // leave less memory on GPUs this client does not hold: others need room
 };
 
 struct FrameHeader {
@@ -127,10 +128,10 @@ inline constexpr uint64_t keep_from_wire(uint32_t keep_mib)
     return keep_mib == kKeepEverything ? UINT64_MAX : static_cast<uint64_t>(keep_mib) << 20;
 }
 
-struct GrantPayload {  // Grant, Contended
+struct GrantPayload {  // Grant, Contended, Shrink
     uint64_t gpus;
     uint32_t flags;     // kGrant*
-    uint32_t keep_mib;  // Contended, Grant with kGrantContended: see kKeepEverything
+    uint32_t keep_mib;  // Contended, Shrink, Grant with kGrantContended: see kKeepEverything
 };
 static_assert(sizeof(GrantPayload) == 16);
 

@@ -75,9 +75,13 @@ struct ClientRecord {
     std::map<GpuIndex, SwapStats> swaps;
     std::map<GpuIndex, Duration> last_swap_in;  // its own latest bulk swap-in
     // Managed memory it left on each oversubscribed GPU when it last let go
-    // (what the latest Drop or Contended allowed); all of it while holding.
+    // (what the latest Drop or Contended allowed, or a Shrink since); all
+    // of it while holding.
     std::map<GpuIndex, uint64_t> kept;
     uint64_t keep_offered = 0;
+    // This hold's Grant, Drop or Contended said its GPUs are oversubscribed:
+    // only then does it move data off them when it lets go.
+    bool told_oversubscribed = false;
     // Others' pinned memory on each GPU as last told to the client.
     std::map<GpuIndex, uint64_t> unpageable_sent;
     // Why it waits for each GPU, as last told (while Waiting).

@@ -267,6 +267,7 @@ std::optional<WaitFacts> Scheduler::wait_facts(ClientId id, GpuIndex gpu) const
 std::vector<Action> Scheduler::take_actions()
 {
     publish_waits();
+    publish_shrinks();
     publish_run_ahead();
     std::vector<Action> out;
     out.swap(actions_);
@@ -391,6 +392,7 @@ bool Scheduler::report_memory(ClientId id, GpuIndex gpu, MemoryUse use, TimePoin
     const bool pinned_changed = slot.pinned != use.pinned;
     queues_[gpu].pinned = queues_[gpu].pinned - slot.pinned + use.pinned;
     slot = use;
+    room_dirty_ |= gpu_bit(gpu);
     if (pinned_changed)
         publish_unpageable(gpu);
     refresh_exclusive(now);
@@ -501,6 +503,10 @@ void Scheduler::push(ActionKind kind, const ClientRecord& c, GpuSet gpus, Durati
         if (ClientRecord* m = find(c.id))
             m->keep_offered = a.keep;
     }
+    if (a.oversubscribed &&
+        (kind == ActionKind::Grant || kind == ActionKind::Drop || kind == ActionKind::Contended))
+        if (ClientRecord* m = find(c.id))
+            m->told_oversubscribed = true;
     actions_.push_back(a);
 }
 
@@ -616,6 +622,7 @@ void Scheduler::refresh_exclusive(TimePoint now)
     exclusive_ = e;
     soft_ = soft;
     wait_dirty_ = ~GpuSet{0};
+    room_dirty_ = ~GpuSet{0};
     reschedule_all(now);
 }
 
@@ -821,7 +828,9 @@ void Scheduler::grant(ClientRecord& c, TimePoint now)
     c.waited_total += now - c.waiting_since;
     c.grants++;
     c.keep_offered = 0;  // a release nobody asked for evicts everything
+    c.told_oversubscribed = false;
     c.drop_sent = false;
+    room_dirty_ |= c.held;
     for_each_gpu(c.held, [&](GpuIndex g) {
         gpus_[g].holders.push_back(c.id);
         gpus_[g].grants++;
@@ -859,11 +868,15 @@ GpuSet Scheduler::end_hold(ClientRecord& c, GpuSet gpus, TimePoint now)
 {
     gpus &= c.held;
     wait_dirty_ |= gpus;
+    room_dirty_ |= gpus;
     for_each_gpu(gpus, [&](GpuIndex g) {
         erase_value(gpus_[g].holders, c.id);
         const auto m = c.memory.find(g);
         const uint64_t managed = m != c.memory.end() ? m->second.managed : 0;
-        c.kept[g] = oversubscribed(g) ? std::min(c.keep_offered, managed) : managed;
+        // Never told of the oversubscription, it moved nothing (a Shrink
+        // follows if others need the room).
+        c.kept[g] = oversubscribed(g) && c.told_oversubscribed ? std::min(c.keep_offered, managed)
+                                                               : managed;
     });
     c.held &= ~gpus;
     if (c.held == 0) {
@@ -953,6 +966,50 @@ void Scheduler::publish_waits()
             c.wait_sent[g] = f;
             Action a{ActionKind::Waiting, id, gpu_bit(g)};
             a.wait = f;
+            actions_.push_back(a);
+        }
+    });
+}
+
+void Scheduler::publish_shrinks()
+{
+    const GpuSet dirty = room_dirty_;
+    room_dirty_ = 0;
+    for_each_gpu(dirty, [&](GpuIndex g) {
+        if (g >= queues_.size() || !oversubscribed(g))
+            return;
+        const GpuQueue& q = queues_[g];
+        // What must be there: the holders' memory and everybody's pinned memory.
+        uint64_t need = 0;
+        for (ClientId id : q.members) {
+            const ClientRecord& c = clients_.at(id);
+            const auto m = c.memory.find(g);
+            if (m != c.memory.end())
+                need += (c.held & gpu_bit(g)) != 0 ? m->second.total() : m->second.pinned;
+        }
+        uint64_t room = gpus_[g].capacity > need ? gpus_[g].capacity - need : 0;
+        // Who keeps what is left: the waiters in the order they go, then
+        // the clients that wait for nothing here.
+        std::vector<ClientId> order = ordered(g, now_);
+        for (ClientId id : q.members)
+            if ((clients_.at(id).held & gpu_bit(g)) == 0 &&
+                std::find(order.begin(), order.end(), id) == order.end())
+                order.push_back(id);
+        for (ClientId id : order) {
+            ClientRecord& c = clients_.at(id);
+            const auto k = c.kept.find(g);
+            const auto m = c.memory.find(g);
+            if ((c.held & gpu_bit(g)) != 0 || k == c.kept.end() || m == c.memory.end())
+                continue;
+            const uint64_t kept = std::min(k->second, m->second.managed);
+            const uint64_t allowed = std::min(kept, room);
+            room -= allowed;
+            if (kept - allowed < kShrinkStep)
+                continue;
+            k->second = allowed;
+            Action a{ActionKind::Shrink, id, gpu_bit(g)};
+            a.oversubscribed = true;
+            a.keep = allowed;
             actions_.push_back(a);
         }
     });

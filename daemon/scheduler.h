@@ -66,6 +66,7 @@ enum class ActionKind {
     Unpageable,  // others' pinned memory on the GPU in `gpus` changed
     Waiting,     // why the client waits for the GPU in `gpus` changed
     RunAhead,    // whether a holder must keep its queued work short changed
+    Shrink,      // a client that does not hold `gpus` must leave at most `keep` there
 };
 
 enum class RevokeReason { GraceExpired, Admin };
@@ -80,7 +81,7 @@ struct Action {
     Duration grace{};             // Drop
     // Drop, Contended, a contended Grant, on an oversubscribed GPU: managed
     // bytes the client may leave on `gpus` when it lets go (UINT64_MAX:
-    // everything).
+    // everything). Shrink: what it may leave there now.
     uint64_t keep = UINT64_MAX;
     uint64_t others_pinned = 0;  // Unpageable
     bool turns_begin = false;    // Drop: the GPU has just begun to be taken in turns
@@ -168,6 +169,9 @@ public:
     // of a higher class waits (policy::preempted_quantum).
     Duration quantum_for(const ClientRecord& c) const;
     static constexpr int kQuantumPerSwap = 10;
+    // A Shrink asks for at least this much: the library moves whole chunks
+    // of up to 64 MiB, and smaller differences are within its headroom.
+    static constexpr uint64_t kShrinkStep = uint64_t{64} << 20;
     // Waiting clients that want this GPU, in the order they go: by rank
     // (class, raised by waiting), then by their user's held time, then first
     // come first.
@@ -239,6 +243,11 @@ private:
     // Tells the waiters of the GPUs whose queue, holder or quantum changed
     // since the last call what changed for them.
     void publish_waits();
+    // On oversubscribed GPUs whose holders or memory changed since the last
+    // call: asks clients that do not hold the GPU to leave less memory there
+    // where what they left and what the holders use exceed its capacity.
+    // The next waiters keep theirs longest; clients not waiting give first.
+    void publish_shrinks();
     // Tells each holder of GPUs taken in turns whether a process of a higher
     // class is registered there (then it keeps its queued work short, so
     // that it can let go quickly), where that changed.
@@ -269,6 +278,7 @@ private:
     TimePoint now_{};       // the latest time an event brought
     policy::UserShares shares_;
     GpuSet wait_dirty_ = 0;    // GPUs for publish_waits() to look at
+    GpuSet room_dirty_ = 0;    // GPUs for publish_shrinks() to look at
     GpuSet bounded_gpus_ = 0;  // GPUs with a holder told to keep its queued work short
     size_t holding_ = 0;
     size_t waiting_ = 0;

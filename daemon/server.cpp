@@ -909,6 +909,15 @@ void Server::dispatch_actions()
                 send(*c, proto::MsgType::RunAhead, p);
                 break;
             }
+            case ActionKind::Shrink: {
+                const proto::GrantPayload p{local, proto::kGrantOversubscribed,
+                                            proto::keep_to_wire(a.keep)};
+                NVS_DEBUG("client %llu: asked to leave at most %llu MiB on GPUs it does not hold",
+                          static_cast<unsigned long long>(a.client),
+                          static_cast<unsigned long long>(a.keep >> 20));
+                send(*c, proto::MsgType::Shrink, p);
+                break;
+            }
             case ActionKind::Unpageable: {
                 const proto::UnpageablePayload p{local_index(*client, a.gpus), 0, a.others_pinned};
                 send(*c, proto::MsgType::Unpageable, p);

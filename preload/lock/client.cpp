@@ -44,6 +44,9 @@ constexpr uint64_t kSwapPollNs = 2ull * 1000 * 1000;
 // How often a holder with memory in host memory asks whether the device
 // has room for it now.
 constexpr uint64_t kPromotePollNs = 200ull * 1000 * 1000;
+// How long memory of ours may wait in host memory for the room others are
+// asked to give back before we let go at an idle gap to make room.
+constexpr uint64_t kStrandedPatienceNs = 1000ull * 1000 * 1000;
 // Before an eviction, calls still in the driver get this long to leave it.
 constexpr uint64_t kQuietWaitNs = 100ull * 1000 * 1000;
 // The program's work waits at most this long for a swap-in to finish.
@@ -187,6 +190,12 @@ bool ClientLoop::handle(proto::MsgType type, const uint8_t* p, uint32_t length, 
             s_.prestaging = true;  // what may stay has changed
             return true;
         }
+        case MsgType::Shrink: {
+            proto::GrantPayload k{};
+            proto::decode(p, length, &k);
+            shrink(k.gpus, proto::keep_from_wire(k.keep_mib));
+            return true;
+        }
         case MsgType::RunAhead: {
             proto::RunAheadPayload r{};
             proto::decode(p, length, &r);
@@ -239,10 +248,26 @@ void ClientLoop::on_grant(const proto::GrantPayload& g, uint64_t now)
 void ClientLoop::on_drop(const proto::DropPayload& d, uint64_t now)
 {
     gate_close();  // stop admitting work at once; drained in work()
+    if (!s_.lock.holds() && (d.flags & proto::kGrantOversubscribed) != 0) {
+        // We let go before it came, keeping what was ours to keep then;
+        // nvshared counts on what it allows now.
+        shrink(d.gpus, proto::keep_from_wire(d.keep_mib));
+    }
     s_.lock.dropped(d, now);
     log_debug("drop requested (grace %llu us): %s", static_cast<unsigned long long>(d.grace_us),
               (d.flags & proto::kDropTurnsBegin) != 0 ? "the GPU is now taken in turns"
                                                       : "the time quantum is over and others wait");
+}
+
+void ClientLoop::shrink(uint64_t gpus, uint64_t keep_bytes)
+{
+    if (s_.lock.holds())
+        return;  // a Shrink overtaken by a Grant: the grant's terms apply
+    const uint64_t all = s_.gpu_count >= 64 ? ~0ull : (1ull << s_.gpu_count) - 1;
+    log_debug("nvshared asks for room: leaving at most %llu MiB on the GPUs we do not hold",
+              static_cast<unsigned long long>(keep_bytes >> 20));
+    residency::before_release(gpus & all, true, keep_bytes, now_ns() + kEvictLimitNs);
+    report_stats();
 }
 
 void ClientLoop::on_revoked()
@@ -349,9 +374,13 @@ void ClientLoop::release_if_idle(uint64_t now)
     if (s_.lock.state() != HoldState::Holding || !s_.lock.contended() || period == 0 ||
         now < s_.next_idle_check)
         return;
-    // Memory that found no room on the device runs over the bus: letting
-    // go makes the other holder leave room, so a switch costs nothing extra.
-    const uint64_t hold = residency::stranded() != 0
+    // Memory that found no room on the device runs over the bus. nvshared
+    // asks the others to make room (Shrink); where none came for a while,
+    // letting go makes the other holder leave room, so a switch costs
+    // nothing extra.
+    const bool stranded_long =
+        s_.stranded_since != 0 && now - s_.stranded_since >= kStrandedPatienceNs;
+    const uint64_t hold = stranded_long
                               ? period
                               : gaps_.hold_for(residency::switch_cost_ns(s_.lock.oversubscribed(),
                                                                          s_.lock.keep_bytes()),
@@ -459,6 +488,10 @@ void ClientLoop::prestage()
 // gave it back): the program's work is held back and drained meanwhile.
 void ClientLoop::promote(uint64_t now)
 {
+    if (s_.lock.state() != HoldState::Holding || residency::stranded() == 0)
+        s_.stranded_since = 0;
+    else if (s_.stranded_since == 0)
+        s_.stranded_since = now;
     if (s_.lock.state() != HoldState::Holding || now < s_.next_promote_check)
         return;
     s_.next_promote_check = now + kPromotePollNs;

@@ -31,6 +31,7 @@ struct Session {
     // (residency::prestage): set by a grant and by contention.
     bool prestaging = false;
     uint64_t next_promote_check = 0;
+    uint64_t stranded_since = 0;  // memory of ours found no room on the device (0: none)
 };
 
 class ClientLoop {
@@ -50,6 +51,9 @@ private:
     void apply_settings(const proto::Settings& s);
     void on_grant(const proto::GrantPayload& g, uint64_t now);
     void on_drop(const proto::DropPayload& d, uint64_t now);
+    // nvshared asks us to leave at most `keep_bytes` on GPUs we do not hold
+    // (a Shrink, or a Drop that came after we let go): others need the room.
+    void shrink(uint64_t gpus, uint64_t keep_bytes);
     void on_revoked();
     void prestage();
     void promote(uint64_t now);

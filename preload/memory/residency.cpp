@@ -40,10 +40,13 @@ constexpr uint64_t kRateSampleBytes = 256ull << 20;
 // moving 2 GiB more costs ~40 ms each way.
 constexpr uint64_t kKeepHeadroomMax = 2ull << 30;
 constexpr uint64_t kKeepHeadroomShare = 32;
-// At a grant, memory that the previous holder is still giving back (a
-// process that just ended is freed by the driver after its socket closed):
-// the engine tries again for this long before it leaves chunks in host memory.
+// At a grant, memory that the previous holder or others asked to shrink
+// are still giving back (a process that just ended is freed by the driver
+// after its socket closed): the engine tries again until the room stops
+// growing for this long, at most kRoomWaitMaxNs, before it leaves chunks in
+// host memory (where they run over the bus until promoted).
 constexpr uint64_t kRoomWaitNs = 500ull * 1000 * 1000;
+constexpr uint64_t kRoomWaitMaxNs = 10ull * 1000 * 1000 * 1000;
 constexpr uint64_t kRoomPollNs = 20ull * 1000 * 1000;
 // Memory in host memory while we hold the GPU moves to the device once the
 // driver has this much free (more than one chunk, less than most waste).
@@ -187,9 +190,9 @@ void engine_swap_in(uint32_t i, bool wait_for_room)
     EngineMove m{i, true, engine_budget(i), {}};
     if (!contexts::with_device_context(devices::at(i).ordinal, engine_move, &m) || !m.ran)
         return;
-    // Short of room: what the previous holder gives back may still be on its
-    // way (kRoomWaitNs).
-    const uint64_t until = now_ns() + kRoomWaitNs;
+    // Short of room: what others give back may still be on its way.
+    const uint64_t first = now_ns();
+    uint64_t until = first + kRoomWaitNs;
     while (wait_for_room && m.moved.short_of_room && now_ns() < until) {
         const timespec pause{0, static_cast<long>(kRoomPollNs)};
         nanosleep(&pause, nullptr);
@@ -197,15 +200,23 @@ void engine_swap_in(uint32_t i, bool wait_for_room)
         if (!contexts::with_device_context(devices::at(i).ordinal, engine_move, &again) ||
             !again.ran)
             break;
+        if (again.moved.left_on_host < m.moved.left_on_host) {  // room grows: wait on
+            const uint64_t later = now_ns() + kRoomWaitNs;
+            until = later < first + kRoomWaitMaxNs ? later : first + kRoomWaitMaxNs;
+        }
         m.moved.bytes += again.moved.bytes;
         m.moved.ns += again.moved.ns;
         m.moved.short_of_room = again.moved.short_of_room;
+        m.moved.left_on_host = again.moved.left_on_host;
     }
     note_engine_move(g_gpus[i], m.moved, true);
     if (m.moved.bytes != 0)
         log_debug("swapped in %llu bytes to GPU %u in %llu ms",
                   static_cast<unsigned long long>(m.moved.bytes), i,
                   static_cast<unsigned long long>(m.moved.ns / 1000000));
+    if (m.moved.left_on_host != 0)
+        log_debug("%llu bytes stay in host memory: no room on GPU %u",
+                  static_cast<unsigned long long>(m.moved.left_on_host), i);
 }
 
 // One round of migration of GPU `index`'s managed memory to `location`, on

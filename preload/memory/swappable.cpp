@@ -473,9 +473,7 @@ Moved swap_in(uint32_t gpu, uint64_t budget, CUstream stream)
     if (m.bytes != 0)
         stream_sync(stream);
     m.ns = now_ns() - start;
-    if (on_host != 0)
-        log_debug("%llu bytes stay in host memory: no room on GPU %d",
-                  static_cast<unsigned long long>(on_host), devices::at(gpu).ordinal);
+    m.left_on_host = on_host;
     return m;
 }
 

@@ -49,6 +49,7 @@ struct Moved {
     uint64_t bytes = 0;          // copied
     uint64_t ns = 0;             // the whole move, remapping included
     bool short_of_room = false;  // swap-in: the device refused memory within the budget
+    uint64_t left_on_host = 0;   // swap-in: bytes that stay in host memory
 };
 
 // The process holds GPU `gpu` now (granted, or scheduling failed open): new

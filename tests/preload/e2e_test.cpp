@@ -1568,6 +1568,47 @@ TEST(SwapEngine, HostMemoryMovesToTheGpuWhenRoomAppears)
         << read_text(dir / "fake.log");
 }
 
+// A process that holds the GPU and grows makes nvshared ask a process that
+// does not hold it for room (Shrink): the idle one moves its memory to host
+// memory at once, while it waits, and finds its data intact later. Here 1
+// let go while everything fitted (400 MiB of 512), keeping all of its
+// 200 MiB; then 2 allocates 300 MiB more while it holds the GPU.
+TEST(SwapEngine, AProcessThatDoesNotHoldTheGpuGivesBackTheRoomTheHolderNeeds)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "on", "--capacity", "512M"});
+    const std::map<std::string, std::string> debug{{"NVSHARE_DEBUG", "1"}};
+    Process idle = start_client(dir, daemon.socket(),
+                                {{"--kernels", "1", "--alloc", "200M", "--check-data", "--rounds",
+                                  "2", "--pause-ms", "3000"},
+                                 debug,
+                                 false},
+                                "idle");
+    ASSERT_TRUE(wait_until([&] {
+        return count_events(dir / "fake.log", idle.pid(), "cuLaunchKernel") >= 1;
+    })) << idle.err();
+    Process grows = start_client(dir, daemon.socket(),
+                                 {{"--kernels", "1", "--alloc", "200M", "--late-alloc", "300M",
+                                   "--check-data", "--hold-ms", "500"},
+                                  debug,
+                                  false},
+                                 "grows");
+    expect_clean_exit(grows);
+    expect_clean_exit(idle);
+    for (Process* c : {&idle, &grows}) {
+        EXPECT_NE(c->out().find("data=ok"), std::string::npos) << c->out() << c->err();
+        EXPECT_EQ(faults(dir, c->pid()), 0) << read_text(dir / "fake.log");
+    }
+    EXPECT_NE(grows.out().find("late=ok"), std::string::npos) << grows.out() << grows.err();
+    // 512 MiB less the holder's 500 leave 12 MiB, less than the engine's
+    // headroom: all 200 MiB move, while the idle process waits for nothing.
+    const std::string err = idle.err();
+    const size_t asked = err.find("nvshared asks for room: leaving at most 12 MiB");
+    ASSERT_NE(asked, std::string::npos) << err;
+    EXPECT_NE(err.find("swapped out 209715200 bytes", asked), std::string::npos) << err;
+    EXPECT_NE(err.find("swapped in 209715200 bytes", asked), std::string::npos) << err;
+}
+
 // With NVSHARE_SWAP=managed device allocations are managed memory, as before.
 TEST(SwapEngine, ManagedOnRequest)
 {

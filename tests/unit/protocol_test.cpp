@@ -212,7 +212,10 @@ TEST(Protocol, FixedSizesAreKnownOnlyForFixedTypes)
     EXPECT_FALSE(is_known_type(7));
     EXPECT_FALSE(is_known_type(0));
     EXPECT_TRUE(is_known_type(27));
-    EXPECT_FALSE(is_known_type(28));
+    EXPECT_TRUE(is_known_type(28));
+    EXPECT_FALSE(is_known_type(29));
     EXPECT_TRUE(fixed_payload_size(MsgType::RunAhead, &n));
     EXPECT_EQ(n, sizeof(RunAheadPayload));
+    EXPECT_TRUE(fixed_payload_size(MsgType::Shrink, &n));
+    EXPECT_EQ(n, sizeof(GrantPayload));
 }

@@ -31,7 +31,7 @@ protected:
         now_ += d;
         s_.tick(now_);
     }
-    // Actions since the last call, as "G1" (grant to 1), "D1", "R1", "C1".
+    // Actions since the last call, as "G1" (grant to 1), "D1", "R1", "C1", "S1".
     std::vector<std::string> actions()
     {
         std::vector<std::string> out;
@@ -48,6 +48,7 @@ protected:
             const char* k = a.kind == ActionKind::Grant    ? "G"
                             : a.kind == ActionKind::Drop   ? "D"
                             : a.kind == ActionKind::Revoke ? "R"
+                            : a.kind == ActionKind::Shrink ? "S"
                                                            : "C";
             out.push_back(k + std::to_string(a.client));
         }
@@ -447,7 +448,12 @@ TEST_F(SchedulerTest, AutoSerializesOnlyWhileMemoryExceedsCapacity)
     EXPECT_EQ(actions(), V{"D2"});
     s_.release(2, gpu_bit(0), now_);
     s_.request(2, gpu_bit(0), now_);
-    EXPECT_TRUE(actions().empty()) << "2 now waits for 1, which knows already";
+    // 2 now waits for 1, which knows already. Nobody waited when 2 was
+    // dropped, so it kept everything: 1's 30 GiB and 2's 10 GiB pinned
+    // leave 40 GiB of its 45 managed.
+    EXPECT_EQ(actions(), V{"S2"});
+    ASSERT_NE(last(ActionKind::Shrink), nullptr);
+    EXPECT_EQ(last(ActionKind::Shrink)->keep, 40 * GiB);
     EXPECT_EQ(s_.queue(0), std::vector<ClientId>{2});
 
     s_.report_memory(2, 0, {10 * GiB, 0}, now_);  // back under capacity
@@ -517,6 +523,59 @@ TEST_F(SchedulerTest, ContendedGrantCarriesTheKeep)
     EXPECT_TRUE(acts[0].contended);
     // 12 GiB less 3's 8 GiB and the 4 GiB 1 kept: nothing of 2's may stay.
     EXPECT_EQ(acts[0].keep, 0u);
+}
+
+// A holder that grows asks clients that do not hold the GPU to leave room:
+// those waiting for nothing give first, the next waiter keeps its memory.
+TEST_F(SchedulerTest, ShrinkAsksIdleClientsFirstForTheRoomAHolderNeeds)
+{
+    s_.set_mode(Mode::On, now_);
+    gpu(0, 20 * GiB);
+    for (ClientId id : {1, 2, 3}) {
+        client(id);
+        s_.report_memory(id, 0, {6 * GiB, 0}, now_);  // 18 GiB of 20: fits
+    }
+    for (ClientId id : {1, 2}) {
+        s_.request(id, gpu_bit(0), now_);
+        s_.release(id, gpu_bit(0), now_);  // memory fits: all of it stays
+    }
+    s_.request(3, gpu_bit(0), now_);
+    s_.request(1, gpu_bit(0), now_);  // waits; 2 waits for nothing
+    EXPECT_EQ(actions(), (V{"G1", "G2", "G3", "C3"}));
+
+    s_.report_memory(3, 0, {12 * GiB, 0}, now_);  // 24 GiB of 20
+    // 3 uses 12 GiB: 8 GiB are left, 6 for 1 (next), 2 for 2.
+    EXPECT_EQ(actions(), V{"S2"});
+    ASSERT_NE(last(ActionKind::Shrink), nullptr);
+    EXPECT_EQ(last(ActionKind::Shrink)->keep, 2 * GiB);
+    EXPECT_TRUE(last(ActionKind::Shrink)->oversubscribed);
+
+    s_.report_memory(3, 0, {12 * GiB, 0}, now_);  // the same: asked once
+    EXPECT_TRUE(actions().empty());
+    s_.report_memory(3, 0, {16 * GiB, 0}, now_);  // 4 GiB left: 2 gives all, 1 gives 2
+    EXPECT_EQ(actions(), (V{"S1", "S2"}));
+    EXPECT_EQ(s_.client(1)->kept.at(0), 4 * GiB);
+    EXPECT_EQ(s_.client(2)->kept.at(0), 0u);
+}
+
+// A holder never told that the GPU is oversubscribed moved nothing when it
+// let go: the next holder's room is asked of it.
+TEST_F(SchedulerTest, AReleaseNeverToldOfOversubscriptionKeptEverything)
+{
+    s_.set_mode(Mode::Auto, now_);
+    gpu(0, 80 * GiB);
+    client(1);
+    client(2);
+    s_.report_memory(1, 0, {50 * GiB, 0}, now_);
+    s_.request(1, gpu_bit(0), now_);
+    EXPECT_EQ(actions(), V{"G1"});
+    s_.report_memory(2, 0, {40 * GiB, 0}, now_);  // 90 GiB: 2 waits for nothing yet
+    EXPECT_TRUE(actions().empty());
+    s_.release(1, gpu_bit(0), now_);
+    EXPECT_EQ(s_.client(1)->kept.at(0), 50 * GiB);
+    s_.request(2, gpu_bit(0), now_);
+    EXPECT_EQ(actions(), (V{"G2", "S1"}));
+    EXPECT_EQ(last(ActionKind::Shrink)->keep, 40 * GiB);
 }
 
 TEST_F(SchedulerTest, KeepsEverythingWhereMemoryFits)
