@@ -762,6 +762,41 @@ static double hostvmm_create_host(HostVmm& v)
     return now_s() - t;
 }
 
+// The same with `threads` threads, each making every threads-th chunk (the
+// host chunks must not exist yet); returns seconds. Pinning is the kernel's
+// page allocation and zeroing: does it scale with threads?
+static double hostvmm_create_host_threads(HostVmm& v, int threads)
+{
+    CUmemAllocationProp prop = vmm_prop();
+    prop.location.type = CU_MEM_LOCATION_TYPE_HOST;
+    prop.location.id = 0;
+    const size_t n = v.reserved / v.chunk;
+    v.host.assign(n, 0);
+    CUcontext ctx = nullptr;
+    CU(cuCtxGetCurrent(&ctx));
+    const double t = now_s();
+    std::vector<std::thread> pool;
+    for (int k = 0; k < threads; ++k)
+        pool.emplace_back([&, k] {
+            CU(cuCtxSetCurrent(ctx));
+            for (size_t i = static_cast<size_t>(k); i < n; i += static_cast<size_t>(threads)) {
+                CU(cuMemCreate(&v.host[i], v.chunk, &prop, 0));
+                map_chunk(v.staging + i * v.chunk, v.chunk, v.host[i]);
+            }
+        });
+    for (auto& th : pool)
+        th.join();
+    return now_s() - t;
+}
+
+static void hostvmm_release_host(HostVmm& v)
+{
+    CU(cuMemUnmap(v.staging, v.reserved));
+    for (auto h : v.host)
+        CU(cuMemRelease(h));
+    v.host.clear();
+}
+
 // Copy every chunk user -> staging on `s` (not waited for).
 static void hostvmm_copy(const HostVmm& v, bool out, CUstream s)
 {
@@ -827,6 +862,12 @@ static void section_hostvmm(const Options& o)
     fill(reinterpret_cast<void*>(v.user), N, 7);
     add(m + ": first host chunk create+map (pinning)", "create", N, REF_NONE,
         hostvmm_create_host(v));
+    for (int threads : {2, 4, 8}) {
+        hostvmm_release_host(v);
+        add(m + ": first host chunk create+map, " + std::to_string(threads) +
+                " threads (pinning)",
+            "create", N, REF_NONE, hostvmm_create_host_threads(v, threads));
+    }
     for (int r = 0; r < o.rounds; ++r) {
         double t = now_s();
         hostvmm_copy(v, true, s1);
