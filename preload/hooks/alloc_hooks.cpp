@@ -9,6 +9,7 @@
 #include "preload/driver/hook_table.h"
 #include "preload/env.h"
 #include "preload/lock/lock.h"
+#include "preload/lock/mailbox.h"
 #include "preload/log.h"
 #include "preload/memory/allocations.h"
 #include "preload/memory/array_size.h"
@@ -114,8 +115,15 @@ CUresult allocate_rewritten(CUdeviceptr* dptr, size_t bytes, int gpu)
         f.beyond_capacity = devices::used(index) + bytes > devices::capacity(index);
         if (swap_plan::choose_backing(f) == swap_plan::Backing::Swappable) {
             uint64_t reserved = 0;
-            if (swappable::allocate(dptr, bytes, index, &reserved) == CUDA_SUCCESS) {
+            bool absent = false;
+            if (swappable::allocate(dptr, bytes, index, &reserved, &absent) == CUDA_SUCCESS) {
                 track(Table::Pointers, *dptr, reserved, gpu, Kind::Managed, true, true);
+                if (absent) {
+                    // Before the pointer is returned: no work may reach the
+                    // part that has no memory until the next grant gives it.
+                    gate_close();
+                    mailbox::want_yield();
+                }
                 return CUDA_SUCCESS;
             }
             // Neither the GPU nor pinned host memory has room, or no VMM: managed.

@@ -47,6 +47,8 @@ constexpr uint64_t kPromotePollNs = 200ull * 1000 * 1000;
 // How long memory of ours may wait in host memory for the room others are
 // asked to give back before we let go at an idle gap to make room.
 constexpr uint64_t kStrandedPatienceNs = 1000ull * 1000 * 1000;
+// Host memory made ahead, beyond nvshared's latest Shrink, while we wait.
+constexpr uint64_t kShrinkAhead = 2ull << 30;
 // Before an eviction, calls still in the driver get this long to leave it.
 constexpr uint64_t kQuietWaitNs = 100ull * 1000 * 1000;
 // The program's work waits at most this long for a swap-in to finish.
@@ -228,6 +230,7 @@ void ClientLoop::on_grant(const proto::GrantPayload& g, uint64_t now)
     gate_set_bounded((g.flags & proto::kGrantBounded) != 0);
     s_.lock.granted(g);
     s_.prestaging = true;
+    s_.shrink_keep = UINT64_MAX;
     s_.next_idle_check = now + config().idle_release_ms * 1000000ull;
     s_.quiet_since = now;
     mailbox::clear_want();
@@ -268,6 +271,8 @@ void ClientLoop::shrink(uint64_t gpus, uint64_t keep_bytes)
               static_cast<unsigned long long>(keep_bytes >> 20));
     residency::before_release(gpus & all, true, keep_bytes, now_ns() + kEvictLimitNs);
     report_stats();
+    s_.shrink_keep = keep_bytes;
+    s_.prestaging = true;  // the holder may grow on: make host memory ahead
 }
 
 void ClientLoop::on_revoked()
@@ -420,6 +425,20 @@ void ClientLoop::release_if_idle(uint64_t now)
     }
 }
 
+// An allocation found the GPU full while we share it and closed the gate:
+// let go (nothing of ours moves: the GPU was not oversubscribed when it was
+// granted) and ask again, for a grant that has room for it.
+void ClientLoop::yield_if_asked(uint64_t now)
+{
+    if (!mailbox::take_yield() || s_.lock.state() != HoldState::Holding)
+        return;
+    gate_close();
+    drain(now + kIdleDrainLimitNs);
+    release(now + kEvictLimitNs);
+    mailbox::set_want();  // the program's work waits at the gate
+    log_debug("released: the GPU is full while shared");
+}
+
 // Our data is back (or took too long): the program's work may go on.
 void ClientLoop::finish_swap_in(uint64_t now)
 {
@@ -452,8 +471,10 @@ void ClientLoop::report_memory(uint64_t now, bool requesting)
         conn_.send(proto::MsgType::Memory, r);
         sent = true;
     }
-    if (sent)
+    if (sent) {
         s_.last_report = now;
+        s_.prestaging = true;  // new memory may need host memory made ahead
+    }
 }
 
 void ClientLoop::request_lock(uint64_t now)
@@ -469,18 +490,22 @@ void ClientLoop::request_lock(uint64_t now)
 
 // While we hold an oversubscribed GPU that others wait for, the host memory
 // our next swap-out copies into is made ahead, a step at a time, while the
-// program's work runs: pinning it costs ~10 times the copy.
+// program's work runs: pinning it costs ~10 times the copy. Likewise, once
+// nvshared asked us for room while we wait, for kShrinkAhead more: a holder
+// that grows asks again, and its work runs over the bus until we give it.
 void ClientLoop::prestage()
 {
     if (!s_.prestaging)
         return;
-    if (s_.lock.state() != HoldState::Holding || !s_.lock.contended() ||
-        !s_.lock.oversubscribed()) {
-        s_.prestaging = false;
-        return;
-    }
     const uint64_t all = s_.gpu_count >= 64 ? ~0ull : (1ull << s_.gpu_count) - 1;
-    s_.prestaging = residency::prestage(all, s_.lock.keep_bytes());
+    if (s_.lock.state() == HoldState::Holding && s_.lock.contended() && s_.lock.oversubscribed()) {
+        s_.prestaging = residency::prestage(all, s_.lock.keep_bytes());
+    } else if (!s_.lock.holds() && s_.shrink_keep != UINT64_MAX) {
+        const uint64_t keep = s_.shrink_keep > kShrinkAhead ? s_.shrink_keep - kShrinkAhead : 0;
+        s_.prestaging = residency::prestage(all, keep);
+    } else {
+        s_.prestaging = false;
+    }
 }
 
 // While we hold the GPU, memory that found no room on the device moves there
@@ -509,6 +534,7 @@ void ClientLoop::work(uint64_t now)
     if (!s_.welcomed)
         return;
     finish_drop(now);
+    yield_if_asked(now);
     release_if_idle(now);
     prestage();
     promote(now);
@@ -538,7 +564,7 @@ int ClientLoop::timeout_ms(uint64_t now) const
         consider(s_.next_idle_check);
     if (residency::busy())
         consider(now + kSwapPollNs);
-    if (s_.prestaging && s_.lock.state() == HoldState::Holding)
+    if (s_.prestaging && (s_.lock.state() == HoldState::Holding || !s_.lock.holds()))
         consider(now);  // the next step at once
     if (s_.lock.state() == HoldState::Holding && residency::stranded() != 0)
         consider(s_.next_promote_check);

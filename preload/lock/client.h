@@ -30,6 +30,8 @@ struct Session {
     // Host memory for the next swap-out may still be made ahead
     // (residency::prestage): set by a grant and by contention.
     bool prestaging = false;
+    // The latest Shrink's keep while we do not hold the GPU (UINT64_MAX: none).
+    uint64_t shrink_keep = UINT64_MAX;
     uint64_t next_promote_check = 0;
     uint64_t stranded_since = 0;  // memory of ours found no room on the device (0: none)
 };
@@ -63,6 +65,7 @@ private:
     void work(uint64_t now);
     void finish_drop(uint64_t now);
     void release_if_idle(uint64_t now);
+    void yield_if_asked(uint64_t now);
     void finish_swap_in(uint64_t now);
     void report_memory(uint64_t now, bool requesting);
     void request_lock(uint64_t now);

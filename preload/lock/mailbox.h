@@ -24,6 +24,12 @@ void set_want();
 void clear_want();
 bool wanted();
 
+// An allocation found the GPU full while this process shares it with
+// others (the gate is closed already): let go, and wait for a grant that
+// has room (the client thread takes the request).
+void want_yield();
+bool take_yield();
+
 // nvshared's settings arrived, or we failed open: first allocations wait
 // for this at most a while.
 void set_ready();

@@ -30,6 +30,10 @@ constexpr double kAssumedSwapInRate = 48e9;
 // The swap engine's copies run at the bus's speed, about 50 GB/s each way
 // on PCIe 5 (bench/README.md, "Swap mechanisms"); assumed until measured.
 constexpr double kAssumedSwapEngineRate = 40e9;
+// Pinning host memory for the swap engine (cuMemCreate of host-located
+// memory) ran at 3.6-4.9 GB/s on an H200 host, whatever the number of
+// threads (bench/README.md, "Swap mechanisms").
+constexpr double kAssumedPinRate = 4e9;
 // A move shorter than this says little about the rate.
 constexpr uint64_t kRateSampleBytes = 256ull << 20;
 // What the swap engine keeps on the GPU is less than nvshared allows by a
@@ -44,8 +48,10 @@ constexpr uint64_t kKeepHeadroomShare = 32;
 // are still giving back (a process that just ended is freed by the driver
 // after its socket closed): the engine tries again until the room stops
 // growing for this long, at most kRoomWaitMaxNs, before it leaves chunks in
-// host memory (where they run over the bus until promoted).
+// host memory (where they run over the bus until promoted). Shorter on a
+// GPU shared with others, whose memory may be what fills it.
 constexpr uint64_t kRoomWaitNs = 500ull * 1000 * 1000;
+constexpr uint64_t kSharedRoomWaitNs = 100ull * 1000 * 1000;
 constexpr uint64_t kRoomWaitMaxNs = 10ull * 1000 * 1000 * 1000;
 constexpr uint64_t kRoomPollNs = 20ull * 1000 * 1000;
 // Memory in host memory while we hold the GPU moves to the device once the
@@ -183,17 +189,17 @@ void note_engine_move(GpuState& g, const swappable::Moved& m, bool in)
 }
 
 // The swap engine's swap-in on GPU `i`: memory for what has none, data back
-// from host memory (waited for). `wait_for_room`: the GPU is ours alone, so
-// memory the device refuses is memory the previous holder still gives back.
-void engine_swap_in(uint32_t i, bool wait_for_room)
+// from host memory (waited for), waiting `patience` ns at a time for room
+// that others still give back (0: not at all).
+void engine_swap_in(uint32_t i, uint64_t patience)
 {
     EngineMove m{i, true, engine_budget(i), {}};
     if (!contexts::with_device_context(devices::at(i).ordinal, engine_move, &m) || !m.ran)
         return;
     // Short of room: what others give back may still be on its way.
     const uint64_t first = now_ns();
-    uint64_t until = first + kRoomWaitNs;
-    while (wait_for_room && m.moved.short_of_room && now_ns() < until) {
+    uint64_t until = first + patience;
+    while (m.moved.short_of_room && now_ns() < until) {
         const timespec pause{0, static_cast<long>(kRoomPollNs)};
         nanosleep(&pause, nullptr);
         EngineMove again{i, true, engine_budget(i), {}};
@@ -201,7 +207,7 @@ void engine_swap_in(uint32_t i, bool wait_for_room)
             !again.ran)
             break;
         if (again.moved.left_on_host < m.moved.left_on_host) {  // room grows: wait on
-            const uint64_t later = now_ns() + kRoomWaitNs;
+            const uint64_t later = now_ns() + patience;
             until = later < first + kRoomWaitMaxNs ? later : first + kRoomWaitMaxNs;
         }
         m.moved.bytes += again.moved.bytes;
@@ -285,7 +291,8 @@ bool on_grant(uint64_t gpus, bool oversubscribed, bool exclusive)
             continue;
         // Always, before the program's work runs: its swappable memory must
         // be there (also inside a capture: the engine's stream is its own).
-        engine_swap_in(i, exclusive);
+        swappable::set_shared_hold(i, !exclusive);
+        engine_swap_in(i, exclusive ? kRoomWaitNs : kSharedRoomWaitNs);
         if (g.in_flight)
             continue;
         if (config().prefetch == Policy::Off || contexts::active_captures() > 0)
@@ -470,13 +477,15 @@ void promote()
 {
     for (uint32_t i = 0; i < devices::count(); ++i)
         if (swappable::stranded_bytes(i) != 0)
-            engine_swap_in(i, false);
+            engine_swap_in(i, 0);
 }
 
 void fail_open()
 {
-    for (uint32_t i = 0; i < devices::count(); ++i)
-        engine_swap_in(i, false);
+    for (uint32_t i = 0; i < devices::count(); ++i) {
+        swappable::set_shared_hold(i, false);  // no grant is coming: memory now
+        engine_swap_in(i, 0);
+    }
 }
 
 Stats& stats(uint32_t gpu)
@@ -488,13 +497,24 @@ uint64_t switch_cost_ns(bool oversubscribed, uint64_t keep_bytes)
 {
     if (!wanted(config().evict, oversubscribed))
         return 0;  // nothing moves when we let go
-    const uint64_t keep = keep_on_eviction(keep_bytes);
-    double most = 0;
+    double most = 0, pinning = 0;
     for (uint32_t i = 0; i < devices::count(); ++i) {
         const GpuState& g = g_gpus[i];
+        // nvshared counts the next holder's memory as it is now; one that is
+        // still allocating (a program starting) needs more when it runs. A
+        // switch is counted as if it needed at least as much as we have:
+        // letting go too early costs both sides a swap each way, keeping
+        // the GPU at most the quantum.
+        const uint64_t cap = devices::capacity(i), own = devices::used(i);
+        const uint64_t as_big = cap > own ? cap - own : 0;
+        const uint64_t allowed = keep_bytes < as_big ? keep_bytes : as_big;
+        const uint64_t keep = keep_on_eviction(allowed);
         // The swap engine's memory stays first (as before_release keeps it).
         const uint64_t engine = swappable::device_bytes(i);
         const uint64_t engine_kept = engine_keep(i, keep);
+        const double pin =
+            static_cast<double>(swappable::unstaged_bytes(i, engine_kept)) / kAssumedPinRate;
+        pinning = pin > pinning ? pin : pinning;
         const uint64_t engine_moved = engine > engine_kept ? engine - engine_kept : 0;
         const uint64_t keep_left = keep > engine ? keep - engine : 0;
         const int64_t managed = devices::at(i).managed.load(std::memory_order_relaxed) -
@@ -512,8 +532,9 @@ uint64_t switch_cost_ns(bool oversubscribed, uint64_t keep_bytes)
         most = ours > most ? ours : most;
     }
     // The next holder pays as much: it brings in what takes our room now and
-    // moves it out again when we come back.
-    return static_cast<uint64_t>(2 * most * 1e9);
+    // moves it out again when we come back. Host memory not made ahead yet
+    // is pinned as our swap-out goes.
+    return static_cast<uint64_t>((2 * most + pinning) * 1e9);
 }
 
 void reset_after_fork()

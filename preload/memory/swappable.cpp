@@ -45,6 +45,7 @@ size_t g_capacity = 0;
 pthread_mutex_t g_mutex = PTHREAD_MUTEX_INITIALIZER;
 // Per GPU: the process holds it (allocations get device memory at once).
 bool g_resident[devices::kMaxGpus];
+std::atomic<bool> g_shared_hold[devices::kMaxGpus];
 // Chunks with no memory: absent_at() has nothing to look for while 0.
 std::atomic<uint64_t> g_absent{0};
 // Per GPU, bytes of swappable memory in all and on the device.
@@ -344,8 +345,9 @@ bool beyond_keep(const Record& r, uint32_t i, swap_plan::Budget& stay)
 
 }  // namespace
 
-CUresult allocate(CUdeviceptr* dptr, uint64_t bytes, uint32_t gpu, uint64_t* reserved)
+CUresult allocate(CUdeviceptr* dptr, uint64_t bytes, uint32_t gpu, uint64_t* reserved, bool* absent)
 {
+    *absent = false;
     const devices::Gpu& g = devices::at(gpu);
     const swap_plan::Layout layout = swap_plan::layout(bytes, g.swap_granularity);
     auto reserve = NVS_REAL(cuMemAddressReserve);
@@ -377,11 +379,18 @@ CUresult allocate(CUdeviceptr* dptr, uint64_t bytes, uint32_t gpu, uint64_t* res
     // what the device cannot hold goes to host memory, never to managed
     // memory, whose page faults the driver cannot serve on a GPU full of
     // memory it cannot evict (an illegal address, seen on an H100).
+    // Sharing the GPU, what is full may be the others' memory: the rest
+    // waits for a grant with room (the caller lets go), pinning nothing.
     bool ok = true;
-    uint64_t on_host = 0;
+    uint64_t on_host = 0, left_absent = 0;
+    const bool shared = g_shared_hold[gpu].load(std::memory_order_relaxed);
     for (uint32_t i = 0; g_resident[gpu] && i < layout.count && ok; ++i) {
-        if (on_host == 0 && place_on_device(*r, i))
+        if (on_host == 0 && left_absent == 0 && place_on_device(*r, i))
             continue;
+        if (shared) {
+            left_absent += layout.size_of(i);
+            continue;
+        }
         ok = place_on_host(*r, i);
         on_host += layout.size_of(i);
     }
@@ -390,12 +399,18 @@ CUresult allocate(CUdeviceptr* dptr, uint64_t bytes, uint32_t gpu, uint64_t* res
             "GPU %d is full: %llu bytes of a new allocation live in host memory until the "
             "next grant",
             r->ordinal, static_cast<unsigned long long>(on_host));
+    if (ok && left_absent != 0)
+        log_debug(
+            "GPU %d is full while shared: %llu bytes of a new allocation wait for the next "
+            "grant; letting go",
+            r->ordinal, static_cast<unsigned long long>(left_absent));
     if (!ok || !append(r)) {
         destroy(r);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     *dptr = r->ptr;
     *reserved = layout.reserved;
+    *absent = left_absent != 0;
     return CUDA_SUCCESS;
 }
 
@@ -574,6 +589,24 @@ bool prestage(uint32_t gpu, uint64_t keep, uint64_t max_bytes)
     return more;
 }
 
+uint64_t unstaged_bytes(uint32_t gpu, uint64_t keep)
+{
+    Lock lock;
+    swap_plan::Budget stay(keep);
+    uint64_t bytes = 0;
+    for_each_chunk(gpu, [&](Record& r, uint32_t i) {
+        if (beyond_keep(r, i, stay) && r.chunks[i].host == 0)
+            bytes += r.layout.size_of(i);
+        return true;
+    });
+    return bytes;
+}
+
+void set_shared_hold(uint32_t gpu, bool shared)
+{
+    g_shared_hold[gpu].store(shared, std::memory_order_relaxed);
+}
+
 void let_go(uint32_t gpu)
 {
     Lock lock;
@@ -605,6 +638,7 @@ void reset_after_fork()
     g_absent.store(0);
     for (uint32_t i = 0; i < devices::kMaxGpus; ++i) {
         g_resident[i] = false;
+        g_shared_hold[i].store(false);
         g_total[i].store(0);
         g_device[i].store(0);
         g_host[i].store(0);

@@ -31,7 +31,18 @@ namespace nvshare::preload::swappable {
 // has room); otherwise it is Absent until the next grant. Errors: the
 // driver's.
 // `reserved`: what it takes on the GPU (a multiple of the granularity).
-CUresult allocate(CUdeviceptr* dptr, uint64_t bytes, uint32_t gpu, uint64_t* reserved);
+// `absent`: set where the process holds the GPU shared with others
+// (set_shared_hold) and the device is full: the chunks that found no room
+// stay Absent instead of going to host memory, and the caller must keep the
+// program's work off the GPU until the next grant.
+CUresult allocate(CUdeviceptr* dptr, uint64_t bytes, uint32_t gpu, uint64_t* reserved,
+                  bool* absent);
+
+// The process holds GPU `gpu` together with others (a grant that is not
+// exclusive): an allocation that finds the device full waits for the next
+// grant (see allocate) rather than pinning host memory, since the others'
+// memory may be what fills it.
+void set_shared_hold(uint32_t gpu, bool shared);
 
 // Frees the swappable allocation that starts at `ptr`; false if there is none
 // (nothing done).
@@ -71,6 +82,10 @@ Moved swap_out(uint32_t gpu, uint64_t keep, CUstream stream);
 // swap_out(gpu, keep) would move now and that have none yet. True if more
 // such chunks remain. Any thread; no context needed.
 bool prestage(uint32_t gpu, uint64_t keep, uint64_t max_bytes);
+
+// Bytes that a swap_out(gpu, keep) would move now whose host memory is not
+// made yet (pinning them costs ~10 times the copy). Any thread.
+uint64_t unstaged_bytes(uint32_t gpu, uint64_t keep);
 
 // The process no longer holds GPU `gpu` and nothing moves (released without
 // oversubscription, revoked): new allocations wait for the next grant.

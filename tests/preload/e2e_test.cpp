@@ -1540,6 +1540,37 @@ TEST(SwapEngine, AllocationOnAFullGpuLivesInHostMemory)
     EXPECT_EQ(count_events(log, p.pid(), "alloc managed"), 0) << read_text(log);
 }
 
+// Sharing the GPU (auto mode, memory fits as nvshared counts it), an
+// allocation that finds the device full does not pin host memory: what has
+// no room waits for the next grant, and the process lets go at once (the
+// others' memory may be what fills it); its work waits at the gate, and the
+// grant gives the memory (here the fake's 512 MiB are still full: host
+// memory).
+TEST(SwapEngine, AnAllocationThatFindsASharedGpuFullWaitsForTheNextGrant)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "auto", "--capacity", "1G"});
+    Process p =
+        start_client(dir, daemon.socket(),
+                     {{"--kernels", "1", "--alloc", "300M", "--late-alloc", "300M", "--check-data",
+                       "--hold-ms", "100"},
+                      {{"FAKECUDA_MEMORY", std::to_string(512ull << 20)}, {"NVSHARE_DEBUG", "1"}},
+                      false},
+                     "p");
+    expect_clean_exit(p);
+    EXPECT_NE(p.out().find("late=ok"), std::string::npos) << p.out() << p.err();
+    EXPECT_NE(p.out().find("data=ok"), std::string::npos) << p.out() << p.err();
+    EXPECT_EQ(faults(dir, p.pid()), 0) << read_text(dir / "fake.log");
+    const std::string err = p.err();
+    const size_t full = err.find("GPU 0 is full while shared");
+    ASSERT_NE(full, std::string::npos) << err;
+    const size_t released = err.find("released: the GPU is full while shared", full);
+    ASSERT_NE(released, std::string::npos) << err;
+    EXPECT_NE(err.find("lock granted", released), std::string::npos) << err;
+    EXPECT_GE(count_events(dir / "fake.log", p.pid(), "alloc vmm-host"), 1)
+        << read_text(dir / "fake.log");
+}
+
 // Memory that went to host memory for want of room moves to the GPU while
 // the process holds it, as soon as room appears (here: the process frees its
 // first allocation), and keeps its data.
