@@ -410,7 +410,10 @@ void ClientLoop::release_if_idle(uint64_t now)
         // for is not idleness).
         const bool was_busy = drained - now > kInFlightNs;
         if (!gate_active()) {  // still idle: nobody set ACTIVE
-            gaps_.idle_since(was_busy ? drained : now);
+            // The pause began when the work ran out, not when we looked: a
+            // pause measured from the end of a long hold reads short, and
+            // one such reading kept holders waiting out every later pause.
+            gaps_.idle_since(was_busy ? drained : s_.quiet_since);
             if (was_busy && hold != 0) {
                 s_.quiet_since = drained;
                 s_.next_idle_check = drained + hold;
