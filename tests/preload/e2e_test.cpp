@@ -61,9 +61,11 @@ int count_lines_containing(const std::string& text, const std::string& needle)
     return n;
 }
 
-void expect_clean_exit(Process& p)
+// `timeout`: longer where the sanitizer builds make the fake's copies slow
+// (a swap of 222 MiB took 4-7 s under TSan).
+void expect_clean_exit(Process& p, std::chrono::milliseconds timeout = std::chrono::seconds(60))
 {
-    EXPECT_EQ(p.wait(), 0) << "stdout:\n" << p.out() << "stderr:\n" << p.err();
+    EXPECT_EQ(p.wait(timeout), 0) << "stdout:\n" << p.out() << "stderr:\n" << p.err();
 }
 
 // ---- routes: every way a program reaches the driver is gated --------------------
@@ -1407,8 +1409,8 @@ TEST(SwapEngine, SwapsChunksOutAndInAndKeepsTheData)
                         "--check-data", "--hold-ms", "300"},
                        {{"NVSHARE_DEBUG", "1"}},
                        false});
-    expect_clean_exit(p.a);
-    expect_clean_exit(p.b);
+    expect_clean_exit(p.a, seconds(240));
+    expect_clean_exit(p.b, seconds(240));
     for (Process* c : {&p.a, &p.b}) {
         EXPECT_NE(c->out().find("data=ok"), std::string::npos) << c->out() << c->err();
         EXPECT_EQ(faults(dir, c->pid()), 0) << read_text(dir / "fake.log");
@@ -1456,8 +1458,8 @@ TEST(SwapEngine, WorkWaitsForTheSwapIn)
         wait_until([&] { return sum_over_clients(daemon.status(), "swap_ins") >= 2; }, seconds(60)))
         << daemon.status().dump();
     touch(stop);
-    expect_clean_exit(p.a);
-    expect_clean_exit(p.b);
+    expect_clean_exit(p.a, seconds(180));
+    expect_clean_exit(p.b, seconds(180));
     const auto work = read_work(dir / "fake.log");
     int copies = 0;
     for (Process* c : {&p.a, &p.b}) {
@@ -1603,18 +1605,20 @@ TEST(SwapEngine, HostMemoryMovesToTheGpuWhenRoomAppears)
 // does not hold it for room (Shrink): the idle one moves its memory to host
 // memory at once, while it waits, and finds its data intact later. Here 1
 // let go while everything fitted (400 MiB of 512), keeping all of its
-// 200 MiB; then 2 allocates 300 MiB more while it holds the GPU.
+// 200 MiB; then 2 allocates 300 MiB more while it holds the GPU. 1 stays
+// idle until it has given the room back, then checks its data.
 TEST(SwapEngine, AProcessThatDoesNotHoldTheGpuGivesBackTheRoomTheHolderNeeds)
 {
     TempDir dir;
     Daemon daemon(dir, {"--anti-thrashing", "on", "--capacity", "512M"});
     const std::map<std::string, std::string> debug{{"NVSHARE_DEBUG", "1"}};
-    Process idle = start_client(dir, daemon.socket(),
-                                {{"--kernels", "1", "--alloc", "200M", "--check-data", "--rounds",
-                                  "2", "--pause-ms", "3000"},
-                                 debug,
-                                 false},
-                                "idle");
+    const std::string given = dir / "given";
+    Process idle =
+        start_client(dir, daemon.socket(),
+                     {{"--kernels", "1", "--alloc", "200M", "--check-data", "--pause-until", given},
+                      debug,
+                      false},
+                     "idle");
     ASSERT_TRUE(wait_until([&] {
         return count_events(dir / "fake.log", idle.pid(), "cuLaunchKernel") >= 1;
     })) << idle.err();
@@ -1624,8 +1628,13 @@ TEST(SwapEngine, AProcessThatDoesNotHoldTheGpuGivesBackTheRoomTheHolderNeeds)
                                   debug,
                                   false},
                                  "grows");
-    expect_clean_exit(grows);
-    expect_clean_exit(idle);
+    EXPECT_TRUE(wait_until(
+        [&] { return idle.err().find("swapped out 209715200 bytes") != std::string::npos; },
+        seconds(180)))
+        << idle.err();
+    touch(given);
+    expect_clean_exit(grows, seconds(180));
+    expect_clean_exit(idle, seconds(180));
     for (Process* c : {&idle, &grows}) {
         EXPECT_NE(c->out().find("data=ok"), std::string::npos) << c->out() << c->err();
         EXPECT_EQ(faults(dir, c->pid()), 0) << read_text(dir / "fake.log");

@@ -48,6 +48,9 @@ struct Options {
     std::string wait_flag;  // --wait-flag: see flag_wait()
     std::string barrier;
     std::string until;
+    // --pause-until FILE: after the first round, a CPU phase (GPU idle)
+    // until FILE exists, before the rounds that follow and the checks.
+    std::string pause_until;
     std::string dlopen_copy;  // another libnvshare.so to dlopen and call into first
     int hold_ms = 0;
     int rounds = 1;
@@ -615,6 +618,8 @@ bool parse(int argc, char** argv)
             opt.barrier = next();
         else if (a == "--until")
             opt.until = next();
+        else if (a == "--pause-until")
+            opt.pause_until = next();
         else if (a == "--hold-ms")
             opt.hold_ms = atoi(next());
         else if (a == "--rounds")
@@ -686,6 +691,8 @@ int main(int argc, char** argv)
         meminfo();
     if (!opt.wait_flag.empty())
         flag_wait();
+    if (!opt.pause_until.empty())
+        wait_for(opt.pause_until);
     for (int r = 1; r < opt.rounds; ++r) {
         usleep(static_cast<useconds_t>(opt.pause_ms) * 1000);  // a CPU phase: GPU idle
         run_round();
