@@ -72,6 +72,7 @@ struct ClientRecord {
     ClientInfo info;
     std::vector<GpuIndex> gpus;  // in the client's Hello order: local index -> GpuIndex
     std::map<GpuIndex, MemoryUse> memory;
+    std::optional<TimePoint> grew_at;  // when its memory last grew (on any GPU)
     std::map<GpuIndex, SwapStats> swaps;
     std::map<GpuIndex, Duration> last_swap_in;  // its own latest bulk swap-in
     // Managed memory it left on each oversubscribed GPU when it last let go
@@ -94,6 +95,7 @@ struct ClientRecord {
 
     GpuSet held = 0;  // while Holding
     TimePoint granted_at{};
+    std::optional<TimePoint> first_granted_at;  // its start (policy::settled_at)
     bool contended_sent = false;
     bool bounded_sent = false;                 // told to keep its queued work short (this hold)
     std::optional<TimePoint> contended_since;  // first told that others want its GPUs

@@ -387,6 +387,8 @@ bool Scheduler::report_memory(ClientId id, GpuIndex gpu, MemoryUse use, TimePoin
     if (c == nullptr || (c->registered() & gpu_bit(gpu)) == 0)
         return true;
     MemoryUse& slot = c->memory[gpu];
+    if (use.total() > slot.total())
+        c->grew_at = now;
     // Bounded reports from at most a million clients: no sum can wrap.
     queues_[gpu].requested = queues_[gpu].requested - slot.total() + use.total();
     const bool pinned_changed = slot.pinned != use.pinned;
@@ -619,11 +621,12 @@ void Scheduler::refresh_exclusive(TimePoint now)
     const GpuSet soft = compute_soft();
     if (e == exclusive_ && soft == soft_)
         return;
+    const GpuSet became_exclusive = e & ~exclusive_;
     exclusive_ = e;
     soft_ = soft;
     wait_dirty_ = ~GpuSet{0};
     room_dirty_ = ~GpuSet{0};
-    reschedule_all(now);
+    reschedule_all(now, became_exclusive);
 }
 
 void Scheduler::enqueue(ClientRecord& c)
@@ -718,12 +721,23 @@ int Scheduler::best_waiting_class(GpuSet gpus) const
 TimePoint Scheduler::join_time(const ClientRecord& c, GpuIndex gpu, TimePoint now) const
 {
     std::vector<policy::HolderBurst> holders;
+    TimePoint settled{};  // when the holders that are still starting have settled
+    const bool waits_for_starts = c.info.priority != Priority::Interactive && starting(c, now);
     for (ClientId h : gpus_[gpu].holders) {
         const ClientRecord& o = clients_.at(h);
         holders.push_back({o.burst, now - o.granted_at});
+        if (waits_for_starts)
+            settled = std::max(settled, settled_time(o));
     }
-    return c.waiting_since + policy::join_after(c.info.priority, c.burst, now - c.waiting_since,
-                                                holders, time_quantum_of(gpu));
+    return std::max(settled, c.waiting_since + policy::join_after(c.info.priority, c.burst,
+                                                                  now - c.waiting_since, holders,
+                                                                  time_quantum_of(gpu)));
+}
+
+TimePoint Scheduler::settled_time(const ClientRecord& c) const
+{
+    return c.first_granted_at ? policy::settled_at(*c.first_granted_at, c.grew_at)
+                              : TimePoint::max();
 }
 
 size_t Scheduler::share_cap(uint32_t uid, GpuIndex gpu) const
@@ -763,12 +777,20 @@ bool Scheduler::over_share(const ClientRecord& c, GpuIndex gpu) const
     return before >= share_cap(c.info.uid, gpu);
 }
 
-bool Scheduler::wanted_by_others(const ClientRecord& c) const
+bool Scheduler::wanted_by_others(const ClientRecord& c, TimePoint now) const
 {
     bool any = false;
     for_each_gpu(c.held & scheduled(), [&](GpuIndex g) {
-        any |= !queues_[g].waiting.empty() ||
-               ((soft_ & gpu_bit(g)) != 0 && gpus_[g].holders.size() > 1);
+        if ((soft_ & gpu_bit(g)) == 0) {
+            any |= !queues_[g].waiting.empty();
+            return;
+        }
+        // Softly, processes that are still starting join without making
+        // the others hand over: they would hand over into a start.
+        for (const auto& [seq, id] : queues_[g].waiting)
+            any |= !starting(clients_.at(id), now);
+        for (ClientId h : gpus_[g].holders)
+            any |= h != c.id && !starting(clients_.at(h), now);
     });
     return any;
 }
@@ -778,8 +800,12 @@ void Scheduler::admit(GpuSet gpus, TimePoint now)
     for_each_gpu(gpus & soft_, [&](GpuIndex g) {
         for (ClientId id : ordered(g, now)) {
             ClientRecord& w = clients_.at(id);
-            if (w.phase == Phase::Waiting && grantable(w, now))
+            if (w.phase != Phase::Waiting)
+                continue;
+            if (grantable(w, now))
                 grant(w, now);
+            else
+                update_deadline(w);  // a holder granted just now may still be starting
         }
     });
 }
@@ -825,6 +851,8 @@ void Scheduler::grant(ClientRecord& c, TimePoint now)
     c.wanted = 0;
     c.wait_sent.clear();
     c.granted_at = now;
+    if (!c.first_granted_at)
+        c.first_granted_at = now;
     c.waited_total += now - c.waiting_since;
     c.grants++;
     c.keep_offered = 0;  // a release nobody asked for evicts everything
@@ -835,7 +863,7 @@ void Scheduler::grant(ClientRecord& c, TimePoint now)
         gpus_[g].holders.push_back(c.id);
         gpus_[g].grants++;
     });
-    c.contended_sent = wanted_by_others(c);
+    c.contended_sent = wanted_by_others(c, now);
     // Bounded from its first submission, if a higher class is here.
     c.bounded_sent = should_bound(c);
     if (c.bounded_sent)
@@ -847,19 +875,14 @@ void Scheduler::grant(ClientRecord& c, TimePoint now)
     push(ActionKind::Grant, c, c.held);
     actions_.back().bounded = c.bounded_sent;
     update_deadline(c);
-    // Joined others softly: they are told, so that they hand over at the
-    // end of their burst, and their share may have changed.
+    // Joined others softly: once it has started they are told, so that they
+    // hand over at the end of their burst, and their share may have changed.
     for_each_gpu(c.held & soft_, [&](GpuIndex g) {
         for (ClientId h : gpus_[g].holders) {
-            ClientRecord& o = clients_.at(h);
             if (h == c.id)
                 continue;
-            if (!o.contended_sent) {
-                o.contended_sent = true;
-                o.contended_since = now;
-                push(ActionKind::Contended, o, o.held & scheduled());
-            }
-            update_deadline(o);
+            tell_contended(clients_.at(h), now);
+            update_deadline(clients_.at(h));
         }
     });
 }
@@ -1069,18 +1092,21 @@ void Scheduler::try_heads(GpuSet freed, TimePoint now)
 void Scheduler::notify_contention(GpuSet gpus, TimePoint now)
 {
     for_each_gpu(gpus & scheduled(), [&](GpuIndex g) {
-        if (queues_[g].waiting.empty())
-            return;
         for (ClientId h : gpus_[g].holders) {
             ClientRecord& holder = clients_.at(h);
-            if (!holder.contended_sent) {
-                holder.contended_sent = true;
-                holder.contended_since = now;
-                push(ActionKind::Contended, holder, holder.held & scheduled());
-            }
+            tell_contended(holder, now);
             update_deadline(holder);
         }
     });
+}
+
+void Scheduler::tell_contended(ClientRecord& c, TimePoint now)
+{
+    if (c.contended_sent || !wanted_by_others(c, now))
+        return;
+    c.contended_sent = true;
+    c.contended_since = now;
+    push(ActionKind::Contended, c, c.held & scheduled());
 }
 
 std::optional<TimePoint> Scheduler::quantum_end(const ClientRecord& c) const
@@ -1105,6 +1131,16 @@ void Scheduler::update_deadline(ClientRecord& c)
             want = c.drop_deadline;
         } else {
             want = quantum_end(c);
+        }
+        // Told that others want its GPUs once those it shares with started.
+        if (!c.contended_sent) {
+            for_each_gpu(c.held & soft_, [&](GpuIndex g) {
+                for (ClientId h : gpus_[g].holders) {
+                    const TimePoint at = settled_time(clients_.at(h));
+                    if (h != c.id && at > now_ && at != TimePoint::max() && (!want || at < *want))
+                        want = at;
+                }
+            });
         }
     } else if (c.phase == Phase::Waiting) {
         // When it may join the holders of a GPU taken in turns softly.
@@ -1133,7 +1169,7 @@ void Scheduler::update_holder_deadlines(GpuSet gpus)
 
 // The set of exclusive GPUs changed (mode, capacity or reported memory):
 // look at everybody.
-void Scheduler::reschedule_all(TimePoint now)
+void Scheduler::reschedule_all(TimePoint now, GpuSet became_exclusive)
 {
     // A GPU that became exclusive while several clients run on it keeps the
     // one granted first; the others are asked to let go.
@@ -1163,11 +1199,11 @@ void Scheduler::reschedule_all(TimePoint now)
 
     for (auto& [id, c] : clients_) {
         if (c.phase == Phase::Holding) {
-            if (!c.contended_sent && wanted_by_others(c)) {
-                c.contended_sent = true;
-                c.contended_since = now;
+            // One told while its GPU was shared learns that it now takes
+            // turns there (its allocations may then wait for room).
+            if (c.contended_sent && !c.drop_sent && (c.held & became_exclusive) != 0)
                 push(ActionKind::Contended, c, c.held & scheduled());
-            }
+            tell_contended(c, now);
         }
         update_deadline(c);
     }
@@ -1200,6 +1236,7 @@ void Scheduler::tick(TimePoint now)
         }
         if (c.phase != Phase::Holding)
             continue;
+        tell_contended(c, now);  // those it shares with may have started
         if (c.drop_sent) {
             if (now >= c.drop_deadline)
                 try_heads(revoke_hold(c, now, RevokeReason::GraceExpired), now);

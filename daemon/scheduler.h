@@ -221,7 +221,13 @@ private:
     bool may_join(const ClientRecord& c, GpuIndex gpu, TimePoint now) const;
     size_t share_cap(uint32_t uid, GpuIndex gpu) const;
     bool over_share(const ClientRecord& c, GpuIndex gpu) const;
-    bool wanted_by_others(const ClientRecord& c) const;
+    // Whether a process is still starting (policy::settled_at): it has not
+    // held a GPU yet, or its memory grew just now, shortly after it first did.
+    bool starting(const ClientRecord& c, TimePoint now) const { return settled_time(c) > now; }
+    TimePoint settled_time(const ClientRecord& c) const;
+    bool wanted_by_others(const ClientRecord& c, TimePoint now) const;
+    // Tells a holder that others want its GPUs, once per grant.
+    void tell_contended(ClientRecord& c, TimePoint now);
     // Grants every waiter of `gpus` that may go now, in order.
     void admit(GpuSet gpus, TimePoint now);
     bool oversubscribed_set(GpuSet gpus) const;
@@ -262,7 +268,7 @@ private:
     std::optional<TimePoint> quantum_end(const ClientRecord& c) const;
     void update_deadline(ClientRecord& c);
     void update_holder_deadlines(GpuSet gpus);
-    void reschedule_all(TimePoint now);
+    void reschedule_all(TimePoint now, GpuSet became_exclusive);
 
     SchedulerSettings settings_;
     std::vector<Gpu> gpus_;

@@ -57,6 +57,12 @@ Duration next_burst_estimate(Duration current, Duration sample)
     return (current * 3 + sample) / 4;
 }
 
+TimePoint settled_at(TimePoint first_grant, std::optional<TimePoint> last_growth)
+{
+    const TimePoint quiet_from = std::max(first_grant, last_growth.value_or(first_grant));
+    return std::min(first_grant + kStartupWindow, quiet_from + kStartupSettle);
+}
+
 Duration join_after(Priority cls, Duration burst, Duration waited,
                     std::span<const HolderBurst> holders, Duration quantum)
 {

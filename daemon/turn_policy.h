@@ -27,6 +27,14 @@ inline constexpr Duration kInteractivePreempt = std::chrono::milliseconds(250);
 inline constexpr Duration kShareRebalance = std::chrono::seconds(1);
 // Held time counts for the order between users with this half-life.
 inline constexpr Duration kUsageHalfLife = std::chrono::seconds(60);
+// A process that is still allocating at its start keeps others from joining
+// it until its memory has not grown for kStartupSettle, and at most for
+// kStartupWindow after its first grant: programs that start together would
+// otherwise fill the card together before either has reported its size,
+// and where they do not fit, what they placed must then be moved again.
+// Interactive processes join at once all the same.
+inline constexpr Duration kStartupSettle = std::chrono::milliseconds(300);
+inline constexpr Duration kStartupWindow = std::chrono::seconds(2);
 
 // 0 interactive, 1 normal, 2 batch: lower goes first.
 int class_rank(Priority p);
@@ -36,6 +44,10 @@ int waiting_rank(Priority p, Duration waited, Duration aging);
 // The quantum a holder of class `holder` keeps while a waiter of rank
 // `best_waiting` waits: unchanged unless the waiter ranks higher.
 Duration preempted_quantum(Duration quantum, Priority holder, int best_waiting);
+
+// When a process first granted at `first_grant`, whose memory last grew at
+// `last_growth` (none: not yet), has settled (see kStartupSettle).
+TimePoint settled_at(TimePoint first_grant, std::optional<TimePoint> last_growth);
 
 // A process's typical burst from one more sample (0: none known yet).
 Duration next_burst_estimate(Duration current, Duration sample);

@@ -438,6 +438,8 @@ POLICY_STATEMENTS = [
     ("kInteractivePreempt", r"to (\d+) (ms|s) for an \*interactive\*"),
     ("kUsageHalfLife", r"halving every (\d+)\s+(ms|s)"),
     ("kShareRebalance", r"asked to let go after (\d+) (ms|s)"),
+    ("kStartupSettle", r"its memory has not grown for (\d+) (ms|s)"),
+    ("kStartupWindow", r"at most until (\d+) (ms|s) after its first"),
 ]
 
 

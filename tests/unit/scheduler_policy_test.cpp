@@ -70,11 +70,23 @@ protected:
     // teaches nothing about its bursts.
     void teach_burst(ClientId id, ClientId other, Duration length)
     {
+        start(id);
+        start(other);
         request(id);
         request(other);
         advance(length);
         release(id);
         s_.revoke(other, now_);
+        actions();
+    }
+    // A first hold, with no memory, past the start (policy::kStartupSettle).
+    void start(ClientId id)
+    {
+        if (s_.client(id)->first_granted_at)
+            return;
+        request(id);
+        advance(policy::kStartupSettle);
+        release(id);
         actions();
     }
     bool holds(ClientId id) const { return s_.client(id)->phase == Phase::Holding; }
@@ -99,12 +111,81 @@ TEST_F(PolicyTest, ClientsWithUnknownBurstsRunTogether)
     client(2);
     request(1);
     request(2);
-    // Steady jobs (no burst known) run together, as plain CUDA would; each
-    // is told that the other wants the GPU, so that it hands over when it
-    // goes idle.
-    EXPECT_EQ(actions(), (V{"G1", "G2", "C1"}));
+    // Steady jobs (no burst known) run together, as plain CUDA would, once
+    // the first has started (policy::kStartupSettle); each is told that the
+    // other wants the GPU (2 in its grant, 1 once 2 has started), so that
+    // it hands over when it goes idle.
+    EXPECT_EQ(actions(), V{"G1"});
+    advance(policy::kStartupSettle);
+    EXPECT_EQ(actions(), V{"G2"});
+    EXPECT_TRUE(s_.client(2)->contended_sent);
+    advance(policy::kStartupSettle);
+    EXPECT_EQ(actions(), V{"C1"});
     advance(1h);
     EXPECT_TRUE(actions().empty()) << "nobody waits: no quantum runs out";
+}
+
+TEST_F(PolicyTest, ANewcomerJoinsAStartingProcessOnceItsMemoryStopsGrowing)
+{
+    gpus(1);
+    client(1);
+    client(2);
+    request(1);
+    advance(10ms);
+    request(2);
+    EXPECT_EQ(actions(), V{"G1"}) << "1 has not reported its memory yet; 2 makes it no hurry";
+    // 1 allocates: every report that its memory grew starts the wait anew.
+    for (uint64_t i = 1; i <= 5; ++i) {
+        s_.report_memory(1, 0, {i * 10 * GiB, 0}, now_);
+        advance(100ms);
+    }
+    s_.report_memory(1, 0, {45 * GiB, 0}, now_);  // less: not growth
+    EXPECT_FALSE(holds(2)) << "1 allocated 100 ms ago";
+    advance(policy::kStartupSettle - 100ms - 1ms);
+    EXPECT_FALSE(holds(2));
+    advance(1ms);
+    EXPECT_TRUE(holds(2)) << "1's memory has not grown for kStartupSettle";
+}
+
+TEST_F(PolicyTest, AProcessThatKeepsGrowingHoldsNewcomersBackOnlyAtItsStart)
+{
+    gpus(1);
+    client(1);
+    client(2);
+    client(3);
+    request(1);
+    const TimePoint start = now_;
+    request(2);
+    for (uint64_t i = 1; !holds(2) && i < 100; ++i) {
+        s_.report_memory(1, 0, {i * GiB, 0}, now_);
+        advance(100ms);
+    }
+    EXPECT_TRUE(holds(2));
+    EXPECT_EQ(now_ - start, policy::kStartupWindow) << "1 still grows, but started long ago";
+    advance(policy::kStartupWindow);
+    s_.report_memory(1, 0, {60 * GiB, 0}, now_);
+    s_.report_memory(2, 0, {10 * GiB, 0}, now_);
+    request(3);
+    EXPECT_TRUE(holds(3)) << "growth after the start holds nobody back";
+}
+
+TEST_F(PolicyTest, AStartingProcessMakesNobodyHandOverNorHoldsBackOnesThatStarted)
+{
+    gpus(1);
+    client(1);
+    client(2);
+    start(1);
+    request(2);
+    request(1);
+    // 1 has started: it joins 2's start at once (its memory is placed
+    // already). 2 hands over at the end of its bursts; 1 not while 2 starts.
+    EXPECT_EQ(actions(), (V{"G2", "G1", "C2"}));
+    EXPECT_FALSE(s_.client(1)->contended_sent);
+    s_.report_memory(2, 0, {10 * GiB, 0}, now_ + 100ms);
+    advance(policy::kStartupSettle);
+    EXPECT_TRUE(actions().empty()) << "2's memory grew 200 ms ago";
+    advance(100ms);
+    EXPECT_EQ(actions(), V{"C1"});
 }
 
 TEST_F(PolicyTest, BurstyClientsTakeTurnsAtTheEndOfABurst)
@@ -182,7 +263,9 @@ TEST_F(PolicyTest, BatchClassTakesTurnsForAQuantumAndInteractiveNever)
     request(1);
     request(2);
     request(3);
-    EXPECT_EQ(actions(), (V{"G1", "C1", "G3"})) << "interactive joins at once; batch waits";
+    EXPECT_EQ(actions(), (V{"G1", "G3"})) << "interactive joins at once; batch waits";
+    advance(policy::kStartupSettle);
+    EXPECT_EQ(actions(), (V{"C1", "C3"})) << "once both have started";
     advance(29s);
     EXPECT_FALSE(holds(2));
     advance(1s);
@@ -199,7 +282,11 @@ TEST_F(PolicyTest, OneUsersManyProcessesDoNotCrowdOutAnother)
     client(5, 1002);
     for (ClientId id : {1, 2, 3, 4})
         request(id);
+    // They start one at a time (policy::kStartupSettle).
+    for (int i = 0; i < 3; ++i)
+        advance(policy::kStartupSettle);
     EXPECT_TRUE(holds(4)) << "alone, one user's processes run together";
+    advance(policy::kStartupSettle);
     request(5);
     EXPECT_TRUE(holds(5)) << "another user joins at once";
     actions();
@@ -394,6 +481,7 @@ TEST_F(PolicyTest, EachGpuHasItsOwnModeAndQuantum)
     client(2, 1000, Priority::Normal, {0, 1});
     request(1, gpu_bit(0));
     request(2, gpu_bit(0));
+    advance(policy::kStartupSettle);
     EXPECT_TRUE(holds(2)) << "GPU 0 is in auto mode";
     release(1, gpu_bit(0));
     release(2, gpu_bit(0));

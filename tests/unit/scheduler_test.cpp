@@ -399,8 +399,9 @@ TEST_F(SchedulerTest, ModeOffLetsEveryoneRunAndOnSerializesAgain)
 
     advance(1s);
     s_.set_mode(Mode::On, now_);
-    // The first granted keeps running; the others must let go.
-    EXPECT_EQ(actions(), (V{"D2", "D3"}));
+    // The first granted keeps running, told again that it takes turns now;
+    // the others must let go.
+    EXPECT_EQ(actions(), (V{"D2", "D3", "C1"}));
     s_.release(2, gpu_bit(0), now_);
     s_.release(3, gpu_bit(0), now_);
     EXPECT_TRUE(actions().empty());
@@ -435,9 +436,15 @@ TEST_F(SchedulerTest, AutoSerializesOnlyWhileMemoryExceedsCapacity)
     EXPECT_FALSE(s_.serializing(0));
     s_.request(1, gpu_bit(0), now_);
     s_.request(2, gpu_bit(0), now_);
-    // 2's bursts are not known yet: it joins 1 at once, and 1 is told, so
-    // that it hands over at the end of its burst from now on.
-    EXPECT_EQ(actions(), (V{"G1", "G2", "C1"})) << "60 GiB fit in 80: both run";
+    // 2's bursts are not known yet: it joins 1 once 1 has started (its
+    // memory did not grow for policy::kStartupSettle), and once 2 has
+    // started too, 1 is told, so that it hands over at the end of its burst
+    // from now on.
+    EXPECT_EQ(actions(), V{"G1"});
+    advance(policy::kStartupSettle);
+    EXPECT_EQ(actions(), V{"G2"}) << "60 GiB fit in 80: both run";
+    advance(policy::kStartupSettle);
+    EXPECT_EQ(actions(), V{"C1"});
 
     advance(1s);
     s_.report_memory(2, 0, {40 * GiB, 10 * GiB}, now_);  // 80 GiB: still fits
@@ -445,7 +452,12 @@ TEST_F(SchedulerTest, AutoSerializesOnlyWhileMemoryExceedsCapacity)
     EXPECT_TRUE(actions().empty());
     s_.report_memory(2, 0, {45 * GiB, 10 * GiB}, now_);  // 85 GiB: over
     EXPECT_TRUE(s_.serializing(0));
-    EXPECT_EQ(actions(), V{"D2"});
+    // 2 must let go; 1, told of 2 while the GPU was shared, is told again:
+    // it holds the GPU alone now (its allocations may wait for room).
+    EXPECT_EQ(actions(), (V{"D2", "C1"}));
+    ASSERT_NE(last(ActionKind::Contended), nullptr);
+    EXPECT_TRUE(last(ActionKind::Contended)->exclusive);
+    EXPECT_TRUE(last(ActionKind::Contended)->oversubscribed);
     s_.release(2, gpu_bit(0), now_);
     s_.request(2, gpu_bit(0), now_);
     // 2 now waits for 1, which knows already. Nobody waited when 2 was
