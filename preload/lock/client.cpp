@@ -189,6 +189,8 @@ bool ClientLoop::handle(proto::MsgType type, const uint8_t* p, uint32_t length, 
             proto::GrantPayload c{};
             proto::decode(p, length, &c);
             s_.lock.contention(c);
+            if (s_.lock.holds() && (c.flags & proto::kGrantExclusive) != 0)
+                residency::now_exclusive(c.gpus);
             s_.prestaging = true;  // what may stay has changed
             return true;
         }

@@ -353,6 +353,13 @@ bool poll()
     return changed;
 }
 
+void now_exclusive(uint64_t gpus)
+{
+    for (uint32_t i = 0; i < devices::count(); ++i)
+        if ((gpus >> i & 1) != 0)
+            swappable::set_shared_hold(i, false);
+}
+
 void before_release(uint64_t gpus, bool oversubscribed, uint64_t keep_bytes, uint64_t deadline_ns)
 {
     for (uint32_t i = 0; i < devices::count(); ++i) {

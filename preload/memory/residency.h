@@ -20,6 +20,11 @@ namespace nvshare::preload::residency {
 // library evicted is on its way back (busy() until it is).
 bool on_grant(uint64_t gpus, bool oversubscribed, bool exclusive);
 
+// The GPUs in `gpus` that this process holds are now taken in turns (a
+// Contended notice said so after a shared grant): an allocation that finds
+// one full no longer lets go for room but waits in host memory for it.
+void now_exclusive(uint64_t gpus);
+
 // Before Released: evicts to host memory when the policy says so and waits
 // for it, at most until `deadline_ns` (CLOCK_MONOTONIC). The newest
 // allocations, up to `keep_bytes` per GPU, stay: nvshared says how much fits
