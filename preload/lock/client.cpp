@@ -189,8 +189,10 @@ bool ClientLoop::handle(proto::MsgType type, const uint8_t* p, uint32_t length, 
             proto::GrantPayload c{};
             proto::decode(p, length, &c);
             s_.lock.contention(c);
-            if (s_.lock.holds() && (c.flags & proto::kGrantExclusive) != 0)
+            if (s_.lock.holds() && (c.flags & proto::kGrantExclusive) != 0) {
                 residency::now_exclusive(c.gpus);
+                log_debug("the GPUs we hold are taken in turns now: others wait for them");
+            }
             s_.prestaging = true;  // what may stay has changed
             return true;
         }

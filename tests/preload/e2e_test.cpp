@@ -1573,6 +1573,46 @@ TEST(SwapEngine, AnAllocationThatFindsASharedGpuFullWaitsForTheNextGrant)
         << read_text(dir / "fake.log");
 }
 
+// A process that holds a GPU it shared learns when the GPU comes to be taken
+// in turns (a Contended notice with kGrantExclusive): an allocation that
+// then finds the GPU full waits in host memory for room, as any holder's
+// does, instead of letting go as one sharing the GPU does (which handed the
+// GPU to the other process in the middle of its work).
+TEST(SwapEngine, AHolderToldThatTurnsBeganNoLongerLetsGoForRoom)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "auto", "--capacity", "1G"});
+    const std::string turns = dir / "turns";
+    Process holder =
+        start_client(dir, daemon.socket(),
+                     {{"--kernels", "1", "--alloc", "300M", "--check-data", "--late-alloc", "300M",
+                       "--late-alloc-after", turns},
+                      {{"FAKECUDA_MEMORY", std::to_string(512ull << 20)},
+                       {"NVSHARE_DEBUG", "1"},
+                       {"NVSHARE_IDLE_RELEASE_MS", "0"}},  // it holds through its pause
+                      false},
+                     "holder");
+    ASSERT_TRUE(wait_until([&] {
+        return count_events(dir / "fake.log", holder.pid(), "cuLaunchKernel") >= 1;
+    })) << holder.err();
+    // 300 + 800 MiB exceed the capacity: turns begin, the holder keeps the GPU.
+    Process other = start_client(dir, daemon.socket(),
+                                 {{"--kernels", "1", "--alloc", "800M"}, {}, false}, "other");
+    EXPECT_TRUE(wait_until([&] {
+        return holder.err().find("taken in turns now") != std::string::npos;
+    })) << holder.err();
+    touch(turns);
+    expect_clean_exit(holder, seconds(180));
+    expect_clean_exit(other, seconds(180));
+    EXPECT_NE(holder.out().find("late=ok"), std::string::npos) << holder.out() << holder.err();
+    EXPECT_NE(holder.out().find("data=ok"), std::string::npos) << holder.out() << holder.err();
+    EXPECT_EQ(faults(dir, holder.pid()), 0) << read_text(dir / "fake.log");
+    const std::string err = holder.err();
+    EXPECT_NE(err.find("GPU 0 is full: "), std::string::npos) << err;
+    EXPECT_EQ(err.find("full while shared"), std::string::npos) << err;
+    EXPECT_EQ(err.find("released"), std::string::npos) << err;
+}
+
 // Memory that went to host memory for want of room moves to the GPU while
 // the process holds it, as soon as room appears (here: the process frees its
 // first allocation), and keeps its data.

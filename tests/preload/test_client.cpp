@@ -63,6 +63,7 @@ struct Options {
     // --late-alloc SIZE: once the first round ran (the GPU granted), one more
     // allocation, given a pattern and read back at once ("late=ok").
     size_t late_alloc = 0;
+    std::string late_alloc_after;  // --late-alloc-after FILE: it waits for FILE first
     // --free-first: right after the late allocation, the first --alloc
     // allocation is freed (its room on the GPU appears while the process
     // holds the lock); the late allocation is read back once more at the
@@ -604,6 +605,8 @@ bool parse(int argc, char** argv)
             opt.check_data = true;
         else if (a == "--late-alloc")
             opt.late_alloc = parse_size(next());
+        else if (a == "--late-alloc-after")
+            opt.late_alloc_after = next();
         else if (a == "--free-first")
             opt.free_first = true;
         else if (a == "--no-free")
@@ -705,8 +708,11 @@ int main(int argc, char** argv)
     if (opt.check_data)
         write_patterns();
     run_round();
-    if (opt.late_alloc != 0)
+    if (opt.late_alloc != 0) {
+        if (!opt.late_alloc_after.empty())
+            wait_for(opt.late_alloc_after);
         late_alloc();
+    }
     if (opt.meminfo_after_work)
         meminfo();
     if (!opt.wait_flag.empty())
