@@ -111,9 +111,14 @@ void ClientLoop::fail_open(const char* reason)
     }
 }
 
+uint64_t ClientLoop::all_gpus() const
+{
+    return s_.gpu_count >= 64 ? ~0ull : (1ull << s_.gpu_count) - 1;
+}
+
 bool ClientLoop::send_mask(proto::MsgType type)
 {
-    const proto::GpuMaskPayload p{s_.gpu_count >= 64 ? ~0ull : (1ull << s_.gpu_count) - 1};
+    const proto::GpuMaskPayload p{all_gpus()};
     return conn_.send(type, p);
 }
 
@@ -183,6 +188,11 @@ bool ClientLoop::handle(proto::MsgType type, const uint8_t* p, uint32_t length, 
             if (w.gpu >= s_.gpu_count)
                 return false;
             wait_.waiting(w, now);
+            if (w.reason == static_cast<uint32_t>(proto::WaitReason::Oversubscribed) &&
+                !s_.waits_oversubscribed) {
+                s_.waits_oversubscribed = true;
+                s_.prestaging = true;  // the holder may ask us for room
+            }
             return true;
         }
         case MsgType::Contended: {
@@ -235,6 +245,7 @@ void ClientLoop::on_grant(const proto::GrantPayload& g, uint64_t now)
     s_.lock.granted(g);
     s_.prestaging = true;
     s_.shrink_keep = UINT64_MAX;
+    s_.waits_oversubscribed = false;
     s_.next_idle_check = now + config().idle_release_ms * 1000000ull;
     s_.quiet_since = now;
     mailbox::clear_want();
@@ -270,7 +281,7 @@ void ClientLoop::shrink(uint64_t gpus, uint64_t keep_bytes)
 {
     if (s_.lock.holds())
         return;  // a Shrink overtaken by a Grant: the grant's terms apply
-    const uint64_t all = s_.gpu_count >= 64 ? ~0ull : (1ull << s_.gpu_count) - 1;
+    const uint64_t all = all_gpus();
     log_debug("nvshared asks for room: leaving at most %llu MiB on the GPUs we do not hold",
               static_cast<unsigned long long>(keep_bytes >> 20));
     residency::before_release(gpus & all, true, keep_bytes, now_ns() + kEvictLimitNs);
@@ -320,7 +331,7 @@ bool ClientLoop::drain(uint64_t deadline)
 // next holder finds it free), then say so.
 void ClientLoop::release(uint64_t deadline)
 {
-    const uint64_t all = s_.gpu_count >= 64 ? ~0ull : (1ull << s_.gpu_count) - 1;
+    const uint64_t all = all_gpus();
     // Eviction remaps the swap engine's memory: no call let through during a
     // stuck drain may still be running then (else nothing moves).
     // Only where something may move: a synchronisation races with a stream
@@ -497,19 +508,22 @@ void ClientLoop::request_lock(uint64_t now)
 
 // While we hold an oversubscribed GPU that others wait for, the host memory
 // our next swap-out copies into is made ahead, a step at a time, while the
-// program's work runs: pinning it costs ~10 times the copy. Likewise, once
-// nvshared asked us for room while we wait, for kShrinkAhead more: a holder
-// that grows asks again, and its work runs over the bus until we give it.
+// program's work runs: pinning it costs ~10 times the copy. Likewise, while
+// we wait for an oversubscribed GPU, for kShrinkAhead of what we left there
+// (beyond what nvshared asked for, if it did): a holder that grows asks us
+// for room, and its work runs over the bus until we give it.
 void ClientLoop::prestage()
 {
     if (!s_.prestaging)
         return;
-    const uint64_t all = s_.gpu_count >= 64 ? ~0ull : (1ull << s_.gpu_count) - 1;
+    const uint64_t all = all_gpus();
     if (s_.lock.state() == HoldState::Holding && s_.lock.contended() && s_.lock.oversubscribed()) {
         s_.prestaging = residency::prestage(all, s_.lock.keep_bytes());
     } else if (!s_.lock.holds() && s_.shrink_keep != UINT64_MAX) {
         const uint64_t keep = s_.shrink_keep > kShrinkAhead ? s_.shrink_keep - kShrinkAhead : 0;
         s_.prestaging = residency::prestage(all, keep);
+    } else if (!s_.lock.holds() && s_.waits_oversubscribed) {
+        s_.prestaging = residency::prestage_ahead(all, kShrinkAhead);
     } else {
         s_.prestaging = false;
     }

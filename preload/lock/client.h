@@ -32,6 +32,9 @@ struct Session {
     bool prestaging = false;
     // The latest Shrink's keep while we do not hold the GPU (UINT64_MAX: none).
     uint64_t shrink_keep = UINT64_MAX;
+    // We wait for a GPU whose memory is oversubscribed (a Waiting notice
+    // said so), since our latest grant.
+    bool waits_oversubscribed = false;
     uint64_t next_promote_check = 0;
     uint64_t stranded_since = 0;  // memory of ours found no room on the device (0: none)
 };
@@ -45,6 +48,8 @@ private:
     bool connect_and_hello();
     void disconnect();
     void fail_open(const char* reason);
+    // Every GPU of our Hello, as a client-local mask.
+    uint64_t all_gpus() const;
     bool send_mask(proto::MsgType type);
     static bool on_frame(void* self, proto::MsgType type, const uint8_t* p, uint32_t length);
 

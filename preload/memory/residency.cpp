@@ -427,20 +427,36 @@ void prestage_step(void* arg)
     p->more = swappable::prestage(p->index, p->keep, kPrestageStep);
 }
 
-}  // namespace
-
-bool prestage(uint64_t gpus, uint64_t keep_bytes)
+// One step of host memory for the first GPU of `gpus` that needs one; the
+// swap engine keeps keep_of(gpu) bytes there.
+template <typename KeepOf>
+bool prestage_each(uint64_t gpus, KeepOf keep_of)
 {
     if (config().evict == Policy::Off || contexts::active_captures() > 0)
         return false;
     for (uint32_t i = 0; i < devices::count(); ++i) {
         if ((gpus >> i & 1) == 0 || swappable::total_bytes(i) == 0)
             continue;
-        Prestage p{i, engine_keep(i, keep_on_eviction(keep_bytes))};
+        Prestage p{i, engine_keep(i, keep_on_eviction(keep_of(i)))};
         if (contexts::with_device_context(devices::at(i).ordinal, prestage_step, &p) && p.more)
             return true;
     }
     return false;
+}
+
+}  // namespace
+
+bool prestage(uint64_t gpus, uint64_t keep_bytes)
+{
+    return prestage_each(gpus, [keep_bytes](uint32_t) { return keep_bytes; });
+}
+
+bool prestage_ahead(uint64_t gpus, uint64_t bytes)
+{
+    return prestage_each(gpus, [bytes](uint32_t i) {
+        const uint64_t on_device = swappable::device_bytes(i);
+        return on_device > bytes ? on_device - bytes : 0;
+    });
 }
 
 uint64_t stranded()

@@ -37,6 +37,10 @@ void before_release(uint64_t gpus, bool oversubscribed, uint64_t keep_bytes, uin
 // `keep_bytes`), so that the swap-out runs at the bus's speed rather than at
 // the speed of pinning host memory. True while more steps remain.
 bool prestage(uint64_t gpus, uint64_t keep_bytes);
+// The same for the last `bytes` of what the process has on each GPU: one
+// that waits its turn on an oversubscribed GPU can then give that much room
+// at the bus's speed when a holder grows (nvshared's Shrink).
+bool prestage_ahead(uint64_t gpus, uint64_t bytes);
 
 // Bytes of the swap engine's memory in host memory while the process holds
 // its GPU (the device had no room), on the GPU where that is most.

@@ -1613,6 +1613,46 @@ TEST(SwapEngine, AHolderToldThatTurnsBeganNoLongerLetsGoForRoom)
     EXPECT_EQ(err.find("released"), std::string::npos) << err;
 }
 
+// A process that waits for an oversubscribed GPU makes host memory ahead
+// for what it left there (up to 2 GiB), so that a holder that grows gets
+// that room at the bus's speed. Here 1 (200 MiB: chunks of 64, 64, 64 and
+// 8 MiB) let go for 2 (900 MiB) keeping what fitted beside it, then waits
+// while 2 holds: host memory for all four chunks is made although nobody
+// asked for room yet.
+TEST(SwapEngine, AWaiterOnAnOversubscribedGpuMakesHostMemoryAhead)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "auto", "--capacity", "1G"});
+    const std::string go_on = dir / "go-on";
+    Process waiter = start_client(dir, daemon.socket(),
+                                  {{"--kernels", "1", "--alloc", "200M", "--check-data",
+                                    "--pause-until", go_on, "--rounds", "2"},
+                                   {{"NVSHARE_DEBUG", "1"}},
+                                   false},
+                                  "waiter");
+    ASSERT_TRUE(wait_until([&] {
+        return count_events(dir / "fake.log", waiter.pid(), "cuLaunchKernel") >= 1;
+    })) << waiter.err();
+    Process holder = start_client(
+        dir, daemon.socket(),
+        {{"--kernels", "1", "--alloc", "900M", "--hold-ms", "4000"},
+         {{"NVSHARE_DEBUG", "1"}, {"NVSHARE_IDLE_RELEASE_MS", "0"}},  // it holds through its pause
+         false},
+        "holder");
+    ASSERT_TRUE(wait_until([&] { return holder.err().find("lock granted") != std::string::npos; }))
+        << holder.err() << waiter.err();
+    touch(go_on);  // the waiter asks for the GPU again and waits
+    EXPECT_TRUE(wait_until([&] {
+        return count_events(dir / "fake.log", waiter.pid(), "alloc vmm-host") >= 4;
+    })) << waiter.err()
+        << read_text(dir / "fake.log");
+    EXPECT_EQ(waiter.err().find("nvshared asks for room"), std::string::npos) << waiter.err();
+    expect_clean_exit(holder, seconds(180));
+    expect_clean_exit(waiter, seconds(180));
+    EXPECT_NE(waiter.out().find("data=ok"), std::string::npos) << waiter.out() << waiter.err();
+    EXPECT_EQ(faults(dir, waiter.pid()), 0) << read_text(dir / "fake.log");
+}
+
 // Memory that went to host memory for want of room moves to the GPU while
 // the process holds it, as soon as room appears (here: the process frees its
 // first allocation), and keeps its data.
