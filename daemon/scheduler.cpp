@@ -720,18 +720,22 @@ int Scheduler::best_waiting_class(GpuSet gpus) const
 
 TimePoint Scheduler::join_time(const ClientRecord& c, GpuIndex gpu, TimePoint now) const
 {
-    std::vector<policy::HolderBurst> holders;
     TimePoint settled{};  // when the holders that are still starting have settled
-    const bool waits_for_starts = c.info.priority != Priority::Interactive && starting(c, now);
+    if (c.info.priority != Priority::Interactive && starting(c, now))
+        for (ClientId h : gpus_[gpu].holders)
+            settled = std::max(settled, settled_time(clients_.at(h)));
+    return std::max(settled, policy_join_time(c, gpu, now));
+}
+
+TimePoint Scheduler::policy_join_time(const ClientRecord& c, GpuIndex gpu, TimePoint now) const
+{
+    std::vector<policy::HolderBurst> holders;
     for (ClientId h : gpus_[gpu].holders) {
         const ClientRecord& o = clients_.at(h);
         holders.push_back({o.burst, now - o.granted_at});
-        if (waits_for_starts)
-            settled = std::max(settled, settled_time(o));
     }
-    return std::max(settled, c.waiting_since + policy::join_after(c.info.priority, c.burst,
-                                                                  now - c.waiting_since, holders,
-                                                                  time_quantum_of(gpu)));
+    return c.waiting_since + policy::join_after(c.info.priority, c.burst, now - c.waiting_since,
+                                                holders, time_quantum_of(gpu));
 }
 
 TimePoint Scheduler::settled_time(const ClientRecord& c) const
@@ -785,12 +789,20 @@ bool Scheduler::wanted_by_others(const ClientRecord& c, TimePoint now) const
             any |= !queues_[g].waiting.empty();
             return;
         }
-        // Softly, processes that are still starting join without making
-        // the others hand over: they would hand over into a start.
-        for (const auto& [seq, id] : queues_[g].waiting)
-            any |= !starting(clients_.at(id), now);
-        for (ClientId h : gpus_[g].holders)
-            any |= h != c.id && !starting(clients_.at(h), now);
+        // Softly, nobody hands over while a process there is still
+        // starting: it would hand over into a start, which may fill the GPU.
+        bool others = false, starts = false;
+        for (const auto& [seq, id] : queues_[g].waiting) {
+            others = true;
+            // One that waits only for the starts to settle starts next.
+            const ClientRecord& w = clients_.at(id);
+            starts |= starting(w, now) && policy_join_time(w, g, now) <= now;
+        }
+        for (ClientId h : gpus_[g].holders) {
+            others |= h != c.id;
+            starts |= starting(clients_.at(h), now);
+        }
+        any |= others && !starts;
     });
     return any;
 }
@@ -1132,12 +1144,12 @@ void Scheduler::update_deadline(ClientRecord& c)
         } else {
             want = quantum_end(c);
         }
-        // Told that others want its GPUs once those it shares with started.
+        // Told that others want its GPUs once the holders there started.
         if (!c.contended_sent) {
             for_each_gpu(c.held & soft_, [&](GpuIndex g) {
                 for (ClientId h : gpus_[g].holders) {
                     const TimePoint at = settled_time(clients_.at(h));
-                    if (h != c.id && at > now_ && at != TimePoint::max() && (!want || at < *want))
+                    if (at > now_ && at != TimePoint::max() && (!want || at < *want))
                         want = at;
                 }
             });

@@ -218,6 +218,8 @@ private:
     int best_waiting_class(GpuSet gpus) const;  // policy::class_rank of the best
     // Soft turns: when `c` may join the holders of `gpu`, and whether it may now.
     TimePoint join_time(const ClientRecord& c, GpuIndex gpu, TimePoint now) const;
+    // The same by policy::join_after alone, not counting starts (kStartupSettle).
+    TimePoint policy_join_time(const ClientRecord& c, GpuIndex gpu, TimePoint now) const;
     bool may_join(const ClientRecord& c, GpuIndex gpu, TimePoint now) const;
     size_t share_cap(uint32_t uid, GpuIndex gpu) const;
     bool over_share(const ClientRecord& c, GpuIndex gpu) const;

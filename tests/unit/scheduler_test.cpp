@@ -438,13 +438,13 @@ TEST_F(SchedulerTest, AutoSerializesOnlyWhileMemoryExceedsCapacity)
     s_.request(2, gpu_bit(0), now_);
     // 2's bursts are not known yet: it joins 1 once 1 has started (its
     // memory did not grow for policy::kStartupSettle), and once 2 has
-    // started too, 1 is told, so that it hands over at the end of its burst
-    // from now on.
+    // started too, both are told, so that they hand over at the end of
+    // their bursts from now on.
     EXPECT_EQ(actions(), V{"G1"});
     advance(policy::kStartupSettle);
     EXPECT_EQ(actions(), V{"G2"}) << "60 GiB fit in 80: both run";
     advance(policy::kStartupSettle);
-    EXPECT_EQ(actions(), V{"C1"});
+    EXPECT_EQ(actions(), (V{"C1", "C2"}));
 
     advance(1s);
     s_.report_memory(2, 0, {40 * GiB, 10 * GiB}, now_);  // 80 GiB: still fits
