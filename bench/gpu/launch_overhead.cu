@@ -31,14 +31,17 @@ int main(int argc, char** argv)
     const int calls = argc > 1 ? atoi(argv[1]) : 20000;
     const int reps = argc > 2 ? atoi(argv[2]) : 15;
     // "managed": the copies' destination is managed memory, as cudaMalloc's
-    // becomes under nvshare: isolates what the library itself adds.
+    // of less than 2 MiB becomes under nvshare: isolates what the library
+    // itself adds.
     const bool managed = argc > 3 && argv[3][0] == 'm';
+    // The destination's size: under nvshare, 2 MiB and more is device memory.
+    const size_t bytes = argc > 4 ? strtoull(argv[4], nullptr, 0) : 4096;
     int* dev;
     int* host;
     if (managed)
-        CHECK(cudaMallocManaged(&dev, 4096));
+        CHECK(cudaMallocManaged(&dev, bytes));
     else
-        CHECK(cudaMalloc(&dev, 4096));
+        CHECK(cudaMalloc(&dev, bytes));
     CHECK(cudaMallocHost(&host, 4096));
     cudaStream_t s;
     CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));

@@ -40,11 +40,16 @@ def main():
     # plain-managed: no nvshare, but the copies go to managed memory like
     # nvshare's rewritten cudaMalloc: the driver's cost of managed memory,
     # apart from what the library adds.
-    res = {"plain": [], "plain-managed": [], "nvshare": []}
+    # The *-2M variants copy into a 2 MiB cudaMalloc, which nvshare keeps as
+    # device memory (smaller ones are managed memory).
+    big = ["20000", "15", "device", str(2 << 20)]
+    res = {"plain": [], "plain-managed": [], "nvshare": [], "plain-2M": [], "nvshare-2M": []}
     for _ in range(a.rounds):
         res["plain"].append(run([a.bench], plain_env))
         res["plain-managed"].append(run([a.bench, "20000", "15", "managed"], plain_env))
         res["nvshare"].append(run([a.bench], lib_env))
+        res["plain-2M"].append(run([a.bench] + big, plain_env))
+        res["nvshare-2M"].append(run([a.bench] + big, lib_env))
     d.terminate()
     d.wait()
     med = {k: (statistics.median(x[0] for x in v), statistics.median(x[1] for x in v))
@@ -55,6 +60,8 @@ def main():
     for base in ("plain", "plain-managed"):
         print(f"ratio nvshare/{base}: launch {med['nvshare'][0] / med[base][0]:.3f}, "
               f"async copy {med['nvshare'][1] / med[base][1]:.3f}")
+    print(f"ratio nvshare-2M/plain-2M: launch {med['nvshare-2M'][0] / med['plain-2M'][0]:.3f}, "
+          f"async copy {med['nvshare-2M'][1] / med['plain-2M'][1]:.3f}")
     print(f"({a.rounds} interleaved rounds)")
 
 
