@@ -387,8 +387,15 @@ bool Scheduler::report_memory(ClientId id, GpuIndex gpu, MemoryUse use, TimePoin
     if (c == nullptr || (c->registered() & gpu_bit(gpu)) == 0)
         return true;
     MemoryUse& slot = c->memory[gpu];
-    if (use.total() > slot.total())
+    if (use.total() > slot.total()) {
+        const bool first_growth = !c->grew_at && c->first_granted_at;
         c->grew_at = now;
+        // Its first allocation moves its settle time earlier (settled_at):
+        // those who wait for it to start learn when.
+        if (first_growth)
+            for (auto& [other_id, other] : clients_)
+                update_deadline(other);
+    }
     // Bounded reports from at most a million clients: no sum can wrap.
     queues_[gpu].requested = queues_[gpu].requested - slot.total() + use.total();
     const bool pinned_changed = slot.pinned != use.pinned;
@@ -397,7 +404,12 @@ bool Scheduler::report_memory(ClientId id, GpuIndex gpu, MemoryUse use, TimePoin
     room_dirty_ |= gpu_bit(gpu);
     if (pinned_changed)
         publish_unpageable(gpu);
+    const GpuSet was_exclusive = exclusive_;
     refresh_exclusive(now);
+    if ((was_exclusive & exclusive_ & gpu_bit(gpu)) != 0) {
+        keep_holders_that_fit(gpu, now);
+        try_heads(gpu_bit(gpu), now);  // room may have appeared
+    }
     tick(now);
     return true;
 }
@@ -786,7 +798,9 @@ bool Scheduler::wanted_by_others(const ClientRecord& c, TimePoint now) const
     bool any = false;
     for_each_gpu(c.held & scheduled(), [&](GpuIndex g) {
         if ((soft_ & gpu_bit(g)) == 0) {
-            any |= !queues_[g].waiting.empty();
+            // In a group turn, one still starting is told once it has
+            // started: what it placed would otherwise have to move again.
+            any |= !queues_[g].waiting.empty() && !(takes_group_turns(g) && starting(c, now));
             return;
         }
         // Softly, nobody hands over while a process there is still
@@ -834,9 +848,76 @@ bool Scheduler::grantable(const ClientRecord& c, TimePoint now) const
             return;
         if (gpus_[g].holders.empty() && head(g, now) == c.id)
             return;  // its turn
-        ok = (soft_ & gpu_bit(g)) != 0 && may_join(c, g, now);
+        ok = (soft_ & gpu_bit(g)) != 0 ? may_join(c, g, now) : joins_group(c, g, now);
     });
     return ok;
+}
+
+bool Scheduler::takes_group_turns(GpuIndex gpu) const
+{
+    return (exclusive_ & gpu_bit(gpu)) != 0 && mode_of(gpu) == Mode::Auto;
+}
+
+GpuSet Scheduler::group_turns() const
+{
+    GpuSet s = 0;
+    for_each_gpu(exclusive_, [&](GpuIndex g) {
+        if (takes_group_turns(g))
+            s |= gpu_bit(g);
+    });
+    return s;
+}
+
+uint64_t Scheduler::holders_need(GpuIndex gpu) const
+{
+    uint64_t need = queues_[gpu].pinned;
+    for (ClientId h : gpus_[gpu].holders) {
+        const auto m = clients_.at(h).memory.find(gpu);
+        if (m != clients_.at(h).memory.end())
+            need += m->second.managed;
+    }
+    return need;
+}
+
+bool Scheduler::joins_group(const ClientRecord& c, GpuIndex gpu, TimePoint now) const
+{
+    if (!takes_group_turns(gpu) || head(gpu, now) != c.id)
+        return false;
+    // What a holder still starting will use is not known yet.
+    for (ClientId h : gpus_[gpu].holders)
+        if (starting(clients_.at(h), now) || clients_.at(h).drop_sent)
+            return false;
+    const auto m = c.memory.find(gpu);
+    const uint64_t mine = m != c.memory.end() ? m->second.managed : 0;
+    return holders_need(gpu) + mine <= gpus_[gpu].capacity;
+}
+
+void Scheduler::keep_holders_that_fit(GpuIndex gpu, TimePoint now)
+{
+    std::vector<ClientRecord*> holders;
+    for (ClientId h : gpus_[gpu].holders)
+        holders.push_back(&clients_.at(h));
+    if (holders.size() <= 1)
+        return;
+    std::stable_sort(
+        holders.begin(), holders.end(),
+        [](const ClientRecord* a, const ClientRecord* b) { return a->granted_at < b->granted_at; });
+    const bool groups = takes_group_turns(gpu);
+    uint64_t need = queues_[gpu].pinned;
+    bool first = true, full = false;
+    for (ClientRecord* h : holders) {
+        if (h->drop_sent && groups)
+            continue;  // leaving already
+        const auto m = h->memory.find(gpu);
+        const uint64_t mine = m != h->memory.end() ? m->second.managed : 0;
+        // The first keeps it; with group turns, the next ones while they fit.
+        full |= !first && (!groups || need + mine > gpus_[gpu].capacity);
+        first = false;
+        if (full)
+            send_drop(*h, now, true);
+        else
+            need += mine;
+    }
 }
 
 // Whether its quantum runs: somebody waits whom its letting go would help.
@@ -886,6 +967,9 @@ void Scheduler::grant(ClientRecord& c, TimePoint now)
     shares_.hold_began(c.info.uid, now);
     push(ActionKind::Grant, c, c.held);
     actions_.back().bounded = c.bounded_sent;
+    // Joined a group turn: it shares the GPU with those already there.
+    for_each_gpu(c.held,
+                 [&](GpuIndex g) { actions_.back().exclusive &= gpus_[g].holders.size() == 1; });
     update_deadline(c);
     // Joined others softly: once it has started they are told, so that they
     // hand over at the end of their burst, and their share may have changed.
@@ -1014,14 +1098,7 @@ void Scheduler::publish_shrinks()
         if (g >= queues_.size() || !oversubscribed(g))
             return;
         const GpuQueue& q = queues_[g];
-        // What must be there: the holders' memory and everybody's pinned memory.
-        uint64_t need = 0;
-        for (ClientId id : q.members) {
-            const ClientRecord& c = clients_.at(id);
-            const auto m = c.memory.find(g);
-            if (m != c.memory.end())
-                need += (c.held & gpu_bit(g)) != 0 ? m->second.total() : m->second.pinned;
-        }
+        const uint64_t need = holders_need(g);
         uint64_t room = gpus_[g].capacity > need ? gpus_[g].capacity - need : 0;
         // Who keeps what is left: the waiters in the order they go, then
         // the clients that wait for nothing here.
@@ -1087,8 +1164,6 @@ void Scheduler::publish_run_ahead()
 void Scheduler::try_heads(GpuSet freed, TimePoint now)
 {
     for_each_gpu(freed & exclusive_, [&](GpuIndex g) {
-        if (!gpus_[g].holders.empty())
-            return;
         const auto first = head(g, now);
         if (!first)
             return;
@@ -1146,7 +1221,7 @@ void Scheduler::update_deadline(ClientRecord& c)
         }
         // Told that others want its GPUs once the holders there started.
         if (!c.contended_sent) {
-            for_each_gpu(c.held & soft_, [&](GpuIndex g) {
+            for_each_gpu(c.held & (soft_ | group_turns()), [&](GpuIndex g) {
                 for (ClientId h : gpus_[g].holders) {
                     const TimePoint at = settled_time(clients_.at(h));
                     if (at > now_ && at != TimePoint::max() && (!want || at < *want))
@@ -1159,6 +1234,14 @@ void Scheduler::update_deadline(ClientRecord& c)
         for_each_gpu(c.wanted & soft_, [&](GpuIndex g) {
             const TimePoint at = join_time(c, g, now_);
             if (at > now_ && (!want || at < *want))
+                want = at;
+        });
+        // When the holders of a GPU taken in group turns have started.
+        for_each_gpu(c.wanted & group_turns(), [&](GpuIndex g) {
+            TimePoint at{};
+            for (ClientId h : gpus_[g].holders)
+                at = std::max(at, settled_time(clients_.at(h)));
+            if (at > now_ && at != TimePoint::max() && (!want || at < *want))
                 want = at;
         });
     }
@@ -1183,20 +1266,7 @@ void Scheduler::update_holder_deadlines(GpuSet gpus)
 // look at everybody.
 void Scheduler::reschedule_all(TimePoint now, GpuSet became_exclusive)
 {
-    // A GPU that became exclusive while several clients run on it keeps the
-    // one granted first; the others are asked to let go.
-    for_each_gpu(exclusive_, [&](GpuIndex g) {
-        auto& holders = gpus_[g].holders;
-        if (holders.size() <= 1)
-            return;
-        auto first = std::min_element(holders.begin(), holders.end(), [&](ClientId a, ClientId b) {
-            return clients_.at(a).granted_at < clients_.at(b).granted_at;
-        });
-        const ClientId keep = *first;
-        for (ClientId h : std::vector<ClientId>(holders))
-            if (h != keep)
-                send_drop(clients_.at(h), now, true);
-    });
+    for_each_gpu(exclusive_, [&](GpuIndex g) { keep_holders_that_fit(g, now); });
 
     std::vector<ClientRecord*> waiters;
     for (auto& [id, c] : clients_)

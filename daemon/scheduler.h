@@ -242,6 +242,19 @@ private:
     void enqueue(ClientRecord& c);
     void dequeue(ClientRecord& c);
     bool grantable(const ClientRecord& c, TimePoint now) const;
+    // Auto mode takes an oversubscribed GPU in turns of groups: processes
+    // whose memory fits together run together in a turn.
+    bool takes_group_turns(GpuIndex gpu) const;
+    GpuSet group_turns() const;  // the GPUs that do
+    // The memory that must stay on `gpu` for its holders: theirs, and the
+    // pinned memory of every client of the GPU.
+    uint64_t holders_need(GpuIndex gpu) const;
+    // Whether waiter `c` may join the holders of a GPU taken in group turns:
+    // it is first in line, they have started and its memory fits beside theirs.
+    bool joins_group(const ClientRecord& c, GpuIndex gpu, TimePoint now) const;
+    // The holders of a GPU taken in turns keep it in the order they were
+    // granted while their memory fits together; the others are asked to let go.
+    void keep_holders_that_fit(GpuIndex gpu, TimePoint now);
     bool contended(const ClientRecord& c) const;
     void grant(ClientRecord& c, TimePoint now);
     GpuSet end_hold(ClientRecord& c, GpuSet gpus, TimePoint now);

@@ -59,7 +59,10 @@ Duration next_burst_estimate(Duration current, Duration sample)
 
 TimePoint settled_at(TimePoint first_grant, std::optional<TimePoint> last_growth)
 {
-    const TimePoint quiet_from = std::max(first_grant, last_growth.value_or(first_grant));
+    // One that has not allocated yet is still creating its context.
+    if (!last_growth)
+        return first_grant + kStartupWindow;
+    const TimePoint quiet_from = std::max(first_grant, *last_growth);
     return std::min(first_grant + kStartupWindow, quiet_from + kStartupSettle);
 }
 

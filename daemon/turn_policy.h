@@ -29,7 +29,8 @@ inline constexpr Duration kShareRebalance = std::chrono::seconds(1);
 inline constexpr Duration kUsageHalfLife = std::chrono::seconds(60);
 // A process that is still allocating at its start keeps others from joining
 // it until its memory has not grown for kStartupSettle, and at most for
-// kStartupWindow after its first grant: programs that start together would
+// kStartupWindow after its first grant (the whole window if it has not
+// allocated anything yet: it is creating its context): programs that start together would
 // otherwise fill the card together before either has reported its size,
 // and where they do not fit, what they placed must then be moved again.
 // Interactive processes join at once all the same.

@@ -216,7 +216,7 @@ TEST(Scheduling, ModeOnSerializesEvenWithMemoryToSpare)
     EXPECT_EQ(b.finish(), 0);
 }
 
-TEST(Scheduling, ModeAutoSerializesOnlyWhenMemoryIsOversubscribed)
+TEST(Scheduling, ModeAutoTakesTurnsOfGroupsOnlyWhenMemoryIsOversubscribed)
 {
     Daemon d;
     ASSERT_TRUE(d.start({"--anti-thrashing", "auto", "--capacity", "1G"}));
@@ -228,25 +228,26 @@ TEST(Scheduling, ModeAutoSerializesOnlyWhenMemoryIsOversubscribed)
     const auto gb = b.wait_for("grant");
     ASSERT_TRUE(gb);
     EXPECT_FALSE(has_flag(*gb, proto::kGrantExclusive));
-    // Another 600M oversubscribes the GPU: it takes turns now. The first
-    // holder keeps it; the later one is asked to let go; the newcomer waits.
+    // Another 600M oversubscribes the GPU: it takes turns now, of groups
+    // whose memory fits. A and B (900M) keep it; the newcomer waits.
     TestClient c(d.socket(), {"--mem", "0=600M"});
-    const uint64_t b_drop = ns_of(b, "drop");
-    const uint64_t b_released = ns_of(b, "released");
-    EXPECT_GT(b_released, b_drop);
     ASSERT_FALSE(d.wait_client_state(c.pid(), "waiting").is_null());
     EXPECT_EQ(d.status()["gpus"][0]["serializing"], true);
+    EXPECT_EQ(d.status()["gpus"][0]["holders"].size(), 2u);
+    // A lets go: C (600M) fits beside B (300M) and joins it.
     a.proceed();
     const uint64_t a_released = ns_of(a, "released");
     const auto gc = c.wait_for("grant");
     ASSERT_TRUE(gc);
     EXPECT_GT(gc->ns, a_released);
-    EXPECT_TRUE(has_flag(*gc, proto::kGrantExclusive));
+    EXPECT_FALSE(has_flag(*gc, proto::kGrantExclusive)) << "C shares the GPU with B";
     EXPECT_EQ(c.finish(), 0);
+    b.proceed();
+    EXPECT_EQ(b.finish(), 0);
     a.close_stdin();
     EXPECT_EQ(a.finish(), 0);
     EXPECT_TRUE(a.events_named("drop").empty()) << "the first holder was asked to let go";
-    EXPECT_EQ(b.finish(), 0);
+    EXPECT_TRUE(b.events_named("drop").empty()) << "B fits beside A and C";
 }
 
 TEST(Scheduling, SeveralGpusAndAMultiGpuClient)

@@ -237,10 +237,11 @@ TEST(Stress, ManyClientsWithKillsAndSettingChanges)
     EXPECT_LE(rss_after, rss_before + 4096) << "resident KiB before " << rss_before;
 #endif
 
-    std::cout << "stress: " << kClients << " clients (and " << kVictims << " to kill) x " << kCycles << " cycles, " << holder_kills
-              << " holders and " << waiter_kills << " waiters killed, " << survivors
-              << " survivors, " << cycles_done << " cycles done, " << setting_changes
-              << " setting changes, longest wait " << longest_wait_ns / 1000000 << " ms (bound "
+    std::cout << "stress: " << kClients << " clients (and " << kVictims << " to kill) x " << kCycles
+              << " cycles, " << holder_kills << " holders and " << waiter_kills
+              << " waiters killed, " << survivors << " survivors, " << cycles_done
+              << " cycles done, " << setting_changes << " setting changes, longest wait "
+              << longest_wait_ns / 1000000 << " ms (bound "
               << std::chrono::duration_cast<Millis>(bound).count() << " ms), fds " << fds_before
               << " -> " << fds_after << ", RSS " << rss_before << " -> " << rss_after << " KiB, "
               << std::chrono::duration_cast<Millis>(elapsed).count() << " ms\n";

@@ -182,8 +182,9 @@ TEST(Modes, AutoRunsConcurrentlyWhenMemoryFits)
 {
     TempDir dir;
     Daemon daemon(dir, {"--anti-thrashing", "auto", "--capacity", "4G"});
+    // Long enough to outlast the first one's start (policy::kStartupSettle).
     Pair p = run_pair(dir, daemon.socket(),
-                      {{"--kernels", "8", "--kernel-us", "50000", "--alloc", "1G"}, {}, false});
+                      {{"--kernels", "16", "--kernel-us", "50000", "--alloc", "1G"}, {}, false});
     expect_clean_exit(p.a);
     expect_clean_exit(p.b);
     EXPECT_TRUE(overlapped(read_work(dir / "fake.log"), p.a.pid(), p.b.pid()));

@@ -79,13 +79,13 @@ protected:
         s_.revoke(other, now_);
         actions();
     }
-    // A first hold, with no memory, past the start (policy::kStartupSettle).
+    // A first hold, with no memory, past the start (policy::kStartupWindow).
     void start(ClientId id)
     {
         if (s_.client(id)->first_granted_at)
             return;
         request(id);
-        advance(policy::kStartupSettle);
+        advance(policy::kStartupWindow);
         release(id);
         actions();
     }
@@ -112,13 +112,15 @@ TEST_F(PolicyTest, ClientsWithUnknownBurstsRunTogether)
     request(1);
     request(2);
     // Steady jobs (no burst known) run together, as plain CUDA would, once
-    // the first has started (policy::kStartupSettle); once both have
-    // started each is told that the other wants the GPU, so that it hands
-    // over when it goes idle.
+    // the first has started (policy::kStartupWindow, as it allocates
+    // nothing); once both have started each is told that the other wants
+    // the GPU, so that it hands over when it goes idle.
     EXPECT_EQ(actions(), V{"G1"});
-    advance(policy::kStartupSettle);
+    advance(policy::kStartupWindow - 1ms);
+    EXPECT_TRUE(actions().empty());
+    advance(1ms);
     EXPECT_EQ(actions(), V{"G2"});
-    advance(policy::kStartupSettle);
+    advance(policy::kStartupWindow);
     EXPECT_EQ(actions(), (V{"C1", "C2"}));
     advance(1h);
     EXPECT_TRUE(actions().empty()) << "nobody waits: no quantum runs out";
@@ -265,9 +267,9 @@ TEST_F(PolicyTest, BatchClassTakesTurnsForAQuantumAndInteractiveNever)
     request(2);
     request(3);
     EXPECT_EQ(actions(), (V{"G1", "G3"})) << "interactive joins at once; batch waits";
-    advance(policy::kStartupSettle);
+    advance(policy::kStartupWindow);  // they allocate nothing
     EXPECT_EQ(actions(), (V{"C1", "C3"})) << "once both have started";
-    advance(29s);
+    advance(27s);
     EXPECT_FALSE(holds(2));
     advance(1s);
     EXPECT_TRUE(holds(2)) << "batch joins after a quantum";
@@ -283,19 +285,21 @@ TEST_F(PolicyTest, OneUsersManyProcessesDoNotCrowdOutAnother)
     client(5, 1002);
     for (ClientId id : {1, 2, 3, 4})
         request(id);
-    // They start one at a time (policy::kStartupSettle).
+    // They start one at a time (policy::kStartupWindow, as they allocate
+    // nothing).
     for (int i = 0; i < 3; ++i)
-        advance(policy::kStartupSettle);
+        advance(policy::kStartupWindow);
     EXPECT_TRUE(holds(4)) << "alone, one user's processes run together";
-    advance(policy::kStartupSettle);
+    advance(policy::kStartupWindow);
+    (void)actions();
     request(5);
-    EXPECT_TRUE(holds(5)) << "another user joins at once";
-    actions();
-    // User 1001 runs 4 processes to 1002's 1: the 3 granted last are asked
-    // to let go soon...
+    // User 1001 runs 4 processes to 1002's 1: the 3 granted last, which
+    // held for more than kShareRebalance, are asked to let go...
+    EXPECT_EQ(actions(), (V{"G5", "D2", "D3", "D4"})) << "another user joins at once";
+    s_.report_memory(5, 0, {1 * GiB, 0}, now_);  // it allocates: it starts
     advance(policy::kShareRebalance);
     // 5 has started by now: it is told that others want the GPU too.
-    EXPECT_EQ(actions(), (V{"D2", "C5", "D3", "D4"}));
+    EXPECT_EQ(actions(), V{"C5"});
     for (ClientId id : {2, 3, 4}) {
         release(id);
         request(id);  // they still have work
@@ -483,7 +487,7 @@ TEST_F(PolicyTest, EachGpuHasItsOwnModeAndQuantum)
     client(2, 1000, Priority::Normal, {0, 1});
     request(1, gpu_bit(0));
     request(2, gpu_bit(0));
-    advance(policy::kStartupSettle);
+    advance(policy::kStartupWindow);
     EXPECT_TRUE(holds(2)) << "GPU 0 is in auto mode";
     release(1, gpu_bit(0));
     release(2, gpu_bit(0));

@@ -31,6 +31,16 @@ protected:
         now_ += d;
         s_.tick(now_);
     }
+    // Auto mode on one GPU of `capacity`, with clients 1..n of `each` bytes.
+    void auto_clients(uint64_t capacity, ClientId n, uint64_t each)
+    {
+        s_.set_mode(Mode::Auto, now_);
+        gpu(0, capacity);
+        for (ClientId id = 1; id <= n; ++id) {
+            client(id);
+            s_.report_memory(id, 0, {each, 0}, now_);
+        }
+    }
     // Actions since the last call, as "G1" (grant to 1), "D1", "R1", "C1", "S1".
     std::vector<std::string> actions()
     {
@@ -473,6 +483,83 @@ TEST_F(SchedulerTest, AutoSerializesOnlyWhileMemoryExceedsCapacity)
     EXPECT_EQ(actions(), V{"G2"});
 }
 
+// Auto mode takes an oversubscribed GPU in turns of groups: processes whose
+// memory fits together run together, the others wait their turn.
+TEST_F(SchedulerTest, AutoTurnsAreTakenByGroupsWhoseMemoryFits)
+{
+    auto_clients(80 * GiB, 3, 33 * GiB);
+    ASSERT_TRUE(s_.serializing(0));
+    s_.request(1, gpu_bit(0), now_);
+    const auto first = decisions();
+    ASSERT_EQ(first.size(), 1u);
+    EXPECT_TRUE(first[0].exclusive);  // alone on the GPU
+    advance(2s);
+    s_.request(2, gpu_bit(0), now_);
+    const auto second = decisions();
+    ASSERT_EQ(second.size(), 1u);
+    EXPECT_EQ(second[0].client, 2u);
+    EXPECT_EQ(second[0].kind, ActionKind::Grant);
+    EXPECT_FALSE(second[0].exclusive);  // beside 1
+    advance(2s);
+    s_.request(3, gpu_bit(0), now_);  // 99 GiB: 3 waits, the group is told
+    EXPECT_EQ(actions(), (V{"C1", "C2"}));
+    s_.release(1, gpu_bit(0), now_);
+    EXPECT_EQ(actions(), V{"G3"});  // beside 2
+    EXPECT_EQ(s_.gpus()[0].holders.size(), 2u);
+}
+
+TEST_F(SchedulerTest, AutoGroupsNeverFormInModeOn)
+{
+    gpu(0, 80 * GiB);
+    for (ClientId id : {1, 2}) {
+        client(id);
+        s_.report_memory(id, 0, {10 * GiB, 0}, now_);
+        s_.request(id, gpu_bit(0), now_);
+    }
+    advance(2s);
+    EXPECT_EQ(actions(), (V{"G1", "C1"}));
+}
+
+// A newcomer joins a group only once its holders have started: what one
+// still starting will use is not known yet.
+TEST_F(SchedulerTest, AWaiterJoinsAGroupOnceItsHoldersHaveStarted)
+{
+    auto_clients(80 * GiB, 3, 30 * GiB);
+    s_.request(3, gpu_bit(0), now_);  // 3 has run before
+    advance(2s);
+    s_.release(3, gpu_bit(0), now_);
+    s_.report_memory(3, 0, {30 * GiB, 0}, now_);
+    (void)actions();
+    s_.request(1, gpu_bit(0), now_);
+    s_.request(2, gpu_bit(0), now_);
+    s_.request(3, gpu_bit(0), now_);
+    EXPECT_EQ(actions(), V{"G1"});
+    advance(100ms);
+    EXPECT_EQ(actions(), V{});
+    advance(policy::kStartupSettle);
+    // 1 started: it is told that 3 waits, and 2 joins it. 3 joins nobody
+    // while 2 starts, so a hand-over by 1 cannot meet a start.
+    EXPECT_EQ(actions(), (V{"C1", "G2"}));
+    advance(policy::kStartupSettle);
+    EXPECT_EQ(actions(), V{"C2"});
+}
+
+// Memory that grows past what the group fits: the one granted last lets go.
+TEST_F(SchedulerTest, AGroupThatNoLongerFitsAsksTheLatestToLetGo)
+{
+    auto_clients(80 * GiB, 3, 30 * GiB);
+    s_.request(1, gpu_bit(0), now_);
+    advance(2s);
+    s_.request(2, gpu_bit(0), now_);
+    advance(2s);
+    s_.request(3, gpu_bit(0), now_);
+    (void)actions();
+    s_.report_memory(1, 0, {55 * GiB, 0}, now_);  // 85 GiB with 2's 30
+    EXPECT_EQ(actions(), V{"D2"});
+    EXPECT_TRUE(s_.client(2)->drop_sent);
+    EXPECT_FALSE(s_.client(1)->drop_sent);
+}
+
 // On an oversubscribed GPU the holder is told how much of its managed memory
 // may stay: what fits beside the next waiter and what others keep there.
 TEST_F(SchedulerTest, DropTellsHowMuchMayStayBesideTheNextHolder)
@@ -484,7 +571,7 @@ TEST_F(SchedulerTest, DropTellsHowMuchMayStayBesideTheNextHolder)
     client(3);
     s_.report_memory(1, 0, {8 * GiB, 0}, now_);
     s_.report_memory(2, 0, {6 * GiB, 1 * GiB}, now_);  // 7 GiB, of which 1 pinned
-    s_.report_memory(3, 0, {2 * GiB, 0}, now_);
+    s_.report_memory(3, 0, {11 * GiB / 2, 0}, now_);   // too much to join 2 (group turns)
     ASSERT_TRUE(s_.serializing(0));
     const auto keep_of = [&](ActionKind kind) {
         for (const Action& a : s_.take_actions())
@@ -492,8 +579,11 @@ TEST_F(SchedulerTest, DropTellsHowMuchMayStayBesideTheNextHolder)
                 return a.keep;
         return uint64_t{0};
     };
+    // Each is granted for the first time here; once it has started
+    // (kStartupSettle), it is told that others wait.
     s_.request(1, gpu_bit(0), now_);
     (void)s_.take_actions();
+    advance(1s);
     s_.request(2, gpu_bit(0), now_);
     // 12 GiB less the waiter's 7 GiB (its pinned part included): 5 GiB of 8.
     EXPECT_EQ(keep_of(ActionKind::Contended), 5 * GiB);
@@ -501,32 +591,34 @@ TEST_F(SchedulerTest, DropTellsHowMuchMayStayBesideTheNextHolder)
     EXPECT_EQ(keep_of(ActionKind::Drop), 5 * GiB);
     s_.release(1, gpu_bit(0), now_);
     (void)s_.take_actions();  // G2
+    advance(1s);
 
-    // Now 1 keeps 5 GiB on the GPU; 3 waits behind 2 and needs 2 GiB:
-    // 2 may keep 12 - 5 (1's) - 2 (3's) - 1 (its own pinned) = 4 GiB.
+    // Now 1 keeps 5 GiB on the GPU; 3 waits behind 2 and needs 5.5 GiB:
+    // 2 may keep 12 - 5 (1's) - 5.5 (3's) - 1 (its own pinned) = 0.5 GiB.
     s_.request(3, gpu_bit(0), now_);
-    EXPECT_EQ(keep_of(ActionKind::Contended), 4 * GiB);
+    EXPECT_EQ(keep_of(ActionKind::Contended), GiB / 2);
     s_.release(2, gpu_bit(0), now_);
     (void)s_.take_actions();  // G3
+    advance(1s);
 
-    // 3 holds and 1 comes back: 1's 8 GiB, and 2's 4 GiB kept and 1 GiB
-    // pinned, leave no room for 3's data.
+    // 3 holds and 1 comes back: 1's 8 GiB, and 2's 0.5 GiB kept and 1 GiB
+    // pinned, leave 2.5 GiB of 3's 5.5.
     s_.request(1, gpu_bit(0), now_);
-    EXPECT_EQ(keep_of(ActionKind::Contended), 0u);
+    EXPECT_EQ(keep_of(ActionKind::Contended), 5 * GiB / 2);
 }
 
 // Granted while others wait: the Grant itself says what may stay.
 TEST_F(SchedulerTest, ContendedGrantCarriesTheKeep)
 {
-    s_.set_mode(Mode::Auto, now_);
-    gpu(0, 12 * GiB);
-    for (ClientId id : {1, 2, 3}) {
-        client(id);
-        s_.report_memory(id, 0, {8 * GiB, 0}, now_);
-    }
+    auto_clients(12 * GiB, 3, 8 * GiB);
+    // 2 has run before (a process still starting is told later).
+    s_.request(2, gpu_bit(0), now_);
+    advance(1s);
+    s_.release(2, gpu_bit(0), now_);
     s_.request(1, gpu_bit(0), now_);
     s_.request(2, gpu_bit(0), now_);
     s_.request(3, gpu_bit(0), now_);
+    advance(1s);  // 1 has started and is told
     (void)s_.take_actions();
     s_.release(1, gpu_bit(0), now_);  // 1 left everything it was allowed: 4 GiB
     const auto acts = decisions();
@@ -792,20 +884,25 @@ TEST(SchedulerProperties, InvariantsHoldUnderRandomEvents)
                     s.tick(now);
             }
             s.take_actions();
-            // Exclusivity: a serializing GPU has at most one holder, except
-            // while the extra holders are being asked to let go.
+            // Exclusivity: a serializing GPU has one holder, or in auto
+            // mode holders whose memory fits together, except while the
+            // extra holders are being asked to let go.
             for (GpuIndex g = 0; g < gpus; ++g) {
                 const auto& holders = s.gpus()[g].holders;
                 size_t not_dropping = 0;
+                uint64_t their_memory = 0;
                 for (ClientId h : holders) {
                     const ClientRecord* hc = s.client(h);
                     ASSERT_NE(hc, nullptr);
                     ASSERT_EQ(hc->phase, Phase::Holding);
                     ASSERT_TRUE(hc->held & gpu_bit(g));
                     not_dropping += !hc->drop_sent;
+                    if (!hc->drop_sent && hc->memory.count(g) != 0)
+                        their_memory += hc->memory.at(g).total();
                 }
-                if (s.serializing(g)) {
-                    ASSERT_LE(not_dropping, 1u) << "GPU " << g;
+                if (s.serializing(g) && not_dropping > 1) {
+                    ASSERT_EQ(s.mode_of(g), Mode::Auto) << "GPU " << g;
+                    ASSERT_LE(their_memory, s.gpus()[g].capacity) << "GPU " << g;
                 }
             }
             // Progress: no waiter is stuck behind a free GPU, and whoever
