@@ -387,7 +387,7 @@ bool Scheduler::report_memory(ClientId id, GpuIndex gpu, MemoryUse use, TimePoin
     if (c == nullptr || (c->registered() & gpu_bit(gpu)) == 0)
         return true;
     MemoryUse& slot = c->memory[gpu];
-    if (use.total() > slot.total()) {
+    if (use.total() > slot.total() && use.total() >= policy::kStartupGrowthFrom) {
         const bool first_growth = !c->grew_at && c->first_granted_at;
         c->grew_at = now;
         // Its first allocation moves its settle time earlier (settled_at):

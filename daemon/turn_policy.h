@@ -35,6 +35,11 @@ inline constexpr Duration kUsageHalfLife = std::chrono::seconds(60);
 // and where they do not fit, what they placed must then be moved again.
 // Interactive processes join at once all the same.
 inline constexpr Duration kStartupSettle = std::chrono::milliseconds(300);
+// Growth counts for the start only once a process has this much memory:
+// a framework's first small allocations come before a pause (its kernels
+// load lazily) and say nothing of its size; on an H100 a PyTorch process
+// let the next one join 0.4 s after its grant, before its own tensors.
+inline constexpr uint64_t kStartupGrowthFrom = uint64_t{256} << 20;
 inline constexpr Duration kStartupWindow = std::chrono::seconds(2);
 
 // 0 interactive, 1 normal, 2 batch: lower goes first.

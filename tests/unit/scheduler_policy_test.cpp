@@ -148,6 +148,23 @@ TEST_F(PolicyTest, ANewcomerJoinsAStartingProcessOnceItsMemoryStopsGrowing)
     EXPECT_TRUE(holds(2)) << "1's memory has not grown for kStartupSettle";
 }
 
+TEST_F(PolicyTest, ASmallFirstAllocationDoesNotEndAStart)
+{
+    gpus(1);
+    client(1);
+    client(2);
+    request(1);
+    request(2);
+    s_.report_memory(1, 0, {2 << 20, 0}, now_);  // a framework's first block
+    advance(policy::kStartupSettle + 100ms);
+    EXPECT_FALSE(holds(2)) << "2 MiB say nothing of 1's size";
+    s_.report_memory(1, 0, {policy::kStartupGrowthFrom, 0}, now_);
+    advance(policy::kStartupSettle - 1ms);
+    EXPECT_FALSE(holds(2));
+    advance(1ms);
+    EXPECT_TRUE(holds(2)) << "1's memory has not grown for kStartupSettle";
+}
+
 TEST_F(PolicyTest, AProcessThatKeepsGrowingHoldsNewcomersBackOnlyAtItsStart)
 {
     gpus(1);
