@@ -21,6 +21,13 @@ void erase_value(std::vector<ClientId>& v, ClientId id)
     v.erase(std::remove(v.begin(), v.end(), id), v.end());
 }
 
+// The managed (movable) memory a client reported on `gpu`.
+uint64_t managed_on(const ClientRecord& c, GpuIndex gpu)
+{
+    const auto m = c.memory.find(gpu);
+    return m != c.memory.end() ? m->second.managed : 0;
+}
+
 }  // namespace
 
 // ---- Clients -------------------------------------------------------------------
@@ -871,11 +878,8 @@ GpuSet Scheduler::group_turns() const
 uint64_t Scheduler::holders_need(GpuIndex gpu) const
 {
     uint64_t need = queues_[gpu].pinned;
-    for (ClientId h : gpus_[gpu].holders) {
-        const auto m = clients_.at(h).memory.find(gpu);
-        if (m != clients_.at(h).memory.end())
-            need += m->second.managed;
-    }
+    for (ClientId h : gpus_[gpu].holders)
+        need += managed_on(clients_.at(h), gpu);
     return need;
 }
 
@@ -887,9 +891,7 @@ bool Scheduler::joins_group(const ClientRecord& c, GpuIndex gpu, TimePoint now) 
     for (ClientId h : gpus_[gpu].holders)
         if (starting(clients_.at(h), now) || clients_.at(h).drop_sent)
             return false;
-    const auto m = c.memory.find(gpu);
-    const uint64_t mine = m != c.memory.end() ? m->second.managed : 0;
-    return holders_need(gpu) + mine <= gpus_[gpu].capacity;
+    return holders_need(gpu) + managed_on(c, gpu) <= gpus_[gpu].capacity;
 }
 
 void Scheduler::keep_holders_that_fit(GpuIndex gpu, TimePoint now)
@@ -908,8 +910,7 @@ void Scheduler::keep_holders_that_fit(GpuIndex gpu, TimePoint now)
     for (ClientRecord* h : holders) {
         if (h->drop_sent && groups)
             continue;  // leaving already
-        const auto m = h->memory.find(gpu);
-        const uint64_t mine = m != h->memory.end() ? m->second.managed : 0;
+        const uint64_t mine = managed_on(*h, gpu);
         // The first keeps it; with group turns, the next ones while they fit.
         full |= !first && (!groups || need + mine > gpus_[gpu].capacity);
         first = false;
@@ -990,8 +991,7 @@ GpuSet Scheduler::end_hold(ClientRecord& c, GpuSet gpus, TimePoint now)
     room_dirty_ |= gpus;
     for_each_gpu(gpus, [&](GpuIndex g) {
         erase_value(gpus_[g].holders, c.id);
-        const auto m = c.memory.find(g);
-        const uint64_t managed = m != c.memory.end() ? m->second.managed : 0;
+        const uint64_t managed = managed_on(c, g);
         // Never told of the oversubscription, it moved nothing (a Shrink
         // follows if others need the room).
         c.kept[g] = oversubscribed(g) && c.told_oversubscribed ? std::min(c.keep_offered, managed)
@@ -1224,7 +1224,7 @@ void Scheduler::update_deadline(ClientRecord& c)
             for_each_gpu(c.held & (soft_ | group_turns()), [&](GpuIndex g) {
                 for (ClientId h : gpus_[g].holders) {
                     const TimePoint at = settled_time(clients_.at(h));
-                    if (at > now_ && at != TimePoint::max() && (!want || at < *want))
+                    if (at > now_ && (!want || at < *want))
                         want = at;
                 }
             });
@@ -1241,7 +1241,7 @@ void Scheduler::update_deadline(ClientRecord& c)
             TimePoint at{};
             for (ClientId h : gpus_[g].holders)
                 at = std::max(at, settled_time(clients_.at(h)));
-            if (at > now_ && at != TimePoint::max() && (!want || at < *want))
+            if (at > now_ && (!want || at < *want))
                 want = at;
         });
     }
