@@ -385,8 +385,8 @@ void ClientLoop::finish_drop(uint64_t now)
 
 // Early release: when others wait and the GPU has gone idle, hand it on now
 // rather than at the end of the quantum. How long to stay idle first is
-// IdleGaps' call: what a switch would cost (evicting our data and bringing it
-// back), at least the idle period, until this process's pauses have shown
+// IdleGaps' call: our share of what a switch would cost (evicting our data
+// and bringing it back), at least the idle period, until this process's pauses have shown
 // which of them outlast that.
 void ClientLoop::release_if_idle(uint64_t now)
 {
@@ -402,8 +402,8 @@ void ClientLoop::release_if_idle(uint64_t now)
         s_.stranded_since != 0 && now - s_.stranded_since >= kStrandedPatienceNs;
     const uint64_t hold = stranded_long
                               ? period
-                              : gaps_.hold_for(residency::switch_cost_ns(s_.lock.oversubscribed(),
-                                                                         s_.lock.keep_bytes()),
+                              : gaps_.hold_for(residency::switch_share_ns(s_.lock.oversubscribed(),
+                                                                          s_.lock.keep_bytes()),
                                                period);
     // A process that lets go sooner than the period is watched closely, so
     // that the end of its burst is seen when it comes, not up to two periods
@@ -507,7 +507,8 @@ void ClientLoop::request_lock(uint64_t now)
 }
 
 // While we hold an oversubscribed GPU that others wait for, the host memory
-// our next swap-out copies into is made ahead, a step at a time, while the
+// our next swap-out copies into (for a next holder as big as we are, as the
+// switch's cost counts it) is made ahead, a step at a time, while the
 // program's work runs: pinning it costs ~10 times the copy. Likewise, while
 // we wait for an oversubscribed GPU, for kShrinkAhead of what we left there
 // (beyond what nvshared asked for, if it did): a holder that grows asks us
@@ -518,7 +519,7 @@ void ClientLoop::prestage()
         return;
     const uint64_t all = all_gpus();
     if (s_.lock.state() == HoldState::Holding && s_.lock.contended() && s_.lock.oversubscribed()) {
-        s_.prestaging = residency::prestage(all, s_.lock.keep_bytes());
+        s_.prestaging = residency::prestage_for_switch(all, s_.lock.keep_bytes());
     } else if (!s_.lock.holds() && s_.shrink_keep != UINT64_MAX) {
         const uint64_t keep = s_.shrink_keep > kShrinkAhead ? s_.shrink_keep - kShrinkAhead : 0;
         s_.prestaging = residency::prestage(all, keep);

@@ -21,9 +21,9 @@ void IdleGaps::resumed(uint64_t t)
         ++count_;
 }
 
-uint64_t IdleGaps::hold_for(uint64_t switch_cost_ns, uint64_t period_ns) const
+uint64_t IdleGaps::hold_for(uint64_t switch_share_ns, uint64_t period_ns) const
 {
-    const uint64_t ski = switch_cost_ns > period_ns ? switch_cost_ns : period_ns;
+    const uint64_t ski = switch_share_ns > period_ns ? switch_share_ns : period_ns;
     bool long_seen = false;
     uint64_t longest_short = 0;
     for (size_t i = 0; i < count_; ++i) {

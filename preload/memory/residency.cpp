@@ -104,6 +104,19 @@ uint64_t engine_keep(uint32_t i, uint64_t allowed)
     return allowed > headroom ? allowed - headroom : 0;
 }
 
+// What a switch leaves on GPU `i` as this process counts it: what nvshared
+// allows (`keep_bytes`), but no more than leaves the next holder as much
+// room as we use. nvshared counts the next holder's memory as it is now; one
+// that is still allocating (a program starting) needs more when it runs, and
+// letting go too early costs both sides a swap each way, keeping the GPU at
+// most the quantum.
+uint64_t keep_beside_as_big(uint32_t i, uint64_t keep_bytes)
+{
+    const uint64_t cap = devices::capacity(i), own = devices::used(i);
+    const uint64_t as_big = cap > own ? cap - own : 0;
+    return keep_bytes < as_big ? keep_bytes : as_big;
+}
+
 double bytes_per_second(uint64_t bytes, uint64_t ns)
 {
     return static_cast<double>(bytes) * 1e9 / static_cast<double>(ns);
@@ -370,7 +383,7 @@ void before_release(uint64_t gpus, bool oversubscribed, uint64_t keep_bytes, uin
             swappable::let_go(i);
             continue;
         }
-        uint64_t keep = keep_on_eviction(keep_bytes);
+        uint64_t keep = keep_on_eviction(keep_beside_as_big(i, keep_bytes));
         // The swap engine's memory first: it moves at the bus's speed.
         EngineMove e{i, false, engine_keep(i, keep), {}};
         if (contexts::with_device_context(devices::at(i).ordinal, engine_move, &e) && e.ran) {
@@ -451,6 +464,12 @@ bool prestage(uint64_t gpus, uint64_t keep_bytes)
     return prestage_each(gpus, [keep_bytes](uint32_t) { return keep_bytes; });
 }
 
+bool prestage_for_switch(uint64_t gpus, uint64_t keep_bytes)
+{
+    return prestage_each(gpus,
+                         [keep_bytes](uint32_t i) { return keep_beside_as_big(i, keep_bytes); });
+}
+
 bool prestage_ahead(uint64_t gpus, uint64_t bytes)
 {
     return prestage_each(gpus, [bytes](uint32_t i) {
@@ -516,22 +535,14 @@ Stats& stats(uint32_t gpu)
     return g_gpus[gpu].stats;
 }
 
-uint64_t switch_cost_ns(bool oversubscribed, uint64_t keep_bytes)
+uint64_t switch_share_ns(bool oversubscribed, uint64_t keep_bytes)
 {
     if (!wanted(config().evict, oversubscribed))
         return 0;  // nothing moves when we let go
     double most = 0, pinning = 0;
     for (uint32_t i = 0; i < devices::count(); ++i) {
         const GpuState& g = g_gpus[i];
-        // nvshared counts the next holder's memory as it is now; one that is
-        // still allocating (a program starting) needs more when it runs. A
-        // switch is counted as if it needed at least as much as we have:
-        // letting go too early costs both sides a swap each way, keeping
-        // the GPU at most the quantum.
-        const uint64_t cap = devices::capacity(i), own = devices::used(i);
-        const uint64_t as_big = cap > own ? cap - own : 0;
-        const uint64_t allowed = keep_bytes < as_big ? keep_bytes : as_big;
-        const uint64_t keep = keep_on_eviction(allowed);
+        const uint64_t keep = keep_on_eviction(keep_beside_as_big(i, keep_bytes));
         // The swap engine's memory stays first (as before_release keeps it).
         const uint64_t engine = swappable::device_bytes(i);
         const uint64_t engine_kept = engine_keep(i, keep);
@@ -554,10 +565,11 @@ uint64_t switch_cost_ns(bool oversubscribed, uint64_t keep_bytes)
                             static_cast<double>(engine_moved) / engine_in;
         most = ours > most ? ours : most;
     }
-    // The next holder pays as much: it brings in what takes our room now and
-    // moves it out again when we come back. Host memory not made ahead yet
-    // is pinned as our swap-out goes.
-    return static_cast<uint64_t>((2 * most + pinning) * 1e9);
+    // Our half of the round trip; the next holder pays as much (it brings in
+    // what takes our room and moves it out when we come back), out of its
+    // own pause or of a quantum's end, which would switch anyway. Host
+    // memory not made ahead yet is pinned as our swap-out goes.
+    return static_cast<uint64_t>((most + pinning) * 1e9);
 }
 
 void reset_after_fork()

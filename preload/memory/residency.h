@@ -29,14 +29,19 @@ void now_exclusive(uint64_t gpus);
 // for it, at most until `deadline_ns` (CLOCK_MONOTONIC). The newest
 // allocations, up to `keep_bytes` per GPU, stay: nvshared says how much fits
 // beside the next holder, so only the excess moves (NVSHARE_EVICT=1 evicts
-// everything).
+// everything); but no more than leaves the next holder as much room as we
+// use, as switch_share_ns counts it.
 void before_release(uint64_t gpus, bool oversubscribed, uint64_t keep_bytes, uint64_t deadline_ns);
 
-// While this process holds an oversubscribed GPU that others wait for: makes
-// one step of the host memory its next swap-out will copy into (what exceeds
-// `keep_bytes`), so that the swap-out runs at the bus's speed rather than at
+// Makes one step of the host memory a swap-out that keeps `keep_bytes` on
+// each GPU will copy into, so that it runs at the bus's speed rather than at
 // the speed of pinning host memory. True while more steps remain.
 bool prestage(uint64_t gpus, uint64_t keep_bytes);
+// The same while this process holds an oversubscribed GPU that others wait
+// for: for the switch that switch_share_ns counts (the next holder taken to
+// need as much room as we use), so that what the cost counts is ready when
+// the pauses make a switch pay.
+bool prestage_for_switch(uint64_t gpus, uint64_t keep_bytes);
 // The same for the last `bytes` of what the process has on each GPU: one
 // that waits its turn on an oversubscribed GPU can then give that much room
 // at the bus's speed when a holder grows (nvshared's Shrink).
@@ -71,12 +76,13 @@ struct Stats {
 };
 Stats& stats(uint32_t gpu);
 
-// What letting go now would cost, on the GPU where that is most: moving out
-// what exceeds `keep_bytes` and bringing it back later, at the rates this
-// process's latest moves reached (assumed rates until measured), and as much
-// again for the next holder, which brings in what takes our room and moves
-// it out when we come back. 0 where nothing would be evicted.
-uint64_t switch_cost_ns(bool oversubscribed, uint64_t keep_bytes);
+// Our share of what letting go now would cost, on the GPU where that is
+// most: moving out what exceeds `keep_bytes` and bringing it back later, at
+// the rates this process's latest moves reached (assumed rates until
+// measured). The next holder's share (bringing in what takes our room and
+// moving it out when we come back) is as much, paid out of its own pause.
+// 0 where nothing would be evicted.
+uint64_t switch_share_ns(bool oversubscribed, uint64_t keep_bytes);
 
 void reset_after_fork();
 

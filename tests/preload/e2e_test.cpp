@@ -349,6 +349,79 @@ TEST(Release, HoldsThroughPausesShorterThanASwitch)
                                         << read_text(dir / "fake.log");
 }
 
+// An idle holder waits out its own share of a switch before it lets go, not
+// the whole round trip: the next holder's share is paid out of that holder's
+// own pauses. Here 512 of 768 MiB each, so 280 MiB move out and back
+// (256 MiB room for the other, less a 24 MiB headroom) at the assumed
+// 40 GB/s: 14.7 ms; counting both shares would have been 29 ms.
+TEST(Release, WaitsOutItsOwnShareOfASwitchBeforeLettingGo)
+{
+    TempDir dir;
+    Daemon daemon(dir,
+                  {"--anti-thrashing", "auto", "--capacity", "768M", "--time-quantum", "10min"});
+    Process bursty = start_client(dir, daemon.socket(),
+                                  {{"--alloc", "512M", "--kernels", "2", "--kernel-us", "20000",
+                                    "--rounds", "3", "--pause-ms", "300"},
+                                   {{"NVSHARE_DEBUG", "1"}, {"NVSHARE_IDLE_RELEASE_MS", "1"}},
+                                   false},
+                                  "bursty");
+    ASSERT_TRUE(
+        wait_until([&] { return count_events(dir / "fake.log", bursty.pid(), "end") >= 1; }));
+    Process other = start_client(
+        dir, daemon.socket(),
+        {{"--alloc", "512M", "--kernels", "2", "--kernel-us", "20000"}, {}, false}, "other");
+    expect_clean_exit(bursty);
+    expect_clean_exit(other);
+    const std::string err = bursty.err();
+    const auto at = err.find("(kept it idle up to ");
+    ASSERT_NE(at, std::string::npos) << err;
+    EXPECT_EQ(std::stoul(err.substr(at + 20)), 14u) << err;
+    const auto work = read_work(dir / "fake.log");
+    uint64_t last_kernel = 0, first_other = UINT64_MAX;
+    for (const Work& w : work_of(work, bursty.pid()))
+        if (w.name.find("cuLaunchKernel") != std::string::npos)
+            last_kernel = std::max(last_kernel, w.end);
+    for (const Work& w : work_of(work, other.pid()))
+        if (w.name.find("cuLaunchKernel") != std::string::npos)
+            first_other = std::min(first_other, w.start);
+    EXPECT_LT(first_other, last_kernel) << "the other did not run in a pause:\n" << err;
+}
+
+// nvshared counts the next holder's memory as far as it has allocated (256
+// of its 384 MiB here, so 256 of the 512 could stay); the holder leaves it
+// as much room as it uses itself (128 MiB, less the 16 MiB headroom, may
+// stay: one 64 MiB chunk), so that the rest of the next holder's memory
+// finds room at once.
+TEST(Release, LeavesAStartingNextHolderAsMuchRoomAsItUses)
+{
+    TempDir dir;
+    Daemon daemon(dir,
+                  {"--anti-thrashing", "auto", "--capacity", "512M", "--time-quantum", "300ms"});
+    Process holder = start_client(
+        dir, daemon.socket(),
+        {{"--alloc", "384M", "--kernels", "2", "--kernel-us", "20000", "--hold-ms", "1000"},
+         {{"NVSHARE_DEBUG", "1"}, {"NVSHARE_IDLE_RELEASE_MS", "0"}},
+         false},
+        "holder");
+    ASSERT_TRUE(
+        wait_until([&] { return count_events(dir / "fake.log", holder.pid(), "end") >= 1; }));
+    Process starting = start_client(
+        dir, daemon.socket(),
+        {{"--alloc", "256M", "--kernels", "1", "--kernel-us", "20000", "--late-alloc", "128M"},
+         {},
+         false},
+        "starting");
+    expect_clean_exit(holder);
+    expect_clean_exit(starting);
+    EXPECT_NE(starting.out().find("late=ok"), std::string::npos) << starting.out();
+    const std::string err = holder.err();
+    const auto at = err.find("swapped out ");
+    ASSERT_NE(at, std::string::npos) << err;
+    // Five of six chunks; nvshared's allowance alone (240 MiB) would have
+    // moved three.
+    EXPECT_EQ(std::stoull(err.substr(at + 12)), 320ull << 20) << err;
+}
+
 // A holder that stops answering (stopped by a signal) loses the lock after
 // the grace period; the waiter runs; the holder carries on when resumed.
 TEST(Release, RevokesAClientThatStopsAnswering)
