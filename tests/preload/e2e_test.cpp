@@ -315,38 +315,57 @@ TEST(Release, LetsGoAtOnceOncePausesProveLong)
     EXPECT_FALSE(overlapped(work, bursty.pid(), hog.pid()));
 }
 
+// On a GPU of `capacity` (auto mode, a long quantum): a holder of `alloc`
+// with `rounds` bursts of two 20 ms kernels `pause_ms` apart (`env` added to
+// its environment) and, once its first kernel ended, another client of
+// `alloc` with two kernels.
+struct PausesRun {
+    std::string holder_err;
+    std::string fake_log;
+    bool other_ran_in_a_pause = false;  // it began before the holder's last kernel ended
+};
+
+PausesRun run_holder_with_pauses(const std::string& capacity, const std::string& alloc,
+                                 const std::string& rounds, const std::string& pause_ms,
+                                 const std::map<std::string, std::string>& env)
+{
+    TempDir dir;
+    Daemon daemon(dir,
+                  {"--anti-thrashing", "auto", "--capacity", capacity, "--time-quantum", "10min"});
+    Process holder = start_client(dir, daemon.socket(),
+                                  {{"--alloc", alloc, "--kernels", "2", "--kernel-us", "20000",
+                                    "--rounds", rounds, "--pause-ms", pause_ms},
+                                   env,
+                                   false},
+                                  "holder");
+    EXPECT_TRUE(
+        wait_until([&] { return count_events(dir / "fake.log", holder.pid(), "end") >= 1; }));
+    Process other = start_client(
+        dir, daemon.socket(),
+        {{"--alloc", alloc, "--kernels", "2", "--kernel-us", "20000"}, {}, false}, "other");
+    expect_clean_exit(holder);
+    expect_clean_exit(other);
+    PausesRun run{holder.err(), read_text(dir / "fake.log")};
+    const auto work = read_work(dir / "fake.log");
+    uint64_t last_kernel = 0, first_other = UINT64_MAX;
+    for (const Work& w : work_of(work, holder.pid()))
+        if (w.name.find("cuLaunchKernel") != std::string::npos)
+            last_kernel = std::max(last_kernel, w.end);
+    for (const Work& w : work_of(work, other.pid()))
+        if (w.name.find("cuLaunchKernel") != std::string::npos)
+            first_other = std::min(first_other, w.start);
+    run.other_ran_in_a_pause = first_other < last_kernel;
+    return run;
+}
+
 // On an oversubscribed GPU a holder whose pauses (100 ms) are shorter than a
 // switch would cost keeps the lock through them, from the first pause on:
 // moving 4 GiB out and back costs more (estimated from the bytes before any
 // switch was measured).
 TEST(Release, HoldsThroughPausesShorterThanASwitch)
 {
-    TempDir dir;
-    Daemon daemon(dir,
-                  {"--anti-thrashing", "auto", "--capacity", "12G", "--time-quantum", "10min"});
-    Process bursty = start_client(dir, daemon.socket(),
-                                  {{"--alloc", "8G", "--kernels", "2", "--kernel-us", "20000",
-                                    "--rounds", "4", "--pause-ms", "100"},
-                                   {},
-                                   false},
-                                  "bursty");
-    ASSERT_TRUE(
-        wait_until([&] { return count_events(dir / "fake.log", bursty.pid(), "end") >= 1; }));
-    Process other = start_client(
-        dir, daemon.socket(),
-        {{"--alloc", "8G", "--kernels", "2", "--kernel-us", "20000"}, {}, false}, "other");
-    expect_clean_exit(bursty);
-    expect_clean_exit(other);
-    const auto work = read_work(dir / "fake.log");
-    uint64_t last_kernel = 0, first_other = UINT64_MAX;
-    for (const Work& w : work_of(work, bursty.pid()))
-        if (w.name.find("cuLaunchKernel") != std::string::npos)
-            last_kernel = std::max(last_kernel, w.end);
-    for (const Work& w : work_of(work, other.pid()))
-        if (w.name.find("cuLaunchKernel") != std::string::npos)
-            first_other = std::min(first_other, w.start);
-    EXPECT_GT(first_other, last_kernel) << "the other ran in a pause:\n"
-                                        << read_text(dir / "fake.log");
+    const PausesRun run = run_holder_with_pauses("12G", "8G", "4", "100", {});
+    EXPECT_FALSE(run.other_ran_in_a_pause) << "the other ran in a pause:\n" << run.fake_log;
 }
 
 // An idle holder waits out its own share of a switch before it lets go, not
@@ -356,35 +375,12 @@ TEST(Release, HoldsThroughPausesShorterThanASwitch)
 // 40 GB/s: 14.7 ms; counting both shares would have been 29 ms.
 TEST(Release, WaitsOutItsOwnShareOfASwitchBeforeLettingGo)
 {
-    TempDir dir;
-    Daemon daemon(dir,
-                  {"--anti-thrashing", "auto", "--capacity", "768M", "--time-quantum", "10min"});
-    Process bursty = start_client(dir, daemon.socket(),
-                                  {{"--alloc", "512M", "--kernels", "2", "--kernel-us", "20000",
-                                    "--rounds", "3", "--pause-ms", "300"},
-                                   {{"NVSHARE_DEBUG", "1"}, {"NVSHARE_IDLE_RELEASE_MS", "1"}},
-                                   false},
-                                  "bursty");
-    ASSERT_TRUE(
-        wait_until([&] { return count_events(dir / "fake.log", bursty.pid(), "end") >= 1; }));
-    Process other = start_client(
-        dir, daemon.socket(),
-        {{"--alloc", "512M", "--kernels", "2", "--kernel-us", "20000"}, {}, false}, "other");
-    expect_clean_exit(bursty);
-    expect_clean_exit(other);
-    const std::string err = bursty.err();
-    const auto at = err.find("(kept it idle up to ");
-    ASSERT_NE(at, std::string::npos) << err;
-    EXPECT_EQ(std::stoul(err.substr(at + 20)), 14u) << err;
-    const auto work = read_work(dir / "fake.log");
-    uint64_t last_kernel = 0, first_other = UINT64_MAX;
-    for (const Work& w : work_of(work, bursty.pid()))
-        if (w.name.find("cuLaunchKernel") != std::string::npos)
-            last_kernel = std::max(last_kernel, w.end);
-    for (const Work& w : work_of(work, other.pid()))
-        if (w.name.find("cuLaunchKernel") != std::string::npos)
-            first_other = std::min(first_other, w.start);
-    EXPECT_LT(first_other, last_kernel) << "the other did not run in a pause:\n" << err;
+    const PausesRun run = run_holder_with_pauses(
+        "768M", "512M", "3", "300", {{"NVSHARE_DEBUG", "1"}, {"NVSHARE_IDLE_RELEASE_MS", "1"}});
+    const auto at = run.holder_err.find("(kept it idle up to ");
+    ASSERT_NE(at, std::string::npos) << run.holder_err;
+    EXPECT_EQ(std::stoul(run.holder_err.substr(at + 20)), 14u) << run.holder_err;
+    EXPECT_TRUE(run.other_ran_in_a_pause) << run.holder_err;
 }
 
 // nvshared counts the next holder's memory as far as it has allocated (256
