@@ -10,6 +10,7 @@
 #include "preload/memory/allocations.h"
 #include "preload/memory/contexts.h"
 #include "preload/memory/devices.h"
+#include "preload/memory/swap_plan.h"
 #include "preload/memory/swappable.h"
 
 namespace nvshare::preload::residency {
@@ -104,17 +105,10 @@ uint64_t engine_keep(uint32_t i, uint64_t allowed)
     return allowed > headroom ? allowed - headroom : 0;
 }
 
-// What a switch leaves on GPU `i` as this process counts it: what nvshared
-// allows (`keep_bytes`), but no more than leaves the next holder as much
-// room as we use. nvshared counts the next holder's memory as it is now; one
-// that is still allocating (a program starting) needs more when it runs, and
-// letting go too early costs both sides a swap each way, keeping the GPU at
-// most the quantum.
+// What a switch leaves on GPU `i` (swap_plan::keep_beside_as_big).
 uint64_t keep_beside_as_big(uint32_t i, uint64_t keep_bytes)
 {
-    const uint64_t cap = devices::capacity(i), own = devices::used(i);
-    const uint64_t as_big = cap > own ? cap - own : 0;
-    return keep_bytes < as_big ? keep_bytes : as_big;
+    return swap_plan::keep_beside_as_big(keep_bytes, devices::capacity(i), devices::used(i));
 }
 
 double bytes_per_second(uint64_t bytes, uint64_t ns)

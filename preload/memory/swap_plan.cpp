@@ -32,4 +32,12 @@ Backing choose_backing(const BackingFacts& f)
     return Backing::Swappable;
 }
 
+uint64_t keep_beside_as_big(uint64_t allowed, uint64_t capacity, uint64_t own)
+{
+    if (allowed == UINT64_MAX)
+        return allowed;
+    const uint64_t as_big = capacity > own ? capacity - own : 0;
+    return allowed < as_big ? allowed : as_big;
+}
+
 }  // namespace nvshare::preload::swap_plan

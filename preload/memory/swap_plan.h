@@ -50,6 +50,14 @@ struct BackingFacts {
 // (which would waste most of a chunk), and where the engine cannot run.
 Backing choose_backing(const BackingFacts& f);
 
+// What a switch leaves on a GPU of `capacity` where this process uses `own`:
+// what nvshared allows (`allowed`; UINT64_MAX: nobody needs the room), but
+// no more than leaves the next holder as much room as we use. nvshared
+// counts the next holder's memory as it is now; one that is still
+// allocating (a program starting) needs more when it runs, and letting go
+// too early costs both sides a swap each way.
+uint64_t keep_beside_as_big(uint64_t allowed, uint64_t capacity, uint64_t own);
+
 // Bytes admitted one piece at a time while they fit.
 class Budget {
 public:

@@ -107,3 +107,13 @@ TEST(SwapPlan, BudgetAdmitsWhileItFits)
     EXPECT_FALSE(none.take(1));
     EXPECT_TRUE(none.take(0));
 }
+
+// A switch leaves what nvshared allows, but no more than leaves a next
+// holder as much room as we use; "nobody needs the room" keeps everything.
+TEST(SwapPlan, KeepLeavesANextHolderAsMuchRoomAsWeUse)
+{
+    EXPECT_EQ(keep_beside_as_big(100 * MiB, 512 * MiB, 384 * MiB), 100 * MiB);
+    EXPECT_EQ(keep_beside_as_big(240 * MiB, 512 * MiB, 384 * MiB), 128 * MiB);
+    EXPECT_EQ(keep_beside_as_big(240 * MiB, 512 * MiB, 600 * MiB), 0u);
+    EXPECT_EQ(keep_beside_as_big(UINT64_MAX, 512 * MiB, 384 * MiB), UINT64_MAX);
+}
