@@ -20,6 +20,7 @@
 #include "daemon/printable_text.h"
 #include "daemon/priority_rules.h"
 #include "daemon/process_cgroup.h"
+#include "daemon/process_exit.h"
 #include "daemon/status.h"
 
 namespace nvshare::daemon {
@@ -69,7 +70,11 @@ Server::~Server()
     for (auto& [serial, c] : connections_) {
         sd_event_source_disable_unref(c->source);
         sd_event_source_disable_unref(c->timer);
-        close(c->fd);
+        sd_event_source_disable_unref(c->exit_watch);
+        if (c->fd >= 0)
+            close(c->fd);
+        if (c->exit_fd >= 0)
+            close(c->exit_fd);
     }
     sd_event_source_disable_unref(listen_source_);
     sd_event_source_disable_unref(timer_source_);
@@ -268,6 +273,14 @@ int Server::on_connection_timer(sd_event_source*, uint64_t, void* conn)
     auto* c = static_cast<Connection*>(conn);
     Server* s = c->server;
     const auto now = Clock::now();
+    if (c->exit_fd >= 0) {
+        if (now >= c->closed_at + kExitWaitMax)
+            s->destroy(*c);  // an exit stuck in the driver does not keep the lock
+        else
+            s->arm_connection_timer(*c);
+        s->after_change();
+        return 0;
+    }
     if (!c->registered && !c->closing && !c->dead && now >= c->hello_deadline) {
         s->fail(*c, proto::ErrorCode::BadOrder,
                 "no Hello within " + std::to_string(kHelloDeadline.count()) + " s");
@@ -279,6 +292,15 @@ int Server::on_connection_timer(sd_event_source*, uint64_t, void* conn)
     if (!c->dead)
         s->arm_connection_timer(*c);
     s->after_change();  // may destroy c
+    return 0;
+}
+
+int Server::on_process_exit(sd_event_source*, int, uint32_t, void* conn)
+{
+    auto* c = static_cast<Connection*>(conn);
+    Server* s = c->server;
+    s->destroy(*c);
+    s->after_change();
     return 0;
 }
 
@@ -372,7 +394,9 @@ bool Server::admit(Connection& c)
 void Server::arm_connection_timer(Connection& c)
 {
     std::optional<TimePoint> at;
-    if (!c.registered)
+    if (c.exit_fd >= 0)
+        at = c.closed_at + kExitWaitMax;
+    else if (!c.registered)
         at = c.hello_deadline;
     if (c.paused)
         at = at ? std::min(*at, c.resume_at) : c.resume_at;
@@ -987,13 +1011,53 @@ void Server::reap()
             destroy(*it->second);
 }
 
+bool Server::await_exit(Connection& c)
+{
+    const ClientRecord* client = c.registered ? scheduler_.client(c.serial) : nullptr;
+    if (client == nullptr || client->phase != Phase::Holding)
+        return false;
+    const int fd = exiting_process_fd(c.peer.pid);
+    if (fd < 0)
+        return false;
+    if (sd_event_add_io(event_, &c.exit_watch, fd, EPOLLIN, on_process_exit, &c) < 0) {
+        close(fd);
+        return false;
+    }
+    c.exit_fd = fd;
+    c.closed_at = Clock::now();
+    // Nothing more is read or sent; the GPUs stay held as they are.
+    sd_event_source_disable_unref(c.source);
+    c.source = nullptr;
+    close(c.fd);
+    c.fd = -1;
+    arm_connection_timer(c);
+    NVS_DEBUG(
+        "client %llu (pid %d) closed its connection while its process exits: its GPUs stay "
+        "held until it has ended (at most %lld s)",
+        static_cast<unsigned long long>(c.serial), static_cast<int>(c.peer.pid),
+        static_cast<long long>(kExitWaitMax.count()));
+    return true;
+}
+
 void Server::destroy(Connection& c)
 {
+    if (c.exit_fd < 0 && await_exit(c))
+        return;  // destroyed again once the process has ended
     if (c.registered) {
         if (const ClientRecord* client = scheduler_.client(c.serial)) {
             const EventSubject who = subject(*client, 0);
-            events_.emit(EventKind::Gone, LogLevel::Info, &who, {}, "disconnected (client %llu)",
-                         static_cast<unsigned long long>(c.serial));
+            if (c.exit_fd >= 0)
+                events_.emit(
+                    EventKind::Gone, LogLevel::Info, &who, {},
+                    "disconnected (client %llu); its process ended %lld ms later",
+                    static_cast<unsigned long long>(c.serial),
+                    static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                               Clock::now() - c.closed_at)
+                                               .count()));
+            else
+                events_.emit(EventKind::Gone, LogLevel::Info, &who, {},
+                             "disconnected (client %llu)",
+                             static_cast<unsigned long long>(c.serial));
         }
         events_.not_waiting(c.serial);
         scheduler_.disconnect(c.serial, Clock::now());
@@ -1004,7 +1068,11 @@ void Server::destroy(Connection& c)
         connections_per_uid_.erase(it);
     sd_event_source_disable_unref(c.source);
     sd_event_source_disable_unref(c.timer);
-    close(c.fd);
+    sd_event_source_disable_unref(c.exit_watch);
+    if (c.fd >= 0)
+        close(c.fd);
+    if (c.exit_fd >= 0)
+        close(c.exit_fd);
     connections_.erase(c.serial);
     resume_accepting();  // a descriptor is free again
 }

@@ -44,6 +44,12 @@ struct Connection {
     bool paused = false;
     TimePoint resume_at{};
     sd_event_source* timer = nullptr;
+    // A holder whose process was exiting when the connection closed
+    // (process_exit.h): the scheduler hears of it once `exit_fd`, a pidfd,
+    // turns readable, or at closed_at + kExitWaitMax (`timer`).
+    int exit_fd = -1;
+    sd_event_source* exit_watch = nullptr;
+    TimePoint closed_at{};
 };
 
 class Server {
@@ -87,6 +93,7 @@ private:
     static int on_accept_retry(sd_event_source* s, uint64_t usec, void* self);
     static int on_connection_timer(sd_event_source* s, uint64_t usec, void* conn);
     static int on_status_line_timer(sd_event_source* s, uint64_t usec, void* self);
+    static int on_process_exit(sd_event_source* s, int fd, uint32_t revents, void* conn);
     void pause_accepting();
     void resume_accepting();
 
@@ -125,6 +132,9 @@ private:
     void mark_dead(Connection& c);
     void reap();
     void destroy(Connection& c);
+    // True if `c` holds GPUs and its process is still exiting: its memory
+    // comes back only as it ends, so destroy() waits for that.
+    bool await_exit(Connection& c);
     void rearm_timer();
     void update_status();
     void send_status_line(TimePoint now);

@@ -179,6 +179,54 @@ TEST(Scheduling, HolderKilledWhileHoldingFreesTheLock)
     EXPECT_EQ(d.stop(), 0);
 }
 
+// The driver gives a process's GPU memory back only as the process ends,
+// after its connection closed: a holder whose process exits keeps its GPUs
+// until it has ended (here 1.5 s after its connection closed), so the next
+// holder finds the room it was counted.
+TEST(Scheduling, AnExitingHolderKeepsItsGpusUntilItsProcessHasEnded)
+{
+    Daemon d;
+    ASSERT_TRUE(d.start({"--anti-thrashing", "on"}));
+    TestClient exiting(d.socket(), {"--hold-until-stdin", "--exit-slowly", "1500ms"});
+    ASSERT_TRUE(exiting.wait_for("grant"));
+    TestClient waiter(d.socket(), {});
+    ASSERT_FALSE(d.wait_client_state(waiter.pid(), "waiting").is_null());
+    exiting.proceed();
+    const auto closing = exiting.wait_for("closing");
+    ASSERT_TRUE(closing) << exiting.transcript();
+    const auto grant = waiter.wait_for("grant");
+    ASSERT_TRUE(grant) << waiter.transcript();
+    EXPECT_EQ(exiting.finish(), 0);
+    // Not before the process ended, which it did 1.5 s after closing; and
+    // at its end, not at the 10 s bound.
+    EXPECT_GE(grant->ns, closing->ns + 1500000000ull);
+    EXPECT_LT(grant->ns, closing->ns + 9000000000ull);
+    EXPECT_EQ(waiter.finish(), 0);
+    EXPECT_EQ(d.stop(), 0);
+}
+
+// An exit that does not end (stuck in the driver) keeps the GPUs 10 s at
+// most.
+TEST(Scheduling, AnExitThatDoesNotEndKeepsTheGpusTenSecondsAtMost)
+{
+    Daemon d;
+    ASSERT_TRUE(d.start({"--anti-thrashing", "on"}));
+    TestClient exiting(d.socket(), {"--hold-until-stdin", "--exit-slowly", "60s"});
+    ASSERT_TRUE(exiting.wait_for("grant"));
+    TestClient waiter(d.socket(), {});
+    ASSERT_FALSE(d.wait_client_state(waiter.pid(), "waiting").is_null());
+    exiting.proceed();
+    const auto closing = exiting.wait_for("closing");
+    ASSERT_TRUE(closing) << exiting.transcript();
+    const auto grant = waiter.wait_for("grant", Millis(30000));
+    ASSERT_TRUE(grant) << waiter.transcript();
+    EXPECT_GE(grant->ns, closing->ns + 10000000000ull);
+    EXPECT_EQ(waiter.finish(), 0);
+    exiting.kill(SIGKILL);
+    EXPECT_EQ(exiting.finish(), 128 + SIGKILL);
+    EXPECT_EQ(d.stop(), 0);
+}
+
 TEST(Scheduling, ModeOffLetsEverybodyRunAtOnce)
 {
     Daemon d;

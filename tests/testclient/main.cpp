@@ -3,6 +3,7 @@
 // event with a CLOCK_MONOTONIC timestamp, so that tests can check the order
 // of events and that holds of different processes never overlap.
 #include <poll.h>
+#include <pthread.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -11,6 +12,7 @@
 #include <climits>
 #include <cstdio>
 #include <string>
+#include <thread>
 
 #include "common/lock_client.h"
 #include "common/mode.h"
@@ -46,6 +48,34 @@ std::string hex(uint64_t v)
     char buf[32];
     snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
     return buf;
+}
+
+// Ends the process as one whose driver still frees its GPU memory after its
+// connection closed: the main thread ends (the kernel marks the process as
+// exiting), then the connection closes, and the process ends `linger` later.
+// `fd` is a copy of the connection's: unwinding the main thread closes the
+// client's own.
+[[noreturn]] void exit_slowly(int fd, std::chrono::milliseconds linger)
+{
+    struct Exit {
+        pthread_t main;
+        int fd;
+        std::chrono::milliseconds linger;
+    };
+    static Exit e{pthread_self(), fd, linger};
+    pthread_t closer;
+    if (pthread_create(
+            &closer, nullptr,
+            [](void*) -> void* {
+                pthread_join(e.main, nullptr);  // its exit has begun
+                event("closing");
+                close(e.fd);
+                std::this_thread::sleep_for(e.linger);
+                _exit(0);
+            },
+            nullptr) != 0)
+        _exit(1);
+    pthread_exit(nullptr);
 }
 
 // What ended a wait.
@@ -200,6 +230,8 @@ int Session::hold_and_release(uint64_t held)
         if (f.type == MsgType::Drop && !o_.ignore_drop)
             break;
     }
+    if (o_.exit_slowly)
+        exit_slowly(dup(client_.fd()), *o_.exit_slowly);
     event("released", "mask=" + hex(held));
     if (!client_.release(held)) {
         event("eof");

@@ -19,7 +19,7 @@ constexpr const char* kUsage =
     "A scripted client of nvshared's lock socket, for the integration tests.\n"
     "Prints one line per event: '<CLOCK_MONOTONIC ns> <event> key=value...';\n"
     "events: welcome, settings, memory, request, grant, contended, drop,\n"
-    "revoked, released, error, eof, timeout, done.\n"
+    "revoked, released, closing, error, eof, timeout, done.\n"
     "\n"
     "Options:\n"
     "  --socket PATH         the daemon's socket (required)\n"
@@ -35,6 +35,10 @@ constexpr const char* kUsage =
     "  --hold DURATION       how long to hold each grant (default 0)\n"
     "  --hold-until-stdin    hold until a line or EOF arrives on stdin\n"
     "  --ignore-drop         keep holding after a Drop (until revoked)\n"
+    "  --exit-slowly DURATION  at the end of the first hold, exit without a\n"
+    "                        Release: the main thread ends, then the connection\n"
+    "                        closes, and the process ends DURATION later (as one\n"
+    "                        whose driver frees its GPU memory)\n"
     "  --comm NAME           process name claimed in the Hello (default testclient)\n"
     "  --timeout DURATION    give up waiting for the daemon after this (default 20s)\n"
     "\n"
@@ -50,6 +54,7 @@ enum Opt {
     kHold,
     kHoldUntilStdin,
     kIgnoreDrop,
+    kExitSlowly,
     kComm,
     kTimeout,
     kHelp,
@@ -64,6 +69,7 @@ constexpr option kLongOptions[] = {
     {"hold", required_argument, nullptr, kHold},
     {"hold-until-stdin", no_argument, nullptr, kHoldUntilStdin},
     {"ignore-drop", no_argument, nullptr, kIgnoreDrop},
+    {"exit-slowly", required_argument, nullptr, kExitSlowly},
     {"comm", required_argument, nullptr, kComm},
     {"timeout", required_argument, nullptr, kTimeout},
     {"help", no_argument, nullptr, kHelp},
@@ -160,6 +166,13 @@ ParsedOptions parse_options(int argc, char** argv)
             case kIgnoreDrop:
                 o.ignore_drop = true;
                 break;
+            case kExitSlowly: {
+                const auto d = parse_ms(optarg);
+                if (!d)
+                    return usage_error("exit time", optarg);
+                o.exit_slowly = *d;
+                break;
+            }
             case kComm:
                 o.comm = optarg;
                 break;

@@ -21,6 +21,9 @@ struct Options {
     std::chrono::milliseconds hold{0};
     bool hold_until_stdin = false;  // hold until a line (or EOF) on stdin
     bool ignore_drop = false;
+    // At the end of the first hold: exit without a Release, the connection
+    // closing while the process exits, which ends this much later.
+    std::optional<std::chrono::milliseconds> exit_slowly;
     std::string comm = "testclient";
     std::chrono::milliseconds timeout{20000};  // for each wait on the daemon
 };
