@@ -35,8 +35,6 @@ constexpr double kAssumedSwapEngineRate = 40e9;
 // memory) ran at 3.6-4.9 GB/s on an H200 host, whatever the number of
 // threads (bench/README.md, "Swap mechanisms").
 constexpr double kAssumedPinRate = 4e9;
-// A move shorter than this says little about the rate.
-constexpr uint64_t kRateSampleBytes = 256ull << 20;
 // What the swap engine keeps on the GPU is less than nvshared allows by a
 // 32nd of the GPU's capacity, at most 2 GiB: nvshared counts allocations,
 // but every process's CUDA contexts and the driver take device memory too
@@ -73,10 +71,10 @@ struct GpuState {
     uint64_t restoring = 0;     // of those, what the running swap-in brings back
     // Transfer rates measured on this GPU (bytes per second; 0: not yet):
     // the driver's migration of managed memory, and the swap engine.
-    double evict_rate = 0;
-    double swap_in_rate = 0;
-    double engine_out_rate = 0;
-    double engine_in_rate = 0;
+    swap_plan::RateEstimate evict_rate;
+    swap_plan::RateEstimate swap_in_rate;
+    swap_plan::RateEstimate engine_out_rate;
+    swap_plan::RateEstimate engine_in_rate;
     Stats stats;
 };
 
@@ -109,11 +107,6 @@ uint64_t engine_keep(uint32_t i, uint64_t allowed)
 uint64_t keep_beside_as_big(uint32_t i, uint64_t keep_bytes)
 {
     return swap_plan::keep_beside_as_big(keep_bytes, devices::capacity(i), devices::used(i));
-}
-
-double bytes_per_second(uint64_t bytes, uint64_t ns)
-{
-    return static_cast<double>(bytes) * 1e9 / static_cast<double>(ns);
 }
 
 alloc::Range* scratch()
@@ -181,8 +174,7 @@ void note_engine_move(GpuState& g, const swappable::Moved& m, bool in)
 {
     if (m.bytes == 0)
         return;
-    if (m.bytes >= kRateSampleBytes && m.ns != 0)
-        (in ? g.engine_in_rate : g.engine_out_rate) = bytes_per_second(m.bytes, m.ns);
+    (in ? g.engine_in_rate : g.engine_out_rate).add(m.bytes, m.ns);
     if (in) {
         g.stats.bytes_prefetched += m.bytes;
         g.stats.swap_ins++;
@@ -221,12 +213,21 @@ void engine_swap_in(uint32_t i, uint64_t patience)
         m.moved.ns += again.moved.ns;
         m.moved.short_of_room = again.moved.short_of_room;
         m.moved.left_on_host = again.moved.left_on_host;
+        m.moved.lock_ns += again.moved.lock_ns;
+        m.moved.place_ns += again.moved.place_ns;
+        m.moved.sync_ns += again.moved.sync_ns;
     }
     note_engine_move(g_gpus[i], m.moved, true);
     if (m.moved.bytes != 0)
-        log_debug("swapped in %llu bytes to GPU %u in %llu ms",
-                  static_cast<unsigned long long>(m.moved.bytes), i,
-                  static_cast<unsigned long long>(m.moved.ns / 1000000));
+        log_debug(
+            "swapped in %llu bytes to GPU %u in %llu ms (lock %llu, memory and mapping %llu, "
+            "last copies %llu ms; %llu ms waiting for room)",
+            static_cast<unsigned long long>(m.moved.bytes), i,
+            static_cast<unsigned long long>(m.moved.ns / 1000000),
+            static_cast<unsigned long long>(m.moved.lock_ns / 1000000),
+            static_cast<unsigned long long>(m.moved.place_ns / 1000000),
+            static_cast<unsigned long long>(m.moved.sync_ns / 1000000),
+            static_cast<unsigned long long>((now_ns() - first) / 1000000));
     if (m.moved.left_on_host != 0)
         log_debug("%llu bytes stay in host memory: no room on GPU %u",
                   static_cast<unsigned long long>(m.moved.left_on_host), i);
@@ -349,8 +350,7 @@ bool poll()
         const uint64_t took = now_ns() - g.started_ns;
         // Only a swap-in of evicted data measures a transfer: new memory is
         // merely populated, and what was kept is there already.
-        if (g.restoring != 0 && took != 0)
-            g.swap_in_rate = bytes_per_second(g.restoring, took);
+        g.swap_in_rate.add(g.restoring, took);
         g.restoring = 0;
         g.stats.bytes_prefetched += g.bytes;
         g.stats.swap_ins++;
@@ -410,8 +410,8 @@ void before_release(uint64_t gpus, bool oversubscribed, uint64_t keep_bytes, uin
         if (r.bytes == 0)
             continue;
         const uint64_t took = now_ns() - start;
-        if (stream_done(g.stream) && took != 0)
-            g.evict_rate = bytes_per_second(r.bytes, took);
+        if (stream_done(g.stream))
+            g.evict_rate.add(r.bytes, took);
         g.stats.bytes_evicted += r.bytes;
         g.stats.swap_outs++;
         g.stats.swap_out_ns += took;
@@ -549,11 +549,10 @@ uint64_t switch_share_ns(bool oversubscribed, uint64_t keep_bytes)
                                 static_cast<int64_t>(swappable::total_bytes(i));
         const uint64_t m = managed > 0 ? static_cast<uint64_t>(managed) : 0;
         const double moved = static_cast<double>(m > keep_left ? m - keep_left : 0);
-        const double out = g.evict_rate > 0 ? g.evict_rate : kAssumedEvictRate;
-        const double in = g.swap_in_rate > 0 ? g.swap_in_rate : kAssumedSwapInRate;
-        const double engine_out =
-            g.engine_out_rate > 0 ? g.engine_out_rate : kAssumedSwapEngineRate;
-        const double engine_in = g.engine_in_rate > 0 ? g.engine_in_rate : kAssumedSwapEngineRate;
+        const double out = g.evict_rate.get(kAssumedEvictRate);
+        const double in = g.swap_in_rate.get(kAssumedSwapInRate);
+        const double engine_out = g.engine_out_rate.get(kAssumedSwapEngineRate);
+        const double engine_in = g.engine_in_rate.get(kAssumedSwapEngineRate);
         const double ours = moved / out + moved / in +
                             static_cast<double>(engine_moved) / engine_out +
                             static_cast<double>(engine_moved) / engine_in;

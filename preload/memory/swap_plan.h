@@ -58,6 +58,38 @@ Backing choose_backing(const BackingFacts& f);
 // too early costs both sides a swap each way.
 uint64_t keep_beside_as_big(uint64_t allowed, uint64_t capacity, uint64_t own);
 
+// The rate a kind of move reaches, for the cost of the next one: the better
+// of the last two moves of at least kRateSampleBytes, the assumed rate
+// standing in for the move before the first. One slow move does not set it
+// alone: on an H100 a swap-in right after the other process's swap-out
+// sometimes waits for the driver's device memory (576 MiB in 120-210 ms,
+// 14 GiB in 1.8 s, against 14 GiB in 0.3 s otherwise), and a holder that
+// took such a rate for its next switch held through every later pause.
+// A bus that is slow every time shows from the second move on.
+class RateEstimate {
+public:
+    // Shorter moves are mostly fixed costs.
+    static constexpr uint64_t kRateSampleBytes = 1ull << 30;
+
+    void add(uint64_t bytes, uint64_t ns)
+    {
+        if (bytes < kRateSampleBytes || ns == 0)
+            return;
+        before_ = last_;
+        last_ = static_cast<double>(bytes) * 1e9 / static_cast<double>(ns);
+    }
+    // Bytes per second.
+    double get(double assumed) const
+    {
+        const double before = before_ > 0 ? before_ : assumed;
+        return last_ > before ? last_ : before;
+    }
+
+private:
+    double last_ = 0;
+    double before_ = 0;
+};
+
 // Bytes admitted one piece at a time while they fit.
 class Budget {
 public:

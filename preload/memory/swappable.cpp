@@ -457,6 +457,7 @@ Moved swap_in(uint32_t gpu, uint64_t budget, CUstream stream)
     Moved m;
     const uint64_t start = now_ns();
     Lock lock;
+    m.lock_ns = now_ns() - start;
     g_resident[gpu] = true;
     swap_plan::Budget room(budget);
     bool device_full = false;
@@ -467,16 +468,20 @@ Moved swap_in(uint32_t gpu, uint64_t budget, CUstream stream)
         if (c.where == Where::Device)
             return true;
         const bool was_host = c.where == Where::Host;
-        if (!device_full && !room.take(size)) {
+        if (!device_full && !room.take(size))
             device_full = true;  // the budget is spent
-        } else if (!device_full && !place_on_device(r, i)) {
+        if (!device_full) {
+            const uint64_t placing = now_ns();
+            const bool placed = place_on_device(r, i);
+            m.place_ns += now_ns() - placing;
+            if (placed) {
+                // The copy runs while the next chunks are made and mapped.
+                if (was_host && stream_copy(r.ptr + off, r.staging + off, size, stream))
+                    m.bytes += size;
+                return true;
+            }
             device_full = true;  // the device refused within the budget
             m.short_of_room = true;
-        } else if (!device_full) {
-            // The copy runs while the next chunks are made and mapped.
-            if (was_host && stream_copy(r.ptr + off, r.staging + off, size, stream))
-                m.bytes += size;
-            return true;
         }
         if (c.where == Where::Absent && !place_on_host(r, i))
             log_warn("no memory for %llu bytes at %#llx, neither on GPU %d nor on the host",
@@ -485,8 +490,10 @@ Moved swap_in(uint32_t gpu, uint64_t budget, CUstream stream)
         on_host += c.where == Where::Host ? size : 0;
         return true;
     });
+    const uint64_t syncing = now_ns();
     if (m.bytes != 0)
         stream_sync(stream);
+    m.sync_ns = now_ns() - syncing;
     m.ns = now_ns() - start;
     m.left_on_host = on_host;
     return m;

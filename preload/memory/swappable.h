@@ -61,6 +61,10 @@ struct Moved {
     uint64_t ns = 0;             // the whole move, remapping included
     bool short_of_room = false;  // swap-in: the device refused memory within the budget
     uint64_t left_on_host = 0;   // swap-in: bytes that stay in host memory
+    // Swap-in: where the time went (the rest is queueing the copies).
+    uint64_t lock_ns = 0;   // waiting for the engine's lock
+    uint64_t place_ns = 0;  // device memory made and mapped
+    uint64_t sync_ns = 0;   // waiting for the last copies
 };
 
 // The process holds GPU `gpu` now (granted, or scheduling failed open): new

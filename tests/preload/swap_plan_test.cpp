@@ -117,3 +117,29 @@ TEST(SwapPlan, KeepLeavesANextHolderAsMuchRoomAsWeUse)
     EXPECT_EQ(keep_beside_as_big(240 * MiB, 512 * MiB, 600 * MiB), 0u);
     EXPECT_EQ(keep_beside_as_big(UINT64_MAX, 512 * MiB, 384 * MiB), UINT64_MAX);
 }
+
+// The better of the last two moves of 1 GiB or more, the assumed rate
+// standing in for the move before the first: one slow move does not set the
+// rate alone, a bus slow every time shows from the second move on.
+TEST(SwapPlan, RateIsTheBetterOfTheLastTwoMoves)
+{
+    constexpr uint64_t GiB = 1ull << 30;
+    RateEstimate r;
+    EXPECT_EQ(r.get(40e9), 40e9);
+    r.add(512 * MiB, 1000000);  // too short to say
+    EXPECT_EQ(r.get(40e9), 40e9);
+    r.add(10 * GiB, 2000000000);  // 5.4 GB/s: one slow move
+    EXPECT_EQ(r.get(40e9), 40e9);
+    r.add(10 * GiB, 200000000);  // 54 GB/s
+    EXPECT_NEAR(r.get(40e9), 53.7e9, 0.1e9);
+    r.add(10 * GiB, 2000000000);  // slow once more: the fast one stands
+    EXPECT_NEAR(r.get(40e9), 53.7e9, 0.1e9);
+    r.add(10 * GiB, 1000000000);  // slow twice in a row: 10.7 GB/s
+    EXPECT_NEAR(r.get(40e9), 10.7e9, 0.1e9);
+    RateEstimate slow_bus;  // 12 GB/s every time
+    slow_bus.add(12 * GiB, 1073741824);
+    slow_bus.add(12 * GiB, 1073741824);
+    EXPECT_NEAR(slow_bus.get(40e9), 12e9, 0.1e9);
+    r.add(GiB, 0);  // no time: no rate
+    EXPECT_NEAR(r.get(40e9), 10.7e9, 0.1e9);
+}
