@@ -215,17 +215,19 @@ void engine_swap_in(uint32_t i, uint64_t patience)
         m.moved.left_on_host = again.moved.left_on_host;
         m.moved.lock_ns += again.moved.lock_ns;
         m.moved.place_ns += again.moved.place_ns;
+        m.moved.create_ns += again.moved.create_ns;
         m.moved.sync_ns += again.moved.sync_ns;
     }
     note_engine_move(g_gpus[i], m.moved, true);
     if (m.moved.bytes != 0)
         log_debug(
-            "swapped in %llu bytes to GPU %u in %llu ms (lock %llu, memory and mapping %llu, "
-            "last copies %llu ms; %llu ms waiting for room)",
+            "swapped in %llu bytes to GPU %u in %llu ms (lock %llu, device memory %llu, mapping "
+            "%llu, last copies %llu ms; %llu ms waiting for room)",
             static_cast<unsigned long long>(m.moved.bytes), i,
             static_cast<unsigned long long>(m.moved.ns / 1000000),
             static_cast<unsigned long long>(m.moved.lock_ns / 1000000),
-            static_cast<unsigned long long>(m.moved.place_ns / 1000000),
+            static_cast<unsigned long long>(m.moved.create_ns / 1000000),
+            static_cast<unsigned long long>((m.moved.place_ns - m.moved.create_ns) / 1000000),
             static_cast<unsigned long long>(m.moved.sync_ns / 1000000),
             static_cast<unsigned long long>((now_ns() - first) / 1000000));
     if (m.moved.left_on_host != 0)

@@ -172,12 +172,16 @@ void count_device(const Record& r, uint64_t size, bool added)
 
 // Device memory for chunk i at its address (no data moves). False (chunk
 // unchanged) if the device has none to give.
-bool place_on_device(Record& r, uint32_t i)
+bool place_on_device(Record& r, uint32_t i, uint64_t* create_ns = nullptr)
 {
     Chunk& c = r.chunks[i];
     const uint64_t size = r.layout.size_of(i), va = r.ptr + r.layout.offset_of(i);
     CUmemGenericAllocationHandle h = 0;
-    if (create_on(r, CU_MEM_LOCATION_TYPE_DEVICE, size, &h) != CUDA_SUCCESS)
+    const uint64_t creating = create_ns != nullptr ? now_ns() : 0;
+    const bool created = create_on(r, CU_MEM_LOCATION_TYPE_DEVICE, size, &h) == CUDA_SUCCESS;
+    if (create_ns != nullptr)
+        *create_ns += now_ns() - creating;
+    if (!created)
         return false;
     if (c.where == Where::Host && !unmap_at(va, size)) {
         release_handle(h);
@@ -472,7 +476,7 @@ Moved swap_in(uint32_t gpu, uint64_t budget, CUstream stream)
             device_full = true;  // the budget is spent
         if (!device_full) {
             const uint64_t placing = now_ns();
-            const bool placed = place_on_device(r, i);
+            const bool placed = place_on_device(r, i, &m.create_ns);
             m.place_ns += now_ns() - placing;
             if (placed) {
                 // The copy runs while the next chunks are made and mapped.

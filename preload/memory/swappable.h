@@ -62,9 +62,10 @@ struct Moved {
     bool short_of_room = false;  // swap-in: the device refused memory within the budget
     uint64_t left_on_host = 0;   // swap-in: bytes that stay in host memory
     // Swap-in: where the time went (the rest is queueing the copies).
-    uint64_t lock_ns = 0;   // waiting for the engine's lock
-    uint64_t place_ns = 0;  // device memory made and mapped
-    uint64_t sync_ns = 0;   // waiting for the last copies
+    uint64_t lock_ns = 0;    // waiting for the engine's lock
+    uint64_t place_ns = 0;   // device memory made and mapped
+    uint64_t create_ns = 0;  // of which making it (cuMemCreate)
+    uint64_t sync_ns = 0;    // waiting for the last copies
 };
 
 // The process holds GPU `gpu` now (granted, or scheduling failed open): new
