@@ -179,52 +179,61 @@ TEST(Scheduling, HolderKilledWhileHoldingFreesTheLock)
     EXPECT_EQ(d.stop(), 0);
 }
 
+// A holder that exits without a Release, its connection closing while its
+// process exits, which ends `linger` later; another client waits for its
+// GPU. When the connection closed and when the other got the GPU, in
+// nanoseconds; then the exiting process is killed (if it has not ended) and
+// its exit status returned.
+struct ExitRun {
+    uint64_t closed_ns = 0;
+    uint64_t granted_ns = 0;
+    int exit_status = -1;
+};
+
+ExitRun run_exiting_holder(const std::string& linger)
+{
+    ExitRun run;
+    Daemon d;
+    EXPECT_TRUE(d.start({"--anti-thrashing", "on"}));
+    TestClient exiting(d.socket(), {"--hold-until-stdin", "--exit-slowly", linger});
+    EXPECT_TRUE(exiting.wait_for("grant"));
+    TestClient waiter(d.socket(), {});
+    EXPECT_FALSE(d.wait_client_state(waiter.pid(), "waiting").is_null());
+    exiting.proceed();
+    const auto closing = exiting.wait_for("closing");
+    const auto grant = waiter.wait_for("grant", Millis(30000));
+    EXPECT_TRUE(closing) << exiting.transcript();
+    EXPECT_TRUE(grant) << waiter.transcript();
+    run.closed_ns = closing ? closing->ns : 0;
+    run.granted_ns = grant ? grant->ns : 0;
+    EXPECT_EQ(waiter.finish(), 0);
+    exiting.kill(SIGKILL);
+    run.exit_status = exiting.finish();
+    EXPECT_EQ(d.stop(), 0);
+    return run;
+}
+
 // The driver gives a process's GPU memory back only as the process ends,
 // after its connection closed: a holder whose process exits keeps its GPUs
 // until it has ended (here 1.5 s after its connection closed), so the next
 // holder finds the room it was counted.
 TEST(Scheduling, AnExitingHolderKeepsItsGpusUntilItsProcessHasEnded)
 {
-    Daemon d;
-    ASSERT_TRUE(d.start({"--anti-thrashing", "on"}));
-    TestClient exiting(d.socket(), {"--hold-until-stdin", "--exit-slowly", "1500ms"});
-    ASSERT_TRUE(exiting.wait_for("grant"));
-    TestClient waiter(d.socket(), {});
-    ASSERT_FALSE(d.wait_client_state(waiter.pid(), "waiting").is_null());
-    exiting.proceed();
-    const auto closing = exiting.wait_for("closing");
-    ASSERT_TRUE(closing) << exiting.transcript();
-    const auto grant = waiter.wait_for("grant");
-    ASSERT_TRUE(grant) << waiter.transcript();
-    EXPECT_EQ(exiting.finish(), 0);
-    // Not before the process ended, which it did 1.5 s after closing; and
-    // at its end, not at the 10 s bound.
-    EXPECT_GE(grant->ns, closing->ns + 1500000000ull);
-    EXPECT_LT(grant->ns, closing->ns + 9000000000ull);
-    EXPECT_EQ(waiter.finish(), 0);
-    EXPECT_EQ(d.stop(), 0);
+    const ExitRun run = run_exiting_holder("1500ms");
+    EXPECT_EQ(run.exit_status, 0) << "it ended on its own before the grant";
+    // Not before the process ended, 1.5 s after closing; and at its end, not
+    // at the 10 s bound.
+    EXPECT_GE(run.granted_ns, run.closed_ns + 1500000000ull);
+    EXPECT_LT(run.granted_ns, run.closed_ns + 9000000000ull);
 }
 
 // An exit that does not end (stuck in the driver) keeps the GPUs 10 s at
 // most.
 TEST(Scheduling, AnExitThatDoesNotEndKeepsTheGpusTenSecondsAtMost)
 {
-    Daemon d;
-    ASSERT_TRUE(d.start({"--anti-thrashing", "on"}));
-    TestClient exiting(d.socket(), {"--hold-until-stdin", "--exit-slowly", "60s"});
-    ASSERT_TRUE(exiting.wait_for("grant"));
-    TestClient waiter(d.socket(), {});
-    ASSERT_FALSE(d.wait_client_state(waiter.pid(), "waiting").is_null());
-    exiting.proceed();
-    const auto closing = exiting.wait_for("closing");
-    ASSERT_TRUE(closing) << exiting.transcript();
-    const auto grant = waiter.wait_for("grant", Millis(30000));
-    ASSERT_TRUE(grant) << waiter.transcript();
-    EXPECT_GE(grant->ns, closing->ns + 10000000000ull);
-    EXPECT_EQ(waiter.finish(), 0);
-    exiting.kill(SIGKILL);
-    EXPECT_EQ(exiting.finish(), 128 + SIGKILL);
-    EXPECT_EQ(d.stop(), 0);
+    const ExitRun run = run_exiting_holder("60s");
+    EXPECT_EQ(run.exit_status, 128 + SIGKILL) << "it was still exiting after the grant";
+    EXPECT_GE(run.granted_ns, run.closed_ns + 10000000000ull);
 }
 
 TEST(Scheduling, ModeOffLetsEverybodyRunAtOnce)
