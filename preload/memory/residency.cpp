@@ -69,8 +69,8 @@ struct GpuState {
     uint64_t migrated_seq = 0;  // allocations up to this one were moved once
     uint64_t evicted = 0;       // bytes the latest eviction moved to host
     uint64_t restoring = 0;     // of those, what the running swap-in brings back
-    // Transfer rates measured on this GPU (bytes per second; 0: not yet):
-    // the driver's migration of managed memory, and the swap engine.
+    // Transfer rates measured on this GPU (swap_plan::RateEstimate): the
+    // driver's migration of managed memory, and the swap engine.
     swap_plan::RateEstimate evict_rate;
     swap_plan::RateEstimate swap_in_rate;
     swap_plan::RateEstimate engine_out_rate;
