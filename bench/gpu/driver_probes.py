@@ -14,6 +14,16 @@
   driver_probes.py pin     cuMemCreate of host memory (pinning, 8 GiB):
       first time, again, beside another process's kernels, two processes
       at once
+  driver_probes.py pinways  8 GiB of pinned host memory made each way the
+      driver offers: cuMemCreate (host, host NUMA node 0; chunks of 64 MiB
+      and of 512 MiB; from 1 and from 4 threads), cuMemHostAlloc, and
+      cuMemHostRegister of anonymous memory (untouched; touched first by 8
+      threads; with transparent huge pages), each timed whole
+  driver_probes.py register  the parts of the fastest way: touching
+      anonymous memory with huge pages from 1, 2, 4, 8 and 16 threads and
+      with MAP_POPULATE; cuMemHostRegister of it whole and in 64 MiB pieces;
+      copies of 8 GiB from the device into it and back, against copies into
+      cuMemCreate host memory
 """
 import argparse
 import ctypes
@@ -240,13 +250,180 @@ def probe_pin(_args):
     print(f"two processes at once: {mine:.2f} + {theirs:.2f} GB/s", flush=True)
 
 
+# ---- pinways -----------------------------------------------------------------
+
+PIN_BYTES = 8 << 30
+
+
+def create_host(cu, chunk, count, location_type=2):
+    """count chunks of `chunk` bytes of host memory; (handles, seconds)."""
+    p = AllocProp()
+    p.type = 1
+    p.location.type = location_type  # 2 CU_MEM_LOCATION_TYPE_HOST, 3 HOST_NUMA (id 0)
+    handles, t0 = [], time.monotonic()
+    for _ in range(count):
+        h = ctypes.c_uint64()
+        if cu.cuMemCreate(ctypes.byref(h), ctypes.c_size_t(chunk), ctypes.byref(p),
+                          ctypes.c_ulonglong(0)) != 0:
+            break
+        handles.append(h.value)
+    return handles, time.monotonic() - t0
+
+
+def report(name, made, seconds):
+    rate = made / seconds / 1e9 if seconds > 0 and made else 0.0
+    print(f"{name}: {made >> 20} MiB in {seconds * 1000:.0f} ms = {rate:.2f} GB/s", flush=True)
+
+
+def way_create(cu, chunk, threads=1, location_type=2):
+    import threading
+    per = PIN_BYTES // chunk // threads
+    results = [None] * threads
+
+    def one(k):
+        cu.cuCtxSetCurrent(CTX)
+        results[k] = create_host(cu, chunk, per, location_type)
+    t0 = time.monotonic()
+    ts = [threading.Thread(target=one, args=(k,)) for k in range(threads)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    took = time.monotonic() - t0
+    made = sum(len(r[0]) for r in results) * chunk
+    for r in results:
+        release(cu, r[0])
+    return made, took
+
+
+def anon(libc, size, huge):
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                          ctypes.c_int, ctypes.c_long]
+    ptr = libc.mmap(None, size, 3, 0x22, -1, 0)  # RW, MAP_PRIVATE|MAP_ANONYMOUS
+    if huge:
+        libc.madvise(ctypes.c_void_p(ptr), ctypes.c_size_t(size), 14)  # MADV_HUGEPAGE
+    return ptr
+
+
+def touch(libc, ptr, size, threads):
+    import threading
+    part = size // threads
+    ts = [threading.Thread(target=libc.memset, args=(ctypes.c_void_p(ptr + k * part), 0,
+                                                      ctypes.c_size_t(part)))
+          for k in range(threads)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+
+
+def way_register(cu, libc, huge, touch_threads):
+    ptr = anon(libc, PIN_BYTES, huge)
+    t0 = time.monotonic()
+    if touch_threads:
+        touch(libc, ptr, PIN_BYTES, touch_threads)
+    t1 = time.monotonic()
+    r = cu.cuMemHostRegister_v2(ctypes.c_void_p(ptr), ctypes.c_size_t(PIN_BYTES), 0)
+    t2 = time.monotonic()
+    cu.cuMemHostUnregister(ctypes.c_void_p(ptr))
+    libc.munmap(ctypes.c_void_p(ptr), ctypes.c_size_t(PIN_BYTES))
+    return r, t1 - t0, t2 - t1
+
+
+def probe_pinways(_args):
+    global CTX
+    cu = driver()
+    CTX = ctypes.c_void_p()
+    cu.cuCtxGetCurrent(ctypes.byref(CTX))
+    libc = ctypes.CDLL(None, use_errno=True)
+    report("cuMemCreate host, 64 MiB chunks", *way_create(cu, 64 << 20))
+    report("cuMemCreate host, 64 MiB chunks, again", *way_create(cu, 64 << 20))
+    report("cuMemCreate host, 512 MiB chunks", *way_create(cu, 512 << 20))
+    report("cuMemCreate host NUMA 0, 64 MiB chunks", *way_create(cu, 64 << 20, 1, 3))
+    report("cuMemCreate host, 64 MiB chunks, 4 threads", *way_create(cu, 64 << 20, 4))
+    p = ctypes.c_void_p()
+    t0 = time.monotonic()
+    r = cu.cuMemHostAlloc(ctypes.byref(p), ctypes.c_size_t(PIN_BYTES), 0)
+    took = time.monotonic() - t0
+    report(f"cuMemHostAlloc (rc {r})", PIN_BYTES if r == 0 else 0, took)
+    if r == 0:
+        cu.cuMemFreeHost(p)
+    for huge in (False, True):
+        for threads in (0, 8):
+            r, touched, registered = way_register(cu, libc, huge, threads)
+            name = (f"cuMemHostRegister (rc {r}), {'huge pages' if huge else 'small pages'}, "
+                    f"touched by {threads} threads first ({touched * 1000:.0f} ms)")
+            report(name, PIN_BYTES if r == 0 else 0, registered)
+
+
+# ---- register -----------------------------------------------------------------
+
+def timed(f, *a):
+    t0 = time.monotonic()
+    r = f(*a)
+    return r, time.monotonic() - t0
+
+
+def copy_rate(cu, dst, src, size, stream):
+    t0 = time.monotonic()
+    for off in range(0, size, CHUNK):
+        cu.cuMemcpyAsync(ctypes.c_uint64(dst + off), ctypes.c_uint64(src + off),
+                         ctypes.c_size_t(CHUNK), stream)
+    cu.cuStreamSynchronize(stream)
+    return size / (time.monotonic() - t0) / 1e9
+
+
+def probe_register(_args):
+    cu = driver()
+    libc = ctypes.CDLL(None, use_errno=True)
+    size = PIN_BYTES
+    for threads in (1, 2, 4, 8, 16):
+        ptr = anon(libc, size, True)
+        _, took = timed(touch, libc, ptr, size, threads)
+        print(f"touch 8 GiB, huge pages, {threads} threads: {size / took / 1e9:.2f} GB/s",
+              flush=True)
+        libc.munmap(ctypes.c_void_p(ptr), ctypes.c_size_t(size))
+    ptr = libc.mmap(None, size, 3, 0x22 | 0x8000, -1, 0)  # MAP_POPULATE, no advice
+    libc.munmap(ctypes.c_void_p(ptr), ctypes.c_size_t(size))
+    t0 = time.monotonic()
+    ptr = libc.mmap(None, size, 3, 0x22 | 0x8000, -1, 0)
+    print(f"MAP_POPULATE 8 GiB: {size / (time.monotonic() - t0) / 1e9:.2f} GB/s", flush=True)
+    libc.munmap(ctypes.c_void_p(ptr), ctypes.c_size_t(size))
+    ptr = anon(libc, size, True)
+    touch(libc, ptr, size, 8)
+    t0 = time.monotonic()
+    for off in range(0, size, CHUNK):
+        assert cu.cuMemHostRegister_v2(ctypes.c_void_p(ptr + off), ctypes.c_size_t(CHUNK), 0) == 0
+    print(f"cuMemHostRegister in 64 MiB pieces: {size / (time.monotonic() - t0) / 1e9:.2f} GB/s",
+          flush=True)
+    dev = ctypes.c_uint64()
+    assert cu.cuMemAlloc_v2(ctypes.byref(dev), ctypes.c_size_t(size)) == 0
+    stream = ctypes.c_void_p()
+    cu.cuStreamCreate(ctypes.byref(stream), 1)
+    copy_rate(cu, ptr, dev.value, size, stream)  # warm
+    out = copy_rate(cu, ptr, dev.value, size, stream)
+    back = copy_rate(cu, dev.value, ptr, size, stream)
+    print(f"copies, registered: out {out:.1f} GB/s, in {back:.1f} GB/s", flush=True)
+    for off in range(0, size, CHUNK):
+        cu.cuMemHostUnregister(ctypes.c_void_p(ptr + off))
+    libc.munmap(ctypes.c_void_p(ptr), ctypes.c_size_t(size))
+    hp = ctypes.c_void_p()
+    assert cu.cuMemHostAlloc(ctypes.byref(hp), ctypes.c_size_t(size), 0) == 0
+    copy_rate(cu, hp.value, dev.value, size, stream)
+    out = copy_rate(cu, hp.value, dev.value, size, stream)
+    back = copy_rate(cu, dev.value, hp.value, size, stream)
+    print(f"copies, cuMemHostAlloc: out {out:.1f} GB/s, in {back:.1f} GB/s", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("probe", choices=["exit", "reuse", "pin"])
+    ap.add_argument("probe", choices=["exit", "reuse", "pin", "pinways", "register"])
     ap.add_argument("--lib", help="exit: also a child with this libnvshare.so (no nvshared)")
     args = ap.parse_args()
     mp.set_start_method("spawn")
-    {"exit": probe_exit, "reuse": probe_reuse, "pin": probe_pin}[args.probe](args)
+    {"exit": probe_exit, "reuse": probe_reuse, "pin": probe_pin,
+     "pinways": probe_pinways, "register": probe_register}[args.probe](args)
 
 
 if __name__ == "__main__":

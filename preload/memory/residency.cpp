@@ -31,10 +31,10 @@ constexpr double kAssumedSwapInRate = 48e9;
 // The swap engine's copies run at the bus's speed, about 50 GB/s each way
 // on PCIe 5 (bench/README.md, "Swap mechanisms"); assumed until measured.
 constexpr double kAssumedSwapEngineRate = 40e9;
-// Pinning host memory for the swap engine (cuMemCreate of host-located
-// memory) ran at 3.6-4.9 GB/s on an H200 host, whatever the number of
-// threads (bench/README.md, "Swap mechanisms").
-constexpr double kAssumedPinRate = 4e9;
+// Making the swap engine's host memory (host_memory.h: huge pages faulted in
+// by 8 threads, then registered) ran at ~13 GB/s on an H100 host; where fewer
+// cores or no huge pages are there it is slower (bench/README.md, "Pinning").
+constexpr double kAssumedPinRate = 10e9;
 // What the swap engine keeps on the GPU is less than nvshared allows by a
 // 32nd of the GPU's capacity, at most 2 GiB: nvshared counts allocations,
 // but every process's CUDA contexts and the driver take device memory too
@@ -56,9 +56,10 @@ constexpr uint64_t kRoomPollNs = 20ull * 1000 * 1000;
 // Memory in host memory while we hold the GPU moves to the device once the
 // driver has this much free (more than one chunk, less than most waste).
 constexpr uint64_t kPromoteRoom = 128ull << 20;
-// Host memory made ahead of a swap-out in steps of this size (the client
-// thread holds the engine's lock meanwhile: ~50 ms of pinning).
-constexpr uint64_t kPrestageStep = 256ull << 20;
+// Host memory made ahead of a swap-out in steps of this size, one chunk:
+// the client thread does nothing else meanwhile (~5 ms on an H100 host,
+// far longer where faulting memory in is slow).
+constexpr uint64_t kPrestageStep = 64ull << 20;
 
 struct GpuState {
     CUstream stream = nullptr;  // the library's own, created on first use

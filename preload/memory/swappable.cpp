@@ -11,23 +11,26 @@
 #include "preload/driver/hook_table.h"
 #include "preload/log.h"
 #include "preload/memory/devices.h"
+#include "preload/memory/host_memory.h"
 #include "preload/memory/swap_plan.h"
 
 namespace nvshare::preload::swappable {
 
 namespace {
 
-enum class Where : uint8_t { Device, Host, Absent };
+enum class Where : uint8_t { Device, Out, Host, Absent };
 
 struct Chunk {
     CUmemGenericAllocationHandle device;  // while Device
     CUmemGenericAllocationHandle host;    // once made, for the allocation's life
+    void* out;                            // likewise: where its data goes when swapped out
     Where where;
     bool moving;    // chosen by the swap-out in progress
     uint8_t group;  // of that swap-out's copies
 };
 
 struct Record {
+    uint64_t id;  // unique for the process's life: a record found again is the same
     CUdeviceptr ptr;
     CUdeviceptr staging;  // where the host chunks stay mapped; 0 until needed
     uint64_t bytes;       // asked for
@@ -42,11 +45,13 @@ struct Record {
 Record** g_records = nullptr;
 size_t g_count = 0;
 size_t g_capacity = 0;
+uint64_t g_next_id = 1;
 pthread_mutex_t g_mutex = PTHREAD_MUTEX_INITIALIZER;
 // Per GPU: the process holds it (allocations get device memory at once).
 bool g_resident[devices::kMaxGpus];
 std::atomic<bool> g_shared_hold[devices::kMaxGpus];
-// Chunks with no memory: absent_at() has nothing to look for while 0.
+// Chunks with nothing mapped (Absent, Out): absent_at() has nothing to look
+// for while 0.
 std::atomic<uint64_t> g_absent{0};
 // Per GPU, bytes of swappable memory in all and on the device.
 std::atomic<uint64_t> g_total[devices::kMaxGpus];
@@ -194,10 +199,10 @@ bool place_on_device(Record& r, uint32_t i, uint64_t* create_ns = nullptr)
                      static_cast<unsigned long long>(va));
         return false;
     }
-    if (c.where == Where::Absent)
-        g_absent.fetch_sub(1, std::memory_order_relaxed);
-    else
+    if (c.where == Where::Host)
         count_host(r, size, false);
+    else
+        g_absent.fetch_sub(1, std::memory_order_relaxed);
     c.device = h;
     c.where = Where::Device;
     count_device(r, size, true);
@@ -229,7 +234,8 @@ bool ensure_host(Record& r, uint32_t i)
     return true;
 }
 
-// Absent chunk i gets its host memory at its address (the device is full).
+// Chunk i, Absent or Out, gets its host-located VMM memory at its address
+// (the device is full while we hold the GPU).
 bool place_on_host(Record& r, uint32_t i)
 {
     Chunk& c = r.chunks[i];
@@ -242,25 +248,20 @@ bool place_on_host(Record& r, uint32_t i)
     return true;
 }
 
-// Chunk i, its data copied to its host memory, now maps that at its address
-// and gives its device memory back. False (still Device) on failure.
-bool remap_to_host(Record& r, uint32_t i)
+// Chunk i, its data copied to its host memory (out), gives its device
+// memory back and leaves its address unmapped until it comes back. False
+// (still Device) on failure.
+bool leave_device(Record& r, uint32_t i)
 {
     Chunk& c = r.chunks[i];
-    const uint64_t size = r.layout.size_of(i), va = r.ptr + r.layout.offset_of(i);
-    if (!unmap_at(va, size))
+    const uint64_t size = r.layout.size_of(i);
+    if (!unmap_at(r.ptr + r.layout.offset_of(i), size))
         return false;
-    if (!map_at(r, va, size, c.host)) {
-        if (!map_at(r, va, size, c.device))
-            log_warn("cannot map a chunk back at %#llx: GPU work on it will fail",
-                     static_cast<unsigned long long>(va));
-        return false;
-    }
     release_handle(c.device);
     c.device = 0;
-    c.where = Where::Host;
+    c.where = Where::Out;
+    g_absent.fetch_add(1, std::memory_order_relaxed);
     count_device(r, size, false);
-    count_host(r, size, true);
     return true;
 }
 
@@ -270,18 +271,19 @@ void destroy(Record* r)
     for (uint32_t i = 0; i < r->layout.count; ++i) {
         Chunk& c = r->chunks[i];
         const uint64_t size = r->layout.size_of(i), off = r->layout.offset_of(i);
-        if (c.where != Where::Absent)
+        if (c.where == Where::Device || c.where == Where::Host)
             unmap_at(r->ptr + off, size);
         if (c.where == Where::Device)
             count_device(*r, size, false);
         if (c.where == Where::Host)
             count_host(*r, size, false);
-        if (c.where == Where::Absent)
+        if (c.where == Where::Absent || c.where == Where::Out)
             g_absent.fetch_sub(1, std::memory_order_relaxed);
         if (c.host != 0)
             unmap_at(r->staging + off, size);
         release_handle(c.device);
         release_handle(c.host);
+        host_memory::release(c.out, size);
     }
     if (free_address != nullptr) {
         free_address(r->ptr, r->layout.reserved);
@@ -347,6 +349,76 @@ bool beyond_keep(const Record& r, uint32_t i, swap_plan::Budget& stay)
     return r.chunks[i].where == Where::Device && !stay.take(r.layout.size_of(i));
 }
 
+// Where chunk c's data goes when it is swapped out, as a driver address.
+CUdeviceptr out_address(const Chunk& c)
+{
+    return reinterpret_cast<CUdeviceptr>(c.out);
+}
+
+// The record `r` if it is still allocated and still the one with `id`.
+Record* still_there(const Record* r, uint64_t id)
+{
+    for (size_t k = 0; k < g_count; ++k)
+        if (g_records[k] == r && r->id == id)
+            return g_records[k];
+    return nullptr;
+}
+
+// Makes the host memory (host_memory.h) of the chunks of GPU `gpu` that a
+// swap-out keeping `keep` would move and that have none yet, at most
+// `max_bytes` of it, in batches (the more at once, the more threads fault
+// it in). Returns the bytes made; *more: such chunks remain beyond
+// max_bytes; *failed: some got none. With the lock held; where `unlocked`,
+// it is let go while the memory is made, so that the program's threads that
+// allocate or free meanwhile are not held up (the chunks are looked up
+// again afterwards).
+uint64_t make_out_memory(uint32_t gpu, uint64_t keep, uint64_t max_bytes, bool unlocked, bool* more,
+                         bool* failed)
+{
+    constexpr size_t kAtOnce = 64;
+    struct Wanted {
+        const Record* record;
+        uint64_t id;
+        uint32_t chunk;
+    };
+    Wanted wanted[kAtOnce];
+    uint64_t sizes[kAtOnce];
+    void* made[kAtOnce];
+    uint64_t asked = 0, total = 0;
+    *more = *failed = false;
+    for (bool batch_full = true; batch_full && !*more && !*failed;) {
+        size_t n = 0;
+        batch_full = false;
+        swap_plan::Budget stay(keep);
+        for_each_chunk(gpu, [&](Record& r, uint32_t i) {
+            if (!beyond_keep(r, i, stay) || r.chunks[i].out != nullptr)
+                return true;
+            *more = asked >= max_bytes;
+            batch_full = n == kAtOnce;
+            if (*more || batch_full)
+                return false;
+            wanted[n] = {&r, r.id, i};
+            sizes[n] = r.layout.size_of(i);
+            asked += sizes[n++];
+            return true;
+        });
+        if (unlocked)
+            pthread_mutex_unlock(&g_mutex);
+        total += host_memory::make(sizes, made, n);
+        if (unlocked)
+            pthread_mutex_lock(&g_mutex);
+        for (size_t k = 0; k < n; ++k) {
+            Record* r = still_there(wanted[k].record, wanted[k].id);
+            *failed |= made[k] == nullptr;
+            if (r != nullptr && r->chunks[wanted[k].chunk].out == nullptr)
+                r->chunks[wanted[k].chunk].out = made[k];
+            else
+                host_memory::release(made[k], sizes[k]);  // freed meanwhile
+        }
+    }
+    return total;
+}
+
 }  // namespace
 
 CUresult allocate(CUdeviceptr* dptr, uint64_t bytes, uint32_t gpu, uint64_t* reserved, bool* absent)
@@ -377,6 +449,7 @@ CUresult allocate(CUdeviceptr* dptr, uint64_t bytes, uint32_t gpu, uint64_t* res
     for (uint32_t i = 0; i < layout.count; ++i)
         r->chunks[i].where = Where::Absent;
     Lock lock;
+    r->id = g_next_id++;
     g_absent.fetch_add(layout.count, std::memory_order_relaxed);
     g_total[gpu].fetch_add(layout.reserved, std::memory_order_relaxed);
     // While the process holds the GPU its work may reach the memory at once:
@@ -453,7 +526,8 @@ bool absent_at(CUdeviceptr ptr)
         return false;
     const Record& r = *g_records[i];
     const uint64_t chunk = (ptr - r.ptr) / r.layout.chunk;
-    return chunk < r.layout.count && r.chunks[chunk].where == Where::Absent;
+    return chunk < r.layout.count &&
+           (r.chunks[chunk].where == Where::Absent || r.chunks[chunk].where == Where::Out);
 }
 
 Moved swap_in(uint32_t gpu, uint64_t budget, CUstream stream)
@@ -464,14 +538,14 @@ Moved swap_in(uint32_t gpu, uint64_t budget, CUstream stream)
     m.lock_ns = now_ns() - start;
     g_resident[gpu] = true;
     swap_plan::Budget room(budget);
-    bool device_full = false;
+    bool device_full = false, copied_to_host = false;
     uint64_t on_host = 0;
     for_each_chunk(gpu, [&](Record& r, uint32_t i) {
         Chunk& c = r.chunks[i];
         const uint64_t size = r.layout.size_of(i), off = r.layout.offset_of(i);
         if (c.where == Where::Device)
             return true;
-        const bool was_host = c.where == Where::Host;
+        const bool was_host = c.where == Where::Host, was_out = c.where == Where::Out;
         if (!device_full && !room.take(size))
             device_full = true;  // the budget is spent
         if (!device_full) {
@@ -480,22 +554,25 @@ Moved swap_in(uint32_t gpu, uint64_t budget, CUstream stream)
             m.place_ns += now_ns() - placing;
             if (placed) {
                 // The copy runs while the next chunks are made and mapped.
-                if (was_host && stream_copy(r.ptr + off, r.staging + off, size, stream))
+                const CUdeviceptr from = was_host ? r.staging + off : out_address(c);
+                if ((was_host || was_out) && stream_copy(r.ptr + off, from, size, stream))
                     m.bytes += size;
                 return true;
             }
             device_full = true;  // the device refused within the budget
             m.short_of_room = true;
         }
-        if (c.where == Where::Absent && !place_on_host(r, i))
+        if (c.where != Where::Host && !place_on_host(r, i))
             log_warn("no memory for %llu bytes at %#llx, neither on GPU %d nor on the host",
                      static_cast<unsigned long long>(size),
                      static_cast<unsigned long long>(r.ptr + off), r.ordinal);
+        else if (was_out)  // its data, to where its address now shows host memory
+            copied_to_host |= stream_copy(r.ptr + off, out_address(c), size, stream);
         on_host += c.where == Where::Host ? size : 0;
         return true;
     });
     const uint64_t syncing = now_ns();
-    if (m.bytes != 0)
+    if (m.bytes != 0 || copied_to_host)
         stream_sync(stream);
     m.sync_ns = now_ns() - syncing;
     m.ns = now_ns() - start;
@@ -510,20 +587,14 @@ Moved swap_out(uint32_t gpu, uint64_t keep, CUstream stream)
     Lock lock;
     g_resident[gpu] = false;
     // The newest chunks stay, up to `keep`; the rest moves if it has host memory.
+    bool more = false, no_host = false;
+    make_out_memory(gpu, keep, UINT64_MAX, false, &more, &no_host);
     swap_plan::Budget stay(keep);
     uint64_t moving = 0;
-    bool no_host = false;
     for_each_chunk(gpu, [&](Record& r, uint32_t i) {
         Chunk& c = r.chunks[i];
-        c.moving = false;
-        if (!beyond_keep(r, i, stay))
-            return true;
-        if (!no_host && ensure_host(r, i)) {
-            c.moving = true;
-            moving += r.layout.size_of(i);
-        } else {
-            no_host = true;  // out of pinned host memory: the rest stays
-        }
+        c.moving = beyond_keep(r, i, stay) && c.out != nullptr;  // none: it stays
+        moving += c.moving ? r.layout.size_of(i) : 0;
         return true;
     });
     if (no_host)
@@ -543,7 +614,7 @@ Moved swap_out(uint32_t gpu, uint64_t keep, CUstream stream)
         const uint64_t size = r.layout.size_of(i), off = r.layout.offset_of(i);
         Chunk& c = r.chunks[i];
         c.group = group;
-        if (!stream_copy(r.staging + off, r.ptr + off, size, stream)) {
+        if (!stream_copy(out_address(c), r.ptr + off, size, stream)) {
             c.moving = false;  // stays on the device
             return;
         }
@@ -557,6 +628,7 @@ Moved swap_out(uint32_t gpu, uint64_t keep, CUstream stream)
         }
     });
     const uint8_t events = group;
+
     int done = -1;  // the groups up to this one are copied
     bool ok = true;
     for_each_moving(gpu, [&](Record& r, uint32_t i) {
@@ -568,7 +640,7 @@ Moved swap_out(uint32_t gpu, uint64_t keep, CUstream stream)
                      : stream_sync(stream);
             done = c.group < events ? c.group : kGroups;
         }
-        if (!ok || !remap_to_host(r, i))
+        if (!ok || !leave_device(r, i))
             m.bytes -= r.layout.size_of(i);  // stays on the device
     });
     if (!ok)
@@ -580,24 +652,12 @@ Moved swap_out(uint32_t gpu, uint64_t keep, CUstream stream)
 bool prestage(uint32_t gpu, uint64_t keep, uint64_t max_bytes)
 {
     Lock lock;
-    swap_plan::Budget stay(keep);
-    uint64_t made = 0;
-    bool more = false, failed = false;
-    for_each_chunk(gpu, [&](Record& r, uint32_t i) {
-        if (!beyond_keep(r, i, stay) || r.chunks[i].host != 0)
-            return true;
-        if (made >= max_bytes) {
-            more = true;
-            return false;
-        }
-        failed = !ensure_host(r, i);  // no pinned memory: the swap-out will say so
-        made += r.layout.size_of(i);
-        return !failed;
-    });
+    bool more = false, failed = false;  // no memory: the swap-out will say so
+    const uint64_t made = make_out_memory(gpu, keep, max_bytes, true, &more, &failed);
     if (made != 0 && !more && !failed)
         log_debug("host memory for the next swap-out from GPU %d is ready",
                   devices::at(gpu).ordinal);
-    return more;
+    return more && !failed;
 }
 
 uint64_t unstaged_bytes(uint32_t gpu, uint64_t keep)
@@ -606,7 +666,7 @@ uint64_t unstaged_bytes(uint32_t gpu, uint64_t keep)
     swap_plan::Budget stay(keep);
     uint64_t bytes = 0;
     for_each_chunk(gpu, [&](Record& r, uint32_t i) {
-        if (beyond_keep(r, i, stay) && r.chunks[i].host == 0)
+        if (beyond_keep(r, i, stay) && r.chunks[i].out == nullptr)
             bytes += r.layout.size_of(i);
         return true;
     });

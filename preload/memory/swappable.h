@@ -4,16 +4,21 @@
 //
 // Each allocation is one address reservation for its whole life (pointers
 // never change), cut into chunks of at most 64 MiB (swap_plan.h). A chunk is
-// in one of three places:
+// in one of four places:
 //   Device  a device chunk is mapped at its address;
-//   Host    swapped out: a host-located VMM chunk (pinned host memory) holds
-//           the data and is mapped at its address, so GPU work that reaches
-//           it still runs correctly, over the bus;
+//   Out     swapped out: its data is in its host memory (host_memory.h,
+//           pinned), and nothing is mapped at its address: the program's
+//           work waits at the gate until the next grant brings it back;
+//   Host    the device had no room while the process held the GPU: a
+//           host-located VMM chunk (pinned host memory) is mapped at its
+//           address, so GPU work that reaches it runs correctly, over the
+//           bus, until it moves to the device;
 //   Absent  made while the process did not hold the GPU: only the address
 //           exists; it gets memory when the process is granted the GPU.
-// A host chunk, once made, stays (also mapped at a second, staging address,
-// where the copies go) as the chunk's place in host memory for later
-// swap-outs: pinning host memory costs far more than copying into it.
+// A chunk's host memory, once made, stays as its place for later swap-outs:
+// making it costs far more than copying into it. The same holds for the
+// VMM chunk of a Host chunk (also mapped at a second, staging address,
+// where the copies go).
 //
 // Thread safety: one mutex; the client thread holds it for a whole swap, the
 // allocation hooks for an allocation or a free.
@@ -52,8 +57,9 @@ bool free_allocation(CUdeviceptr ptr);
 // start and size. False if `ptr` is not in a swappable allocation.
 bool range_of(CUdeviceptr ptr, CUdeviceptr* start, uint64_t* bytes);
 
-// True if `ptr` lies in a chunk that has no memory yet (Absent): the driver
-// knows the address only as a reservation until the next grant.
+// True if `ptr` lies in a chunk with nothing mapped at its address (Absent,
+// Out): the driver knows the address only as a reservation until the next
+// grant.
 bool absent_at(CUdeviceptr ptr);
 
 struct Moved {
@@ -71,25 +77,26 @@ struct Moved {
 // The process holds GPU `gpu` now (granted, or scheduling failed open): new
 // allocations get device memory at once, Absent chunks get memory and the
 // chunks in host memory come back, newest allocations first, while `budget`
-// bytes of device memory last; what does not fit stays in (or, if Absent,
-// goes to) host memory. The copies run on `stream` and are waited for: the
-// program's work must not run before its data is back. Client thread, with a
-// context of the GPU current.
+// bytes of device memory last; what does not fit stays in (or, if Absent or
+// Out, goes to) host memory mapped at its address (Host). The copies run on `stream` and are waited
+// for: the program's work must not run before its data is back. Client thread, with a context of
+// the GPU current.
 Moved swap_in(uint32_t gpu, uint64_t budget, CUstream stream);
 
 // Before the process lets go of GPU `gpu` (its work drained): moves the chunks
-// beyond the newest `keep` bytes to host memory, copies on `stream`. New
+// beyond the newest `keep` bytes to host memory (Out), copies on `stream`. New
 // allocations wait for the next grant from now on. Client thread, with a
 // context of the GPU current.
 Moved swap_out(uint32_t gpu, uint64_t keep, CUstream stream);
 
 // Makes host memory, at most `max_bytes` of it, for the chunks that a
 // swap_out(gpu, keep) would move now and that have none yet. True if more
-// such chunks remain. Any thread; no context needed.
+// such chunks remain. Any thread, with a context current (the driver
+// registers the memory).
 bool prestage(uint32_t gpu, uint64_t keep, uint64_t max_bytes);
 
 // Bytes that a swap_out(gpu, keep) would move now whose host memory is not
-// made yet (pinning them costs ~10 times the copy). Any thread.
+// made yet (making it costs about 4 times the copy). Any thread.
 uint64_t unstaged_bytes(uint32_t gpu, uint64_t keep);
 
 // The process no longer holds GPU `gpu` and nothing moves (released without

@@ -1565,6 +1565,44 @@ FAKE_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
     return CUDA_SUCCESS;
 }
 
+// Page-locking host memory: recorded (a range registered twice or
+// unregistered without registration is refused, as by the driver), logged;
+// the memory itself is the caller's.
+static std::map<uintptr_t, size_t>& host_registrations()
+{
+    static std::map<uintptr_t, size_t> ranges;
+    return ranges;
+}
+
+FAKE_EXPORT CUresult cuMemHostRegister_v2(void* p, size_t size, unsigned int flags)
+{
+    REQUIRE_INIT();
+    if (p == nullptr || size == 0 || (flags & ~0xfu) != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    std::lock_guard<std::mutex> g(st().mutex);
+    const auto start = reinterpret_cast<uintptr_t>(p);
+    auto& ranges = host_registrations();
+    auto next = ranges.lower_bound(start);
+    if ((next != ranges.end() && next->first < start + size) ||
+        (next != ranges.begin() && std::prev(next)->first + std::prev(next)->second > start))
+        return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+    ranges[start] = size;
+    log_event("host-register %zu", size);
+    return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuMemHostUnregister(void* p)
+{
+    REQUIRE_INIT();
+    std::lock_guard<std::mutex> g(st().mutex);
+    auto it = host_registrations().find(reinterpret_cast<uintptr_t>(p));
+    if (it == host_registrations().end())
+        return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+    log_event("host-unregister %zu", it->second);
+    host_registrations().erase(it);
+    return CUDA_SUCCESS;
+}
+
 // Whole mappings only, as the driver; one call may take several adjacent
 // ones. Their addresses go back to PROT_NONE: touching them faults.
 FAKE_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
@@ -2136,6 +2174,8 @@ const ProcRow kProcRows[] = {
     ROW("cuMemMap", 10020, false, cuMemMap),
     ROW("cuMemUnmap", 10020, false, cuMemUnmap),
     ROW("cuMemSetAccess", 10020, false, cuMemSetAccess),
+    ROW("cuMemHostRegister", 6050, false, cuMemHostRegister_v2),
+    ROW("cuMemHostUnregister", 4000, false, cuMemHostUnregister),
     ROW("cuMemGetAllocationGranularity", 10020, false, cuMemGetAllocationGranularity),
     ROW("cuMemRetainAllocationHandle", 11000, false, cuMemRetainAllocationHandle),
     ROW("cuArrayCreate", 3020, false, cuArrayCreate_v2),

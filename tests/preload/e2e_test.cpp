@@ -324,7 +324,10 @@ TEST(Release, LetsGoAtOnceOncePausesProveLong)
 // On a GPU of `capacity` (auto mode, a long quantum): a holder of `alloc`
 // with `rounds` bursts of two 20 ms kernels `pause_ms` apart (`env` added to
 // its environment) and, once its first kernel ended, another client of
-// `alloc` with two kernels.
+// `alloc` with two kernels. With `prestaged`, the holder runs bursts back to
+// back after its first until it has made the host memory for its next
+// swap-out (which takes long on a loaded machine), so that its pauses all
+// come after that.
 struct PausesRun {
     std::string holder_err;
     std::string fake_log;
@@ -333,22 +336,30 @@ struct PausesRun {
 
 PausesRun run_holder_with_pauses(const std::string& capacity, const std::string& alloc,
                                  const std::string& rounds, const std::string& pause_ms,
-                                 const std::map<std::string, std::string>& env)
+                                 const std::map<std::string, std::string>& env,
+                                 bool prestaged = false)
 {
     TempDir dir;
     Daemon daemon(dir,
                   {"--anti-thrashing", "auto", "--capacity", capacity, "--time-quantum", "10min"});
-    Process holder = start_client(dir, daemon.socket(),
-                                  {{"--alloc", alloc, "--kernels", "2", "--kernel-us", "20000",
-                                    "--rounds", rounds, "--pause-ms", pause_ms},
-                                   env,
-                                   false},
-                                  "holder");
+    const std::string made = dir / "made";
+    std::vector<std::string> args{"--alloc", alloc,      "--kernels", "2",          "--kernel-us",
+                                  "20000",   "--rounds", rounds,      "--pause-ms", pause_ms};
+    if (prestaged)
+        args.insert(args.end(), {"--busy-until", made});
+    Process holder = start_client(dir, daemon.socket(), {args, env, false}, "holder");
     EXPECT_TRUE(
         wait_until([&] { return count_events(dir / "fake.log", holder.pid(), "end") >= 1; }));
     Process other = start_client(
         dir, daemon.socket(),
         {{"--alloc", alloc, "--kernels", "2", "--kernel-us", "20000"}, {}, false}, "other");
+    if (prestaged) {
+        EXPECT_TRUE(wait_until([&] {
+            return holder.err().find("host memory for the next swap-out from GPU 0 is ready") !=
+                   std::string::npos;
+        })) << holder.err();
+        touch(made);
+    }
     expect_clean_exit(holder);
     expect_clean_exit(other);
     PausesRun run{holder.err(), read_text(dir / "fake.log")};
@@ -378,11 +389,13 @@ TEST(Release, HoldsThroughPausesShorterThanASwitch)
 // the whole round trip: the next holder's share is paid out of that holder's
 // own pauses. Here 512 of 768 MiB each, so 280 MiB move out and back
 // (256 MiB room for the other, less a 24 MiB headroom) at the assumed
-// 40 GB/s: 14.7 ms; counting both shares would have been 29 ms.
+// 40 GB/s: 14.7 ms; counting both shares would have been 29 ms. Its host
+// memory for the swap-out is made before its pauses (else making it counts).
 TEST(Release, WaitsOutItsOwnShareOfASwitchBeforeLettingGo)
 {
-    const PausesRun run = run_holder_with_pauses(
-        "768M", "512M", "3", "300", {{"NVSHARE_DEBUG", "1"}, {"NVSHARE_IDLE_RELEASE_MS", "1"}});
+    const PausesRun run =
+        run_holder_with_pauses("768M", "512M", "3", "300",
+                               {{"NVSHARE_DEBUG", "1"}, {"NVSHARE_IDLE_RELEASE_MS", "1"}}, true);
     const auto at = run.holder_err.find("(kept it idle up to ");
     ASSERT_NE(at, std::string::npos) << run.holder_err;
     EXPECT_EQ(std::stoul(run.holder_err.substr(at + 20)), 14u) << run.holder_err;
@@ -1470,7 +1483,8 @@ int faults(const TempDir& dir, pid_t pid)
 
 // Two clients of 350 MiB on a GPU of 512 MiB, their device allocations
 // swappable (VMM chunks of 64 MiB): the releaser copies out what does not fit
-// beside the other and maps its host copy in place, the other gets device
+// beside the other to its registered host memory and gives the device memory
+// back (nothing stays mapped at those addresses), the other gets device
 // memory for what it allocated before its grant; each checks at the end
 // (after a swap-in) that every byte of its data is what it wrote.
 // Beside the other's 350 MiB, 162 MiB may stay, less the engine's headroom
@@ -1503,9 +1517,11 @@ TEST(SwapEngine, SwapsChunksOutAndInAndKeepsTheData)
     EXPECT_EQ(out % (222ull << 20), 0u) << status.dump();
     EXPECT_GT(in, 0u) << status.dump();
     EXPECT_FALSE(overlapped(read_work(dir / "fake.log"), p.a.pid(), p.b.pid()));
-    // Host memory was made for the chunks that moved, and nothing was
-    // migrated by the driver.
-    EXPECT_GE(events_of_both(dir, p, "alloc vmm-host 67108864"), 3);
+    // Host memory was made (registered) for the chunks that moved, no
+    // host-located VMM memory (that is for a holder whose GPU is full), and
+    // nothing was migrated by the driver.
+    EXPECT_GE(events_of_both(dir, p, "host-register 67108864"), 3);
+    EXPECT_EQ(events_of_both(dir, p, "alloc vmm-host"), 0) << read_text(dir / "fake.log");
     EXPECT_EQ(events_of_both(dir, p, "prefetch to"), 0) << read_text(dir / "fake.log");
     // The first holder made that host memory during its 1 s of work while
     // the other waited, before its swap-out (pinning costs ~10 times the
@@ -1719,7 +1735,7 @@ TEST(SwapEngine, AWaiterOnAnOversubscribedGpuMakesHostMemoryAhead)
         << holder.err() << waiter.err();
     touch(go_on);  // the waiter asks for the GPU again and waits
     EXPECT_TRUE(wait_until([&] {
-        return count_events(dir / "fake.log", waiter.pid(), "alloc vmm-host") >= 4;
+        return count_events(dir / "fake.log", waiter.pid(), "host-register") >= 4;
     })) << waiter.err()
         << read_text(dir / "fake.log");
     EXPECT_EQ(waiter.err().find("nvshared asks for room"), std::string::npos) << waiter.err();
@@ -1727,6 +1743,47 @@ TEST(SwapEngine, AWaiterOnAnOversubscribedGpuMakesHostMemoryAhead)
     expect_clean_exit(waiter, seconds(180));
     EXPECT_NE(waiter.out().find("data=ok"), std::string::npos) << waiter.out() << waiter.err();
     EXPECT_EQ(faults(dir, waiter.pid()), 0) << read_text(dir / "fake.log");
+}
+
+// Swapped-out memory whose grant finds no room on the GPU goes to host
+// memory mapped where the program sees it (Host), its data copied there from
+// where the swap-out put it. Here 1 (300 MiB, with a pattern) lets go while
+// it waits for a file, for 2 (400 MiB of a 512 MiB GPU), keeping only what
+// fits beside 2; then, still waiting, it allocates 200 MiB more, which get
+// their device memory first at its next grant (newest first). Its device
+// has only 400 MiB (the fake's, as where others' memory fills the rest):
+// the last of its swapped-out chunks find no room, and its data must still
+// read back.
+TEST(SwapEngine, SwappedOutMemoryThatFindsNoRoomComesBackToHostMemory)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "auto", "--capacity", "512M"});
+    const std::string go = dir / "go";
+    Process first =
+        start_client(dir, daemon.socket(),
+                     {{"--kernels", "1", "--alloc", "300M", "--check-data", "--late-alloc", "200M",
+                       "--late-alloc-after", go},
+                      {{"NVSHARE_DEBUG", "1"}, {"FAKECUDA_MEMORY", std::to_string(400ull << 20)}},
+                      false},
+                     "first");
+    ASSERT_TRUE(wait_until([&] {
+        return count_events(dir / "fake.log", first.pid(), "cuLaunchKernel") >= 1;
+    })) << first.err();
+    Process second = start_client(
+        dir, daemon.socket(),
+        {{"--kernels", "1", "--alloc", "400M", "--hold-ms", "500"}, {}, false}, "second");
+    ASSERT_TRUE(wait_until([&] { return first.err().find("swapped out ") != std::string::npos; }))
+        << first.err();
+    touch(go);  // allocated while 2 holds: it waits for the next grant
+    expect_clean_exit(second, seconds(180));
+    expect_clean_exit(first, seconds(180));
+    EXPECT_NE(first.out().find("late=ok"), std::string::npos) << first.out() << first.err();
+    EXPECT_NE(first.out().find("data=ok"), std::string::npos) << first.out() << first.err();
+    EXPECT_EQ(faults(dir, first.pid()), 0) << read_text(dir / "fake.log");
+    EXPECT_NE(first.err().find("stay in host memory: no room on GPU 0"), std::string::npos)
+        << first.err();
+    EXPECT_GE(count_events(dir / "fake.log", first.pid(), "alloc vmm-host"), 1)
+        << read_text(dir / "fake.log");
 }
 
 // Memory that went to host memory for want of room moves to the GPU while

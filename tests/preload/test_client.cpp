@@ -52,6 +52,9 @@ struct Options {
     // --pause-until FILE: after the first round, a CPU phase (GPU idle)
     // until FILE exists, before the rounds that follow and the checks.
     std::string pause_until;
+    // --busy-until FILE: after the first round, rounds back to back (the GPU
+    // never idle) until FILE exists, before the rounds that follow.
+    std::string busy_until;
     std::string dlopen_copy;  // another libnvshare.so to dlopen and call into first
     int hold_ms = 0;
     int rounds = 1;
@@ -643,6 +646,8 @@ bool parse(int argc, char** argv)
             opt.until = next();
         else if (a == "--pause-until")
             opt.pause_until = next();
+        else if (a == "--busy-until")
+            opt.busy_until = next();
         else if (a == "--hold-ms")
             opt.hold_ms = atoi(next());
         else if (a == "--rounds")
@@ -719,6 +724,8 @@ int main(int argc, char** argv)
         flag_wait();
     if (!opt.pause_until.empty())
         wait_for(opt.pause_until);
+    while (!opt.busy_until.empty() && !exists(opt.busy_until))
+        run_round();
     for (int r = 1; r < opt.rounds; ++r) {
         usleep(static_cast<useconds_t>(opt.pause_ms) * 1000);  // a CPU phase: GPU idle
         run_round();

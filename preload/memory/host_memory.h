@@ -1,0 +1,24 @@
+// Pinned host memory for the swap engine's swapped-out chunks: anonymous
+// memory with huge pages, faulted in by several threads at once and then
+// registered with the driver (cuMemHostRegister). On an H100 host that made
+// 8 GiB at ~13 GB/s, against ~5 GB/s for cuMemCreate of host memory, which
+// pins page by page in one thread; copies into it run at the bus's speed
+// (bench/README.md, "Pinning"). Not inherited by fork() children
+// (MADV_DONTFORK): a private mapping of pinned pages would be copied.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace nvshare::preload::host_memory {
+
+// Makes sizes[i] bytes for each of `count` regions: out[i] is the region, or
+// nullptr where there was none to make (no memory, the driver refused).
+// Returns the bytes made. Any thread, with a context current; the memory is
+// pinned for every context (CU_MEMHOSTREGISTER_PORTABLE).
+uint64_t make(const uint64_t* sizes, void** out, size_t count);
+
+// Gives back a region that make() returned (`bytes` as asked).
+void release(void* region, uint64_t bytes);
+
+}  // namespace nvshare::preload::host_memory
