@@ -586,35 +586,52 @@ Moved swap_out(uint32_t gpu, uint64_t keep, CUstream stream)
     const uint64_t start = now_ns();
     Lock lock;
     g_resident[gpu] = false;
-    // The newest chunks stay, up to `keep`; the rest moves if it has host memory.
-    bool more = false, no_host = false;
-    make_out_memory(gpu, keep, UINT64_MAX, false, &more, &no_host);
+    // The newest chunks stay, up to `keep`; the rest moves.
     swap_plan::Budget stay(keep);
     uint64_t moving = 0;
     for_each_chunk(gpu, [&](Record& r, uint32_t i) {
-        Chunk& c = r.chunks[i];
-        c.moving = beyond_keep(r, i, stay) && c.out != nullptr;  // none: it stays
-        moving += c.moving ? r.layout.size_of(i) : 0;
+        r.chunks[i].moving = beyond_keep(r, i, stay);
+        moving += r.chunks[i].moving ? r.layout.size_of(i) : 0;
         return true;
     });
-    if (no_host)
-        log_warn("cannot get pinned host memory to swap out to: data stays on GPU %d",
-                 devices::at(gpu).ordinal);
     if (moving == 0)
         return m;
-    // Copy everything out in groups, then remap each group once its copies
-    // are done, while later groups still copy.
+    // Copied out in groups: the host memory of a group that has none yet is
+    // made while the copies queued before it run, and each group is remapped
+    // once its copies are done, while later groups still copy, so that the
+    // room shows as it goes.
     const uint64_t group_bytes =
         moving / kGroups > kMinGroupBytes ? moving / kGroups + 1 : kMinGroupBytes;
     auto record = NVS_REAL(cuEventRecord);
+    auto query = NVS_REAL(cuEventQuery);
     auto wait = NVS_REAL(cuEventSynchronize);
-    uint8_t group = 0;  // groups 0 .. events-1 end with an event; the last with none
+    // Group g's chunks leave the device (copied = its copies are done) or stay.
+    const auto finish_group = [&](uint8_t g, bool copied) {
+        for_each_moving(gpu, [&](Record& r, uint32_t i) {
+            Chunk& c = r.chunks[i];
+            if (c.group != g)
+                return;
+            c.moving = false;
+            if (!copied || !leave_device(r, i))
+                m.bytes -= r.layout.size_of(i);  // stays on the device
+        });
+    };
+    uint8_t group = 0;  // groups 0 .. group-1 end with an event; the last with none
+    int done = -1;      // the groups up to this one have left the device
     uint64_t in_group = 0;
+    bool no_host = false;
     for_each_moving(gpu, [&](Record& r, uint32_t i) {
         const uint64_t size = r.layout.size_of(i), off = r.layout.offset_of(i);
         Chunk& c = r.chunks[i];
+        if (c.out == nullptr && !no_host) {
+            while (query != nullptr && done + 1 < group &&
+                   query(g_events[gpu][done + 1]) == CUDA_SUCCESS)
+                finish_group(static_cast<uint8_t>(++done), true);
+            bool more = false;
+            make_out_memory(gpu, keep, group_bytes, false, &more, &no_host);
+        }
         c.group = group;
-        if (!stream_copy(out_address(c), r.ptr + off, size, stream)) {
+        if (c.out == nullptr || !stream_copy(out_address(c), r.ptr + off, size, stream)) {
             c.moving = false;  // stays on the device
             return;
         }
@@ -627,22 +644,16 @@ Moved swap_out(uint32_t gpu, uint64_t keep, CUstream stream)
             in_group = 0;
         }
     });
-    const uint8_t events = group;
-
-    int done = -1;  // the groups up to this one are copied
+    if (no_host)
+        log_warn("cannot get pinned host memory to swap out to: data stays on GPU %d",
+                 devices::at(gpu).ordinal);
     bool ok = true;
-    for_each_moving(gpu, [&](Record& r, uint32_t i) {
-        Chunk& c = r.chunks[i];
-        c.moving = false;
-        if (ok && static_cast<int>(c.group) > done) {
-            ok = c.group < events && wait != nullptr
-                     ? wait(g_events[gpu][c.group]) == CUDA_SUCCESS || stream_sync(stream)
-                     : stream_sync(stream);
-            done = c.group < events ? c.group : kGroups;
-        }
-        if (!ok || !leave_device(r, i))
-            m.bytes -= r.layout.size_of(i);  // stays on the device
-    });
+    for (int g = done + 1; g <= group; ++g) {
+        ok = ok && (g < group && wait != nullptr
+                        ? wait(g_events[gpu][g]) == CUDA_SUCCESS || stream_sync(stream)
+                        : stream_sync(stream));
+        finish_group(static_cast<uint8_t>(g), ok);
+    }
     if (!ok)
         log_warn("swapping out from GPU %d failed: its data stays there", devices::at(gpu).ordinal);
     m.ns = now_ns() - start;
