@@ -63,6 +63,7 @@ std::atomic<uint64_t> g_host[devices::kMaxGpus];
 // remapped as soon as the group's copies are done, while later groups copy.
 constexpr size_t kGroups = 16;
 constexpr uint64_t kMinGroupBytes = 256ull << 20;
+constexpr uint8_t kNoGroup = 0xff;  // a chunk whose copy is not queued yet
 CUevent g_events[devices::kMaxGpus][kGroups];
 
 class Lock {
@@ -591,6 +592,7 @@ Moved swap_out(uint32_t gpu, uint64_t keep, CUstream stream)
     uint64_t moving = 0;
     for_each_chunk(gpu, [&](Record& r, uint32_t i) {
         r.chunks[i].moving = beyond_keep(r, i, stay);
+        r.chunks[i].group = kNoGroup;  // not yet: an earlier swap-out's is stale
         moving += r.chunks[i].moving ? r.layout.size_of(i) : 0;
         return true;
     });
