@@ -336,9 +336,16 @@ void ClientLoop::release(uint64_t deadline)
     // stuck drain may still be running then (else nothing moves).
     // Only where something may move: a synchronisation races with a stream
     // capture that begins meanwhile (it would invalidate it; seen in CI).
-    const bool may_evict = s_.lock.oversubscribed() || config().evict == Policy::On;
+    const bool oversubscribed = s_.lock.oversubscribed();
+    const uint64_t keep = s_.lock.keep_bytes();
+    const bool may_evict = oversubscribed || config().evict == Policy::On;
+    bool move_after = false;
     if (!may_evict || (gate_wait_in_flight(now_ns() + kQuietWaitNs) && contexts::drain_all())) {
-        residency::before_release(all, s_.lock.oversubscribed(), s_.lock.keep_bytes(), deadline);
+        // The swap engine's memory leaves after the lock: the next holder's
+        // copies in then overlap ours out.
+        move_after = residency::swaps_out_after_release(all, oversubscribed);
+        if (!move_after)
+            residency::before_release(all, oversubscribed, keep, deadline);
     } else {
         for (uint32_t i = 0; i < s_.gpu_count; ++i)
             swappable::let_go(i);
@@ -346,6 +353,8 @@ void ClientLoop::release(uint64_t deadline)
     send_mask(proto::MsgType::Released);
     s_.lock.released();
     gate_set_bounded(false);
+    if (move_after)
+        residency::before_release(all, oversubscribed, keep, deadline);
     report_stats();
 }
 

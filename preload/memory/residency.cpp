@@ -53,6 +53,9 @@ constexpr uint64_t kRoomWaitNs = 500ull * 1000 * 1000;
 constexpr uint64_t kSharedRoomWaitNs = 100ull * 1000 * 1000;
 constexpr uint64_t kRoomWaitMaxNs = 10ull * 1000 * 1000 * 1000;
 constexpr uint64_t kRoomPollNs = 20ull * 1000 * 1000;
+// While room shows (the previous holder's swap-out frees a group about every
+// 20 ms at the bus's speed), it is looked for sooner.
+constexpr uint64_t kRoomPollFastNs = 2ull * 1000 * 1000;
 // Memory in host memory while we hold the GPU moves to the device once the
 // driver has this much free (more than one chunk, less than most waste).
 constexpr uint64_t kPromoteRoom = 128ull << 20;
@@ -138,6 +141,7 @@ struct EngineMove {
     bool in;
     uint64_t bytes;  // budget or keep
     swappable::Moved moved;
+    bool wait_for_room = false;  // swap-in: see swappable::swap_in
     bool ran = false;
 };
 
@@ -148,7 +152,7 @@ void engine_move(void* arg)
     CUstream stream = stream_of(g_gpus[m->index]);
     if (stream == nullptr)
         return;
-    m->moved = m->in ? swappable::swap_in(m->index, m->bytes, stream)
+    m->moved = m->in ? swappable::swap_in(m->index, m->bytes, stream, m->wait_for_room)
                      : swappable::swap_out(m->index, m->bytes, stream);
     m->ran = true;
 }
@@ -188,36 +192,55 @@ void note_engine_move(GpuState& g, const swappable::Moved& m, bool in)
     g.stats.dirty = true;
 }
 
+// Adds a later round of a swap-in to the first; where the room stands is
+// the later round's.
+void add_round(swappable::Moved& to, const swappable::Moved& round)
+{
+    to.bytes += round.bytes;
+    to.ns += round.ns;
+    to.lock_ns += round.lock_ns;
+    to.place_ns += round.place_ns;
+    to.create_ns += round.create_ns;
+    to.sync_ns += round.sync_ns;
+    to.short_of_room = round.short_of_room;
+    to.left_on_host = round.left_on_host;
+    to.left_waiting = round.left_waiting;
+}
+
 // The swap engine's swap-in on GPU `i`: memory for what has none, data back
 // from host memory (waited for), waiting `patience` ns at a time for room
-// that others still give back (0: not at all).
+// that others still give back (0: not at all). Meanwhile what finds no room
+// stays where it is: the previous holder lets go before it swaps out, so
+// that its copies out overlap ours in, and room shows as its groups leave.
+// Only what still finds none once the room stops growing goes to host memory.
 void engine_swap_in(uint32_t i, uint64_t patience)
 {
-    EngineMove m{i, true, engine_budget(i), {}};
+    EngineMove m{i, true, engine_budget(i), {}, patience != 0};
     if (!contexts::with_device_context(devices::at(i).ordinal, engine_move, &m) || !m.ran)
         return;
-    // Short of room: what others give back may still be on its way.
     const uint64_t first = now_ns();
     uint64_t until = first + patience;
-    while (m.moved.short_of_room && now_ns() < until) {
-        const timespec pause{0, static_cast<long>(kRoomPollNs)};
-        nanosleep(&pause, nullptr);
-        EngineMove again{i, true, engine_budget(i), {}};
+    uint64_t left = m.moved.left_waiting + m.moved.left_on_host;
+    bool grew = true, waiting = patience != 0;
+    while (m.moved.short_of_room && waiting) {
+        const bool last = now_ns() >= until;  // then what still waits goes to host memory
+        if (!last) {
+            const timespec pause{0, static_cast<long>(grew ? kRoomPollFastNs : kRoomPollNs)};
+            nanosleep(&pause, nullptr);
+        }
+        EngineMove again{i, true, engine_budget(i), {}, !last};
         if (!contexts::with_device_context(devices::at(i).ordinal, engine_move, &again) ||
             !again.ran)
             break;
-        if (again.moved.left_on_host < m.moved.left_on_host) {  // room grows: wait on
+        const uint64_t still = again.moved.left_waiting + again.moved.left_on_host;
+        grew = still < left;
+        left = still;
+        if (grew) {  // room grows: wait on
             const uint64_t later = now_ns() + patience;
             until = later < first + kRoomWaitMaxNs ? later : first + kRoomWaitMaxNs;
         }
-        m.moved.bytes += again.moved.bytes;
-        m.moved.ns += again.moved.ns;
-        m.moved.short_of_room = again.moved.short_of_room;
-        m.moved.left_on_host = again.moved.left_on_host;
-        m.moved.lock_ns += again.moved.lock_ns;
-        m.moved.place_ns += again.moved.place_ns;
-        m.moved.create_ns += again.moved.create_ns;
-        m.moved.sync_ns += again.moved.sync_ns;
+        add_round(m.moved, again.moved);
+        waiting = !last;
     }
     note_engine_move(g_gpus[i], m.moved, true);
     if (m.moved.bytes != 0)
@@ -368,6 +391,17 @@ void now_exclusive(uint64_t gpus)
     for (uint32_t i = 0; i < devices::count(); ++i)
         if ((gpus >> i & 1) != 0)
             swappable::set_shared_hold(i, false);
+}
+
+bool swaps_out_after_release(uint64_t gpus, bool oversubscribed)
+{
+    if (!wanted(config().evict, oversubscribed) || contexts::active_captures() > 0)
+        return false;
+    for (uint32_t i = 0; i < devices::count(); ++i)
+        if ((gpus >> i & 1) != 0 && devices::at(i).managed.load(std::memory_order_relaxed) >
+                                        static_cast<int64_t>(swappable::total_bytes(i)))
+            return false;
+    return true;
 }
 
 void before_release(uint64_t gpus, bool oversubscribed, uint64_t keep_bytes, uint64_t deadline_ns)

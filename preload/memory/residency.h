@@ -33,6 +33,14 @@ void now_exclusive(uint64_t gpus);
 // use, as switch_share_ns counts it.
 void before_release(uint64_t gpus, bool oversubscribed, uint64_t keep_bytes, uint64_t deadline_ns);
 
+// Whether before_release on `gpus` would move the swap engine's memory
+// alone (the program has no managed memory of its own there): then the lock
+// can go before it moves, since the next holder's swap-in takes the room as
+// it shows (engine copies out and in overlap, a switch costs about the
+// longer of the two). Managed memory's eviction must end first: the driver
+// would evict the next holder's pages to make room for ours.
+bool swaps_out_after_release(uint64_t gpus, bool oversubscribed);
+
 // Makes one step of the host memory a swap-out that keeps `keep_bytes` on
 // each GPU will copy into, so that it runs at the bus's speed rather than at
 // the speed of pinning host memory. True while more steps remain.

@@ -62,8 +62,8 @@ std::atomic<uint64_t> g_host[devices::kMaxGpus];
 // Copies are grouped for the swap-out's pipeline: the chunks of a group are
 // remapped as soon as the group's copies are done, while later groups copy.
 constexpr size_t kGroups = 16;
-constexpr uint64_t kMinGroupBytes = 256ull << 20;
-constexpr uint8_t kNoGroup = 0xff;  // a chunk whose copy is not queued yet
+constexpr uint64_t kMinGroupBytes = 64ull << 20;  // one chunk: room shows chunk by chunk
+constexpr uint8_t kNoGroup = 0xff;                // a chunk whose copy is not queued yet
 CUevent g_events[devices::kMaxGpus][kGroups];
 
 class Lock {
@@ -531,7 +531,7 @@ bool absent_at(CUdeviceptr ptr)
            (r.chunks[chunk].where == Where::Absent || r.chunks[chunk].where == Where::Out);
 }
 
-Moved swap_in(uint32_t gpu, uint64_t budget, CUstream stream)
+Moved swap_in(uint32_t gpu, uint64_t budget, CUstream stream, bool wait_for_room)
 {
     Moved m;
     const uint64_t start = now_ns();
@@ -539,7 +539,7 @@ Moved swap_in(uint32_t gpu, uint64_t budget, CUstream stream)
     m.lock_ns = now_ns() - start;
     g_resident[gpu] = true;
     swap_plan::Budget room(budget);
-    bool device_full = false, copied_to_host = false;
+    bool device_full = false, budget_spent = false, copied_to_host = false;
     uint64_t on_host = 0;
     for_each_chunk(gpu, [&](Record& r, uint32_t i) {
         Chunk& c = r.chunks[i];
@@ -548,7 +548,7 @@ Moved swap_in(uint32_t gpu, uint64_t budget, CUstream stream)
             return true;
         const bool was_host = c.where == Where::Host, was_out = c.where == Where::Out;
         if (!device_full && !room.take(size))
-            device_full = true;  // the budget is spent
+            device_full = budget_spent = true;  // no room will come for it
         if (!device_full) {
             const uint64_t placing = now_ns();
             const bool placed = place_on_device(r, i, &m.create_ns);
@@ -562,6 +562,10 @@ Moved swap_in(uint32_t gpu, uint64_t budget, CUstream stream)
             }
             device_full = true;  // the device refused within the budget
             m.short_of_room = true;
+        }
+        if (wait_for_room && !budget_spent && c.where != Where::Host) {
+            m.left_waiting += size;  // for the room others still give back
+            return true;
         }
         if (c.where != Where::Host && !place_on_host(r, i))
             log_warn("no memory for %llu bytes at %#llx, neither on GPU %d nor on the host",

@@ -67,6 +67,7 @@ struct Moved {
     uint64_t ns = 0;             // the whole move, remapping included
     bool short_of_room = false;  // swap-in: the device refused memory within the budget
     uint64_t left_on_host = 0;   // swap-in: bytes that stay in host memory
+    uint64_t left_waiting = 0;   // swap-in waiting for room: bytes left Absent or Out
     // Swap-in: where the time went (the rest is queueing the copies).
     uint64_t lock_ns = 0;    // waiting for the engine's lock
     uint64_t place_ns = 0;   // device memory made and mapped
@@ -78,10 +79,13 @@ struct Moved {
 // allocations get device memory at once, Absent chunks get memory and the
 // chunks in host memory come back, newest allocations first, while `budget`
 // bytes of device memory last; what does not fit stays in (or, if Absent or
-// Out, goes to) host memory mapped at its address (Host). The copies run on `stream` and are waited
-// for: the program's work must not run before its data is back. Client thread, with a context of
-// the GPU current.
-Moved swap_in(uint32_t gpu, uint64_t budget, CUstream stream);
+// Out, goes to) host memory mapped at its address (Host). With
+// `wait_for_room`, what the device refuses within the budget stays Absent or
+// Out instead (left_waiting), for a later call once others have given back
+// room: the previous holder may still be swapping out. The copies run on
+// `stream` and are waited for: the program's work must not run before its
+// data is back. Client thread, with a context of the GPU current.
+Moved swap_in(uint32_t gpu, uint64_t budget, CUstream stream, bool wait_for_room = false);
 
 // Before the process lets go of GPU `gpu` (its work drained): moves the chunks
 // beyond the newest `keep` bytes to host memory (Out), copies on `stream`. New

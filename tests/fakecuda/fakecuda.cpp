@@ -28,12 +28,15 @@
 #include <cuda.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <condition_variable>
 #include <cstdarg>
 #include <cstdio>
@@ -238,6 +241,92 @@ Context* current()
     return t_stack.empty() ? nullptr : t_stack.back();
 }
 
+// Device memory is the process's own unless FAKECUDA_SHARED_DEVICE names a
+// file: then every process that names it shares one device's memory, as
+// processes on one real GPU do. The file holds a slot per process (its pid
+// and what it uses on each device); a process that has ended counts no more,
+// as the driver frees its memory. Updated under flock(), with st().mutex held.
+constexpr int kSharedSlots = 64;
+constexpr int kSharedDevices = 8;
+struct SharedSlot {
+    int64_t pid;
+    uint64_t used[kSharedDevices];
+};
+
+int shared_device_file()
+{
+    const char* path = getenv("FAKECUDA_SHARED_DEVICE");
+    return path == nullptr || *path == '\0' ? -1 : open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+}
+
+bool alive(int64_t pid)
+{
+    return pid > 0 && (kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
+}
+
+// Takes `size` bytes of device `dev` (false: the device is full), or gives
+// them back (`take` false), counting every process that shares the device.
+bool take_device_memory(CUdevice dev, uint64_t size, bool take)
+{
+    uint64_t& mine = st().device_used[dev];
+    const int fd = dev >= 0 && dev < kSharedDevices ? shared_device_file() : -1;
+    if (fd < 0) {
+        if (take && mine + size > st().memory)
+            return false;
+        mine = take ? mine + size : mine - size;
+        return true;
+    }
+    flock(fd, LOCK_EX);
+    SharedSlot slots[kSharedSlots] = {};
+    const ssize_t got = pread(fd, slots, sizeof slots, 0);
+    (void)got;  // a new file reads short: its slots stay zero
+    uint64_t others = 0;
+    int own = -1, free_slot = -1;
+    for (int i = 0; i < kSharedSlots; ++i) {
+        if (slots[i].pid == getpid())
+            own = i;
+        else if (alive(slots[i].pid))
+            others += slots[i].used[dev];
+        else if (free_slot < 0)
+            free_slot = i;
+    }
+    const bool ok = !take || others + mine + size <= st().memory;
+    if (ok) {
+        mine = take ? mine + size : mine - size;
+        const int slot = own >= 0 ? own : free_slot;
+        if (slot >= 0) {
+            if (slot != own)
+                slots[slot] = SharedSlot{getpid(), {}};
+            slots[slot].used[dev] = mine;
+            const ssize_t put = pwrite(fd, &slots[slot], sizeof slots[slot],
+                                       static_cast<off_t>(slot * sizeof(SharedSlot)));
+            (void)put;
+        }
+    }
+    flock(fd, LOCK_UN);
+    close(fd);
+    return ok;
+}
+
+// What all processes sharing device `dev` use of it.
+uint64_t device_used_by_all(CUdevice dev)
+{
+    const int fd = dev >= 0 && dev < kSharedDevices ? shared_device_file() : -1;
+    if (fd < 0)
+        return st().device_used[dev];
+    flock(fd, LOCK_SH);
+    SharedSlot slots[kSharedSlots] = {};
+    const ssize_t got = pread(fd, slots, sizeof slots, 0);
+    (void)got;
+    flock(fd, LOCK_UN);
+    close(fd);
+    uint64_t all = st().device_used[dev];
+    for (const SharedSlot& slot : slots)
+        if (slot.pid != getpid() && alive(slot.pid))
+            all += slot.used[dev];
+    return all;
+}
+
 void worker(Stream* s)
 {
     std::unique_lock<std::mutex> lock(s->mutex);
@@ -439,13 +528,13 @@ CUresult allocate(CUdeviceptr* dptr, size_t size, const char* kind, bool device_
     if (c == nullptr)
         return CUDA_ERROR_INVALID_CONTEXT;
     std::lock_guard<std::mutex> g(st().mutex);
-    if (device_memory && st().device_used[c->device] + size > st().memory)
-        return CUDA_ERROR_OUT_OF_MEMORY;
     void* p = map_memory(size);
     if (p == nullptr)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    if (device_memory)
-        st().device_used[c->device] += size;
+    if (device_memory && !take_device_memory(c->device, size, true)) {
+        munmap(p, size);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
     *dptr = reinterpret_cast<CUdeviceptr>(p);
     st().allocations[*dptr] = {size, c->device, kind};
     log_event("alloc %s %zu %s", kind, size, api);
@@ -461,7 +550,7 @@ CUresult release(CUdeviceptr dptr, const char* api)
     if (it == st().allocations.end())
         return CUDA_ERROR_INVALID_VALUE;
     if (strcmp(it->second.kind, "managed") != 0)
-        st().device_used[it->second.device] -= it->second.size;
+        take_device_memory(it->second.device, it->second.size, false);
     log_event("free %s %zu %s", it->second.kind, it->second.size, api);
     munmap(reinterpret_cast<void*>(dptr), it->second.size);
     st().allocations.erase(it);
@@ -1023,6 +1112,20 @@ FAKE_EXPORT CUresult cuEventQuery(CUevent ev)
     return e->done->load() ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
+// Waits for the work queued before the event's latest record (the event
+// alone, not the whole stream: the swap engine frees memory group by group).
+FAKE_EXPORT CUresult cuEventSynchronize(CUevent ev)
+{
+    REQUIRE_INIT();
+    for (;;) {
+        const CUresult r = cuEventQuery(ev);
+        if (r != CUDA_ERROR_NOT_READY)
+            return r;
+        const timespec pause{0, 200000};
+        nanosleep(&pause, nullptr);
+    }
+}
+
 FAKE_EXPORT CUresult cuStreamWaitEvent(CUstream s, CUevent ev, unsigned int)
 {
     REQUIRE_INIT();
@@ -1372,7 +1475,8 @@ FAKE_EXPORT CUresult cuMemGetInfo_v2(size_t* free, size_t* total)
         return CUDA_ERROR_INVALID_CONTEXT;
     std::lock_guard<std::mutex> g(st().mutex);
     *total = st().memory;
-    *free = st().memory - st().device_used[c->device];
+    const uint64_t used = device_used_by_all(c->device);
+    *free = used < st().memory ? st().memory - used : 0;
     return CUDA_SUCCESS;
 }
 
@@ -1448,8 +1552,6 @@ FAKE_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t si
     if (device && (dev < 0 || dev >= st().device_count))
         return CUDA_ERROR_INVALID_DEVICE;
     std::lock_guard<std::mutex> g(st().mutex);
-    if (device && st().device_used[dev] + size > st().memory)
-        return CUDA_ERROR_OUT_OF_MEMORY;
     // The handle's memory, wherever it gets mapped; sparse until written.
     const int fd = memfd_create(device ? "fakecuda-vmm" : "fakecuda-vmm-host", MFD_CLOEXEC);
     if (fd < 0)
@@ -1458,8 +1560,10 @@ FAKE_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t si
         close(fd);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    if (device)
-        st().device_used[dev] += size;
+    if (device && !take_device_memory(dev, size, true)) {
+        close(fd);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
     *handle = st().next_handle++;
     st().handles[*handle] = {size, dev, device ? "vmm" : "vmm-host", fd};
     st().handle_refs[*handle] = 1;
@@ -1476,7 +1580,7 @@ static CUresult handle_unref(CUmemGenericAllocationHandle handle, const char* ap
     if (--st().handle_refs[handle] > 0)
         return CUDA_SUCCESS;
     if (it->second.device >= 0)
-        st().device_used[it->second.device] -= it->second.size;
+        take_device_memory(it->second.device, it->second.size, false);
     log_event("free %s %zu %s", it->second.kind, it->second.size, api);
     close(it->second.fd);  // no mapping is left, so this frees the memory
     st().handles.erase(it);
@@ -1686,9 +1790,8 @@ static CUresult make_array(uint64_t* out, size_t bytes, const char* api)
     if (out == nullptr)
         return CUDA_ERROR_INVALID_VALUE;
     std::lock_guard<std::mutex> g(st().mutex);
-    if (st().device_used[c->device] + bytes > st().memory)
+    if (!take_device_memory(c->device, bytes, true))
         return CUDA_ERROR_OUT_OF_MEMORY;
-    st().device_used[c->device] += bytes;
     *out = st().next_handle++ << 4;
     st().arrays[*out] = {bytes, c->device, "array"};
     log_event("alloc array %zu %s", bytes, api);
@@ -1702,7 +1805,7 @@ static CUresult drop_array(uint64_t h, const char* api)
     auto it = st().arrays.find(h);
     if (it == st().arrays.end())
         return CUDA_ERROR_INVALID_HANDLE;
-    st().device_used[it->second.device] -= it->second.size;
+    take_device_memory(it->second.device, it->second.size, false);
     log_event("free array %zu %s", it->second.size, api);
     st().arrays.erase(it);
     return CUDA_SUCCESS;
@@ -2134,6 +2237,7 @@ const ProcRow kProcRows[] = {
     ROW("cuEventCreate", 2000, false, cuEventCreate),
     ROW("cuEventRecord", 2000, false, cuEventRecord),
     ROW("cuEventQuery", 2000, false, cuEventQuery),
+    ROW("cuEventSynchronize", 2000, false, cuEventSynchronize),
     ROW("cuStreamWaitEvent", 3020, false, cuStreamWaitEvent),
     ROW("cuStreamSynchronize", 2000, false, cuStreamSynchronize),
     ROW("cuStreamSynchronize", 7000, true, cuStreamSynchronize_ptsz),

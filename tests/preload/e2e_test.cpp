@@ -1517,7 +1517,10 @@ TEST(SwapEngine, SwapsChunksOutAndInAndKeepsTheData)
     EXPECT_GT(out, 0u) << status.dump();
     EXPECT_EQ(out % (222ull << 20), 0u) << status.dump();
     EXPECT_GT(in, 0u) << status.dump();
-    EXPECT_FALSE(overlapped(read_work(dir / "fake.log"), p.a.pid(), p.b.pid()));
+    // The program's kernels take turns (the engine's copies may overlap: a
+    // releaser swaps out after it lets go).
+    EXPECT_FALSE(
+        overlapped(work_named(read_work(dir / "fake.log"), "cuLaunch"), p.a.pid(), p.b.pid()));
     // Host memory was made (registered) for the chunks that moved, no
     // host-located VMM memory (that is for a holder whose GPU is full), and
     // nothing was migrated by the driver.
@@ -1531,6 +1534,36 @@ TEST(SwapEngine, SwapsChunksOutAndInAndKeepsTheData)
     EXPECT_TRUE(p.a.err().find(ready) != std::string::npos ||
                 p.b.err().find(ready) != std::string::npos)
         << p.a.err() << p.b.err();
+}
+
+// A holder lets go before it swaps out, so that its copies out overlap the
+// next holder's copies in: here both share one fake device of 512 MiB (each
+// needs 350 MiB; every copy of a chunk takes 100 ms). The next holder finds
+// no room at first and takes it as the releaser's groups leave, rather than
+// pinning host memory for what does not fit (no host-located VMM memory).
+TEST(SwapEngine, TheNextHolderCopiesInWhileTheReleaserCopiesOut)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "auto", "--capacity", "512M"});
+    Pair p = run_pair(dir, daemon.socket(),
+                      {{"--kernels", "20", "--kernel-us", "50000", "--alloc", "350M",
+                        "--check-data", "--hold-ms", "300"},
+                       {{"NVSHARE_DEBUG", "1"},
+                        {"FAKECUDA_SHARED_DEVICE", dir / "device"},
+                        {"FAKECUDA_MEMORY", std::to_string(512ull << 20)},
+                        {"FAKECUDA_COPY_US", "100000"}},
+                       false});
+    expect_clean_exit(p.a, seconds(240));
+    expect_clean_exit(p.b, seconds(240));
+    for (Process* c : {&p.a, &p.b}) {
+        EXPECT_NE(c->out().find("data=ok"), std::string::npos) << c->out() << c->err();
+        EXPECT_EQ(faults(dir, c->pid()), 0) << read_text(dir / "fake.log");
+    }
+    const auto work = read_work(dir / "fake.log");
+    EXPECT_FALSE(overlapped(work_named(work, "cuLaunch"), p.a.pid(), p.b.pid()));
+    EXPECT_TRUE(overlapped(work_named(work, "cuMemcpyAsync"), p.a.pid(), p.b.pid()))
+        << read_text(dir / "fake.log") << p.a.err() << p.b.err();
+    EXPECT_EQ(events_of_both(dir, p, "alloc vmm-host"), 0) << read_text(dir / "fake.log");
 }
 
 // After a grant the program's work waits until its data is back: none of its

@@ -47,6 +47,15 @@ std::vector<Work> work_of(const std::vector<Work>& all, pid_t pid)
     return out;
 }
 
+std::vector<Work> work_named(const std::vector<Work>& all, const std::string& prefix)
+{
+    std::vector<Work> named;
+    for (const Work& w : all)
+        if (w.name.rfind(prefix, 0) == 0)
+            named.push_back(w);
+    return named;
+}
+
 bool overlapped(const std::vector<Work>& all, pid_t a, pid_t b)
 {
     for (const Work& x : all)

@@ -17,6 +17,9 @@ struct Work {
 };
 std::vector<Work> read_work(const std::string& log);
 std::vector<Work> work_of(const std::vector<Work>& all, pid_t pid);
+// The work whose driver call's name starts with `prefix` ("cuLaunch": the
+// program's kernels; "cuMemcpyAsync": among others, the swap engine's copies).
+std::vector<Work> work_named(const std::vector<Work>& all, const std::string& prefix);
 // Whether any work of a overlapped in time with any work of b.
 bool overlapped(const std::vector<Work>& all, pid_t a, pid_t b);
 // Lines of the fake's log that contain `needle`, for process pid.
