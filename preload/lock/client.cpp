@@ -409,11 +409,9 @@ void ClientLoop::release_if_idle(uint64_t now)
     // nothing extra.
     const bool stranded_long =
         s_.stranded_since != 0 && now - s_.stranded_since >= kStrandedPatienceNs;
-    const uint64_t hold = stranded_long
-                              ? period
-                              : gaps_.hold_for(residency::switch_share_ns(s_.lock.oversubscribed(),
-                                                                          s_.lock.keep_bytes()),
-                                               period);
+    const uint64_t share =
+        residency::switch_share_ns(s_.lock.oversubscribed(), s_.lock.keep_bytes());
+    const uint64_t hold = stranded_long ? period : gaps_.hold_for(share, period);
     // A process that lets go sooner than the period is watched closely, so
     // that the end of its burst is seen when it comes, not up to two periods
     // later.
@@ -441,12 +439,22 @@ void ClientLoop::release_if_idle(uint64_t now)
             if (was_busy && hold != 0) {
                 s_.quiet_since = drained;
                 s_.next_idle_check = drained + hold;
-            } else if (gate_close_if_idle()) {
+            } else if ((mailbox::clear_want(), gate_close_if_idle())) {
+                // (No call waits at an open gate: a wish for the lock left
+                // from the grant's swap-in, when the program's calls waited
+                // and asked again, is stale. Kept, it asked for the GPU again
+                // at once, mid-pause, and the pause read as none.)
                 const uint64_t idle = was_busy ? 0 : drained - s_.quiet_since;
                 release(now + kEvictLimitNs);
-                log_debug("released early: idle for %llu ms (kept it idle up to %llu ms)",
-                          static_cast<unsigned long long>(idle / 1000000),
-                          static_cast<unsigned long long>(hold / 1000000));
+                const uint64_t ski = share > period ? share : period;
+                log_debug(
+                    "released early: idle for %llu ms (kept it idle up to %llu ms; our share of "
+                    "a switch %llu ms; %s; longest recent short pause %llu ms)",
+                    static_cast<unsigned long long>(idle / 1000000),
+                    static_cast<unsigned long long>(hold / 1000000),
+                    static_cast<unsigned long long>(share / 1000000),
+                    gaps_.long_seen(ski) ? "longer pauses seen" : "no longer pause seen",
+                    static_cast<unsigned long long>(gaps_.longest_recent_short(ski) / 1000000));
             }
         }  // else work came in while we drained: the next check sees it
     }
@@ -506,7 +514,12 @@ void ClientLoop::report_memory(uint64_t now, bool requesting)
 
 void ClientLoop::request_lock(uint64_t now)
 {
-    gaps_.resumed(gate_active_at());  // the end of a pause we let go in
+    if (gaps_.idle()) {  // the end of a pause we let go in
+        const uint64_t at = gate_active_at(), from = gaps_.idle_from();
+        log_debug("work resumed after a pause of %llu ms: asking for the GPU",
+                  static_cast<unsigned long long>(at > from ? (at - from) / 1000000 : 0));
+        gaps_.resumed(at);
+    }
     if (s_.gpu_count == 0) {
         gate_open();  // nothing to schedule
     } else if (send_mask(proto::MsgType::Request)) {

@@ -21,22 +21,34 @@ void IdleGaps::resumed(uint64_t t)
         ++count_;
 }
 
+bool IdleGaps::long_seen(uint64_t ski) const
+{
+    for (size_t i = 0; i < count_; ++i)
+        if (gaps_[i] > ski)
+            return true;
+    return false;
+}
+
+uint64_t IdleGaps::longest_recent_short(uint64_t ski) const
+{
+    uint64_t longest = 0;
+    const size_t recent = count_ < kRecentShort ? count_ : kRecentShort;
+    for (size_t k = 1; k <= recent; ++k) {
+        const uint64_t gap = gaps_[(next_ + kRemembered - k) % kRemembered];
+        if (gap <= ski && gap > longest)
+            longest = gap;
+    }
+    return longest;
+}
+
 uint64_t IdleGaps::hold_for(uint64_t switch_share_ns, uint64_t period_ns) const
 {
     const uint64_t ski = switch_share_ns > period_ns ? switch_share_ns : period_ns;
-    bool long_seen = false;
-    uint64_t longest_short = 0;
-    for (size_t i = 0; i < count_; ++i) {
-        if (gaps_[i] > ski)
-            long_seen = true;
-        else if (gaps_[i] > longest_short)
-            longest_short = gaps_[i];
-    }
-    if (!long_seen)
+    if (!long_seen(ski))
         return ski;
     // Pauses that outlasted the short ones have all been long: wait out the
     // short ones (with a margin), then let go.
-    const uint64_t wait = 2 * longest_short;
+    const uint64_t wait = 2 * longest_recent_short(ski);
     return wait < ski ? wait : ski;
 }
 

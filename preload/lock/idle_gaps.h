@@ -11,7 +11,11 @@
 // process whose long pauses outlast that is bursty in a way worth exploiting:
 // once it has been idle longer than its short pauses (the gaps between the
 // steps of a burst) last, the pause is a long one, and it lets go then
-// rather than leave the GPU idle for a switch cost on every pause.
+// rather than leave the GPU idle for a switch cost on every pause. How
+// long the short pauses last is read from the latest few only: those of a
+// start-up (allocations that waited for room, a first fill) are not the
+// steady pattern, and one of them kept every later pause waiting out a
+// whole switch cost.
 #pragma once
 
 #include <cstddef>
@@ -22,6 +26,9 @@ namespace nvshare::preload {
 class IdleGaps {
 public:
     static constexpr size_t kRemembered = 16;
+    // Short pauses count from the latest this many pauses: any window this
+    // long of a pattern of bursts holds at least one of its short pauses.
+    static constexpr size_t kRecentShort = 4;
 
     // The GPU is idle since `t` with nothing submitted after it. Later calls
     // in the same pause keep the earliest time.
@@ -30,12 +37,17 @@ public:
     // remembered.
     void resumed(uint64_t t);
     bool idle() const { return idle_; }
+    uint64_t idle_from() const { return idle_from_; }  // while idle()
 
     // How long an idle holder keeps the lock before letting go: the ski
     // rental's max(period, our share of a switch); but when some remembered pause
-    // outlasted that, twice the longest of the shorter ones (0 if none), if
-    // that is less.
+    // outlasted that, twice the longest of the latest shorter ones (0 if
+    // none), if that is less.
     uint64_t hold_for(uint64_t switch_share_ns, uint64_t period_ns) const;
+    // Its two inputs, for the debug log: whether a remembered pause outlasted
+    // `ski`, and the longest of the latest kRecentShort pauses that did not.
+    bool long_seen(uint64_t ski) const;
+    uint64_t longest_recent_short(uint64_t ski) const;
 
     size_t remembered() const { return count_; }
 

@@ -6,6 +6,7 @@
 
 #include <atomic>
 
+#include "preload/clock.h"
 #include "preload/driver/hook_table.h"
 
 namespace nvshare::preload::host_memory {
@@ -21,6 +22,8 @@ constexpr long kMaxTouchThreads = 8;
 constexpr uint64_t kPiece = 8ull << 20;
 // Regions made at once (make() handles more in rounds).
 constexpr size_t kBatch = 64;
+
+std::atomic<uint64_t> g_made_bytes{0}, g_touch_ns{0}, g_register_ns{0};
 
 void* map_region(uint64_t bytes)
 {
@@ -106,7 +109,10 @@ uint64_t make(const uint64_t* sizes, void** out, size_t count)
         for (size_t i = 0; i < n; ++i)
             regions[i] =
                 do_register != nullptr ? static_cast<char*>(map_region(sizes[first + i])) : nullptr;
+        const uint64_t touching = now_ns();
         touch_all(regions, sizes + first, n);
+        const uint64_t registering = now_ns();
+        g_touch_ns.fetch_add(registering - touching, std::memory_order_relaxed);
         for (size_t i = 0; i < n; ++i) {
             const uint64_t bytes = sizes[first + i];
             if (regions[i] != nullptr &&
@@ -117,8 +123,19 @@ uint64_t make(const uint64_t* sizes, void** out, size_t count)
             out[first + i] = regions[i];
             made += regions[i] != nullptr ? bytes : 0;
         }
+        g_register_ns.fetch_add(now_ns() - registering, std::memory_order_relaxed);
     }
+    g_made_bytes.fetch_add(made, std::memory_order_relaxed);
     return made;
+}
+
+Made take_made()
+{
+    Made m;
+    m.bytes = g_made_bytes.exchange(0, std::memory_order_relaxed);
+    m.touch_ns = g_touch_ns.exchange(0, std::memory_order_relaxed);
+    m.register_ns = g_register_ns.exchange(0, std::memory_order_relaxed);
+    return m;
 }
 
 void release(void* region, uint64_t bytes)

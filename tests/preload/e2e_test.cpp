@@ -321,6 +321,40 @@ TEST(Release, LetsGoAtOnceOncePausesProveLong)
     EXPECT_FALSE(overlapped(work, bursty.pid(), hog.pid()));
 }
 
+// Two bursty clients take turns on an oversubscribed GPU (their data moves
+// at each turn). A client that lets go in a pause asks for the GPU again
+// only when its work resumes: a wish for the lock left from the grant's
+// swap-in (the program's calls waited at the gate and asked again) once made
+// it ask at once, mid-pause, so that the pause read as none and its holds
+// never learnt that the pauses are long.
+TEST(Release, AsksAgainOnlyWhenItsWorkResumes)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "auto", "--capacity", "512M"});
+    Pair p = run_pair(dir, daemon.socket(),
+                      {{"--kernels", "2", "--kernel-us", "150000", "--rounds", "6", "--pause-ms",
+                        "700", "--alloc", "350M", "--check-data"},
+                       {{"NVSHARE_DEBUG", "1"}},
+                       false});
+    expect_clean_exit(p.a, seconds(240));
+    expect_clean_exit(p.b, seconds(240));
+    for (Process* c : {&p.a, &p.b}) {
+        EXPECT_NE(c->out().find("data=ok"), std::string::npos) << c->out() << c->err();
+        // Every pause it let go in, as measured when it asked again: the
+        // client pauses 700 ms between rounds that queue their work at once.
+        std::vector<unsigned> pauses;
+        std::istringstream lines(c->err());
+        const std::string mark = "work resumed after a pause of ";
+        for (std::string line; std::getline(lines, line);)
+            if (const auto at = line.find(mark); at != std::string::npos)
+                pauses.push_back(static_cast<unsigned>(std::stoul(line.substr(at + mark.size()))));
+        EXPECT_GE(pauses.size(), 3u) << c->err();
+        for (unsigned ms : pauses)
+            EXPECT_GE(ms, 100u) << c->err();
+        EXPECT_NE(c->err().find("longer pauses seen"), std::string::npos) << c->err();
+    }
+}
+
 // On a GPU of `capacity` (auto mode, a long quantum): a holder of `alloc`
 // with `rounds` bursts of two 20 ms kernels `pause_ms` apart (`env` added to
 // its environment) and, once its first kernel ended, another client of

@@ -283,6 +283,28 @@ TEST(IdleGaps, WaitsOutTheShortPausesOnly)
     EXPECT_EQ(g.hold_for(300 * kMs, 20 * kMs), 300 * kMs) << "and so are the long ones";
 }
 
+// The short pauses of a start-up (allocations that waited, a first fill) do
+// not keep every later long pause waiting out a switch: the short ones count
+// from the latest kRecentShort pauses only, the long ones from all.
+TEST(IdleGaps, ShortPausesCountFromTheLatestOnly)
+{
+    IdleGaps g;
+    auto pause = [&](uint64_t ms) {
+        g.idle_since(10 * kMs);
+        g.resumed((10 + ms) * kMs);
+    };
+    pause(400);  // during the start-up
+    pause(1500);
+    EXPECT_EQ(g.hold_for(700 * kMs, 20 * kMs), 700 * kMs) << "twice 400 ms is more";
+    for (size_t i = 1; i < IdleGaps::kRecentShort; ++i)
+        pause(1500);
+    EXPECT_EQ(g.longest_recent_short(700 * kMs), 0u);
+    EXPECT_EQ(g.hold_for(700 * kMs, 20 * kMs), 0u) << "only long pauses lately";
+    EXPECT_TRUE(g.long_seen(700 * kMs));
+    pause(30);  // a short one again
+    EXPECT_EQ(g.hold_for(700 * kMs, 20 * kMs), 60 * kMs);
+}
+
 TEST(IdleGaps, WorkWithoutASeenPauseRecordsNothing)
 {
     IdleGaps g;
