@@ -15,6 +15,7 @@
 #include "preload/memory/array_size.h"
 #include "preload/memory/contexts.h"
 #include "preload/memory/devices.h"
+#include "preload/memory/residency.h"
 #include "preload/memory/swap_plan.h"
 #include "preload/memory/swappable.h"
 
@@ -116,13 +117,17 @@ CUresult allocate_rewritten(CUdeviceptr* dptr, size_t bytes, int gpu)
         if (swap_plan::choose_backing(f) == swap_plan::Backing::Swappable) {
             uint64_t reserved = 0;
             bool absent = false;
-            if (swappable::allocate(dptr, bytes, index, &reserved, &absent) == CUDA_SUCCESS) {
+            if (swappable::allocate(dptr, bytes, index, &reserved, &absent,
+                                    residency::room_will_come(index, bytes)) == CUDA_SUCCESS) {
                 track(Table::Pointers, *dptr, reserved, gpu, Kind::Managed, true, true);
                 if (absent) {
                     // Before the pointer is returned: no work may reach the
-                    // part that has no memory until the next grant gives it.
+                    // part that has no memory until it gets some.
                     gate_close();
-                    mailbox::want_yield();
+                    if (swappable::shared_hold(index))
+                        mailbox::want_yield();  // at the next grant
+                    else
+                        mailbox::want_room();  // as others give it back
                 }
                 return CUDA_SUCCESS;
             }

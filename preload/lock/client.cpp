@@ -51,6 +51,9 @@ constexpr uint64_t kStrandedPatienceNs = 1000ull * 1000 * 1000;
 constexpr uint64_t kShrinkAhead = 2ull << 30;
 // Before an eviction, calls still in the driver get this long to leave it.
 constexpr uint64_t kQuietWaitNs = 100ull * 1000 * 1000;
+// An allocation that waits for room while our work cannot be drained (a
+// capture) is looked at again this often.
+constexpr uint64_t kRoomRetryNs = 20ull * 1000 * 1000;
 // The program's work waits at most this long for a swap-in to finish.
 constexpr uint64_t kSwapInGateLimitNs = 5ull * 1000 * 1000 * 1000;
 
@@ -244,6 +247,7 @@ void ClientLoop::on_grant(const proto::GrantPayload& g, uint64_t now)
     gate_set_bounded((g.flags & proto::kGrantBounded) != 0);
     s_.lock.granted(g);
     s_.prestaging = true;
+    s_.room_wanted = false;  // the grant's swap-in gives the memory
     s_.shrink_keep = UINT64_MAX;
     s_.waits_oversubscribed = false;
     s_.next_idle_check = now + config().idle_release_ms * 1000000ull;
@@ -474,6 +478,26 @@ void ClientLoop::yield_if_asked(uint64_t now)
     log_debug("released: the GPU is full while shared");
 }
 
+// An allocation found the GPU full while we hold it alone, of memory others
+// can give back, and closed the gate: tell nvshared our size now (it asks
+// the others to shrink), take the room as it shows, then let the work go on.
+void ClientLoop::make_room_if_asked(uint64_t now)
+{
+    s_.room_wanted |= mailbox::take_room();
+    if (!s_.room_wanted || s_.lock.state() != HoldState::Holding || now < s_.next_room_try)
+        return;  // not holding: the next grant gives the memory
+    report_memory(now, true);
+    // Memory in host memory may move too: nothing of ours may run on it.
+    if (!gate_wait_in_flight(now_ns() + kQuietWaitNs) || !contexts::drain_all()) {
+        s_.next_room_try = now_ns() + kRoomRetryNs;  // a capture, or stuck work
+        return;
+    }
+    s_.room_wanted = false;
+    residency::await_room(all_gpus());
+    report_stats();
+    gate_open();
+}
+
 // Our data is back (or took too long): the program's work may go on.
 void ClientLoop::finish_swap_in(uint64_t now)
 {
@@ -579,6 +603,7 @@ void ClientLoop::work(uint64_t now)
         return;
     finish_drop(now);
     yield_if_asked(now);
+    make_room_if_asked(now);
     release_if_idle(now);
     prestage();
     promote(now);
@@ -612,6 +637,8 @@ int ClientLoop::timeout_ms(uint64_t now) const
         consider(now);  // the next step at once
     if (s_.lock.state() == HoldState::Holding && residency::stranded() != 0)
         consider(s_.next_promote_check);
+    if (s_.lock.state() == HoldState::Holding && s_.room_wanted)
+        consider(s_.next_room_try);
     if (s_.lock.state() == HoldState::SwappingIn)
         consider(*s_.lock.deadline());
     const auto notice = wait_.next_notice();

@@ -36,6 +36,8 @@ struct Session {
     // said so), since our latest grant.
     bool waits_oversubscribed = false;
     uint64_t next_promote_check = 0;
+    bool room_wanted = false;  // an allocation waits for the room others give back
+    uint64_t next_room_try = 0;
     uint64_t stranded_since = 0;  // memory of ours found no room on the device (0: none)
 };
 
@@ -71,6 +73,7 @@ private:
     void finish_drop(uint64_t now);
     void release_if_idle(uint64_t now);
     void yield_if_asked(uint64_t now);
+    void make_room_if_asked(uint64_t now);
     void finish_swap_in(uint64_t now);
     void report_memory(uint64_t now, bool requesting);
     void request_lock(uint64_t now);

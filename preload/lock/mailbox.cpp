@@ -17,6 +17,7 @@ namespace {
 std::atomic<int> g_event_fd{-1};
 std::atomic<bool> g_want{false};
 std::atomic<bool> g_yield{false};
+std::atomic<bool> g_room{false};
 std::atomic<uint32_t> g_ready{0};  // futex word: 1 once settings arrived or we failed open
 // 0: not draining (CLOCK_MONOTONIC never reads 0 once the system runs).
 std::atomic<uint64_t> g_drain_deadline{0};
@@ -82,6 +83,17 @@ bool take_yield()
     return g_yield.exchange(false);
 }
 
+void want_room()
+{
+    if (!g_room.exchange(true))
+        poke();
+}
+
+bool take_room()
+{
+    return g_room.exchange(false);
+}
+
 void set_ready()
 {
     if (g_ready.exchange(1) == 0)
@@ -128,6 +140,7 @@ void reset_after_fork()
         close(efd);
     g_want.store(false);
     g_yield.store(false);
+    g_room.store(false);
     g_ready.store(0);
 }
 

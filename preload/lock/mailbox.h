@@ -30,6 +30,12 @@ bool wanted();
 void want_yield();
 bool take_yield();
 
+// An allocation found the GPU full while this process holds it alone and
+// others' memory takes the room (the gate is closed already): wait for the
+// room they give back (the client thread takes the request).
+void want_room();
+bool take_room();
+
 // nvshared's settings arrived, or we failed open: first allocations wait
 // for this at most a while.
 void set_ready();

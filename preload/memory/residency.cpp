@@ -71,6 +71,7 @@ struct GpuState {
     uint64_t started_ns = 0;
     uint64_t bytes = 0;
     bool data_on_host = false;  // we evicted it: bring it back on the next grant
+    bool room_gave_up = false;  // an await_room found no room: none is coming
     uint64_t migrated_seq = 0;  // allocations up to this one were moved once
     uint64_t evicted = 0;       // bytes the latest eviction moved to host
     uint64_t restoring = 0;     // of those, what the running swap-in brings back
@@ -214,11 +215,12 @@ void add_round(swappable::Moved& to, const swappable::Moved& round)
 // stays where it is: the previous holder lets go before it swaps out, so
 // that its copies out overlap ours in, and room shows as its groups leave.
 // Only what still finds none once the room stops growing goes to host memory.
-void engine_swap_in(uint32_t i, uint64_t patience)
+// Returns the bytes that stay in host memory.
+uint64_t engine_swap_in(uint32_t i, uint64_t patience)
 {
     EngineMove m{i, true, engine_budget(i), {}, patience != 0};
     if (!contexts::with_device_context(devices::at(i).ordinal, engine_move, &m) || !m.ran)
-        return;
+        return 0;
     const uint64_t first = now_ns();
     uint64_t until = first + patience;
     uint64_t left = m.moved.left_waiting + m.moved.left_on_host;
@@ -258,6 +260,7 @@ void engine_swap_in(uint32_t i, uint64_t patience)
     if (m.moved.left_on_host != 0)
         log_debug("%llu bytes stay in host memory: no room on GPU %u",
                   static_cast<unsigned long long>(m.moved.left_on_host), i);
+    return m.moved.left_on_host;
 }
 
 // One round of migration of GPU `index`'s managed memory to `location`, on
@@ -327,6 +330,7 @@ bool on_grant(uint64_t gpus, bool oversubscribed, bool exclusive)
         // Always, before the program's work runs: its swappable memory must
         // be there (also inside a capture: the engine's stream is its own).
         swappable::set_shared_hold(i, !exclusive);
+        g.room_gave_up = false;
         engine_swap_in(i, exclusive ? kRoomWaitNs : kSharedRoomWaitNs);
         if (g.in_flight)
             continue;
@@ -552,6 +556,18 @@ bool room_for_stranded()
             return true;
     }
     return false;
+}
+
+bool room_will_come(uint32_t i, uint64_t bytes)
+{
+    return !g_gpus[i].room_gave_up && engine_budget(i) >= bytes;
+}
+
+void await_room(uint64_t gpus)
+{
+    for (uint32_t i = 0; i < devices::count(); ++i)
+        if ((gpus >> i & 1) != 0 && engine_swap_in(i, kRoomWaitNs) != 0)
+            g_gpus[i].room_gave_up = true;
 }
 
 void promote()

@@ -55,6 +55,17 @@ bool prestage_for_switch(uint64_t gpus, uint64_t keep_bytes);
 // at the bus's speed when a holder grows (nvshared's Shrink).
 bool prestage_ahead(uint64_t gpus, uint64_t bytes);
 
+// Whether `bytes` more of our memory would fit GPU `i` once the memory of
+// others that can move has left: the capacity less what this process and
+// others' unpageable memory take. False after an await_room that found no
+// room came, until the next grant.
+bool room_will_come(uint32_t i, uint64_t bytes);
+// While the process holds `gpus` alone: the swap engine's memory there gets
+// device memory as the room shows (others shrink), waiting as at a grant;
+// what still finds none goes to host memory. Client thread, the program's
+// work drained and held back.
+void await_room(uint64_t gpus);
+
 // Bytes of the swap engine's memory in host memory while the process holds
 // its GPU (the device had no room), on the GPU where that is most.
 uint64_t stranded();

@@ -422,7 +422,8 @@ uint64_t make_out_memory(uint32_t gpu, uint64_t keep, uint64_t max_bytes, bool u
 
 }  // namespace
 
-CUresult allocate(CUdeviceptr* dptr, uint64_t bytes, uint32_t gpu, uint64_t* reserved, bool* absent)
+CUresult allocate(CUdeviceptr* dptr, uint64_t bytes, uint32_t gpu, uint64_t* reserved, bool* absent,
+                  bool wait_for_room)
 {
     *absent = false;
     const devices::Gpu& g = devices::at(gpu);
@@ -459,13 +460,17 @@ CUresult allocate(CUdeviceptr* dptr, uint64_t bytes, uint32_t gpu, uint64_t* res
     // memory it cannot evict (an illegal address, seen on an H100).
     // Sharing the GPU, what is full may be the others' memory: the rest
     // waits for a grant with room (the caller lets go), pinning nothing.
+    // Holding it alone, where others' memory that can move takes the room,
+    // the rest waits for them to give it back (nvshared asks them once it
+    // learns our size): pinning host memory meanwhile is slow, and slows
+    // their pinning of the host memory they move to.
     bool ok = true;
     uint64_t on_host = 0, left_absent = 0;
     const bool shared = g_shared_hold[gpu].load(std::memory_order_relaxed);
     for (uint32_t i = 0; g_resident[gpu] && i < layout.count && ok; ++i) {
         if (on_host == 0 && left_absent == 0 && place_on_device(*r, i))
             continue;
-        if (shared) {
+        if (shared || wait_for_room) {
             left_absent += layout.size_of(i);
             continue;
         }
@@ -477,10 +482,15 @@ CUresult allocate(CUdeviceptr* dptr, uint64_t bytes, uint32_t gpu, uint64_t* res
             "GPU %d is full: %llu bytes of a new allocation live in host memory until the "
             "next grant",
             r->ordinal, static_cast<unsigned long long>(on_host));
-    if (ok && left_absent != 0)
+    if (ok && left_absent != 0 && shared)
         log_debug(
             "GPU %d is full while shared: %llu bytes of a new allocation wait for the next "
             "grant; letting go",
+            r->ordinal, static_cast<unsigned long long>(left_absent));
+    else if (ok && left_absent != 0)
+        log_debug(
+            "GPU %d is full: %llu bytes of a new allocation wait for the room others give "
+            "back",
             r->ordinal, static_cast<unsigned long long>(left_absent));
     if (!ok || !append(r)) {
         destroy(r);
@@ -699,6 +709,11 @@ uint64_t unstaged_bytes(uint32_t gpu, uint64_t keep)
 void set_shared_hold(uint32_t gpu, bool shared)
 {
     g_shared_hold[gpu].store(shared, std::memory_order_relaxed);
+}
+
+bool shared_hold(uint32_t gpu)
+{
+    return g_shared_hold[gpu].load(std::memory_order_relaxed);
 }
 
 void let_go(uint32_t gpu)

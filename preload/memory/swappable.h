@@ -36,18 +36,21 @@ namespace nvshare::preload::swappable {
 // has room); otherwise it is Absent until the next grant. Errors: the
 // driver's.
 // `reserved`: what it takes on the GPU (a multiple of the granularity).
-// `absent`: set where the process holds the GPU shared with others
-// (set_shared_hold) and the device is full: the chunks that found no room
-// stay Absent instead of going to host memory, and the caller must keep the
-// program's work off the GPU until the next grant.
-CUresult allocate(CUdeviceptr* dptr, uint64_t bytes, uint32_t gpu, uint64_t* reserved,
-                  bool* absent);
+// `absent`: set where the device is full and the process holds the GPU
+// shared with others (set_shared_hold) or, with `wait_for_room`, alone
+// while others' memory takes the room (residency::room_will_come): the
+// chunks that found no room stay Absent instead of going to host memory,
+// and the caller must keep the program's work off the GPU until they get
+// memory (the next grant, or residency::await_room).
+CUresult allocate(CUdeviceptr* dptr, uint64_t bytes, uint32_t gpu, uint64_t* reserved, bool* absent,
+                  bool wait_for_room = false);
 
 // The process holds GPU `gpu` together with others (a grant that is not
 // exclusive): an allocation that finds the device full waits for the next
 // grant (see allocate) rather than pinning host memory, since the others'
 // memory may be what fills it.
 void set_shared_hold(uint32_t gpu, bool shared);
+bool shared_hold(uint32_t gpu);
 
 // Frees the swappable allocation that starts at `ptr`; false if there is none
 // (nothing done).

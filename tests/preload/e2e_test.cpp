@@ -1930,6 +1930,49 @@ TEST(SwapEngine, AProcessThatDoesNotHoldTheGpuGivesBackTheRoomTheHolderNeeds)
     EXPECT_NE(err.find("swapped in 209715200 bytes", asked), std::string::npos) << err;
 }
 
+// The same on one device of 512 MiB that both share: the holder's late
+// allocation finds the device full of the idle process's memory. It waits
+// for that room (nvshared asks the idle one to shrink) instead of pinning
+// host memory for it meanwhile, which is slow and slows the other's pinning.
+TEST(SwapEngine, AHolderWhoseGpuIsFullOfOthersMemoryWaitsForTheRoom)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "on", "--capacity", "512M"});
+    const std::map<std::string, std::string> env{{"NVSHARE_DEBUG", "1"},
+                                                 {"FAKECUDA_SHARED_DEVICE", dir / "device"},
+                                                 {"FAKECUDA_MEMORY", std::to_string(512ull << 20)}};
+    const std::string given = dir / "given";
+    Process idle = start_client(
+        dir, daemon.socket(),
+        {{"--kernels", "1", "--alloc", "200M", "--check-data", "--pause-until", given}, env, false},
+        "idle");
+    ASSERT_TRUE(wait_until([&] {
+        return count_events(dir / "fake.log", idle.pid(), "cuLaunchKernel") >= 1;
+    })) << idle.err();
+    Process grows = start_client(dir, daemon.socket(),
+                                 {{"--kernels", "1", "--alloc", "200M", "--late-alloc", "300M",
+                                   "--check-data", "--hold-ms", "500"},
+                                  env,
+                                  false},
+                                 "grows");
+    EXPECT_TRUE(wait_until(
+        [&] { return idle.err().find("swapped out 209715200 bytes") != std::string::npos; },
+        seconds(180)))
+        << idle.err();
+    touch(given);
+    expect_clean_exit(grows, seconds(180));
+    expect_clean_exit(idle, seconds(180));
+    for (Process* c : {&idle, &grows}) {
+        EXPECT_NE(c->out().find("data=ok"), std::string::npos) << c->out() << c->err();
+        EXPECT_EQ(faults(dir, c->pid()), 0) << read_text(dir / "fake.log");
+    }
+    EXPECT_NE(grows.out().find("late=ok"), std::string::npos) << grows.out() << grows.err();
+    EXPECT_NE(grows.err().find("wait for the room others give back"), std::string::npos)
+        << grows.err();
+    EXPECT_EQ(count_events(dir / "fake.log", grows.pid(), "alloc vmm-host"), 0)
+        << read_text(dir / "fake.log");
+}
+
 // With NVSHARE_SWAP=managed device allocations are managed memory, as before.
 TEST(SwapEngine, ManagedOnRequest)
 {
