@@ -12,7 +12,7 @@
 // once it has been idle longer than its short pauses (the gaps between the
 // steps of a burst) last, the pause is a long one, and it lets go then
 // rather than leave the GPU idle for a switch cost on every pause. How
-// long the short pauses last is read from the latest few only: those of a
+// long the short pauses last is read from the latest two only: those of a
 // start-up (allocations that waited for room, a first fill) are not the
 // steady pattern, and one of them kept every later pause waiting out a
 // whole switch cost.
@@ -26,9 +26,10 @@ namespace nvshare::preload {
 class IdleGaps {
 public:
     static constexpr size_t kRemembered = 16;
-    // Short pauses count from the latest this many pauses: any window this
-    // long of a pattern of bursts holds at least one of its short pauses.
-    static constexpr size_t kRecentShort = 4;
+    // Short pauses count from the latest this many pauses: in a pattern of
+    // bursts of two steps or more, no two long pauses come one after the
+    // other, so any two consecutive pauses hold a short one.
+    static constexpr size_t kRecentShort = 2;
 
     // The GPU is idle since `t` with nothing submitted after it. Later calls
     // in the same pause keep the earliest time.

@@ -54,6 +54,11 @@ constexpr uint64_t kRoomWaitNs = 500ull * 1000 * 1000;
 constexpr uint64_t kSharedRoomWaitNs = 100ull * 1000 * 1000;
 constexpr uint64_t kRoomWaitMaxNs = 10ull * 1000 * 1000 * 1000;
 constexpr uint64_t kRoomPollNs = 20ull * 1000 * 1000;
+// A holder whose allocation waits for the room others give back waits longer
+// for it to grow: a process asked to shrink that has no host memory made
+// yet makes it group by group as it copies (about 1 GiB a group; 0.3-0.5 s
+// each on the H100's host while another process pinned memory).
+constexpr uint64_t kAwaitRoomNs = 2000ull * 1000 * 1000;
 // While room shows (the previous holder's swap-out frees a group about every
 // 20 ms at the bus's speed), it is looked for sooner.
 constexpr uint64_t kRoomPollFastNs = 2ull * 1000 * 1000;
@@ -566,7 +571,7 @@ bool room_will_come(uint32_t i, uint64_t bytes)
 void await_room(uint64_t gpus)
 {
     for (uint32_t i = 0; i < devices::count(); ++i)
-        if ((gpus >> i & 1) != 0 && engine_swap_in(i, kRoomWaitNs) != 0)
+        if ((gpus >> i & 1) != 0 && engine_swap_in(i, kAwaitRoomNs) != 0)
             g_gpus[i].room_gave_up = true;
 }
 
