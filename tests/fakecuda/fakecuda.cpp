@@ -3,7 +3,9 @@
 // the CUDA 13 prototypes, and behaves like the driver where it matters for the
 // tests:
 //  - "device memory" is host memory; plain device allocations are limited to
-//    the device's memory per process (like a real GPU), managed ones are not;
+//    the device's memory (FAKECUDA_MEMORY) per process, or, where
+//    FAKECUDA_SHARED_DEVICE names a file, shared by every process that names
+//    it (like a real GPU); managed ones are not;
 //  - kernels, copies, memsets and prefetches run asynchronously on a worker
 //    thread per stream and take a duration (kernel parameter 0 in
 //    microseconds, else FAKECUDA_KERNEL_US; copies FAKECUDA_COPY_US);
