@@ -1882,71 +1882,23 @@ TEST(SwapEngine, HostMemoryMovesToTheGpuWhenRoomAppears)
         << read_text(dir / "fake.log");
 }
 
-// A process that holds the GPU and grows makes nvshared ask a process that
-// does not hold it for room (Shrink): the idle one moves its memory to host
-// memory at once, while it waits, and finds its data intact later. Here 1
-// let go while everything fitted (400 MiB of 512), keeping all of its
-// 200 MiB; then 2 allocates 300 MiB more while it holds the GPU. 1 stays
-// idle until it has given the room back, then checks its data.
-TEST(SwapEngine, AProcessThatDoesNotHoldTheGpuGivesBackTheRoomTheHolderNeeds)
+// On a capacity of 512 MiB (mode on): "idle" lets go after its first kernel
+// with 200 MiB and waits until nvshared has asked it for room and it gave it;
+// "grows" then holds the GPU with 200 MiB and allocates 300 MiB more. Both
+// end with their data checked; `env` is added to both environments.
+struct IdleAndGrower {
+    Process idle, grows;
+};
+IdleAndGrower run_idle_and_grower(const TempDir& dir, const Daemon& daemon,
+                                  std::map<std::string, std::string> env)
 {
-    TempDir dir;
-    Daemon daemon(dir, {"--anti-thrashing", "on", "--capacity", "512M"});
-    const std::map<std::string, std::string> debug{{"NVSHARE_DEBUG", "1"}};
-    const std::string given = dir / "given";
-    Process idle =
-        start_client(dir, daemon.socket(),
-                     {{"--kernels", "1", "--alloc", "200M", "--check-data", "--pause-until", given},
-                      debug,
-                      false},
-                     "idle");
-    ASSERT_TRUE(wait_until([&] {
-        return count_events(dir / "fake.log", idle.pid(), "cuLaunchKernel") >= 1;
-    })) << idle.err();
-    Process grows = start_client(dir, daemon.socket(),
-                                 {{"--kernels", "1", "--alloc", "200M", "--late-alloc", "300M",
-                                   "--check-data", "--hold-ms", "500"},
-                                  debug,
-                                  false},
-                                 "grows");
-    EXPECT_TRUE(wait_until(
-        [&] { return idle.err().find("swapped out 209715200 bytes") != std::string::npos; },
-        seconds(180)))
-        << idle.err();
-    touch(given);
-    expect_clean_exit(grows, seconds(180));
-    expect_clean_exit(idle, seconds(180));
-    for (Process* c : {&idle, &grows}) {
-        EXPECT_NE(c->out().find("data=ok"), std::string::npos) << c->out() << c->err();
-        EXPECT_EQ(faults(dir, c->pid()), 0) << read_text(dir / "fake.log");
-    }
-    EXPECT_NE(grows.out().find("late=ok"), std::string::npos) << grows.out() << grows.err();
-    // 512 MiB less the holder's 500 leave 12 MiB, less than the engine's
-    // headroom: all 200 MiB move, while the idle process waits for nothing.
-    const std::string err = idle.err();
-    const size_t asked = err.find("nvshared asks for room: leaving at most 12 MiB");
-    ASSERT_NE(asked, std::string::npos) << err;
-    EXPECT_NE(err.find("swapped out 209715200 bytes", asked), std::string::npos) << err;
-    EXPECT_NE(err.find("swapped in 209715200 bytes", asked), std::string::npos) << err;
-}
-
-// The same on one device of 512 MiB that both share: the holder's late
-// allocation finds the device full of the idle process's memory. It waits
-// for that room (nvshared asks the idle one to shrink) instead of pinning
-// host memory for it meanwhile, which is slow and slows the other's pinning.
-TEST(SwapEngine, AHolderWhoseGpuIsFullOfOthersMemoryWaitsForTheRoom)
-{
-    TempDir dir;
-    Daemon daemon(dir, {"--anti-thrashing", "on", "--capacity", "512M"});
-    const std::map<std::string, std::string> env{{"NVSHARE_DEBUG", "1"},
-                                                 {"FAKECUDA_SHARED_DEVICE", dir / "device"},
-                                                 {"FAKECUDA_MEMORY", std::to_string(512ull << 20)}};
+    env["NVSHARE_DEBUG"] = "1";
     const std::string given = dir / "given";
     Process idle = start_client(
         dir, daemon.socket(),
         {{"--kernels", "1", "--alloc", "200M", "--check-data", "--pause-until", given}, env, false},
         "idle");
-    ASSERT_TRUE(wait_until([&] {
+    EXPECT_TRUE(wait_until([&] {
         return count_events(dir / "fake.log", idle.pid(), "cuLaunchKernel") >= 1;
     })) << idle.err();
     Process grows = start_client(dir, daemon.socket(),
@@ -1967,9 +1919,44 @@ TEST(SwapEngine, AHolderWhoseGpuIsFullOfOthersMemoryWaitsForTheRoom)
         EXPECT_EQ(faults(dir, c->pid()), 0) << read_text(dir / "fake.log");
     }
     EXPECT_NE(grows.out().find("late=ok"), std::string::npos) << grows.out() << grows.err();
-    EXPECT_NE(grows.err().find("wait for the room others give back"), std::string::npos)
-        << grows.err();
-    EXPECT_EQ(count_events(dir / "fake.log", grows.pid(), "alloc vmm-host"), 0)
+    return {std::move(idle), std::move(grows)};
+}
+
+// A process that holds the GPU and grows makes nvshared ask a process that
+// does not hold it for room (Shrink): the idle one moves its memory to host
+// memory at once, while it waits, and finds its data intact later. Here 1
+// let go while everything fitted (400 MiB of 512), keeping all of its
+// 200 MiB; then 2 allocates 300 MiB more while it holds the GPU. 1 stays
+// idle until it has given the room back, then checks its data.
+TEST(SwapEngine, AProcessThatDoesNotHoldTheGpuGivesBackTheRoomTheHolderNeeds)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "on", "--capacity", "512M"});
+    const IdleAndGrower p = run_idle_and_grower(dir, daemon, {});
+    // 512 MiB less the holder's 500 leave 12 MiB, less than the engine's
+    // headroom: all 200 MiB move, while the idle process waits for nothing.
+    const std::string err = p.idle.err();
+    const size_t asked = err.find("nvshared asks for room: leaving at most 12 MiB");
+    ASSERT_NE(asked, std::string::npos) << err;
+    EXPECT_NE(err.find("swapped out 209715200 bytes", asked), std::string::npos) << err;
+    EXPECT_NE(err.find("swapped in 209715200 bytes", asked), std::string::npos) << err;
+}
+
+// The same on one device of 512 MiB that both share: the holder's late
+// allocation finds the device full of the idle process's memory. It waits
+// for that room (nvshared asks the idle one to shrink) instead of pinning
+// host memory for it meanwhile, which is slow and slows the other's pinning.
+TEST(SwapEngine, AHolderWhoseGpuIsFullOfOthersMemoryWaitsForTheRoom)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "on", "--capacity", "512M"});
+    const IdleAndGrower p =
+        run_idle_and_grower(dir, daemon,
+                            {{"FAKECUDA_SHARED_DEVICE", dir / "device"},
+                             {"FAKECUDA_MEMORY", std::to_string(512ull << 20)}});
+    EXPECT_NE(p.grows.err().find("wait for the room others give back"), std::string::npos)
+        << p.grows.err();
+    EXPECT_EQ(count_events(dir / "fake.log", p.grows.pid(), "alloc vmm-host"), 0)
         << read_text(dir / "fake.log");
 }
 
