@@ -1525,14 +1525,17 @@ int faults(const TempDir& dir, pid_t pid)
 // Beside the other's 350 MiB, 162 MiB may stay, less the engine's headroom
 // for contexts (a 32nd of the capacity): 146 MiB, two chunks (128 MiB), so
 // 222 MiB move (three chunks of 64 MiB and the last of 30).
-TEST(SwapEngine, SwapsChunksOutAndInAndKeepsTheData)
+// Two clients of 350 MiB each on a capacity of 512 MiB (auto), 20 kernels of
+// 50 ms each with 300 ms holds: they take turns and their data moves. Both
+// end with their data checked; `env` is added to both environments.
+Pair run_swapping_pair(const TempDir& dir, const Daemon& daemon,
+                       std::map<std::string, std::string> env)
 {
-    TempDir dir;
-    Daemon daemon(dir, {"--anti-thrashing", "auto", "--capacity", "512M"});
+    env["NVSHARE_DEBUG"] = "1";
     Pair p = run_pair(dir, daemon.socket(),
                       {{"--kernels", "20", "--kernel-us", "50000", "--alloc", "350M",
                         "--check-data", "--hold-ms", "300"},
-                       {{"NVSHARE_DEBUG", "1"}},
+                       env,
                        false});
     expect_clean_exit(p.a, seconds(240));
     expect_clean_exit(p.b, seconds(240));
@@ -1540,6 +1543,14 @@ TEST(SwapEngine, SwapsChunksOutAndInAndKeepsTheData)
         EXPECT_NE(c->out().find("data=ok"), std::string::npos) << c->out() << c->err();
         EXPECT_EQ(faults(dir, c->pid()), 0) << read_text(dir / "fake.log");
     }
+    return p;
+}
+
+TEST(SwapEngine, SwapsChunksOutAndInAndKeepsTheData)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "auto", "--capacity", "512M"});
+    const Pair p = run_swapping_pair(dir, daemon, {});
     // What the clients reported, ended clients included (each swap-in is
     // reported at its grant).
     const auto status = daemon.status();
@@ -1579,20 +1590,10 @@ TEST(SwapEngine, TheNextHolderCopiesInWhileTheReleaserCopiesOut)
 {
     TempDir dir;
     Daemon daemon(dir, {"--anti-thrashing", "auto", "--capacity", "512M"});
-    Pair p = run_pair(dir, daemon.socket(),
-                      {{"--kernels", "20", "--kernel-us", "50000", "--alloc", "350M",
-                        "--check-data", "--hold-ms", "300"},
-                       {{"NVSHARE_DEBUG", "1"},
-                        {"FAKECUDA_SHARED_DEVICE", dir / "device"},
-                        {"FAKECUDA_MEMORY", std::to_string(512ull << 20)},
-                        {"FAKECUDA_COPY_US", "100000"}},
-                       false});
-    expect_clean_exit(p.a, seconds(240));
-    expect_clean_exit(p.b, seconds(240));
-    for (Process* c : {&p.a, &p.b}) {
-        EXPECT_NE(c->out().find("data=ok"), std::string::npos) << c->out() << c->err();
-        EXPECT_EQ(faults(dir, c->pid()), 0) << read_text(dir / "fake.log");
-    }
+    const Pair p = run_swapping_pair(dir, daemon,
+                                     {{"FAKECUDA_SHARED_DEVICE", dir / "device"},
+                                      {"FAKECUDA_MEMORY", std::to_string(512ull << 20)},
+                                      {"FAKECUDA_COPY_US", "100000"}});
     const auto work = read_work(dir / "fake.log");
     EXPECT_FALSE(overlapped(work_named(work, "cuLaunch"), p.a.pid(), p.b.pid()));
     EXPECT_TRUE(overlapped(work_named(work, "cuMemcpyAsync"), p.a.pid(), p.b.pid()))
