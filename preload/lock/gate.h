@@ -53,6 +53,10 @@ uint32_t gate_state();
 bool gate_count_if_open();
 // Sleeps while the word still reads `seen`, at most timeout_ns.
 void gate_wait(uint32_t seen, long timeout_ns);
+// A call waits at the closed gate from enter until it is admitted (or fails
+// open): work is pending, so the GPU is not idle even before the call runs.
+void gate_waiter_enter();
+void gate_waiter_leave();
 // Fails open and counts the caller in flight (no client thread, a stuck
 // drain).
 void gate_open_and_count();
@@ -62,11 +66,12 @@ void gate_disable();
 // ---- the client thread ----
 
 bool gate_is_open();
-// Work was submitted since clear_active().
+// Work was submitted since clear_active(), or a call still waits to be
+// admitted (after a grant, its thread may not have run yet).
 bool gate_active();
 void gate_clear_active();
-// Closes only if open, idle (ACTIVE clear) and nothing in flight: true if
-// closed.
+// Closes only if open, idle (ACTIVE clear, no call waiting) and nothing in
+// flight: true if closed.
 bool gate_close_if_idle();
 // After gate_close(): waits until no admitted call is still inside the
 // driver, at most until `deadline` (CLOCK_MONOTONIC ns); false if some still

@@ -3,6 +3,8 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include <atomic>
+
 #include "preload/clock.h"
 #include "preload/driver/hook_table.h"
 #include "preload/env.h"
@@ -76,7 +78,6 @@ struct GpuState {
     uint64_t started_ns = 0;
     uint64_t bytes = 0;
     bool data_on_host = false;  // we evicted it: bring it back on the next grant
-    bool room_gave_up = false;  // an await_room found no room: none is coming
     uint64_t migrated_seq = 0;  // allocations up to this one were moved once
     uint64_t evicted = 0;       // bytes the latest eviction moved to host
     uint64_t restoring = 0;     // of those, what the running swap-in brings back
@@ -90,6 +91,9 @@ struct GpuState {
 };
 
 GpuState g_gpus[devices::kMaxGpus];
+// An await_room found no room: none is coming until the next grant. Read by
+// the program's threads as they allocate (room_will_come).
+std::atomic<bool> g_room_gave_up[devices::kMaxGpus];
 alloc::Range* g_ranges = nullptr;  // scratch, mapped on first use
 
 bool wanted(Policy policy, bool auto_says)
@@ -250,6 +254,11 @@ uint64_t engine_swap_in(uint32_t i, uint64_t patience)
         add_round(m.moved, again.moved);
         waiting = !last;
     }
+    if (m.moved.left_waiting != 0) {  // a round failed: nothing may stay unmapped
+        EngineMove rest{i, true, engine_budget(i), {}, false};
+        if (contexts::with_device_context(devices::at(i).ordinal, engine_move, &rest) && rest.ran)
+            add_round(m.moved, rest.moved);
+    }
     note_engine_move(g_gpus[i], m.moved, true);
     if (m.moved.bytes != 0)
         log_debug(
@@ -335,7 +344,7 @@ bool on_grant(uint64_t gpus, bool oversubscribed, bool exclusive)
         // Always, before the program's work runs: its swappable memory must
         // be there (also inside a capture: the engine's stream is its own).
         swappable::set_shared_hold(i, !exclusive);
-        g.room_gave_up = false;
+        g_room_gave_up[i].store(false, std::memory_order_relaxed);
         engine_swap_in(i, exclusive ? kRoomWaitNs : kSharedRoomWaitNs);
         if (g.in_flight)
             continue;
@@ -565,14 +574,14 @@ bool room_for_stranded()
 
 bool room_will_come(uint32_t i, uint64_t bytes)
 {
-    return !g_gpus[i].room_gave_up && engine_budget(i) >= bytes;
+    return !g_room_gave_up[i].load(std::memory_order_relaxed) && engine_budget(i) >= bytes;
 }
 
 void await_room(uint64_t gpus)
 {
     for (uint32_t i = 0; i < devices::count(); ++i)
         if ((gpus >> i & 1) != 0 && engine_swap_in(i, kAwaitRoomNs) != 0)
-            g_gpus[i].room_gave_up = true;
+            g_room_gave_up[i].store(true, std::memory_order_relaxed);
 }
 
 void promote()
@@ -636,6 +645,8 @@ void reset_after_fork()
     // The parent's streams and statistics are not the child's.
     for (GpuState& g : g_gpus)
         g = GpuState{};
+    for (std::atomic<bool>& gave_up : g_room_gave_up)
+        gave_up.store(false, std::memory_order_relaxed);
 }
 
 }  // namespace nvshare::preload::residency

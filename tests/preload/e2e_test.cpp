@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <sstream>
@@ -326,7 +327,9 @@ TEST(Release, LetsGoAtOnceOncePausesProveLong)
 // only when its work resumes: a wish for the lock left from the grant's
 // swap-in (the program's calls waited at the gate and asked again) once made
 // it ask at once, mid-pause, so that the pause read as none and its holds
-// never learnt that the pauses are long.
+// never learnt that the pauses are long. Copies take 150 ms a chunk here, so
+// that every swap-in (four chunks) outlasts the 200 ms after which a call
+// waiting at the gate asks again.
 TEST(Release, AsksAgainOnlyWhenItsWorkResumes)
 {
     TempDir dir;
@@ -334,23 +337,27 @@ TEST(Release, AsksAgainOnlyWhenItsWorkResumes)
     Pair p = run_pair(dir, daemon.socket(),
                       {{"--kernels", "2", "--kernel-us", "150000", "--rounds", "6", "--pause-ms",
                         "700", "--alloc", "350M", "--check-data"},
-                       {{"NVSHARE_DEBUG", "1"}},
+                       {{"NVSHARE_DEBUG", "1"}, {"FAKECUDA_COPY_US", "150000"}},
                        false});
     expect_clean_exit(p.a, seconds(240));
     expect_clean_exit(p.b, seconds(240));
     for (Process* c : {&p.a, &p.b}) {
         EXPECT_NE(c->out().find("data=ok"), std::string::npos) << c->out() << c->err();
-        // Every pause it let go in, as measured when it asked again: the
+        // The pauses it let go in, as measured when it asked again: the
         // client pauses 700 ms between rounds that queue their work at once.
+        // With the stale wish nearly all read as 0 ms. Short ones also come
+        // where it let go before its data check (right after the last
+        // round) or, on a loaded machine, where the program's thread was not
+        // yet running when the idle check after a grant came.
         std::vector<unsigned> pauses;
         std::istringstream lines(c->err());
         const std::string mark = "work resumed after a pause of ";
         for (std::string line; std::getline(lines, line);)
             if (const auto at = line.find(mark); at != std::string::npos)
                 pauses.push_back(static_cast<unsigned>(std::stoul(line.substr(at + mark.size()))));
-        EXPECT_GE(pauses.size(), 3u) << c->err();
-        for (unsigned ms : pauses)
-            EXPECT_GE(ms, 100u) << c->err();
+        const auto long_ones =
+            std::count_if(pauses.begin(), pauses.end(), [](unsigned ms) { return ms >= 500; });
+        EXPECT_GE(long_ones, 3) << c->err();
         EXPECT_NE(c->err().find("longer pauses seen"), std::string::npos) << c->err();
     }
 }
