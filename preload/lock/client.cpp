@@ -450,7 +450,7 @@ void ClientLoop::release_if_idle(uint64_t now)
                 // at once, mid-pause, and the pause read as none.)
                 const uint64_t idle = was_busy ? 0 : drained - s_.quiet_since;
                 release(now + kEvictLimitNs);
-                const uint64_t ski = share > period ? share : period;
+                const uint64_t ski = IdleGaps::ski_rental(share, period);
                 log_debug(
                     "released early: idle for %llu ms (kept it idle up to %llu ms; our share of "
                     "a switch %llu ms; %s; longest recent short pause %llu ms)",

@@ -43,7 +43,7 @@ uint64_t IdleGaps::longest_recent_short(uint64_t ski) const
 
 uint64_t IdleGaps::hold_for(uint64_t switch_share_ns, uint64_t period_ns) const
 {
-    const uint64_t ski = switch_share_ns > period_ns ? switch_share_ns : period_ns;
+    const uint64_t ski = ski_rental(switch_share_ns, period_ns);
     if (!long_seen(ski))
         return ski;
     // Pauses that outlasted the short ones have all been long: wait out the

@@ -45,6 +45,11 @@ public:
     // outlasted that, twice the longest of the latest shorter ones (0 if
     // none), if that is less.
     uint64_t hold_for(uint64_t switch_share_ns, uint64_t period_ns) const;
+    // The ski rental's wait: max(period, our share of a switch).
+    static uint64_t ski_rental(uint64_t switch_share_ns, uint64_t period_ns)
+    {
+        return switch_share_ns > period_ns ? switch_share_ns : period_ns;
+    }
     // Its two inputs, for the debug log: whether a remembered pause outlasted
     // `ski`, and the longest of the latest kRecentShort pauses that did not.
     bool long_seen(uint64_t ski) const;
