@@ -255,78 +255,75 @@ struct SharedSlot {
     uint64_t used[kSharedDevices];
 };
 
-int shared_device_file()
-{
-    const char* path = getenv("FAKECUDA_SHARED_DEVICE");
-    return path == nullptr || *path == '\0' ? -1 : open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-}
-
 bool alive(int64_t pid)
 {
     return pid > 0 && (kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
 }
+
+// The shared device's file (FAKECUDA_SHARED_DEVICE) opened and locked, with
+// its slots read and summed for device `dev`; fd < 0 where the device is the
+// process's own. The lock goes with the descriptor (close()).
+struct SharedDevice {
+    int fd = -1;
+    SharedSlot slots[kSharedSlots] = {};
+    uint64_t others = 0;  // what other live processes use of `dev`
+    int own = -1;         // our slot, or -1
+    int free_slot = -1;   // the first slot of no live process, or -1
+
+    SharedDevice(CUdevice dev, int lock)
+    {
+        const char* path = getenv("FAKECUDA_SHARED_DEVICE");
+        if (path == nullptr || *path == '\0' || dev < 0 || dev >= kSharedDevices)
+            return;
+        fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        if (fd < 0)
+            return;
+        flock(fd, lock);
+        const ssize_t got = pread(fd, slots, sizeof slots, 0);
+        (void)got;  // a new file reads short: its slots stay zero
+        for (int i = 0; i < kSharedSlots; ++i) {
+            if (slots[i].pid == getpid())
+                own = i;
+            else if (alive(slots[i].pid))
+                others += slots[i].used[dev];
+            else if (free_slot < 0)
+                free_slot = i;
+        }
+    }
+    ~SharedDevice()
+    {
+        if (fd >= 0)
+            close(fd);
+    }
+    SharedDevice(const SharedDevice&) = delete;
+    SharedDevice& operator=(const SharedDevice&) = delete;
+};
 
 // Takes `size` bytes of device `dev` (false: the device is full), or gives
 // them back (`take` false), counting every process that shares the device.
 bool take_device_memory(CUdevice dev, uint64_t size, bool take)
 {
     uint64_t& mine = st().device_used[dev];
-    const int fd = dev >= 0 && dev < kSharedDevices ? shared_device_file() : -1;
-    if (fd < 0) {
-        if (take && mine + size > st().memory)
-            return false;
-        mine = take ? mine + size : mine - size;
-        return true;
+    SharedDevice shared(dev, LOCK_EX);
+    if (take && shared.others + mine + size > st().memory)
+        return false;
+    mine = take ? mine + size : mine - size;
+    const int slot = shared.own >= 0 ? shared.own : shared.free_slot;
+    if (shared.fd >= 0 && slot >= 0) {
+        if (slot != shared.own)
+            shared.slots[slot] = SharedSlot{getpid(), {}};
+        shared.slots[slot].used[dev] = mine;
+        const ssize_t put = pwrite(shared.fd, &shared.slots[slot], sizeof(SharedSlot),
+                                   static_cast<off_t>(slot * sizeof(SharedSlot)));
+        (void)put;
     }
-    flock(fd, LOCK_EX);
-    SharedSlot slots[kSharedSlots] = {};
-    const ssize_t got = pread(fd, slots, sizeof slots, 0);
-    (void)got;  // a new file reads short: its slots stay zero
-    uint64_t others = 0;
-    int own = -1, free_slot = -1;
-    for (int i = 0; i < kSharedSlots; ++i) {
-        if (slots[i].pid == getpid())
-            own = i;
-        else if (alive(slots[i].pid))
-            others += slots[i].used[dev];
-        else if (free_slot < 0)
-            free_slot = i;
-    }
-    const bool ok = !take || others + mine + size <= st().memory;
-    if (ok) {
-        mine = take ? mine + size : mine - size;
-        const int slot = own >= 0 ? own : free_slot;
-        if (slot >= 0) {
-            if (slot != own)
-                slots[slot] = SharedSlot{getpid(), {}};
-            slots[slot].used[dev] = mine;
-            const ssize_t put = pwrite(fd, &slots[slot], sizeof slots[slot],
-                                       static_cast<off_t>(slot * sizeof(SharedSlot)));
-            (void)put;
-        }
-    }
-    flock(fd, LOCK_UN);
-    close(fd);
-    return ok;
+    return true;
 }
 
 // What all processes sharing device `dev` use of it.
 uint64_t device_used_by_all(CUdevice dev)
 {
-    const int fd = dev >= 0 && dev < kSharedDevices ? shared_device_file() : -1;
-    if (fd < 0)
-        return st().device_used[dev];
-    flock(fd, LOCK_SH);
-    SharedSlot slots[kSharedSlots] = {};
-    const ssize_t got = pread(fd, slots, sizeof slots, 0);
-    (void)got;
-    flock(fd, LOCK_UN);
-    close(fd);
-    uint64_t all = st().device_used[dev];
-    for (const SharedSlot& slot : slots)
-        if (slot.pid != getpid() && alive(slot.pid))
-            all += slot.used[dev];
-    return all;
+    return st().device_used[dev] + SharedDevice(dev, LOCK_SH).others;
 }
 
 void worker(Stream* s)
