@@ -419,7 +419,8 @@ void ClientLoop::release_if_idle(uint64_t now)
     // A process that lets go sooner than the period is watched closely, so
     // that the end of its burst is seen when it comes, not up to two periods
     // later.
-    s_.next_idle_check = now + (hold < period && period > kQuickCheckNs ? kQuickCheckNs : period);
+    s_.next_idle_check = IdleGaps::next_look(
+        now, now + (hold < period && period > kQuickCheckNs ? kQuickCheckNs : period), period);
     if (contexts::active_captures() > 0) {
         // never release (and sync) in the middle of a capture
     } else if (gate_active()) {
@@ -428,7 +429,7 @@ void ClientLoop::release_if_idle(uint64_t now)
         s_.quiet_since = now;
     } else if (now - s_.quiet_since < hold) {
         const uint64_t at = s_.quiet_since + hold;
-        s_.next_idle_check = at < s_.next_idle_check ? s_.next_idle_check : at;
+        s_.next_idle_check = IdleGaps::next_look(now, at, period);
     } else if (drain(now + kIdleDrainLimitNs)) {
         const uint64_t drained = now_ns();
         // Work submitted earlier that was still running means the GPU has
@@ -442,7 +443,7 @@ void ClientLoop::release_if_idle(uint64_t now)
             gaps_.idle_since(was_busy ? drained : s_.quiet_since);
             if (was_busy && hold != 0) {
                 s_.quiet_since = drained;
-                s_.next_idle_check = drained + hold;
+                s_.next_idle_check = IdleGaps::next_look(drained, drained + hold, period);
             } else if ((mailbox::clear_want(), gate_close_if_idle())) {
                 // (No call waits at an open gate: a wish for the lock left
                 // from the grant's swap-in, when the program's calls waited

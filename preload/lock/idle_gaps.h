@@ -30,6 +30,8 @@ public:
     // bursts of two steps or more, no two long pauses come one after the
     // other, so any two consecutive pauses hold a short one.
     static constexpr size_t kRecentShort = 2;
+    // How often, at least, an idle holder that others wait for looks again.
+    static constexpr uint64_t kPauseLookNs = 50ull * 1000 * 1000;
 
     // The GPU is idle since `t` with nothing submitted after it. Later calls
     // in the same pause keep the earliest time.
@@ -49,6 +51,16 @@ public:
     static uint64_t ski_rental(uint64_t switch_share_ns, uint64_t period_ns)
     {
         return switch_share_ns > period_ns ? switch_share_ns : period_ns;
+    }
+    // When an idle holder looks next, given the look it planned: no later
+    // than kPauseLookNs (or the period, if shorter) from now. A look planned
+    // at the end of a long hold (one that counts host memory still to be
+    // made) fell inside the next pause, which was then timed from that look
+    // rather than from where it began.
+    static uint64_t next_look(uint64_t now, uint64_t planned, uint64_t period_ns)
+    {
+        const uint64_t step = period_ns < kPauseLookNs ? period_ns : kPauseLookNs;
+        return planned < now + step ? planned : now + step;
     }
     // Its two inputs, for the debug log: whether a remembered pause outlasted
     // `ski`, and the longest of the latest kRecentShort pauses that did not.

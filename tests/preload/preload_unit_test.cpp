@@ -318,6 +318,19 @@ TEST(IdleGaps, WorkWithoutASeenPauseRecordsNothing)
     EXPECT_EQ(g.hold_for(0, 20 * kMs), 20 * kMs);
 }
 
+TEST(IdleGaps, LooksAgainSoonWhileItWaitsOutALongHold)
+{
+    const uint64_t start = 1000 * kMs;
+    // A hold of 2.3 s (host memory still to be made) is looked at every
+    // 50 ms, or every period where that is shorter: work that resumes and
+    // pauses again meanwhile is seen within that, not at the hold's end.
+    EXPECT_EQ(IdleGaps::next_look(start, start + 2300 * kMs, 1000 * kMs), start + 50 * kMs);
+    EXPECT_EQ(IdleGaps::next_look(start, start + 2300 * kMs, 20 * kMs), start + 20 * kMs);
+    // A look planned sooner stays as planned.
+    EXPECT_EQ(IdleGaps::next_look(start, start + 2 * kMs, 20 * kMs), start + 2 * kMs);
+    EXPECT_EQ(IdleGaps::next_look(start, start + 30 * kMs, 1000 * kMs), start + 30 * kMs);
+}
+
 // ---- the lines about waiting (issue 16) -------------------------------------
 
 proto::WaitingPayload waiting(uint32_t reason, uint32_t place, int32_t pid)
