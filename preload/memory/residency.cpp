@@ -412,13 +412,25 @@ void now_exclusive(uint64_t gpus)
             swappable::set_shared_hold(i, false);
 }
 
+namespace {
+
+// Whether all this process's memory on GPU `i` is the swap engine's: then
+// its swap-out may follow the release, overlapping the next holder's swap-in
+// (managed memory must leave before, or the next holder's faults race it).
+bool moves_only_swappable(uint32_t i)
+{
+    return devices::at(i).managed.load(std::memory_order_relaxed) <=
+           static_cast<int64_t>(swappable::total_bytes(i));
+}
+
+}  // namespace
+
 bool swaps_out_after_release(uint64_t gpus, bool oversubscribed)
 {
     if (!wanted(config().evict, oversubscribed) || contexts::active_captures() > 0)
         return false;
     for (uint32_t i = 0; i < devices::count(); ++i)
-        if ((gpus >> i & 1) != 0 && devices::at(i).managed.load(std::memory_order_relaxed) >
-                                        static_cast<int64_t>(swappable::total_bytes(i)))
+        if ((gpus >> i & 1) != 0 && !moves_only_swappable(i))
             return false;
     return true;
 }
@@ -628,9 +640,15 @@ uint64_t switch_share_ns(bool oversubscribed, uint64_t keep_bytes)
         const double in = g.swap_in_rate.get(kAssumedSwapInRate);
         const double engine_out = g.engine_out_rate.get(kAssumedSwapEngineRate);
         const double engine_in = g.engine_in_rate.get(kAssumedSwapEngineRate);
-        const double ours = moved / out + moved / in +
-                            static_cast<double>(engine_moved) / engine_out +
-                            static_cast<double>(engine_moved) / engine_in;
+        const double engine_out_s = static_cast<double>(engine_moved) / engine_out;
+        const double engine_in_s = static_cast<double>(engine_moved) / engine_in;
+        // Where only the swap engine's memory moves, our copies out overlap
+        // the next holder's copies in (and its out ours in, on the way
+        // back): a switch costs the longer of the two, not their sum.
+        const double engine_s = moves_only_swappable(i)
+                                    ? (engine_out_s > engine_in_s ? engine_out_s : engine_in_s)
+                                    : engine_out_s + engine_in_s;
+        const double ours = moved / out + moved / in + engine_s;
         most = ours > most ? ours : most;
     }
     // Our half of the round trip; the next holder pays as much (it brings in

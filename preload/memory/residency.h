@@ -100,6 +100,8 @@ Stats& stats(uint32_t gpu);
 // the rates this process's latest moves reached (assumed rates until
 // measured). The next holder's share (bringing in what takes our room and
 // moving it out when we come back) is as much, paid out of its own pause.
+// Where only the swap engine's memory moves, our copies out overlap the
+// next holder's in: the longer of the two counts, not their sum.
 // 0 where nothing would be evicted.
 uint64_t switch_share_ns(bool oversubscribed, uint64_t keep_bytes);
 

@@ -274,8 +274,10 @@ class Runner:
                              ["--anti-thrashing", "auto", "--capacity", "1536M"], bursty, bursty,
                              partial, stagger=False)
 
-        # Pauses of 60 ms on an oversubscribed GPU where a switch would move
-        # 1.5 GiB each way: the holder keeps the GPU through them.
+        # Pauses of 10 ms on an oversubscribed GPU where a switch would move
+        # 2 GiB each way (about 40 ms at the bus's speed, out and back
+        # overlapping the other's copies): the holder keeps the GPU through
+        # them.
         def held(iv1, iv2, s1, s2):
             last1 = max(e for _, e in iv1)
             first2 = min(st for st, _ in iv2)
@@ -286,8 +288,8 @@ class Runner:
 
         self.switch_scenario(
             "switch-holds-through-short-pauses",
-            ["--anti-thrashing", "auto", "--capacity", "4608M"],
-            ["--bursts", "15", "--burst-us", "40000", "--gap-us", "60000", "--mem-mib", "3072"],
+            ["--anti-thrashing", "auto", "--capacity", "4096M"],
+            ["--bursts", "15", "--burst-us", "40000", "--gap-us", "10000", "--mem-mib", "3072"],
             ["--bursts", "2", "--burst-us", "40000", "--gap-us", "0", "--mem-mib", "3072"], held)
 
         # A process whose pauses (700 ms) proved long hands the GPU to a busy

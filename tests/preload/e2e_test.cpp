@@ -395,9 +395,14 @@ PausesRun run_holder_with_pauses(const std::string& capacity, const std::string&
         dir, daemon.socket(),
         {{"--alloc", alloc, "--kernels", "2", "--kernel-us", "20000"}, {}, false}, "other");
     if (prestaged) {
+        // Made ahead, or by a swap-out: a loaded machine can stretch the
+        // gap between the holder's first kernels past its hold, and then it
+        // lets go (and makes its host memory) before it pauses.
         EXPECT_TRUE(wait_until([&] {
-            return holder.err().find("host memory for the next swap-out from GPU 0 is ready") !=
-                   std::string::npos;
+            const std::string err = holder.err();
+            return err.find("host memory for the next swap-out from GPU 0 is ready") !=
+                       std::string::npos ||
+                   err.find("swapped out ") != std::string::npos;
         })) << holder.err();
         touch(made);
     }
@@ -416,30 +421,34 @@ PausesRun run_holder_with_pauses(const std::string& capacity, const std::string&
     return run;
 }
 
-// On an oversubscribed GPU a holder whose pauses (100 ms) are shorter than a
+// On an oversubscribed GPU a holder whose pauses (20 ms) are shorter than a
 // switch would cost keeps the lock through them, from the first pause on:
-// moving 4 GiB out and back costs more (estimated from the bytes before any
-// switch was measured).
+// moving 4 GiB out costs more, about 107 ms at the assumed 40 GB/s
+// (estimated from the bytes before any switch was measured; the way back
+// overlaps the next holder's copies, so it does not add).
 TEST(Release, HoldsThroughPausesShorterThanASwitch)
 {
-    const PausesRun run = run_holder_with_pauses("12G", "8G", "4", "100", {});
+    // An idle period of 1 ms: only the switch's cost keeps it through them.
+    const PausesRun run =
+        run_holder_with_pauses("12G", "8G", "15", "20", {{"NVSHARE_IDLE_RELEASE_MS", "1"}});
     EXPECT_FALSE(run.other_ran_in_a_pause) << "the other ran in a pause:\n" << run.fake_log;
 }
 
 // An idle holder waits out its own share of a switch before it lets go, not
 // the whole round trip: the next holder's share is paid out of that holder's
-// own pauses. Here 512 of 768 MiB each, so 280 MiB move out and back
-// (256 MiB room for the other, less a 24 MiB headroom) at the assumed
-// 40 GB/s: 14.7 ms; counting both shares would have been 29 ms. Its host
-// memory for the swap-out is made before its pauses (else making it counts).
+// own pauses. Here 512 of 768 MiB each, so 280 MiB move (256 MiB room for
+// the other, less a 24 MiB headroom) at the assumed 40 GB/s: 7.3 ms, the
+// longer of out and back, which overlap the other's copies; the sum would
+// have been 14.7 ms, both shares 29 ms. Its host memory for the swap-out is
+// made before the pause read (else making it counts): the last pause's.
 TEST(Release, WaitsOutItsOwnShareOfASwitchBeforeLettingGo)
 {
     const PausesRun run =
         run_holder_with_pauses("768M", "512M", "3", "300",
                                {{"NVSHARE_DEBUG", "1"}, {"NVSHARE_IDLE_RELEASE_MS", "1"}}, true);
-    const auto at = run.holder_err.find("(kept it idle up to ");
+    const auto at = run.holder_err.rfind("(kept it idle up to ");
     ASSERT_NE(at, std::string::npos) << run.holder_err;
-    EXPECT_EQ(std::stoul(run.holder_err.substr(at + 20)), 14u) << run.holder_err;
+    EXPECT_EQ(std::stoul(run.holder_err.substr(at + 20)), 7u) << run.holder_err;
     EXPECT_TRUE(run.other_ran_in_a_pause) << run.holder_err;
 }
 
