@@ -1,6 +1,7 @@
 #include "daemon/server.h"
 
 #include <fcntl.h>
+#include <malloc.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -1075,6 +1076,10 @@ void Server::destroy(Connection& c)
         close(c.exit_fd);
     connections_.erase(c.serial);
     resume_accepting();  // a descriptor is free again
+    // A burst of clients leaves freed heap resident (written over where
+    // MALLOC_PERTURB_ is set): give it back once the last one has gone.
+    if (connections_.empty())
+        malloc_trim(0);
 }
 
 // Out of descriptors: the pending connections stay in the backlog, and the
