@@ -72,28 +72,49 @@ void add(CUcontext ctx, CUdevice device, bool primary)
     devices::index_of(device, true);
 }
 
+// Before a context may go: the drain's synchronisation of it ends first.
+// The driver's destroy synchronises the context too, so this costs the
+// caller nothing it would not wait for.
+void await_unsynced_locked(CUcontext ctx)
+{
+    while (ctx != nullptr && g_syncing == ctx)
+        pthread_cond_wait(&g_synced, &g_mutex);
+}
+
 void forget(CUcontext ctx)
 {
     Lock lock;
     const int i = find_locked(ctx);
     if (i >= 0)
         remove_locked(i);
-    // The driver's destroy synchronises the context too, so waiting for the
-    // drain's synchronisation costs the caller nothing it would not wait for.
-    while (ctx != nullptr && g_syncing == ctx)
-        pthread_cond_wait(&g_synced, &g_mutex);
+    await_unsynced_locked(ctx);
 }
 
-void release_primary(CUdevice device, bool reset)
+int find_primary_locked(CUdevice device)
+{
+    for (int i = 0; i < g_count; ++i)
+        if (g_known[i].primary && g_known[i].device == device)
+            return i;
+    return -1;
+}
+
+// cuDevicePrimaryCtxRelease (reset false) and cuDevicePrimaryCtxReset: the
+// driver's call runs under g_mutex, after the drain's synchronisation of the
+// context, so that it never destroys a context the library is using. At a
+// program's exit cudart releases the primary context while our thread may
+// be moving memory out after letting go (with_device_context holds g_mutex
+// throughout): on the GPU the swap-out failed halfway and its data stayed.
+template <typename Call>
+CUresult release_primary(CUdevice device, bool reset, Call call)
 {
     Lock lock;
-    for (int i = 0; i < g_count; ++i) {
-        if (g_known[i].primary && g_known[i].device == device) {
-            if (reset || --g_known[i].primary_refs <= 0)
-                remove_locked(i);
-            return;
-        }
-    }
+    if (const int i = find_primary_locked(device); i >= 0)
+        await_unsynced_locked(g_known[i].ctx);
+    const CUresult r = call();
+    const int i = find_primary_locked(device);  // the list may have changed meanwhile
+    if (r == CUDA_SUCCESS && i >= 0 && (reset || --g_known[i].primary_refs <= 0))
+        remove_locked(i);
+    return r;
 }
 
 void capture_began(CUresult r)
@@ -328,10 +349,9 @@ namespace {
 template <bool reset, typename Real>
 CUresult primary_release(Real real, CUdevice dev)
 {
-    NVS_CALL_REAL_PTR(real, dev);
-    if (r == CUDA_SUCCESS)
-        release_primary(dev, reset);
-    return r;
+    if (real == nullptr)
+        return CUDA_ERROR_NOT_FOUND;
+    return release_primary(dev, reset, [&] { return real(dev); });
 }
 
 template <typename Real>

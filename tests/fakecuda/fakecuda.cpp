@@ -153,7 +153,9 @@ std::atomic<uint64_t> g_graph_pool{0};
 struct Context {
     CUdevice device = 0;
     bool primary = false;
-    bool alive = true;
+    // False once destroyed (a primary context: released by all): work on
+    // its streams then fails, as the library's swap-out found at an exit.
+    std::atomic<bool> alive{true};
     int refs = 0;
     Stream* null_stream = nullptr;
     std::set<Stream*> streams;  // includes null_stream
@@ -161,6 +163,14 @@ struct Context {
     // is lost for good and its calls fail with CUDA_ERROR_ILLEGAL_ADDRESS.
     std::atomic<bool> broken{false};
 };
+
+// Why work on `c`'s streams fails now, or CUDA_SUCCESS.
+CUresult context_error(const Context* c)
+{
+    if (c->broken)
+        return CUDA_ERROR_ILLEGAL_ADDRESS;
+    return c->alive ? CUDA_SUCCESS : CUDA_ERROR_CONTEXT_IS_DESTROYED;
+}
 
 struct Allocation {
     size_t size;
@@ -468,8 +478,8 @@ CUresult submit(CUstream h, Op op, bool sync)
     Stream* s = resolve(h);
     if (s == nullptr)
         return CUDA_ERROR_INVALID_CONTEXT;
-    if (s->ctx->broken)
-        return CUDA_ERROR_ILLEGAL_ADDRESS;
+    if (const CUresult lost = context_error(s->ctx); lost != CUDA_SUCCESS)
+        return lost;
     bool capturing = false;
     {
         std::lock_guard<std::mutex> lock(s->mutex);
@@ -956,8 +966,8 @@ static CUresult stream_sync(CUstream s)
     Stream* str = resolve(s);
     if (str == nullptr)
         return CUDA_ERROR_INVALID_CONTEXT;
-    if (str->ctx->broken)
-        return CUDA_ERROR_ILLEGAL_ADDRESS;
+    if (const CUresult lost = context_error(str->ctx); lost != CUDA_SUCCESS)
+        return lost;
     {
         std::lock_guard<std::mutex> lock(str->mutex);
         if (str->capturing) {
@@ -984,8 +994,8 @@ static CUresult stream_query(CUstream s)
     Stream* str = resolve(s);
     if (str == nullptr)
         return CUDA_ERROR_INVALID_CONTEXT;
-    if (str->ctx->broken)
-        return CUDA_ERROR_ILLEGAL_ADDRESS;
+    if (const CUresult lost = context_error(str->ctx); lost != CUDA_SUCCESS)
+        return lost;
     std::lock_guard<std::mutex> lock(str->mutex);
     return str->queue.empty() && !str->busy ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
@@ -1082,8 +1092,8 @@ FAKE_EXPORT CUresult cuEventRecord(CUevent ev, CUstream s)
     Stream* str = resolve(s);
     if (e == nullptr || str == nullptr)
         return CUDA_ERROR_INVALID_HANDLE;
-    if (str->ctx->broken)
-        return CUDA_ERROR_ILLEGAL_ADDRESS;
+    if (const CUresult lost = context_error(str->ctx); lost != CUDA_SUCCESS)
+        return lost;
     std::lock_guard<std::mutex> lock(str->mutex);
     e->recorded_on = str;
     e->capture_origin = !str->capturing ? nullptr : str->origin != nullptr ? str->origin : str;
@@ -1103,8 +1113,9 @@ FAKE_EXPORT CUresult cuEventQuery(CUevent ev)
     auto* e = reinterpret_cast<Event*>(ev);
     if (e == nullptr)
         return CUDA_ERROR_INVALID_HANDLE;
-    if (e->recorded_on != nullptr && e->recorded_on->ctx->broken)
-        return CUDA_ERROR_ILLEGAL_ADDRESS;
+    if (e->recorded_on != nullptr)
+        if (const CUresult lost = context_error(e->recorded_on->ctx); lost != CUDA_SUCCESS)
+            return lost;
     std::unique_lock<std::mutex> lock;  // cuEventRecord replaces `done` under the stream's lock
     if (e->recorded_on != nullptr)
         lock = std::unique_lock<std::mutex>(e->recorded_on->mutex);

@@ -70,6 +70,9 @@ std::string fill_api(Api* api, const std::string& route, bool per_thread)
     set(&api->device_get, get({"cuDeviceGet", 2000, "cuDeviceGet", "cuDeviceGet"}));
     set(&api->primary_retain, get({"cuDevicePrimaryCtxRetain", 7000, "cuDevicePrimaryCtxRetain",
                                    "cuDevicePrimaryCtxRetain"}));
+    set(&api->primary_release,
+        get({"cuDevicePrimaryCtxRelease", 11000, "cuDevicePrimaryCtxRelease_v2",
+             "cuDevicePrimaryCtxRelease_v2"}));
     set(&api->ctx_set_current,
         get({"cuCtxSetCurrent", 4000, "cuCtxSetCurrent", "cuCtxSetCurrent"}));
     set(&api->ctx_synchronize,

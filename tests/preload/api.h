@@ -13,6 +13,7 @@ struct Api {
     decltype(&cuInit) init = nullptr;
     decltype(&cuDeviceGet) device_get = nullptr;
     decltype(&cuDevicePrimaryCtxRetain) primary_retain = nullptr;
+    decltype(&cuDevicePrimaryCtxRelease) primary_release = nullptr;
     decltype(&cuCtxSetCurrent) ctx_set_current = nullptr;
     decltype(&cuCtxSynchronize) ctx_synchronize = nullptr;
     decltype(&cuStreamCreate) stream_create = nullptr;

@@ -9,6 +9,7 @@ bool fill_direct(Api* api, bool per_thread)
     api->init = &cuInit;
     api->device_get = &cuDeviceGet;
     api->primary_retain = &cuDevicePrimaryCtxRetain;
+    api->primary_release = &cuDevicePrimaryCtxRelease;  // cuda.h: _v2
     api->ctx_set_current = &cuCtxSetCurrent;
     api->ctx_synchronize = &cuCtxSynchronize;
     api->stream_create = &cuStreamCreate;

@@ -1617,6 +1617,53 @@ TEST(SwapEngine, TheNextHolderCopiesInWhileTheReleaserCopiesOut)
     EXPECT_EQ(events_of_both(dir, p, "alloc vmm-host"), 0) << read_text(dir / "fake.log");
 }
 
+// At a program's exit cudart releases its primary context, which can come
+// while the library moves the process's memory out after letting go: the
+// release waits for that swap-out (300 ms a copy here, so the release comes
+// in its middle), which ends whole. Without the wait the context went
+// midway, the copies failed and the data stayed on the GPU (seen on the GPU
+// with PyTorch; here the fake fails work on a released context). The
+// holder leaves room for the other's 350 MiB beside the 512 MiB: 222 MiB of
+// its own move, four chunks (as in SwapsChunksOutAndInAndKeepsTheData).
+TEST(SwapEngine, AnExitThatReleasesTheContextWaitsForTheSwapOut)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "auto", "--capacity", "512M"});
+    const std::string exiting = dir / "exiting";
+    const std::map<std::string, std::string> env{{"NVSHARE_DEBUG", "1"},
+                                                 {"FAKECUDA_COPY_US", "300000"}};
+    Process holder = start_client(dir, daemon.socket(),
+                                  {{"--alloc", "350M", "--kernels", "4", "--kernel-us", "50000",
+                                    "--release-primary-when", exiting},
+                                   env,
+                                   false},
+                                  "holder");
+    ASSERT_TRUE(
+        wait_until([&] { return count_events(dir / "fake.log", holder.pid(), "end") >= 1; }));
+    Process other = start_client(
+        dir, daemon.socket(),
+        {{"--alloc", "350M", "--kernels", "4", "--kernel-us", "50000", "--check-data"}, env, false},
+        "other");
+    EXPECT_TRUE(wait_until([&] {
+        return count_events(dir / "fake.log", holder.pid(), "cuMemcpyAsync") >= 1;
+    })) << holder.err();
+    touch(exiting);
+    expect_clean_exit(holder, seconds(120));
+    expect_clean_exit(other, seconds(120));
+    EXPECT_NE(holder.out().find("primary-release=0"), std::string::npos) << holder.out();
+    EXPECT_EQ(holder.err().find("its data stays there"), std::string::npos) << holder.err();
+    // Every chunk copied out had its device memory released after (the
+    // copies' ends are in the fake's log however soon the process exits; a
+    // copy that failed keeps its chunk).
+    const auto copies =
+        work_named(work_of(read_work(dir / "fake.log"), holder.pid()), "cuMemcpyAsync");
+    EXPECT_GE(copies.size(), 1u) << read_text(dir / "fake.log");
+    EXPECT_EQ(count_events(dir / "fake.log", holder.pid(), "cuMemRelease"),
+              static_cast<int>(copies.size()))
+        << read_text(dir / "fake.log");
+    EXPECT_NE(other.out().find("data=ok"), std::string::npos) << other.out() << other.err();
+}
+
 // After a grant the program's work waits until its data is back: none of its
 // kernels overlaps the engine's copies (slowed to 20 ms each here).
 TEST(SwapEngine, WorkWaitsForTheSwapIn)

@@ -72,6 +72,11 @@ struct Options {
     // holds the lock); the late allocation is read back once more at the
     // end ("late-end=ok").
     bool free_first = false;
+    // --release-primary-when FILE: after its work, once FILE exists, the
+    // primary context is released as cudart's exit handler does, while the
+    // library may still be moving memory out after letting go; the process
+    // then lives 1 s more (an exit takes a while) and frees nothing.
+    std::string release_primary_when;
 };
 
 Api api;
@@ -596,6 +601,8 @@ bool parse(int argc, char** argv)
             opt.copies = true;
         else if (a == "--meminfo")
             opt.meminfo = true;
+        else if (a == "--release-primary-when")
+            opt.release_primary_when = next();
         else if (a == "--graph-memory")
             opt.graph_memory = parse_size(next());
         else if (a == "--meminfo-after-work")
@@ -750,6 +757,14 @@ int main(int argc, char** argv)
     }
     while (!opt.until.empty() && !exists(opt.until))
         run_round();
+    if (!opt.release_primary_when.empty()) {
+        wait_for(opt.release_primary_when);
+        printf("primary-release=%d\n", static_cast<int>(api.primary_release(device)));
+        fflush(stdout);
+        usleep(1000 * 1000);
+        printf("done=ok\n");
+        return 0;
+    }
     if (opt.hold_ms > 0)
         usleep(static_cast<useconds_t>(opt.hold_ms) * 1000);
     if (opt.check_data)
