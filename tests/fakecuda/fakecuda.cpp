@@ -215,6 +215,8 @@ struct State {
     std::map<CUdeviceptr, Mapping> mappings;          // by start address
     std::map<uint64_t, Allocation> arrays;            // CUarray / CUmipmappedArray
     std::map<CUdevice, uint64_t> device_used;         // plain device memory in use
+    // Page-locked host memory (cuMemHostRegister): size by start address.
+    std::map<uintptr_t, size_t> host_registrations;
     uint64_t next_stream_id = 1;
     uint64_t next_handle = 1;
     uint64_t next_op = 1;
@@ -1681,12 +1683,10 @@ FAKE_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
 
 // Page-locking host memory: recorded (a range registered twice or
 // unregistered without registration is refused, as by the driver), logged;
-// the memory itself is the caller's.
-static std::map<uintptr_t, size_t>& host_registrations()
-{
-    static std::map<uintptr_t, size_t> ranges;
-    return ranges;
-}
+// the memory itself is the caller's. The record lives in State, which is
+// never destroyed: the library's thread may make host memory while the
+// process exits (a function's static map, destroyed by exit(), crashed a
+// test client after its last line).
 
 FAKE_EXPORT CUresult cuMemHostRegister_v2(void* p, size_t size, unsigned int flags)
 {
@@ -1695,7 +1695,7 @@ FAKE_EXPORT CUresult cuMemHostRegister_v2(void* p, size_t size, unsigned int fla
         return CUDA_ERROR_INVALID_VALUE;
     std::lock_guard<std::mutex> g(st().mutex);
     const auto start = reinterpret_cast<uintptr_t>(p);
-    auto& ranges = host_registrations();
+    auto& ranges = st().host_registrations;
     auto next = ranges.lower_bound(start);
     if ((next != ranges.end() && next->first < start + size) ||
         (next != ranges.begin() && std::prev(next)->first + std::prev(next)->second > start))
@@ -1709,11 +1709,12 @@ FAKE_EXPORT CUresult cuMemHostUnregister(void* p)
 {
     REQUIRE_INIT();
     std::lock_guard<std::mutex> g(st().mutex);
-    auto it = host_registrations().find(reinterpret_cast<uintptr_t>(p));
-    if (it == host_registrations().end())
+    auto& ranges = st().host_registrations;
+    auto it = ranges.find(reinterpret_cast<uintptr_t>(p));
+    if (it == ranges.end())
         return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
     log_event("host-unregister %zu", it->second);
-    host_registrations().erase(it);
+    ranges.erase(it);
     return CUDA_SUCCESS;
 }
 
