@@ -1,6 +1,7 @@
 #include "preload/memory/host_memory.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -131,10 +132,14 @@ uint64_t make(const uint64_t* sizes, void** out, size_t count)
 
 Made take_made()
 {
+    const uint64_t bytes = g_made_bytes.exchange(0, std::memory_order_relaxed);
+    const uint64_t touch_ns = g_touch_ns.exchange(0, std::memory_order_relaxed);
+    const uint64_t register_ns = g_register_ns.exchange(0, std::memory_order_relaxed);
     Made m;
-    m.bytes = g_made_bytes.exchange(0, std::memory_order_relaxed);
-    m.touch_ns = g_touch_ns.exchange(0, std::memory_order_relaxed);
-    m.register_ns = g_register_ns.exchange(0, std::memory_order_relaxed);
+    snprintf(m.text, sizeof m.text, "%llu MiB, %llu ms faulting it in, %llu ms registering it",
+             static_cast<unsigned long long>(bytes >> 20),
+             static_cast<unsigned long long>(touch_ns / 1000000),
+             static_cast<unsigned long long>(register_ns / 1000000));
     return m;
 }
 

@@ -21,10 +21,10 @@ uint64_t make(const uint64_t* sizes, void** out, size_t count);
 // Gives back a region that make() returned (`bytes` as asked).
 void release(void* region, uint64_t bytes);
 
-// What make() did since the last call, for the debug log: bytes made, and
-// the time spent faulting them in and registering them.
+// What make() did since the last call, as the debug log says it: bytes
+// made, and the time spent faulting them in and registering them.
 struct Made {
-    uint64_t bytes = 0, touch_ns = 0, register_ns = 0;
+    char text[96];
 };
 Made take_made();
 

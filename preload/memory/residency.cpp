@@ -451,15 +451,12 @@ void before_release(uint64_t gpus, bool oversubscribed, uint64_t keep_bytes, uin
         if (contexts::with_device_context(devices::at(i).ordinal, engine_move, &e) && e.ran) {
             note_engine_move(g, e.moved, false);
             if (e.moved.bytes != 0) {
-                const host_memory::Made made = host_memory::take_made();
                 log_debug(
-                    "swapped out %llu bytes from GPU %u in %llu ms (host memory made meanwhile: "
-                    "%llu MiB, %llu ms faulting it in, %llu ms registering it)",
+                    "swapped out %llu bytes from GPU %u in %llu ms (host memory made "
+                    "meanwhile: %s)",
                     static_cast<unsigned long long>(e.moved.bytes), i,
                     static_cast<unsigned long long>(e.moved.ns / 1000000),
-                    static_cast<unsigned long long>(made.bytes >> 20),
-                    static_cast<unsigned long long>(made.touch_ns / 1000000),
-                    static_cast<unsigned long long>(made.register_ns / 1000000));
+                    host_memory::take_made().text);
             }
         } else {
             swappable::let_go(i);

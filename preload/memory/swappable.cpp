@@ -682,13 +682,10 @@ bool prestage(uint32_t gpu, uint64_t keep, uint64_t max_bytes)
     bool more = false, failed = false;  // no memory: the swap-out will say so
     const uint64_t made = make_out_memory(gpu, keep, max_bytes, true, &more, &failed);
     if (made != 0 && !more && !failed) {
-        const host_memory::Made m = host_memory::take_made();
         log_debug(
-            "host memory for the next swap-out from GPU %d is ready (%llu MiB made since the last "
-            "report: %llu ms faulting it in, %llu ms registering it)",
-            devices::at(gpu).ordinal, static_cast<unsigned long long>(m.bytes >> 20),
-            static_cast<unsigned long long>(m.touch_ns / 1000000),
-            static_cast<unsigned long long>(m.register_ns / 1000000));
+            "host memory for the next swap-out from GPU %d is ready (made since the last "
+            "report: %s)",
+            devices::at(gpu).ordinal, host_memory::take_made().text);
     }
     return more && !failed;
 }
