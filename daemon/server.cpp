@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "common/mode.h"
@@ -1047,18 +1048,15 @@ void Server::destroy(Connection& c)
     if (c.registered) {
         if (const ClientRecord* client = scheduler_.client(c.serial)) {
             const EventSubject who = subject(*client, 0);
+            char ended[64] = "";  // where we waited for its process to end
             if (c.exit_fd >= 0)
-                events_.emit(
-                    EventKind::Gone, LogLevel::Info, &who, {},
-                    "disconnected (client %llu); its process ended %lld ms later",
-                    static_cast<unsigned long long>(c.serial),
+                snprintf(
+                    ended, sizeof ended, "; its process ended %lld ms later",
                     static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(
                                                Clock::now() - c.closed_at)
                                                .count()));
-            else
-                events_.emit(EventKind::Gone, LogLevel::Info, &who, {},
-                             "disconnected (client %llu)",
-                             static_cast<unsigned long long>(c.serial));
+            events_.emit(EventKind::Gone, LogLevel::Info, &who, {}, "disconnected (client %llu)%s",
+                         static_cast<unsigned long long>(c.serial), ended);
         }
         events_.not_waiting(c.serial);
         scheduler_.disconnect(c.serial, Clock::now());
