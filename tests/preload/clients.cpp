@@ -1,6 +1,7 @@
 #include "tests/preload/clients.h"
 
 #include <cstdlib>
+#include <sstream>
 
 #include "tests/support/programs.h"
 
@@ -74,6 +75,18 @@ uint64_t sum_over_clients(const nlohmann::json& status, const char* field)
         for (const auto& c : status["clients"])
             sum += c.value(field, uint64_t{0});
     return sum;
+}
+
+std::vector<uint64_t> numbers_after(const std::string& text, const std::string& mark,
+                                    const std::string& also)
+{
+    std::vector<uint64_t> numbers;
+    std::istringstream lines(text);
+    for (std::string line; std::getline(lines, line);)
+        if (const auto at = line.find(mark);
+            at != std::string::npos && (also.empty() || line.find(also) != std::string::npos))
+            numbers.push_back(std::stoull(line.substr(at + mark.size())));
+    return numbers;
 }
 
 }  // namespace nvshare::test

@@ -38,4 +38,9 @@ Process start_client(const TempDir& dir, const std::string& socket, const Client
 // A counter of nvshared's status summed over its clients (0 if unreachable).
 uint64_t sum_over_clients(const nlohmann::json& status, const char* field);
 
+// The number that follows `mark` on each line of `text` (a client's log)
+// that holds it, and `also` where that is not empty, in order.
+std::vector<uint64_t> numbers_after(const std::string& text, const std::string& mark,
+                                    const std::string& also = "");
+
 }  // namespace nvshare::test

@@ -308,13 +308,7 @@ TEST(Release, LetsGoAtOnceOncePausesProveLong)
     // What the library decided for each pause (not how fast a loaded
     // machine carried it out): the idle period first, then less, once its
     // pauses have shown they outlast it.
-    std::vector<unsigned> kept;
-    std::istringstream lines(bursty.err());
-    for (std::string line; std::getline(lines, line);) {
-        const auto at = line.find("(kept it idle up to ");
-        if (line.find("released early") != std::string::npos && at != std::string::npos)
-            kept.push_back(static_cast<unsigned>(std::stoul(line.substr(at + 20))));
-    }
+    const auto kept = numbers_after(bursty.err(), "(kept it idle up to ", "released early");
     ASSERT_GE(kept.size(), 3u) << bursty.err();  // and maybe after the last burst
     EXPECT_EQ(kept[0], 120u) << "the first pause waits the idle period";
     EXPECT_LT(kept[1], 120u) << "then a pause is known to outlast it";
@@ -349,14 +343,9 @@ TEST(Release, AsksAgainOnlyWhenItsWorkResumes)
         // where it let go before its data check (right after the last
         // round) or, on a loaded machine, where the program's thread was not
         // yet running when the idle check after a grant came.
-        std::vector<unsigned> pauses;
-        std::istringstream lines(c->err());
-        const std::string mark = "work resumed after a pause of ";
-        for (std::string line; std::getline(lines, line);)
-            if (const auto at = line.find(mark); at != std::string::npos)
-                pauses.push_back(static_cast<unsigned>(std::stoul(line.substr(at + mark.size()))));
+        const auto pauses = numbers_after(c->err(), "work resumed after a pause of ");
         const auto long_ones =
-            std::count_if(pauses.begin(), pauses.end(), [](unsigned ms) { return ms >= 500; });
+            std::count_if(pauses.begin(), pauses.end(), [](uint64_t ms) { return ms >= 500; });
         EXPECT_GE(long_ones, 3) << c->err();
         EXPECT_NE(c->err().find("longer pauses seen"), std::string::npos) << c->err();
     }
@@ -446,9 +435,9 @@ TEST(Release, WaitsOutItsOwnShareOfASwitchBeforeLettingGo)
     const PausesRun run =
         run_holder_with_pauses("768M", "512M", "3", "300",
                                {{"NVSHARE_DEBUG", "1"}, {"NVSHARE_IDLE_RELEASE_MS", "1"}}, true);
-    const auto at = run.holder_err.rfind("(kept it idle up to ");
-    ASSERT_NE(at, std::string::npos) << run.holder_err;
-    EXPECT_EQ(std::stoul(run.holder_err.substr(at + 20)), 7u) << run.holder_err;
+    const auto kept = numbers_after(run.holder_err, "(kept it idle up to ");
+    ASSERT_FALSE(kept.empty()) << run.holder_err;
+    EXPECT_EQ(kept.back(), 7u) << run.holder_err;
     EXPECT_TRUE(run.other_ran_in_a_pause) << run.holder_err;
 }
 
@@ -481,11 +470,11 @@ TEST(Release, LeavesAStartingNextHolderAsMuchRoomAsItUses)
     expect_clean_exit(starting);
     EXPECT_NE(starting.out().find("late=ok"), std::string::npos) << starting.out();
     const std::string err = holder.err();
-    const auto at = err.find("swapped out ");
-    ASSERT_NE(at, std::string::npos) << err;
+    const auto swapped = numbers_after(err, "swapped out ");
+    ASSERT_FALSE(swapped.empty()) << err;
     // Five of six chunks; nvshared's allowance alone (240 MiB) would have
     // moved three.
-    EXPECT_EQ(std::stoull(err.substr(at + 12)), 320ull << 20) << err;
+    EXPECT_EQ(swapped.front(), 320ull << 20) << err;
 }
 
 // A holder that stops answering (stopped by a signal) loses the lock after
