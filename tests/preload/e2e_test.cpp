@@ -429,15 +429,23 @@ TEST(Release, HoldsThroughPausesShorterThanASwitch)
 // the other, less a 24 MiB headroom) at the assumed 40 GB/s: 7.3 ms, the
 // longer of out and back, which overlap the other's copies; the sum would
 // have been 14.7 ms, both shares 29 ms. Its host memory for the swap-out is
-// made before the pause read (else making it counts): the last pause's.
+// made before its pauses (else making it counts).
 TEST(Release, WaitsOutItsOwnShareOfASwitchBeforeLettingGo)
 {
     const PausesRun run =
         run_holder_with_pauses("768M", "512M", "3", "300",
                                {{"NVSHARE_DEBUG", "1"}, {"NVSHARE_IDLE_RELEASE_MS", "1"}}, true);
-    const auto kept = numbers_after(run.holder_err, "(kept it idle up to ");
-    ASSERT_FALSE(kept.empty()) << run.holder_err;
-    EXPECT_EQ(kept.back(), 7u) << run.holder_err;
+    // Some release waited exactly its share. Not every one: a release before
+    // its host memory was made counts pinning it (a loaded machine can
+    // stretch the gaps between its first kernels past the hold), and one
+    // after the other has finished may find nothing to move.
+    const auto kept = numbers_after(run.holder_err, "(kept it idle up to ", "released early");
+    const auto share = numbers_after(run.holder_err, "our share of a switch ", "released early");
+    ASSERT_EQ(kept.size(), share.size()) << run.holder_err;
+    bool waited_its_share = false;
+    for (size_t i = 0; i < kept.size(); ++i)
+        waited_its_share |= kept[i] == 7 && share[i] == 7;
+    EXPECT_TRUE(waited_its_share) << run.holder_err;
     EXPECT_TRUE(run.other_ran_in_a_pause) << run.holder_err;
 }
 
