@@ -361,6 +361,7 @@ def main():
     ap.add_argument("--only")
     ap.add_argument("--out", default=tempfile.gettempdir())
     a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)  # scenarios make their folders inside it
     failed = total = 0
     todo = list(CASES.items()) + [("torch-multiprocessing-managed-explains", None)]
     for name, spec in todo:

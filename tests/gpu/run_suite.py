@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 
 MAGIC, VERSION = 0x4853564E, 1
 STATUS_QUERY, STATUS = 5, 22
@@ -496,6 +497,10 @@ class Runner:
                                   "--library", self.a.lib, "--preload-file",
                                   os.path.join(wd, "container-ld.so.preload")],
                                  capture_output=True, text=True, timeout=60)
+            if gen.returncode != 0:
+                self.record(name, False, f"nvsharectl cdi generate failed: {gen.stderr[-500:]}")
+                d.stop()
+                return
             with open(spec_path) as f:
                 spec = json.load(f)
             names = [dev["name"] for dev in spec["devices"]]
@@ -666,6 +671,10 @@ def main():
     ap.add_argument("--only")
     ap.add_argument("--out", default=tempfile.gettempdir())
     a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)  # scenarios make their folders inside it
+    for arg in ("nvshared", "lib", "work", "work_ptds", "edge", "train", "ctl"):
+        if getattr(a, arg):  # a CDI spec names host paths, which must be absolute
+            setattr(a, arg, os.path.abspath(getattr(a, arg)))
     r = Runner(a)
     # Bursts separated by CPU phases: serialized processes alternate by early
     # release; a continuous stream of bursts (gap 0) overlaps when unserialized.
@@ -707,7 +716,8 @@ def main():
         try:
             fn()
         except Exception as e:  # a scenario's crash is its failure, not the suite's
-            r.record(name, False, f"exception: {e!r}")
+            where = traceback.extract_tb(e.__traceback__)[-1]
+            r.record(name, False, f"exception: {e!r} at line {where.lineno}")
     passed = sum(1 for _, ok, _ in r.results if ok)
     print(f"{passed} passed, {len(r.results) - passed} failed")
     return 0 if passed == len(r.results) else 1
