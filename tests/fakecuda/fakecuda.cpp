@@ -511,7 +511,7 @@ CUresult submit(CUstream h, Op op, bool sync)
     }
     if (sync)
         wait_idle(s);
-    return s->ctx->broken ? CUDA_ERROR_ILLEGAL_ADDRESS : CUDA_SUCCESS;
+    return context_error(s->ctx);  // the work, or a release of the context, may have ended it
 }
 
 uint64_t kernel_us(void** params)
@@ -572,8 +572,8 @@ CUresult sync_context(Context* c)
 {
     if (c == nullptr)
         return CUDA_ERROR_INVALID_CONTEXT;
-    if (c->broken)
-        return CUDA_ERROR_ILLEGAL_ADDRESS;
+    if (const CUresult lost = context_error(c); lost != CUDA_SUCCESS)
+        return lost;
     std::vector<Stream*> streams;
     {
         std::lock_guard<std::mutex> g(st().mutex);
@@ -588,7 +588,7 @@ CUresult sync_context(Context* c)
     }
     for (Stream* s : streams)
         wait_idle(s);
-    return c->broken ? CUDA_ERROR_ILLEGAL_ADDRESS : CUDA_SUCCESS;
+    return context_error(c);
 }
 
 #if defined(__SANITIZE_THREAD__)
@@ -978,7 +978,7 @@ static CUresult stream_sync(CUstream s)
         }
     }
     wait_idle(str);
-    return str->ctx->broken ? CUDA_ERROR_ILLEGAL_ADDRESS : CUDA_SUCCESS;
+    return context_error(str->ctx);  // the work, or a release of the context, may have ended it
 }
 
 FAKE_EXPORT CUresult cuStreamSynchronize(CUstream s)
