@@ -606,7 +606,7 @@ def print_table(name, r):
           f"{'' if b.get('exact', True) else ', approximate'})")
     bo = r.get("bound_overlapped") or {}
     print(f"  overlapped bound {fmt(bo.get('bound_s'))} s (switch "
-          f"{r['switch_s'] / 2:.3f} s: copies out and in at once"
+          f"{fmt(bo.get('switch_s'), '.3f')} s: copies out and in at once"
           f"{'' if bo.get('exact', True) else ', approximate'})")
     print(f"  {'config':11} {'median s':>9} {'slowest s':>9} {'slow/med':>8} {'/bound':>7} "
           f"{'/ovl':>6} "
