@@ -212,6 +212,7 @@ void add_round(swappable::Moved& to, const swappable::Moved& round)
     to.lock_ns += round.lock_ns;
     to.place_ns += round.place_ns;
     to.create_ns += round.create_ns;
+    to.access_ns += round.access_ns;
     to.sync_ns += round.sync_ns;
     to.short_of_room = round.short_of_room;
     to.left_on_host = round.left_on_host;
@@ -259,16 +260,20 @@ uint64_t engine_swap_in(uint32_t i, uint64_t patience)
         if (contexts::with_device_context(devices::at(i).ordinal, engine_move, &rest) && rest.ran)
             add_round(m.moved, rest.moved);
     }
+    const uint64_t waited = swappable::finish_copies(i);  // a round that broke off
+    m.moved.sync_ns += waited;
+    m.moved.ns += waited;
     note_engine_move(g_gpus[i], m.moved, true);
     if (m.moved.bytes != 0)
         log_debug(
             "swapped in %llu bytes to GPU %u in %llu ms (lock %llu, device memory %llu, mapping "
-            "%llu, last copies %llu ms; %llu ms waiting for room)",
+            "%llu, access %llu, last copies %llu ms; %llu ms waiting for room)",
             static_cast<unsigned long long>(m.moved.bytes), i,
             static_cast<unsigned long long>(m.moved.ns / 1000000),
             static_cast<unsigned long long>(m.moved.lock_ns / 1000000),
             static_cast<unsigned long long>(m.moved.create_ns / 1000000),
             static_cast<unsigned long long>((m.moved.place_ns - m.moved.create_ns) / 1000000),
+            static_cast<unsigned long long>(m.moved.access_ns / 1000000),
             static_cast<unsigned long long>(m.moved.sync_ns / 1000000),
             static_cast<unsigned long long>((now_ns() - first) / 1000000));
     if (m.moved.left_on_host != 0)

@@ -75,6 +75,7 @@ struct Moved {
     uint64_t lock_ns = 0;    // waiting for the engine's lock
     uint64_t place_ns = 0;   // device memory made and mapped
     uint64_t create_ns = 0;  // of which making it (cuMemCreate)
+    uint64_t access_ns = 0;  // access granted to it (cuMemSetAccess), not in place_ns
     uint64_t sync_ns = 0;    // waiting for the last copies
 };
 
@@ -88,7 +89,15 @@ struct Moved {
 // room: the previous holder may still be swapping out. The copies run on
 // `stream` and are waited for: the program's work must not run before its
 // data is back. Client thread, with a context of the GPU current.
+// Except with `wait_for_room` where the device refused memory
+// (short_of_room): the caller then calls again as room shows, and the
+// copies queued so far run while that next round maps its chunks; the last
+// round, or finish_copies, waits for them all.
 Moved swap_in(uint32_t gpu, uint64_t budget, CUstream stream, bool wait_for_room = false);
+
+// Waits for the copies of swap-in rounds on GPU `gpu` that no later round
+// waited for; returns the ns it waited. Client thread.
+uint64_t finish_copies(uint32_t gpu);
 
 // Before the process lets go of GPU `gpu` (its work drained): moves the chunks
 // beyond the newest `keep` bytes to host memory (Out), copies on `stream`. New

@@ -1585,6 +1585,9 @@ TEST(SwapEngine, SwapsChunksOutAndInAndKeepsTheData)
     EXPECT_GE(events_of_both(dir, p, "host-register 67108864"), 3);
     EXPECT_EQ(events_of_both(dir, p, "alloc vmm-host"), 0) << read_text(dir / "fake.log");
     EXPECT_EQ(events_of_both(dir, p, "prefetch to"), 0) << read_text(dir / "fake.log");
+    // A swap-in grants access to the chunks it maps in one call for the
+    // four of them (222 MiB), where a call per chunk gave 64 MiB each.
+    EXPECT_GE(events_of_both(dir, p, "access 232783872"), 1) << read_text(dir / "fake.log");
     // The first holder made that host memory during its 1 s of work while
     // the other waited, before its swap-out (pinning costs ~10 times the
     // copy).
