@@ -28,20 +28,27 @@ Scenarios (--only picks some):
 The card's memory: torch.cuda.mem_get_info() in a process without the
 library (torch_job.py --info), or --card-gib.
 
-The bound: what the measured rates allow. Each job is what sequential
+The bound: what the measured rates allow. The rates: pinned copies of 4 GiB
+on this card, in a process without the library (torch_job.py --info), device
+to host alone, host to device alone, and both at once on two streams (the
+bus gives less each way when both directions run); --swap-gbs R instead
+takes R each way, alone and at once. Each job is what sequential
 measured of it alone: a start-up (process start to its first GPU work; the
 least of its runs, since one started right after another waits for the
 driver to free that one's memory), then
 bursts of GPU work (g, median of its steps; the fill joins the first, the
 check the last) separated by CPU phases (c). The GPU runs one job at a time;
-each change of the job on it costs
-    switch_s = 2 x max(0, sum of working sets - card) / (--swap-gbs x 1e9)
-(what does not fit moves out, and as much moves in, one after the other;
-the card is nvshared's --capacity where that emulates it). A second bound,
-"overlapped", charges each change half that, excess / rate: the copies out
-and in run at once, so a switch costs the longer of them, as the swap engine
-means it to; it is the one the engine's own switches are measured against
-(column /ovl). The bound is the
+each change of the job on it moves the excess,
+    max(0, sum of working sets + the processes' contexts - card)
+out and as much in (a context: what torch.cuda.mem_get_info() shows taken
+in a process that has allocated nothing; the card is nvshared's --capacity
+where that emulates it, and contexts then count nothing), and costs
+    switch_s = excess / out rate + excess / in rate
+(one after the other). A second bound, "overlapped", charges each change
+excess / (the rate each way with both at once): the copies out and in run
+at once, so a switch costs the longer of them, as the swap engine means it
+to; it is the one the engine's own switches are measured against (column
+/ovl). The bound is the
 shortest completion time of all the jobs over every order of their bursts
 (a dynamic programme over the orders; start-up and CPU phases overlap
 anything), plus each process's exit. Printed: each configuration / bound,
@@ -456,6 +463,29 @@ class OversubBench(Bench):
                 "startup_s": start, "outside_job_s": tail_s, "switch_s": switch_s,
                 "alone_s": med([j["wall_s"] for j in seq_jobs])}
 
+    def switch_costs(self, excess):
+        """What a switch that moves `excess` bytes each way costs: one way
+        after the other, and both at once; at the bus rates torch_job.py
+        --info measured on this card in this run (--swap-gbs: that rate
+        each way instead, and both at once taken as one way alone)."""
+        bus, why = None, "--swap-gbs"
+        if not self.a.swap_gbs:
+            try:
+                bus = self.torch_info().get("bus")
+            except BenchError as e:  # no PyTorch: the emulated pair still runs
+                why = f"not measured: {str(e)[-200:]}"
+        if not bus:
+            r = (self.a.swap_gbs or 45.0) * 1e9
+            return 2 * excess / r, excess / r, {
+                "measured": False, "text": f"{r / 1e9:.1f} GB/s each way, assumed ({why})"}
+        out, into = bus["bytes"] / bus["out_s"], bus["bytes"] / bus["in_s"]
+        both = bus["bytes"] / bus["both_s"]  # each way, while the other runs
+        return excess / out + excess / into, excess / both, {
+            "measured": True, "out_gbs": out / 1e9, "in_gbs": into / 1e9,
+            "both_gbs_each_way": both / 1e9,
+            "text": f"measured: out {out / 1e9:.1f} GB/s, in {into / 1e9:.1f} GB/s alone, "
+                    f"{both / 1e9:.1f} GB/s each way at once"}
+
     def finish_row(self, row, name):
         c = row["configs"]
         b = (row.get("bound") or {}).get("bound_s")
@@ -472,7 +502,8 @@ class OversubBench(Bench):
 
     def torch_info(self):
         if self.info is None:
-            argv = [self.a.python, self.a.torch_job, "--info"]
+            argv = [self.a.python, self.a.torch_job, "--info",
+                    "--rates-mib", "0" if self.a.swap_gbs else "4096"]
             out = subprocess.run(argv, capture_output=True, text=True, timeout=300,
                                  env=self.base_env, stdin=subprocess.DEVNULL)
             if out.returncode != 0:
@@ -481,7 +512,10 @@ class OversubBench(Bench):
             self.results["setup"]["torch_info"] = self.info
             print(f"  card: {self.info['name']}, {self.info['total_bytes'] / 2 ** 30:.2f} GiB "
                   f"total, {self.info['free_bytes'] / 2 ** 30:.2f} GiB free; one pass over "
-                  f"1 GiB {self.info['ms_per_gib_pass']:.3f} ms (torch {self.info['torch']})",
+                  f"1 GiB {self.info['ms_per_gib_pass']:.3f} ms (torch {self.info['torch']})"
+                  + ("" if not self.info.get("bus") else
+                     "; 4 GiB pinned copies: out {out_s:.3f} s, in {in_s:.3f} s, both at once "
+                     "{both_s:.3f} s".format(**self.info["bus"])),
                   flush=True)
         return self.info
 
@@ -521,19 +555,24 @@ class OversubBench(Bench):
         self.check_real(name, n, ws, card)
         passes = max(1, round(p["gpu_s"] * 1000 / (info["ms_per_gib_pass"] * ws / 1024)))
         g = passes * info["ms_per_gib_pass"] * ws / 1024 / 1000
-        excess = max(0, n * ws - eff_card) * MIB
-        switch = 2 * excess / (self.a.swap_gbs * 1e9)
+        # Every process's context stays on the card: what moves is what does
+        # not fit beside them (none of that where --capacity emulates the card).
+        ctx = 0 if extra else (info["total_bytes"] - info["free_bytes"]) // MIB
+        excess = max(0, n * (ws + ctx) - eff_card) * MIB
+        switch, switch_ovl, rates = self.switch_costs(excess)
         job = [self.a.python, self.a.torch_job, "--ws-mib", ws, "--passes", passes,
                "--steps", p["steps"], "--cpu-s", p["cpu_s"]]
         row = {"processes": n, "ratio": rat, "card_mib": card, "ws_mib": ws, "passes": passes,
                "gpu_step_s_est": g, "steps": p["steps"], "cpu_s": p["cpu_s"],
-               "capacity_mib": eff_card if extra else None, "excess_mib": excess // MIB,
-               "switch_s": switch, "configs": {}}
+               "capacity_mib": eff_card if extra else None, "context_mib": ctx,
+               "excess_mib": excess // MIB, "switch_s": switch,
+               "switch_overlapped_s": switch_ovl, "rates": rates, "configs": {}}
         self.results["scenarios"][name] = row
         print(f"{name}: {n} x {ws} MiB = {n * ws / eff_card:.3f} x "
               f"{'--capacity' if extra else 'the card'} {eff_card} MiB; {p['steps']} steps of "
               f"~{g:.2f} s GPU ({passes} passes) + {p['cpu_s']:.2f} s busy CPU; a switch moves "
-              f"{excess / 2 ** 30:.2f} GiB each way: {switch:.3f} s at {self.a.swap_gbs} GB/s",
+              f"{excess / 2 ** 30:.2f} GiB each way (contexts {n} x {ctx} MiB): {switch:.3f} s "
+              f"one way after the other, {switch_ovl:.3f} s both at once ({rates['text']})",
               flush=True)
         for cfg in CONFIGS:
             reps = self.a.torch_repeats if cfg in ("serialized", "nvshare") else 1
@@ -542,7 +581,7 @@ class OversubBench(Bench):
         seq = [j for r in row["configs"]["sequential"]["runs"] for j in r.get("jobs", [])
                if j.get("error") is None]
         row["bound"] = self.bound_from(seq, n, switch, "torch")
-        row["bound_overlapped"] = self.bound_from(seq, n, switch / 2, "torch")
+        row["bound_overlapped"] = self.bound_from(seq, n, switch_ovl, "torch")
         self.finish_row(row, name)
 
     def torch_pair(self):
@@ -562,14 +601,16 @@ class OversubBench(Bench):
         job = [self.a.job, "--ws-mib", ws, "--passes", passes, "--bursts", n, "--cpu-ms", cpu_ms,
                "--cpu-busy"]
         excess = max(0, 2 * ws - cap) * MIB
-        switch = 2 * excess / (self.a.swap_gbs * 1e9)
+        switch, switch_ovl, rates = self.switch_costs(excess)
         row = {"processes": 2, "ws_mib": ws, "capacity_mib": cap, "bursts": n, "passes": passes,
                "gpu_burst_s_est": g, "cpu_s": cpu_ms / 1000, "excess_mib": excess // MIB,
-               "switch_s": switch, "repeats": p["repeats"], "configs": {}}
+               "switch_s": switch, "switch_overlapped_s": switch_ovl, "rates": rates,
+               "repeats": p["repeats"], "configs": {}}
         self.results["scenarios"]["emulated"] = row
         print(f"emulated: 2 x {ws} MiB under --capacity {cap}M, {n} bursts of ~{g:.2f} s GPU "
               f"({passes} passes) + {cpu_ms / 1000:.2f} s busy CPU; a switch moves "
-              f"{excess / 2 ** 30:.2f} GiB each way: {switch:.3f} s", flush=True)
+              f"{excess / 2 ** 30:.2f} GiB each way: {switch:.3f} s one way after the other, "
+              f"{switch_ovl:.3f} s both at once ({rates['text']})", flush=True)
         extra = ["--capacity", f"{cap}M"]
         for cfg in CONFIGS:
             reps = p["repeats"] if cfg in ("serialized", "nvshare") else 1
@@ -580,7 +621,7 @@ class OversubBench(Bench):
         for j in seq:
             j["cpu_s_param"] = cpu_ms / 1000
         row["bound"] = self.bound_from(seq, 2, switch, "share_job")
-        row["bound_overlapped"] = self.bound_from(seq, 2, switch / 2, "share_job")
+        row["bound_overlapped"] = self.bound_from(seq, 2, switch_ovl, "share_job")
         self.finish_row(row, "emulated")
 
 
@@ -603,6 +644,7 @@ def print_table(name, r):
     print(head)
     print(f"  bound {fmt(b.get('bound_s'))} s (alone {fmt(b.get('alone_s'))} s, switch "
           f"{r['switch_s']:.3f} s for {r['excess_mib'] / 1024:.2f} GiB each way"
+          f"{'' if not r.get('rates') else '; ' + r['rates']['text']}"
           f"{'' if b.get('exact', True) else ', approximate'})")
     bo = r.get("bound_overlapped") or {}
     print(f"  overlapped bound {fmt(bo.get('bound_s'))} s (switch "
@@ -651,8 +693,9 @@ def main():
     ap.add_argument("--ratio", type=float, default=1.15, help="torch-pair: memory / card")
     ap.add_argument("--ratio3", type=float, default=1.25, help="torch-triple: memory / card")
     ap.add_argument("--card-gib", type=float, help="the card's memory (default: measured)")
-    ap.add_argument("--swap-gbs", type=float, default=45.0,
-                    help="the bound's transfer rate each way, GB/s")
+    ap.add_argument("--swap-gbs", type=float,
+                    help="the bound's transfer rate each way, GB/s (default: measured on the "
+                         "card: pinned copies each way alone and both at once)")
     ap.add_argument("--serial-quantum", default="600s",
                     help="the serialized configuration's --time-quantum")
     ap.add_argument("--torch-repeats", type=int, default=1,

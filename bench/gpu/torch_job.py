@@ -2,8 +2,9 @@
 """A PyTorch job for the oversubscription benchmark (oversub_bench.py).
 
   torch_job.py --ws-mib N --passes P --steps S --cpu-s C   one job
-  torch_job.py --info [--calib-mib 2048]                   the card and the
+  torch_job.py --info [--calib-mib 2048] [--rates-mib 4096] the card, the
                                                            cost of one pass
+                                                           and the bus
 
 The job allocates its working set as tensors of 1 GiB (float32; the last one
 holds the remainder) with torch.empty and fills each on the GPU with a
@@ -23,9 +24,12 @@ lock waits included), "verify_s", "verified", "ws_gib", "error"}.
 Exit status: 0; 2 on CUDA out of memory; 3 when verification fails; 1 on
 another error (the JSON line says which, whenever it can be printed).
 
---info prints {"total_bytes", "free_bytes", "name", "ms_per_gib_pass"}
-(torch.cuda.mem_get_info() and the time of one pass over 1 GiB, from a
-timing over --calib-mib MiB). Also: --ready-file PATH (created once the
+--info prints {"total_bytes", "free_bytes", "name", "ms_per_gib_pass",
+"bus"} (torch.cuda.mem_get_info() in a process that has made its context
+and nothing else, the time of one pass over 1 GiB, from a timing over
+--calib-mib MiB, and pinned copies of --rates-mib MiB: "out_s" device to
+host alone, "in_s" host to device alone, "both_s" both at once on two
+streams, medians of 3; "bus" is null with --rates-mib 0). Also: --ready-file PATH (created once the
 working set is allocated and filled, before the first step),
 --die-with-parent (SIGKILL when the process that started it ends).
 PYTORCH_CUDA_ALLOC_CONF is left as the environment has it; the benchmark
@@ -80,7 +84,41 @@ def emit(doc, code):
     sys.exit(code)
 
 
-def info(torch, calib_mib):
+def bus_rates(torch, mib, rounds=3):
+    """Pinned copies of `mib` MiB: device to host alone, host to device
+    alone, and both at once on two streams (what a switch does: the
+    releaser's copies out beside the next holder's copies in). Medians of
+    `rounds`, in seconds."""
+    n = mib * MIB
+    dev_out = torch.ones(n, dtype=torch.uint8, device="cuda")
+    dev_in = torch.empty(n, dtype=torch.uint8, device="cuda")
+    host_out = torch.empty(n, dtype=torch.uint8, pin_memory=True)
+    host_in = torch.ones(n, dtype=torch.uint8, pin_memory=True)
+    s_out, s_in = torch.cuda.Stream(), torch.cuda.Stream()
+
+    def timed(out, into):
+        torch.cuda.synchronize()
+        t0 = time.monotonic()
+        if out:
+            with torch.cuda.stream(s_out):
+                host_out.copy_(dev_out, non_blocking=True)
+        if into:
+            with torch.cuda.stream(s_in):
+                dev_in.copy_(host_in, non_blocking=True)
+        torch.cuda.synchronize()
+        return time.monotonic() - t0
+
+    def median_of(out, into):
+        return sorted(timed(out, into) for _ in range(rounds))[rounds // 2]
+
+    timed(True, True)  # warm-up
+    out_s, in_s, both_s = median_of(True, False), median_of(False, True), median_of(True, True)
+    del dev_out, dev_in, host_out, host_in
+    torch.cuda.empty_cache()
+    return {"bytes": n, "out_s": out_s, "in_s": in_s, "both_s": both_s}
+
+
+def info(torch, calib_mib, rates_mib):
     free, total = torch.cuda.mem_get_info()
     n = calib_mib * MIB // 4
     x = torch.zeros(n, dtype=torch.float32, device="cuda")
@@ -96,7 +134,8 @@ def info(torch, calib_mib):
     del x
     return {"total_bytes": total, "free_bytes": free,
             "name": torch.cuda.get_device_name(0), "ms_per_gib_pass": ms,
-            "torch": torch.__version__, "cuda": torch.version.cuda}
+            "torch": torch.__version__, "cuda": torch.version.cuda,
+            "bus": bus_rates(torch, rates_mib) if rates_mib > 0 else None}
 
 
 def run(torch, a, doc):
@@ -169,6 +208,7 @@ def main():
     ap.add_argument("--cpu-s", type=float, default=1.0)
     ap.add_argument("--info", action="store_true")
     ap.add_argument("--calib-mib", type=int, default=2048)
+    ap.add_argument("--rates-mib", type=int, default=4096)
     ap.add_argument("--ready-file")
     ap.add_argument("--die-with-parent", action="store_true")
     a = ap.parse_args()
@@ -180,7 +220,7 @@ def main():
     try:
         import torch
         if a.info:
-            print(json.dumps(info(torch, a.calib_mib)), flush=True)
+            print(json.dumps(info(torch, a.calib_mib, a.rates_mib)), flush=True)
             return 0
         run(torch, a, doc)
     except Exception as e:  # torch.cuda.OutOfMemoryError is a RuntimeError
