@@ -685,9 +685,10 @@ Moved swap_in(uint32_t gpu, uint64_t budget, CUstream stream, bool wait_for_room
         // these copies run, and the last round (or finish_copies) waits.
         if (m.bytes != 0)
             g_unsynced[gpu] = stream;
-    } else if (m.bytes != 0 || copied_to_host || g_unsynced[gpu] != nullptr) {
-        stream_sync(stream);
-        g_unsynced[gpu] = nullptr;
+    } else {
+        if (m.bytes != 0 || copied_to_host)
+            stream_sync(stream);
+        wait_unsynced(gpu);  // earlier rounds' (on the same stream, ended with these)
     }
     m.sync_ns = now_ns() - syncing;
     m.ns = now_ns() - start;
