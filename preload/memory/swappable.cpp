@@ -192,7 +192,7 @@ void count_device(const Record& r, uint64_t size, bool added)
 // Device memory for chunk i at its address (no data moves). False (chunk
 // unchanged) if the device has none to give. With `access` false the GPU
 // may not reach it yet: the caller grants access (allow_access) or takes
-// the chunk back (unplace) before anything uses it.
+// the chunk back (leave_device) before anything uses it.
 bool place_on_device(Record& r, uint32_t i, uint64_t* create_ns = nullptr, bool access = true)
 {
     Chunk& c = r.chunks[i];
@@ -264,10 +264,11 @@ bool place_on_host(Record& r, uint32_t i)
     return true;
 }
 
-// Chunk i, its data copied to its host memory (out), gives its device
-// memory back and leaves its address unmapped until it comes back. False
-// (still Device) on failure.
-bool leave_device(Record& r, uint32_t i)
+// Chunk i gives its device memory back and leaves its address unmapped
+// until it comes back: Out once its data is copied to its host memory, or
+// `to` (Absent or Out) where a swap-in takes back a chunk it placed, the
+// data untouched. False (still Device) on failure.
+bool leave_device(Record& r, uint32_t i, Where to = Where::Out)
 {
     Chunk& c = r.chunks[i];
     const uint64_t size = r.layout.size_of(i);
@@ -275,24 +276,10 @@ bool leave_device(Record& r, uint32_t i)
         return false;
     release_handle(c.device);
     c.device = 0;
-    c.where = Where::Out;
+    c.where = to;
     g_absent.fetch_add(1, std::memory_order_relaxed);
     count_device(r, size, false);
     return true;
-}
-
-// Undoes place_on_device of chunk i, once Absent or Out (`was`), whose
-// access could not be granted: it is as before, its data untouched.
-void unplace(Record& r, uint32_t i, Where was)
-{
-    Chunk& c = r.chunks[i];
-    const uint64_t size = r.layout.size_of(i);
-    unmap_at(r.ptr + r.layout.offset_of(i), size);
-    release_handle(c.device);
-    c.device = 0;
-    c.where = was;
-    g_absent.fetch_add(1, std::memory_order_relaxed);
-    count_device(r, size, false);
 }
 
 void destroy(Record* r)
@@ -630,9 +617,14 @@ Moved swap_in(uint32_t gpu, uint64_t budget, CUstream stream, bool wait_for_room
             const uint32_t i = run.first + k;
             const uint64_t size = r.layout.size_of(i), off = r.layout.offset_of(i);
             if (!all && !allow_access(r, r.ptr + off, size)) {
-                unplace(r, i, run.was[k]);
+                // As before it was placed (its data untouched), or if even
+                // that fails, mapped without access: GPU work on it faults.
                 m.short_of_room = true;
-                elsewhere(r, i, run.was[k] == Where::Out);
+                if (leave_device(r, i, run.was[k]))
+                    elsewhere(r, i, run.was[k] == Where::Out);
+                else
+                    log_warn("cannot map a chunk at %#llx for GPU %d: GPU work on it will fail",
+                             static_cast<unsigned long long>(r.ptr + off), r.ordinal);
                 continue;
             }
             if (run.was[k] == Where::Out &&
