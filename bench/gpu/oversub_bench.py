@@ -514,8 +514,9 @@ class OversubBench(Bench):
                   f"total, {self.info['free_bytes'] / 2 ** 30:.2f} GiB free; one pass over "
                   f"1 GiB {self.info['ms_per_gib_pass']:.3f} ms (torch {self.info['torch']})"
                   + ("" if not self.info.get("bus") else
-                     "; 4 GiB pinned copies: out {out_s:.3f} s, in {in_s:.3f} s, both at once "
-                     "{both_s:.3f} s".format(**self.info["bus"])),
+                     "; pinned copies of {gib:.0f} GiB: out {out_s:.3f} s, in {in_s:.3f} s, "
+                     "both at once {both_s:.3f} s".format(gib=self.info["bus"]["bytes"] / 2 ** 30,
+                                                          **self.info["bus"])),
                   flush=True)
         return self.info
 

@@ -29,8 +29,9 @@ another error (the JSON line says which, whenever it can be printed).
 and nothing else, the time of one pass over 1 GiB, from a timing over
 --calib-mib MiB, and pinned copies of --rates-mib MiB: "out_s" device to
 host alone, "in_s" host to device alone, "both_s" both at once on two
-streams, medians of 3; "bus" is null with --rates-mib 0). Also: --ready-file PATH (created once the
-working set is allocated and filled, before the first step),
+streams, medians of 3; "bus" is null with --rates-mib 0). Also:
+--ready-file PATH (created once the working set is allocated and filled,
+before the first step),
 --die-with-parent (SIGKILL when the process that started it ends).
 PYTORCH_CUDA_ALLOC_CONF is left as the environment has it; the benchmark
 runs the job with it unset (the default caching allocator, which reaches
