@@ -24,6 +24,12 @@
       with MAP_POPULATE; cuMemHostRegister of it whole and in 64 MiB pieces;
       copies of 8 GiB from the device into it and back, against copies into
       cuMemCreate host memory
+  driver_probes.py access  granting access (cuMemSetAccess) to 8 GiB of
+      device memory made and mapped in chunks of 64 MiB, 512 MiB and 2 GiB,
+      one call per chunk and one for the whole range: with the GPU idle,
+      while another process copies both ways at once, and while this
+      process copies both ways on streams of its own; cuMemCreate and
+      cuMemMap timed beside it
 """
 import argparse
 import ctypes
@@ -34,6 +40,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 CHUNK = 64 << 20
@@ -416,14 +423,140 @@ def probe_register(_args):
     print(f"copies, cuMemHostAlloc: out {out:.1f} GB/s, in {back:.1f} GB/s", flush=True)
 
 
+# ---- access -------------------------------------------------------------------
+
+ACCESS_BYTES = 8 << 30
+COPY_BYTES = 2 << 30
+
+
+class AccessDesc(ctypes.Structure):
+    _fields_ = [("location", Location), ("flags", ctypes.c_int)]
+
+
+def copier_buffers(cu):
+    """Two streams, each with pinned host and device buffers: one copies out, one in."""
+    out = []
+    for _ in range(2):
+        host, dev, stream = ctypes.c_void_p(), ctypes.c_uint64(), ctypes.c_void_p()
+        assert cu.cuMemHostAlloc(ctypes.byref(host), ctypes.c_size_t(COPY_BYTES), 0) == 0
+        assert cu.cuMemAlloc_v2(ctypes.byref(dev), ctypes.c_size_t(COPY_BYTES)) == 0
+        assert cu.cuStreamCreate(ctypes.byref(stream), 1) == 0
+        out.append((host.value, dev.value, stream))
+    return out
+
+
+def queue_copies(cu, bufs):
+    (h0, d0, s0), (h1, d1, s1) = bufs
+    for off in range(0, COPY_BYTES, CHUNK):
+        cu.cuMemcpyAsync(ctypes.c_uint64(h0 + off), ctypes.c_uint64(d0 + off),
+                         ctypes.c_size_t(CHUNK), s0)
+        cu.cuMemcpyAsync(ctypes.c_uint64(d1 + off), ctypes.c_uint64(h1 + off),
+                         ctypes.c_size_t(CHUNK), s1)
+
+
+def copier(conn):
+    cu = driver()
+    bufs = copier_buffers(cu)
+    conn.send("ready")
+    while not conn.poll():
+        queue_copies(cu, bufs)
+        for _, _, s in bufs:
+            cu.cuStreamSynchronize(s)
+    conn.recv()
+
+
+def access_round(cu, base, chunk, whole):
+    """Create, map and grant access to ACCESS_BYTES at base in `chunk`s; ms of each."""
+    p = AllocProp()
+    p.type = 1
+    p.location.type = 1
+    desc = AccessDesc()
+    desc.location.type = 1
+    desc.flags = 3  # CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+    handles, t_create, t_map, t_access = [], 0.0, 0.0, 0.0
+    for off in range(0, ACCESS_BYTES, chunk):
+        h = ctypes.c_uint64()
+        t0 = time.monotonic()
+        assert cu.cuMemCreate(ctypes.byref(h), ctypes.c_size_t(chunk), ctypes.byref(p),
+                              ctypes.c_ulonglong(0)) == 0
+        t1 = time.monotonic()
+        assert cu.cuMemMap(ctypes.c_uint64(base + off), ctypes.c_size_t(chunk), ctypes.c_size_t(0),
+                           h, ctypes.c_ulonglong(0)) == 0
+        t2 = time.monotonic()
+        t_create += t1 - t0
+        t_map += t2 - t1
+        handles.append(h)
+        if not whole:
+            assert cu.cuMemSetAccess(ctypes.c_uint64(base + off), ctypes.c_size_t(chunk),
+                                     ctypes.byref(desc), ctypes.c_size_t(1)) == 0
+            t_access += time.monotonic() - t2
+    if whole:
+        t0 = time.monotonic()
+        assert cu.cuMemSetAccess(ctypes.c_uint64(base), ctypes.c_size_t(ACCESS_BYTES),
+                                 ctypes.byref(desc), ctypes.c_size_t(1)) == 0
+        t_access = time.monotonic() - t0
+    cu.cuCtxSynchronize()
+    for k, h in enumerate(handles):
+        cu.cuMemUnmap(ctypes.c_uint64(base + k * chunk), ctypes.c_size_t(chunk))
+        cu.cuMemRelease(h)
+    return t_create * 1000, t_map * 1000, t_access * 1000
+
+
+def access_table(cu, base, condition):
+    gib = ACCESS_BYTES / (1 << 30)
+    for chunk in (64 << 20, 512 << 20, 2 << 30):
+        for whole in (False, True):
+            c, m, a = access_round(cu, base, chunk, whole)
+            print(f"{condition}: chunks of {chunk >> 20} MiB, access "
+                  f"{'in one call' if whole else 'per chunk'}: create {c / gib:.2f}, map "
+                  f"{m / gib:.2f}, access {a / gib:.2f} ms per GiB", flush=True)
+
+
+def probe_access(_args):
+    cu = driver()
+    base = ctypes.c_uint64()
+    assert cu.cuMemAddressReserve(ctypes.byref(base), ctypes.c_size_t(ACCESS_BYTES),
+                                  ctypes.c_size_t(2 << 30), ctypes.c_uint64(0),
+                                  ctypes.c_ulonglong(0)) == 0
+    access_round(cu, base.value, 64 << 20, False)  # warm
+    access_table(cu, base.value, "idle")
+    a, b = mp.Pipe()
+    other = mp.Process(target=copier, args=(b,))
+    other.start()
+    assert a.recv() == "ready"
+    time.sleep(0.5)
+    access_table(cu, base.value, "another process copying both ways")
+    a.send("stop")
+    other.join()
+    bufs = copier_buffers(cu)
+    ctx = ctypes.c_void_p()
+    cu.cuCtxGetCurrent(ctypes.byref(ctx))
+    stop = threading.Event()
+
+    def copy_on():  # ctypes lets go of the GIL in each driver call
+        cu.cuCtxSetCurrent(ctx)
+        while not stop.is_set():
+            queue_copies(cu, bufs)
+            for _, _, s in bufs:
+                cu.cuStreamSynchronize(s)
+
+    thread = threading.Thread(target=copy_on)
+    thread.start()
+    time.sleep(0.5)
+    access_table(cu, base.value, "this process copying both ways")
+    stop.set()
+    thread.join()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("probe", choices=["exit", "reuse", "pin", "pinways", "register"])
+    ap.add_argument("probe", choices=["exit", "reuse", "pin", "pinways", "register", "access"])
     ap.add_argument("--lib", help="exit: also a child with this libnvshare.so (no nvshared)")
     args = ap.parse_args()
     mp.set_start_method("spawn")
     {"exit": probe_exit, "reuse": probe_reuse, "pin": probe_pin,
-     "pinways": probe_pinways, "register": probe_register}[args.probe](args)
+     "pinways": probe_pinways, "register": probe_register,
+     "access": probe_access}[args.probe](args)
 
 
 if __name__ == "__main__":
