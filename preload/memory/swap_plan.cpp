@@ -24,6 +24,11 @@ Layout layout(uint64_t bytes, uint64_t granularity, uint64_t max_chunk)
     return l;
 }
 
+uint64_t max_chunk_for(uint64_t physical_memory)
+{
+    return physical_memory / kLargeChunkShare >= kLargeChunk ? kLargeChunk : kMaxChunk;
+}
+
 Backing choose_backing(const BackingFacts& f)
 {
     if (!f.engine_on || !f.gpu_supports || f.beyond_capacity || f.granularity == 0 ||

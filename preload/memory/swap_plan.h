@@ -7,12 +7,22 @@
 
 namespace nvshare::preload::swap_plan {
 
-// Physical chunks of this size at most: large enough that mapping costs
-// vanish beside the copy (2 MiB chunks cost 300 ms per 8 GiB in
-// cuMemSetAccess and unmap), small enough that what stays or moves is
-// chosen finely and a chunk's copy overlaps the next one's remapping
-// (bench/README.md, "Swap mechanisms").
+// Physical chunks of this size at most, each at an address aligned to its
+// size: large enough that mapping costs vanish beside the copy, small enough
+// that what stays or moves is chosen finely and a chunk's copy overlaps the
+// next one's remapping (2 MiB chunks cost 300 ms per 8 GiB in cuMemSetAccess
+// and unmap; bench/README.md, "Swap mechanisms").
 inline constexpr uint64_t kMaxChunk = 64ull << 20;
+// On a GPU of at least kLargeChunkShare such chunks, chunks of up to this
+// size: granting access while copies run on the bus costs far more in small
+// chunks (on an H200, 9.4 ms per GiB in chunks of 64 MiB, 0.13-1.8 ms in
+// chunks of 512 MiB: `driver_probes.py access`, bench/README.md), and a
+// switch grants access to tens of GiB.
+inline constexpr uint64_t kLargeChunk = 512ull << 20;
+inline constexpr uint64_t kLargeChunkShare = 128;
+
+// The largest chunk for a GPU with `physical_memory` bytes.
+uint64_t max_chunk_for(uint64_t physical_memory);
 
 // An allocation of `bytes` as the engine lays it out: `reserved` bytes of
 // address space (a multiple of the granularity), cut into `count` chunks of
@@ -24,6 +34,10 @@ struct Layout {
 
     uint64_t offset_of(uint32_t i) const { return static_cast<uint64_t>(i) * chunk; }
     uint64_t size_of(uint32_t i) const { return i + 1 < count ? chunk : reserved - offset_of(i); }
+    // For the address reservation: every chunk starts on a multiple of its
+    // size where that is a power of two (the driver may then map it with
+    // large pages); 0 (the driver's granularity) otherwise.
+    uint64_t alignment() const { return (chunk & (chunk - 1)) == 0 ? chunk : 0; }
 };
 
 // `granularity`: the driver's (a power of two); `max_chunk` is rounded down

@@ -66,10 +66,12 @@ CUstream g_unsynced[devices::kMaxGpus];
 // Copies are grouped for the swap-out's pipeline: the chunks of a group are
 // remapped as soon as the group's copies are done, while later groups copy.
 constexpr size_t kGroups = 32;
-constexpr uint64_t kMinGroupBytes = 64ull << 20;  // one chunk: room shows chunk by chunk
+constexpr uint64_t kMinGroupBytes = 64ull << 20;  // small: room shows chunk by chunk
 constexpr uint8_t kNoGroup = 0xff;                // a chunk whose copy is not queued yet
-// A swap-in grants access to at most this many chunks at once (512 MiB).
+// A swap-in grants access to consecutive chunks in one call, up to this
+// many and this many bytes (runs of small chunks).
 constexpr uint32_t kAccessRun = 8;
+constexpr uint64_t kAccessRunBytes = 512ull << 20;
 CUevent g_events[devices::kMaxGpus][kGroups];
 
 class Lock {
@@ -452,7 +454,8 @@ CUresult allocate(CUdeviceptr* dptr, uint64_t bytes, uint32_t gpu, uint64_t* res
 {
     *absent = false;
     const devices::Gpu& g = devices::at(gpu);
-    const swap_plan::Layout layout = swap_plan::layout(bytes, g.swap_granularity);
+    const swap_plan::Layout layout =
+        swap_plan::layout(bytes, g.swap_granularity, swap_plan::max_chunk_for(g.physical_memory));
     auto reserve = NVS_REAL(cuMemAddressReserve);
     auto free_address = NVS_REAL(cuMemAddressFree);
     if (layout.count == 0 || reserve == nullptr || free_address == nullptr)
@@ -469,7 +472,8 @@ CUresult allocate(CUdeviceptr* dptr, uint64_t bytes, uint32_t gpu, uint64_t* res
     r->layout = layout;
     r->gpu = gpu;
     r->ordinal = g.ordinal;
-    if (const CUresult e = reserve(&r->ptr, layout.reserved, 0, 0, 0); e != CUDA_SUCCESS) {
+    if (const CUresult e = reserve(&r->ptr, layout.reserved, layout.alignment(), 0, 0);
+        e != CUDA_SUCCESS) {
         munmap(r, map_bytes);
         return e;
     }
@@ -594,11 +598,9 @@ Moved swap_in(uint32_t gpu, uint64_t budget, CUstream stream, bool wait_for_room
             copied_to_host |= stream_copy(r.ptr + off, out_address(c), size, stream);
         on_host += c.where == Where::Host ? size : 0;
     };
-    // Consecutive chunks of one record placed without access: granted in one
-    // call, then their copies are queued; kept short, so that copies start
-    // while later chunks are mapped. Fewer driver calls, not less time: on an
-    // H100 granting access took ~15 ms per GiB while the previous holder's
-    // copies ran, in calls of 64 MiB or of 512 MiB alike (bench/README.md).
+    // Consecutive small chunks of one record placed without access: granted
+    // in one call, then their copies are queued; kept short, so that copies
+    // start while later chunks are mapped.
     struct Run {
         Record* r = nullptr;
         uint32_t first = 0, count = 0;
@@ -644,7 +646,8 @@ Moved swap_in(uint32_t gpu, uint64_t budget, CUstream stream, bool wait_for_room
             device_full = budget_spent = true;  // no room will come for it
         if (!device_full) {
             const bool joins = run.count != 0 && run.r == &r && run.first + run.count == i &&
-                               run.count < kAccessRun;
+                               run.count < kAccessRun &&
+                               off + size - r.layout.offset_of(run.first) <= kAccessRunBytes;
             if (!joins)
                 flush();
             const uint64_t placing = now_ns();

@@ -1677,7 +1677,10 @@ FAKE_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
         return CUDA_ERROR_OUT_OF_MEMORY;
     st().mappings[ptr] = {size, handle, offset};
     st().handle_refs[handle]++;
-    log_event("map %zu %s", size, h->second.kind);
+    // A chunk of a power-of-two size off a multiple of it cannot get the
+    // driver's large pages: tests look for these.
+    const bool off_its_size = (size & (size - 1)) == 0 && ptr % size != 0;
+    log_event("map %zu %s%s", size, h->second.kind, off_its_size ? " unaligned" : "");
     return CUDA_SUCCESS;
 }
 

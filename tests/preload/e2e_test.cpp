@@ -1597,6 +1597,37 @@ TEST(SwapEngine, SwapsChunksOutAndInAndKeepsTheData)
         << p.a.err() << p.b.err();
 }
 
+// On a GPU of 64 GiB or more the engine's chunks are of 512 MiB, each mapped
+// at a multiple of its size, so that the driver can map it with large pages
+// (granting access to them while copies run costs a fifth or less of
+// 64 MiB chunks'). Two clients of 1400 MiB (two chunks of 512 MiB and one
+// of 376) on a capacity of 2 GiB of a 64 GiB GPU take turns.
+TEST(SwapEngine, LargeGpusMoveLargeChunksAlignedToTheirSize)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "auto", "--capacity", "2G"});
+    Pair p = run_pair(dir, daemon.socket(),
+                      {{"--kernels", "12", "--kernel-us", "50000", "--alloc", "1400M",
+                        "--check-data", "--hold-ms", "300"},
+                       {{"NVSHARE_DEBUG", "1"}, {"FAKECUDA_MEMORY", std::to_string(64ull << 30)}},
+                       false});
+    expect_clean_exit(p.a, seconds(240));
+    expect_clean_exit(p.b, seconds(240));
+    for (Process* c : {&p.a, &p.b}) {
+        EXPECT_NE(c->out().find("data=ok"), std::string::npos) << c->out() << c->err();
+        EXPECT_EQ(faults(dir, c->pid()), 0) << read_text(dir / "fake.log");
+    }
+    const std::string log = dir / "fake.log";
+    EXPECT_GE(events_of_both(dir, p, "map 536870912 vmm"), 4) << read_text(log);
+    EXPECT_EQ(events_of_both(dir, p, "unaligned"), 0) << read_text(log);
+    EXPECT_EQ(events_of_both(dir, p, "map 67108864"), 0) << read_text(log);
+    // Swapped out to host memory of a chunk's size, and back in with access
+    // granted to each 512 MiB chunk on its own (no run of them).
+    EXPECT_GE(events_of_both(dir, p, "host-register 536870912"), 1) << read_text(log);
+    EXPECT_GE(events_of_both(dir, p, "access 536870912"), 2) << read_text(log);
+    EXPECT_EQ(events_of_both(dir, p, "access 1073741824"), 0) << read_text(log);
+}
+
 // A holder lets go before it swaps out, so that its copies out overlap the
 // next holder's copies in: here both share one fake device of 512 MiB (each
 // needs 350 MiB; every copy of a chunk takes 100 ms). The next holder finds

@@ -35,22 +35,43 @@ TEST(SwapPlan, SmallAllocationIsOneChunkOfWholeGranules)
 
 TEST(SwapPlan, LargeAllocationIsCutIntoChunksWithTheRestLast)
 {
-    const Layout l = layout(200 * MiB + 1, 2 * MiB);
-    EXPECT_EQ(l.reserved, 202 * MiB);
+    const Layout l = layout(3 * kMaxChunk + 8 * MiB + 1, 2 * MiB);
+    EXPECT_EQ(l.reserved, 3 * kMaxChunk + 10 * MiB);
     EXPECT_EQ(l.chunk, kMaxChunk);
     EXPECT_EQ(l.count, 4u);
-    EXPECT_EQ(l.size_of(3), 202 * MiB - 3 * kMaxChunk);
+    EXPECT_EQ(l.size_of(3), 10 * MiB);
     expect_tiles(l);
-    const Layout exact = layout(128 * MiB, 2 * MiB);
+    const Layout exact = layout(2 * kMaxChunk, 2 * MiB);
     EXPECT_EQ(exact.count, 2u);
     EXPECT_EQ(exact.size_of(1), kMaxChunk);
     expect_tiles(exact);
 }
 
+TEST(SwapPlan, LargeGpusGetLargeChunks)
+{
+    constexpr uint64_t GiB = 1024 * MiB;
+    EXPECT_EQ(max_chunk_for(16 * GiB), kMaxChunk);
+    EXPECT_EQ(max_chunk_for(63 * GiB), kMaxChunk);
+    EXPECT_EQ(max_chunk_for(64 * GiB), kLargeChunk);
+    EXPECT_EQ(max_chunk_for(140 * GiB), kLargeChunk);
+    const Layout l = layout(3 * kLargeChunk + 3 * MiB, 2 * MiB, kLargeChunk);
+    EXPECT_EQ(l.chunk, kLargeChunk);
+    EXPECT_EQ(l.count, 4u);
+    expect_tiles(l);
+}
+
+TEST(SwapPlan, ChunksOfAPowerOfTwoAreAlignedToTheirSize)
+{
+    EXPECT_EQ(layout(3 * kLargeChunk, 2 * MiB, kLargeChunk).alignment(), kLargeChunk);
+    EXPECT_EQ(layout(3 * kMaxChunk, 2 * MiB).alignment(), kMaxChunk);
+    EXPECT_EQ(layout(64 * MiB, 2 * MiB).alignment(), 64 * MiB);
+    EXPECT_EQ(layout(40 * MiB, 2 * MiB).alignment(), 0u);  // the granularity will do
+}
+
 TEST(SwapPlan, ChunkFollowsTheGranularity)
 {
     // A granularity above the largest chunk: one granule a chunk.
-    const Layout big = layout(300 * MiB, 128 * MiB);
+    const Layout big = layout(300 * MiB, 128 * MiB, 64 * MiB);
     EXPECT_EQ(big.chunk, 128 * MiB);
     EXPECT_EQ(big.reserved, 384 * MiB);
     EXPECT_EQ(big.count, 3u);
