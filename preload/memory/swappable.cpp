@@ -760,15 +760,20 @@ Moved swap_out(uint32_t gpu, uint64_t keep, CUstream stream)
     if (no_host)
         log_warn("cannot get pinned host memory to swap out to: data stays on GPU %d",
                  devices::at(gpu).ordinal);
-    bool ok = true;
+    auto sync = NVS_REAL(cuStreamSynchronize);
+    CUresult failed = sync == nullptr ? CUDA_ERROR_NOT_SUPPORTED : CUDA_SUCCESS;
     for (int g = done + 1; g <= group; ++g) {
-        ok = ok && (g < group && wait != nullptr
-                        ? wait(g_events[gpu][g]) == CUDA_SUCCESS || stream_sync(stream)
-                        : stream_sync(stream));
-        finish_group(static_cast<uint8_t>(g), ok);
+        if (failed == CUDA_SUCCESS &&
+            (g == group || wait == nullptr || wait(g_events[gpu][g]) != CUDA_SUCCESS))
+            failed = sync(stream);
+        finish_group(static_cast<uint8_t>(g), failed == CUDA_SUCCESS);
     }
-    if (!ok)
-        log_warn("swapping out from GPU %d failed: its data stays there", devices::at(gpu).ordinal);
+    if (failed == CUDA_ERROR_DEINITIALIZED)  // the process is ending: nothing to keep
+        log_debug("swapping out from GPU %d stopped: the driver is shutting down",
+                  devices::at(gpu).ordinal);
+    else if (failed != CUDA_SUCCESS)
+        log_warn("swapping out from GPU %d failed (CUDA error %d): its data stays there",
+                 devices::at(gpu).ordinal, static_cast<int>(failed));
     m.ns = now_ns() - start;
     return m;
 }
