@@ -11,6 +11,8 @@ Configurations, run one after the other in one session for each scenario:
               600s, jobs with NVSHARE_IDLE_RELEASE_MS=0 (no early release):
               whole-job serialization, as the original nvshare did
   nvshare     libnvshare.so + nvshared with its defaults (auto mode)
+  before      with --lib-before LIB: as nvshare, with that library instead
+              (another build, compared in the same run)
 
 nvshared runs per configuration on a temporary socket (--no-bus, an empty
 config file, a temporary state directory), as in policy_bench.py.
@@ -98,6 +100,7 @@ from policy_bench import (Bench, BenchError, Stop, Watcher, finish, run_scenario
 
 SCENARIOS = ("torch-pair", "torch-triple", "emulated")
 CONFIGS = ("plain", "sequential", "serialized", "nvshare")
+REPEATED = ("serialized", "nvshare", "before")  # run --repeats / --torch-repeats times
 MIB = 1 << 20
 
 FULL = dict(torch_ws_mib=0, steps=8, gpu_s=0.5, cpu_s=1.0,
@@ -213,7 +216,8 @@ class OversubBench(Bench):
         n = self.next_id()
         e = dict(self.base_env)
         if sock:
-            e.update(LD_PRELOAD=self.a.lib, NVSHARE_SOCKET=sock)
+            lib = self.a.lib_before if tag == "before" else self.a.lib
+            e.update(LD_PRELOAD=lib, NVSHARE_SOCKET=sock)
         e.update(self.extra_env)
         e.update(env or {})
         argv = [str(x) for x in argv] + ["--die-with-parent"]
@@ -325,12 +329,15 @@ class OversubBench(Bench):
             if d in self.daemons:
                 self.daemons.remove(d)
 
+    def configs(self):
+        return CONFIGS + (("before",) if self.a.lib_before else ())
+
     def config_args(self, cfg, extra=()):
         if cfg in ("plain", "sequential"):
             return None
         if cfg == "serialized":
             return ["--anti-thrashing", "on", "--time-quantum", self.a.serial_quantum] + list(extra)
-        return list(extra)  # nvshare: the defaults
+        return list(extra)  # nvshare and before: the defaults
 
     @staticmethod
     def config_env(cfg):
@@ -496,6 +503,8 @@ class OversubBench(Bench):
         nv = c.get("nvshare", {}).get("wall_s")
         row["nvshare_vs_sequential"] = ratio(nv, c.get("sequential", {}).get("wall_s"))
         row["nvshare_vs_serialized"] = ratio(nv, c.get("serialized", {}).get("wall_s"))
+        if "before" in c:
+            row["nvshare_vs_before"] = ratio(nv, c["before"].get("wall_s"))
         print_table(name, row)
 
     # --- scenarios ------------------------------------------------------------------------
@@ -575,8 +584,8 @@ class OversubBench(Bench):
               f"{excess / 2 ** 30:.2f} GiB each way (contexts {n} x {ctx} MiB): {switch:.3f} s "
               f"one way after the other, {switch_ovl:.3f} s both at once ({rates['text']})",
               flush=True)
-        for cfg in CONFIGS:
-            reps = self.a.torch_repeats if cfg in ("serialized", "nvshare") else 1
+        for cfg in self.configs():
+            reps = self.a.torch_repeats if cfg in REPEATED else 1
             row["configs"][cfg] = self.run_repeated(cfg, [job] * n, reps, extra)
             self.write()
         seq = [j for r in row["configs"]["sequential"]["runs"] for j in r.get("jobs", [])
@@ -613,8 +622,8 @@ class OversubBench(Bench):
               f"{excess / 2 ** 30:.2f} GiB each way: {switch:.3f} s one way after the other, "
               f"{switch_ovl:.3f} s both at once ({rates['text']})", flush=True)
         extra = ["--capacity", f"{cap}M"]
-        for cfg in CONFIGS:
-            reps = p["repeats"] if cfg in ("serialized", "nvshare") else 1
+        for cfg in self.configs():
+            reps = p["repeats"] if cfg in REPEATED else 1
             row["configs"][cfg] = self.run_repeated(cfg, [job, job], reps, extra)
             self.write()
         seq = [j for r in row["configs"]["sequential"]["runs"] for j in r.get("jobs", [])
@@ -673,6 +682,8 @@ def print_table(name, r):
                 print(f"    {k} failed: {run['error'][:300]}")
     print(f"  nvshare/sequential {fmt(r.get('nvshare_vs_sequential'), '.3f')}, "
           f"nvshare/serialized {fmt(r.get('nvshare_vs_serialized'), '.3f')}"
+          + ("" if "nvshare_vs_before" not in r else
+             f", nvshare/before {fmt(r.get('nvshare_vs_before'), '.3f')}")
           + ("  (swap figures: the last run's)" if any(
               len(v["runs"]) > 1 for v in r["configs"].values()) else ""), flush=True)
 
@@ -687,6 +698,9 @@ def main():
     ap.add_argument("--torch-job", default=os.path.join(here, "torch_job.py"))
     ap.add_argument("--python", default=sys.executable, help="runs torch_job.py")
     ap.add_argument("--nvsharectl", help="collect swap figures from socket-status")
+    ap.add_argument("--lib-before", metavar="LIB",
+                    help="one more configuration, `before`: nvshare with this libnvshare.so "
+                         "(another build, to compare in the same run), as often as nvshare")
     ap.add_argument("--only", default=",".join(SCENARIOS),
                     help="scenarios, comma-separated (default: all)")
     ap.add_argument("--quick", action="store_true", help="tiny sizes: about a minute")
@@ -725,7 +739,7 @@ def main():
     bad = [s for s in only if s not in SCENARIOS]
     if bad:
         ap.error(f"unknown scenario(s) {bad}; known: {', '.join(SCENARIOS)}")
-    for k in ("nvshared", "lib", "job", "torch_job", "nvsharectl"):
+    for k in ("nvshared", "lib", "lib_before", "job", "torch_job", "nvsharectl"):
         v = getattr(a, k)
         if v is None:
             continue
