@@ -41,6 +41,15 @@ uint64_t IdleGaps::longest_recent_short(uint64_t ski) const
     return longest;
 }
 
+bool IdleGaps::recent_short_seen(uint64_t ski) const
+{
+    const size_t recent = count_ < kRecentShort ? count_ : kRecentShort;
+    for (size_t k = 1; k <= recent; ++k)
+        if (gaps_[(next_ + kRemembered - k) % kRemembered] <= ski)
+            return true;
+    return false;
+}
+
 uint64_t IdleGaps::hold_for(uint64_t switch_share_ns, uint64_t period_ns) const
 {
     const uint64_t ski = ski_rental(switch_share_ns, period_ns);
@@ -48,7 +57,10 @@ uint64_t IdleGaps::hold_for(uint64_t switch_share_ns, uint64_t period_ns) const
         return ski;
     // Pauses that outlasted the short ones have all been long: wait out the
     // short ones (with a margin), then let go.
-    const uint64_t wait = 2 * longest_recent_short(ski);
+    if (!recent_short_seen(ski))
+        return 0;
+    const uint64_t twice = 2 * longest_recent_short(ski);
+    const uint64_t wait = twice > kShortHoldFloorNs ? twice : kShortHoldFloorNs;
     return wait < ski ? wait : ski;
 }
 

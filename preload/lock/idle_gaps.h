@@ -30,6 +30,11 @@ public:
     // bursts of two steps or more, no two long pauses come one after the
     // other, so any two consecutive pauses hold a short one.
     static constexpr size_t kRecentShort = 2;
+    // The least an idle holder waits once a short pause was seen lately: a
+    // pause read as 0 ms (the work came back as soon as we let go, as between
+    // the synchronous reads of a check phase) says only that such pauses are
+    // too short to time, and twice 0 let go at each of them (bench/README.md).
+    static constexpr uint64_t kShortHoldFloorNs = 10ull * 1000 * 1000;
     // How often, at least, an idle holder that others wait for looks again.
     static constexpr uint64_t kPauseLookNs = 50ull * 1000 * 1000;
 
@@ -44,8 +49,8 @@ public:
 
     // How long an idle holder keeps the lock before letting go: the ski
     // rental's max(period, our share of a switch); but when some remembered pause
-    // outlasted that, twice the longest of the latest shorter ones (0 if
-    // none), if that is less.
+    // outlasted that, twice the longest of the latest shorter ones (at least
+    // kShortHoldFloorNs; 0 if none), if that is less.
     uint64_t hold_for(uint64_t switch_share_ns, uint64_t period_ns) const;
     // The ski rental's wait: max(period, our share of a switch).
     static uint64_t ski_rental(uint64_t switch_share_ns, uint64_t period_ns)
@@ -62,10 +67,12 @@ public:
         const uint64_t step = period_ns < kPauseLookNs ? period_ns : kPauseLookNs;
         return planned < now + step ? planned : now + step;
     }
-    // Its two inputs, for the debug log: whether a remembered pause outlasted
-    // `ski`, and the longest of the latest kRecentShort pauses that did not.
+    // Its inputs, for the debug log: whether a remembered pause outlasted
+    // `ski`, and the longest of the latest kRecentShort pauses that did not
+    // (0 if none; recent_short_seen says whether there was one).
     bool long_seen(uint64_t ski) const;
     uint64_t longest_recent_short(uint64_t ski) const;
+    bool recent_short_seen(uint64_t ski) const;
 
     size_t remembered() const { return count_; }
 

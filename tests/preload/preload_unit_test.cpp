@@ -305,6 +305,30 @@ TEST(IdleGaps, ShortPausesCountFromTheLatestOnly)
     EXPECT_EQ(g.hold_for(700 * kMs, 20 * kMs), 60 * kMs);
 }
 
+// A check phase of synchronous reads: after long pauses, the holder let go
+// at the first read and the work came back at once (a pause read as 0 ms).
+// Twice 0 would let go at every later read; it waits the floor instead.
+TEST(IdleGaps, APauseReadAsNoneStillHoldsAWhile)
+{
+    IdleGaps g;
+    auto pause = [&](uint64_t ms) {
+        g.idle_since(10 * kMs);
+        g.resumed((10 + ms) * kMs);
+    };
+    pause(1000);
+    pause(1000);
+    EXPECT_EQ(g.hold_for(500 * kMs, 20 * kMs), 0u) << "long pauses only: at once";
+    pause(0);
+    EXPECT_TRUE(g.recent_short_seen(500 * kMs));
+    EXPECT_EQ(g.longest_recent_short(500 * kMs), 0u);
+    EXPECT_EQ(g.hold_for(500 * kMs, 20 * kMs), IdleGaps::kShortHoldFloorNs);
+    EXPECT_EQ(g.hold_for(5 * kMs, 0), 5 * kMs) << "never more than the ski rental's wait";
+    pause(1000);
+    pause(1000);
+    EXPECT_FALSE(g.recent_short_seen(500 * kMs));
+    EXPECT_EQ(g.hold_for(500 * kMs, 20 * kMs), 0u) << "long pauses only again";
+}
+
 TEST(IdleGaps, WorkWithoutASeenPauseRecordsNothing)
 {
     IdleGaps g;
