@@ -330,7 +330,8 @@ class OversubBench(Bench):
                 self.daemons.remove(d)
 
     def configs(self):
-        return CONFIGS + (("before",) if self.a.lib_before else ())
+        every = CONFIGS + (("before",) if self.a.lib_before else ())
+        return [c for c in every if not self.a.configs or c in self.a.configs.split(",")]
 
     def config_args(self, cfg, extra=()):
         if cfg in ("plain", "sequential"):
@@ -588,7 +589,8 @@ class OversubBench(Bench):
             reps = self.a.torch_repeats if cfg in REPEATED else 1
             row["configs"][cfg] = self.run_repeated(cfg, [job] * n, reps, extra)
             self.write()
-        seq = [j for r in row["configs"]["sequential"]["runs"] for j in r.get("jobs", [])
+        seq = [j for r in row["configs"].get("sequential", {}).get("runs", [])
+               for j in r.get("jobs", [])
                if j.get("error") is None]
         row["bound"] = self.bound_from(seq, n, switch, "torch")
         row["bound_overlapped"] = self.bound_from(seq, n, switch_ovl, "torch")
@@ -626,7 +628,8 @@ class OversubBench(Bench):
             reps = p["repeats"] if cfg in REPEATED else 1
             row["configs"][cfg] = self.run_repeated(cfg, [job, job], reps, extra)
             self.write()
-        seq = [j for r in row["configs"]["sequential"]["runs"] for j in r.get("jobs", [])
+        seq = [j for r in row["configs"].get("sequential", {}).get("runs", [])
+               for j in r.get("jobs", [])
                if j.get("error") is None]
         for j in seq:
             j["cpu_s_param"] = cpu_ms / 1000
@@ -698,6 +701,9 @@ def main():
     ap.add_argument("--torch-job", default=os.path.join(here, "torch_job.py"))
     ap.add_argument("--python", default=sys.executable, help="runs torch_job.py")
     ap.add_argument("--nvsharectl", help="collect swap figures from socket-status")
+    ap.add_argument("--configs", metavar="LIST",
+                    help="only these configurations, comma-separated (without sequential "
+                         "there is no bound)")
     ap.add_argument("--lib-before", metavar="LIB",
                     help="one more configuration, `before`: nvshare with this libnvshare.so "
                          "(another build, to compare in the same run), as often as nvshare")
@@ -739,6 +745,10 @@ def main():
     bad = [s for s in only if s not in SCENARIOS]
     if bad:
         ap.error(f"unknown scenario(s) {bad}; known: {', '.join(SCENARIOS)}")
+    known = CONFIGS + ("before",)
+    bad = [c for c in (a.configs or "").split(",") if c and c not in known]
+    if bad:
+        ap.error(f"unknown configuration(s) {bad}; known: {', '.join(known)}")
     for k in ("nvshared", "lib", "lib_before", "job", "torch_job", "nvsharectl"):
         v = getattr(a, k)
         if v is None:
