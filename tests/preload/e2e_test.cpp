@@ -1538,15 +1538,17 @@ int faults(const TempDir& dir, pid_t pid)
 // Beside the other's 350 MiB, 162 MiB may stay, less the engine's headroom
 // for contexts (a 32nd of the capacity): 146 MiB, two chunks (128 MiB), so
 // 222 MiB move (three chunks of 64 MiB and the last of 30).
-// Two clients of 350 MiB each on a capacity of 512 MiB (auto), 20 kernels of
-// 50 ms each with 300 ms holds: they take turns and their data moves. Both
-// end with their data checked; `env` is added to both environments.
+// Two clients of 350 MiB each (or `alloc`) on a capacity of 512 MiB (auto),
+// 20 kernels (or `kernels`) of 50 ms each with 300 ms holds: they take turns
+// and their data moves. Both end with their data checked; `env` is added to
+// both environments.
 Pair run_swapping_pair(const TempDir& dir, const Daemon& daemon,
-                       std::map<std::string, std::string> env)
+                       std::map<std::string, std::string> env, const std::string& alloc = "350M",
+                       const std::string& kernels = "20")
 {
     env["NVSHARE_DEBUG"] = "1";
     Pair p = run_pair(dir, daemon.socket(),
-                      {{"--kernels", "20", "--kernel-us", "50000", "--alloc", "350M",
+                      {{"--kernels", kernels, "--kernel-us", "50000", "--alloc", alloc,
                         "--check-data", "--hold-ms", "300"},
                        env,
                        false});
@@ -1606,17 +1608,8 @@ TEST(SwapEngine, LargeGpusMoveLargeChunksAlignedToTheirSize)
 {
     TempDir dir;
     Daemon daemon(dir, {"--anti-thrashing", "auto", "--capacity", "2G"});
-    Pair p = run_pair(dir, daemon.socket(),
-                      {{"--kernels", "12", "--kernel-us", "50000", "--alloc", "1400M",
-                        "--check-data", "--hold-ms", "300"},
-                       {{"NVSHARE_DEBUG", "1"}, {"FAKECUDA_MEMORY", std::to_string(64ull << 30)}},
-                       false});
-    expect_clean_exit(p.a, seconds(240));
-    expect_clean_exit(p.b, seconds(240));
-    for (Process* c : {&p.a, &p.b}) {
-        EXPECT_NE(c->out().find("data=ok"), std::string::npos) << c->out() << c->err();
-        EXPECT_EQ(faults(dir, c->pid()), 0) << read_text(dir / "fake.log");
-    }
+    const Pair p = run_swapping_pair(
+        dir, daemon, {{"FAKECUDA_MEMORY", std::to_string(64ull << 30)}}, "1400M", "12");
     const std::string log = dir / "fake.log";
     EXPECT_GE(events_of_both(dir, p, "map 536870912 vmm"), 4) << read_text(log);
     EXPECT_EQ(events_of_both(dir, p, "unaligned"), 0) << read_text(log);
