@@ -319,10 +319,15 @@ bool stream_copy(CUdeviceptr dst, CUdeviceptr src, uint64_t size, CUstream strea
     return copy != nullptr && copy(dst, src, size, stream) == CUDA_SUCCESS;
 }
 
-bool stream_sync(CUstream stream)
+CUresult stream_wait(CUstream stream)
 {
     auto sync = NVS_REAL(cuStreamSynchronize);
-    return sync != nullptr && sync(stream) == CUDA_SUCCESS;
+    return sync != nullptr ? sync(stream) : CUDA_ERROR_NOT_SUPPORTED;
+}
+
+bool stream_sync(CUstream stream)
+{
+    return stream_wait(stream) == CUDA_SUCCESS;
 }
 
 // Waits for the copies of a swap-in round on GPU `gpu` not waited for yet.
@@ -760,12 +765,11 @@ Moved swap_out(uint32_t gpu, uint64_t keep, CUstream stream)
     if (no_host)
         log_warn("cannot get pinned host memory to swap out to: data stays on GPU %d",
                  devices::at(gpu).ordinal);
-    auto sync = NVS_REAL(cuStreamSynchronize);
-    CUresult failed = sync == nullptr ? CUDA_ERROR_NOT_SUPPORTED : CUDA_SUCCESS;
+    CUresult failed = CUDA_SUCCESS;
     for (int g = done + 1; g <= group; ++g) {
         if (failed == CUDA_SUCCESS &&
             (g == group || wait == nullptr || wait(g_events[gpu][g]) != CUDA_SUCCESS))
-            failed = sync(stream);
+            failed = stream_wait(stream);
         finish_group(static_cast<uint8_t>(g), failed == CUDA_SUCCESS);
     }
     if (failed == CUDA_ERROR_DEINITIALIZED)  // the process is ending: nothing to keep
