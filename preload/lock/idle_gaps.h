@@ -20,6 +20,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 
 namespace nvshare::preload {
 
@@ -72,11 +73,15 @@ public:
     // (0 if none; recent_short_seen says whether there was one).
     bool long_seen(uint64_t ski) const;
     uint64_t longest_recent_short(uint64_t ski) const;
-    bool recent_short_seen(uint64_t ski) const;
+    bool recent_short_seen(uint64_t ski) const { return recent_short(ski).has_value(); }
 
     size_t remembered() const { return count_; }
 
 private:
+    // The longest of the latest kRecentShort pauses no longer than `ski`,
+    // if any.
+    std::optional<uint64_t> recent_short(uint64_t ski) const;
+
     uint64_t gaps_[kRemembered] = {};
     size_t count_ = 0;
     size_t next_ = 0;
