@@ -100,6 +100,7 @@ from policy_bench import (Bench, BenchError, Stop, Watcher, finish, run_scenario
 
 SCENARIOS = ("torch-pair", "torch-triple", "emulated")
 CONFIGS = ("plain", "sequential", "serialized", "nvshare")
+ALL_CONFIGS = CONFIGS + ("before",)  # before: only with --lib-before
 REPEATED = ("serialized", "nvshare", "before")  # run --repeats / --torch-repeats times
 MIB = 1 << 20
 
@@ -330,8 +331,8 @@ class OversubBench(Bench):
                 self.daemons.remove(d)
 
     def configs(self):
-        every = CONFIGS + (("before",) if self.a.lib_before else ())
-        return [c for c in every if not self.a.configs or c in self.a.configs.split(",")]
+        return [c for c in ALL_CONFIGS if (c != "before" or self.a.lib_before)
+                and (not self.a.configs or c in self.a.configs.split(","))]
 
     def config_args(self, cfg, extra=()):
         if cfg in ("plain", "sequential"):
@@ -745,10 +746,9 @@ def main():
     bad = [s for s in only if s not in SCENARIOS]
     if bad:
         ap.error(f"unknown scenario(s) {bad}; known: {', '.join(SCENARIOS)}")
-    known = CONFIGS + ("before",)
-    bad = [c for c in (a.configs or "").split(",") if c and c not in known]
+    bad = [c for c in (a.configs or "").split(",") if c and c not in ALL_CONFIGS]
     if bad:
-        ap.error(f"unknown configuration(s) {bad}; known: {', '.join(known)}")
+        ap.error(f"unknown configuration(s) {bad}; known: {', '.join(ALL_CONFIGS)}")
     for k in ("nvshared", "lib", "lib_before", "job", "torch_job", "nvsharectl"):
         v = getattr(a, k)
         if v is None:
