@@ -106,6 +106,7 @@ CUresult allocate_managed(CUdeviceptr* dptr, size_t bytes, int gpu)
 // see allocate_managed) otherwise and wherever the engine cannot give it.
 CUresult allocate_rewritten(CUdeviceptr* dptr, size_t bytes, int gpu)
 {
+    const PendingWork allocating(true);  // not a pause: the holder keeps the GPU
     if (!keep_plain(gpu)) {
         const auto index = static_cast<uint32_t>(gpu);
         swap_plan::BackingFacts f;
@@ -246,6 +247,7 @@ NVS_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
             retrack(Table::Pointers, e);
         return r;
     }
+    const nvshare::preload::PendingWork freeing(true);
     // As cuMemFree does: work still using the memory finishes first (never
     // inside a capture, where synchronising is illegal).
     if (nvshare::preload::contexts::active_captures() == 0)

@@ -16,7 +16,7 @@ std::atomic<uint32_t> g_gate{0};
 namespace {
 
 std::atomic<uint64_t> g_active_at{0};
-std::atomic<uint32_t> g_waiters{0};
+std::atomic<uint32_t> g_pending{0};
 
 void futex_wake_all(std::atomic<uint32_t>* word)
 {
@@ -72,20 +72,20 @@ bool gate_is_open()
     return (g_gate.load(std::memory_order_acquire) & kGateOpen) != 0;
 }
 
-void gate_waiter_enter()
+void gate_pending_enter()
 {
-    g_waiters.fetch_add(1, std::memory_order_acq_rel);
+    g_pending.fetch_add(1, std::memory_order_acq_rel);
 }
 
-void gate_waiter_leave()
+void gate_pending_leave()
 {
-    g_waiters.fetch_sub(1, std::memory_order_acq_rel);
+    g_pending.fetch_sub(1, std::memory_order_acq_rel);
 }
 
 bool gate_active()
 {
     return (g_gate.load(std::memory_order_acquire) & kGateActive) != 0 ||
-           g_waiters.load(std::memory_order_acquire) != 0;
+           g_pending.load(std::memory_order_acquire) != 0;
 }
 
 void gate_clear_active()
@@ -98,7 +98,7 @@ bool gate_close_if_idle()
     // Open, not active, nothing in flight (bounded or not: closing ends the
     // hold, and its bound with it).
     uint32_t expected = g_gate.load(std::memory_order_acquire);
-    if ((expected & ~kGateBounded) != kGateOpen || g_waiters.load(std::memory_order_acquire) != 0)
+    if ((expected & ~kGateBounded) != kGateOpen || g_pending.load(std::memory_order_acquire) != 0)
         return false;
     return g_gate.compare_exchange_strong(expected, 0, std::memory_order_acq_rel);
 }
@@ -142,7 +142,7 @@ uint32_t gate_close()
 void gate_reset()
 {
     g_gate.store(0, std::memory_order_release);
-    g_waiters.store(0, std::memory_order_release);
+    g_pending.store(0, std::memory_order_release);
 }
 
 uint64_t gate_active_at()

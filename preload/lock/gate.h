@@ -53,10 +53,37 @@ uint32_t gate_state();
 bool gate_count_if_open();
 // Sleeps while the word still reads `seen`, at most timeout_ns.
 void gate_wait(uint32_t seen, long timeout_ns);
-// A call waits at the closed gate from enter until it is admitted (or fails
-// open): work is pending, so the GPU is not idle even before the call runs.
-void gate_waiter_enter();
-void gate_waiter_leave();
+// Work is pending from enter until leave, so the GPU is not idle even
+// before the work runs: a call waits at the closed gate to be admitted (or
+// fails open), or the program is inside an allocation, whose memory the work
+// that follows uses (mapping it, or waiting for the library's lock while the
+// client thread moves memory, takes milliseconds; a holder that let go then
+// paid a switch each way).
+void gate_pending_enter();
+void gate_pending_leave();
+// The same for a scope; with `marks_active`, it also marks the start and the
+// end as work submitted (gate_mark_active), so that a pause is timed from
+// where the allocation ended, not from before it began.
+class PendingWork {
+public:
+    explicit PendingWork(bool marks_active) : marks_active_(marks_active)
+    {
+        gate_pending_enter();
+        if (marks_active_)
+            gate_mark_active();
+    }
+    ~PendingWork()
+    {
+        if (marks_active_)
+            gate_mark_active();
+        gate_pending_leave();
+    }
+    PendingWork(const PendingWork&) = delete;
+    PendingWork& operator=(const PendingWork&) = delete;
+
+private:
+    bool marks_active_;
+};
 // Fails open and counts the caller in flight (no client thread, a stuck
 // drain).
 void gate_open_and_count();
@@ -66,11 +93,11 @@ void gate_disable();
 // ---- the client thread ----
 
 bool gate_is_open();
-// Work was submitted since clear_active(), or a call still waits to be
-// admitted (after a grant, its thread may not have run yet).
+// Work was submitted since clear_active(), or some is pending (a call still
+// waits to be admitted: after a grant, its thread may not have run yet).
 bool gate_active();
 void gate_clear_active();
-// Closes only if open, idle (ACTIVE clear, no call waiting) and nothing in
+// Closes only if open, idle (ACTIVE clear, nothing pending) and nothing in
 // flight: true if closed.
 bool gate_close_if_idle();
 // After gate_close(): waits until no admitted call is still inside the

@@ -52,12 +52,7 @@ void wait_for_grant(CUstream stream)
     // Counted as waiting until admitted: a holder must not let go as idle
     // while our thread has yet to run after the grant (seen on a loaded
     // machine: it let go at once and asked again, a switch each way wasted).
-    struct Waiter {
-        Waiter() { gate_waiter_enter(); }
-        ~Waiter() { gate_waiter_leave(); }
-        Waiter(const Waiter&) = delete;
-        Waiter& operator=(const Waiter&) = delete;
-    } waiter;
+    const PendingWork waiting(false);
     for (;;) {
         const uint32_t v = gate_state();
         if (v & kGateOpen) {

@@ -18,7 +18,8 @@
 //    memory), cuMemAddressReserve reserves inaccessible address space, and
 //    cuMemMap / cuMemUnmap map the handle's memory at an address of a
 //    reservation and take it away again, so data follows its handle from
-//    one address to another;
+//    one address to another; each cuMemMap takes FAKECUDA_MAP_US (default
+//    0), before it takes the fake's lock, as a driver busy mapping would;
 //  - GPU work that would touch an address of a reservation where nothing is
 //    mapped (or mapped without cuMemSetAccess) is an illegal address, as on
 //    a GPU: the work does not run, a `fault` line is logged, and the context
@@ -1660,6 +1661,8 @@ FAKE_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
     if (size == 0 || flags != 0 || !page_aligned(ptr) || !page_aligned(offset))
         return CUDA_ERROR_INVALID_VALUE;
     size = page_round(size);
+    if (const uint64_t us = env_u64("FAKECUDA_MAP_US", 0); us != 0)
+        usleep(static_cast<useconds_t>(us));
     std::lock_guard<std::mutex> g(st().mutex);
     auto h = st().handles.find(handle);
     if (h == st().handles.end() || offset > page_round(h->second.size) ||

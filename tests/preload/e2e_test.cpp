@@ -727,6 +727,42 @@ TEST(Release, WaitsForCallsStillInsideTheDriver)
         << read_text(dir / "fake.log");
 }
 
+// Issue 13. A holder whose program is inside an allocation is not idle: the
+// work that follows needs that memory. Here each of the holder's last two
+// rounds begins with an allocation whose mapping takes 400 ms, longer than
+// its hold when idle (50 ms), while another process waits. Letting go then
+// (as it did on the GPU, in a torch job's check phase) cost a switch each
+// way; it keeps the GPU to the end of its work, so the other's work all
+// comes after its own.
+TEST(Release, AnAllocationInProgressIsNotIdleness)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "on", "--time-quantum", "10min"});
+    const std::string go = dir / "go";
+    Process a = start_client(
+        dir, daemon.socket(),
+        {{"--kernels", "1", "--kernel-us", "20000", "--busy-until", go, "--rounds", "3",
+          "--alloc-each-round", "64M"},
+         {{"NVSHARE_IDLE_RELEASE_MS", "50"}, {"NVSHARE_DEBUG", "1"}, {"FAKECUDA_MAP_US", "400000"}},
+         false},
+        "a");
+    ASSERT_TRUE(wait_until([&] { return count_events(dir / "fake.log", a.pid(), "end") >= 2; }));
+    Process b = start_client(dir, daemon.socket(),
+                             {{"--kernels", "2", "--kernel-us", "10000"}, {}, false}, "b");
+    ASSERT_TRUE(wait_until([&] { return is_waiting(daemon, b.pid()); }));
+    touch(go);
+    expect_clean_exit(a);
+    expect_clean_exit(b);
+    EXPECT_EQ(a.err().find("released early"), std::string::npos) << a.err();
+    const auto work = read_work(dir / "fake.log");
+    const auto mine = work_of(work, a.pid());
+    const auto theirs = work_of(work, b.pid());
+    ASSERT_FALSE(mine.empty());
+    ASSERT_FALSE(theirs.empty());
+    for (const Work& w : theirs)
+        EXPECT_GE(w.start, mine.back().end) << read_text(dir / "fake.log");
+}
+
 // Issue 20. The deprecated launches (cuLaunch, cuLaunchGrid,
 // cuLaunchGridAsync, cuLaunchCooperativeKernelMultiDevice), linked directly
 // or handed out by cuGetProcAddress, wait for the lock like cuLaunchKernel.

@@ -59,6 +59,9 @@ struct Options {
     int hold_ms = 0;
     int rounds = 1;
     int pause_ms = 0;
+    // --alloc-each-round SIZE: each of the --rounds after the first begins
+    // with one more allocation of SIZE (kept), right before its kernels.
+    size_t alloc_each_round = 0;
     // --check-data: each --alloc allocation gets a pattern (written once the
     // GPU is granted) that is read back and compared at the end: whatever
     // moved the memory meanwhile must have kept it ("data=ok").
@@ -659,6 +662,8 @@ bool parse(int argc, char** argv)
             opt.hold_ms = atoi(next());
         else if (a == "--rounds")
             opt.rounds = atoi(next());
+        else if (a == "--alloc-each-round")
+            opt.alloc_each_round = parse_size(next());
         else if (a == "--pause-ms")
             opt.pause_ms = atoi(next());
         else if (a == "--dlopen-copy")
@@ -735,6 +740,11 @@ int main(int argc, char** argv)
         run_round();
     for (int r = 1; r < opt.rounds; ++r) {
         usleep(static_cast<useconds_t>(opt.pause_ms) * 1000);  // a CPU phase: GPU idle
+        if (opt.alloc_each_round != 0) {
+            CUdeviceptr p = 0;
+            CHECK(api.mem_alloc(&p, opt.alloc_each_round));
+            pointers.push_back(p);
+        }
         run_round();
     }
     if (opt.fork_child) {
