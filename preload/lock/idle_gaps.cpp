@@ -29,21 +29,16 @@ bool IdleGaps::long_seen(uint64_t ski) const
     return false;
 }
 
-std::optional<uint64_t> IdleGaps::recent_short(uint64_t ski) const
+uint64_t IdleGaps::longest_recent_short(uint64_t ski) const
 {
-    std::optional<uint64_t> longest;
+    uint64_t longest = 0;
     const size_t recent = count_ < kRecentShort ? count_ : kRecentShort;
     for (size_t k = 1; k <= recent; ++k) {
         const uint64_t gap = gaps_[(next_ + kRemembered - k) % kRemembered];
-        if (gap <= ski && (!longest || gap > *longest))
+        if (gap <= ski && gap > longest)
             longest = gap;
     }
     return longest;
-}
-
-uint64_t IdleGaps::longest_recent_short(uint64_t ski) const
-{
-    return recent_short(ski).value_or(0);
 }
 
 uint64_t IdleGaps::hold_for(uint64_t switch_share_ns, uint64_t period_ns) const
@@ -52,11 +47,8 @@ uint64_t IdleGaps::hold_for(uint64_t switch_share_ns, uint64_t period_ns) const
     if (!long_seen(ski))
         return ski;
     // Pauses that outlasted the short ones have all been long: wait out the
-    // short ones (with a margin), then let go.
-    const std::optional<uint64_t> short_pause = recent_short(ski);
-    if (!short_pause)
-        return 0;
-    const uint64_t twice = 2 * *short_pause;
+    // short ones (with a margin, and at least the floor), then let go.
+    const uint64_t twice = 2 * longest_recent_short(ski);
     const uint64_t wait = twice > kShortHoldFloorNs ? twice : kShortHoldFloorNs;
     return wait < ski ? wait : ski;
 }

@@ -20,7 +20,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <optional>
 
 namespace nvshare::preload {
 
@@ -31,10 +30,12 @@ public:
     // bursts of two steps or more, no two long pauses come one after the
     // other, so any two consecutive pauses hold a short one.
     static constexpr size_t kRecentShort = 2;
-    // The least an idle holder waits once a short pause was seen lately: a
-    // pause read as 0 ms (the work came back as soon as we let go, as between
-    // the synchronous reads of a check phase) says only that such pauses are
-    // too short to time, and twice 0 let go at each of them (bench/README.md).
+    // The least an idle holder waits once its pauses have proved long. The
+    // program's next call may come just after its wait for the GPU returns
+    // (a check phase after the last step of a torch job): letting go at once
+    // raced that call and won, and each process's check phase took 3.3-4.1 s
+    // instead of 0.4 (H200, bench/README.md). A pause read as 0 ms says only
+    // that such pauses are too short to time.
     static constexpr uint64_t kShortHoldFloorNs = 10ull * 1000 * 1000;
     // How often, at least, an idle holder that others wait for looks again.
     static constexpr uint64_t kPauseLookNs = 50ull * 1000 * 1000;
@@ -51,7 +52,7 @@ public:
     // How long an idle holder keeps the lock before letting go: the ski
     // rental's max(period, our share of a switch); but when some remembered pause
     // outlasted that, twice the longest of the latest shorter ones (at least
-    // kShortHoldFloorNs; 0 if none), if that is less.
+    // kShortHoldFloorNs), if that is less.
     uint64_t hold_for(uint64_t switch_share_ns, uint64_t period_ns) const;
     // The ski rental's wait: max(period, our share of a switch).
     static uint64_t ski_rental(uint64_t switch_share_ns, uint64_t period_ns)
@@ -68,20 +69,15 @@ public:
         const uint64_t step = period_ns < kPauseLookNs ? period_ns : kPauseLookNs;
         return planned < now + step ? planned : now + step;
     }
-    // Its inputs, for the debug log: whether a remembered pause outlasted
-    // `ski`, and the longest of the latest kRecentShort pauses that did not
-    // (0 if none; recent_short_seen says whether there was one).
+    // Its inputs, also for the debug log: whether a remembered pause
+    // outlasted `ski`, and the longest of the latest kRecentShort pauses that
+    // did not (0 if none).
     bool long_seen(uint64_t ski) const;
     uint64_t longest_recent_short(uint64_t ski) const;
-    bool recent_short_seen(uint64_t ski) const { return recent_short(ski).has_value(); }
 
     size_t remembered() const { return count_; }
 
 private:
-    // The longest of the latest kRecentShort pauses no longer than `ski`,
-    // if any.
-    std::optional<uint64_t> recent_short(uint64_t ski) const;
-
     uint64_t gaps_[kRemembered] = {};
     size_t count_ = 0;
     size_t next_ = 0;

@@ -248,14 +248,14 @@ TEST(IdleGaps, WithoutAHistoryWaitsTheSwitchCostOrThePeriod)
     EXPECT_EQ(g.hold_for(300 * kMs, 20 * kMs), 300 * kMs);
 }
 
-TEST(IdleGaps, LongPausesLetGoAtOnce)
+TEST(IdleGaps, LongPausesLetGoAfterTheFloor)
 {
     IdleGaps g;
     g.idle_since(1000 * kMs);
     g.idle_since(1500 * kMs);  // the same pause: the earliest time stays
     g.resumed(2000 * kMs);     // a pause of 1 s
     EXPECT_EQ(g.remembered(), 1u);
-    EXPECT_EQ(g.hold_for(300 * kMs, 20 * kMs), 0u);
+    EXPECT_EQ(g.hold_for(300 * kMs, 20 * kMs), IdleGaps::kShortHoldFloorNs);
     // A switch that costs more than the pauses last is not worth it.
     EXPECT_EQ(g.hold_for(1200 * kMs, 20 * kMs), 1200 * kMs);
 }
@@ -276,7 +276,8 @@ TEST(IdleGaps, WaitsOutTheShortPausesOnly)
     EXPECT_EQ(g.hold_for(300 * kMs, 20 * kMs), 300 * kMs) << "at most the ski rental's wait";
     for (size_t i = 0; i < IdleGaps::kRemembered; ++i)
         pause(900);
-    EXPECT_EQ(g.hold_for(300 * kMs, 20 * kMs), 0u) << "the short ones are forgotten";
+    EXPECT_EQ(g.hold_for(300 * kMs, 20 * kMs), IdleGaps::kShortHoldFloorNs)
+        << "the short ones are forgotten";
     EXPECT_EQ(g.remembered(), IdleGaps::kRemembered);
     for (size_t i = 0; i < IdleGaps::kRemembered; ++i)
         pause(50);
@@ -299,16 +300,19 @@ TEST(IdleGaps, ShortPausesCountFromTheLatestOnly)
     for (size_t i = 1; i < IdleGaps::kRecentShort; ++i)
         pause(1500);
     EXPECT_EQ(g.longest_recent_short(700 * kMs), 0u);
-    EXPECT_EQ(g.hold_for(700 * kMs, 20 * kMs), 0u) << "only long pauses lately";
+    EXPECT_EQ(g.hold_for(700 * kMs, 20 * kMs), IdleGaps::kShortHoldFloorNs)
+        << "only long pauses lately";
     EXPECT_TRUE(g.long_seen(700 * kMs));
     pause(30);  // a short one again
     EXPECT_EQ(g.hold_for(700 * kMs, 20 * kMs), 60 * kMs);
 }
 
-// A check phase of synchronous reads: after long pauses, the holder let go
-// at the first read and the work came back at once (a pause read as 0 ms).
-// Twice 0 would let go at every later read; it waits the floor instead.
-TEST(IdleGaps, APauseReadAsNoneStillHoldsAWhile)
+// The work of a check phase comes right after the program's wait for its
+// last step returns, and a synchronous read's pause reads as 0 ms: after
+// long pauses only, or after such a 0 ms pause, the holder still waits the
+// floor (letting go at once raced the program's next call and won), never
+// more than the ski rental's wait.
+TEST(IdleGaps, LongPausesOrOnesReadAsNoneStillHoldTheFloor)
 {
     IdleGaps g;
     auto pause = [&](uint64_t ms) {
@@ -317,16 +321,13 @@ TEST(IdleGaps, APauseReadAsNoneStillHoldsAWhile)
     };
     pause(1000);
     pause(1000);
-    EXPECT_EQ(g.hold_for(500 * kMs, 20 * kMs), 0u) << "long pauses only: at once";
+    EXPECT_EQ(g.hold_for(500 * kMs, 20 * kMs), IdleGaps::kShortHoldFloorNs);
     pause(0);
-    EXPECT_TRUE(g.recent_short_seen(500 * kMs));
     EXPECT_EQ(g.longest_recent_short(500 * kMs), 0u);
     EXPECT_EQ(g.hold_for(500 * kMs, 20 * kMs), IdleGaps::kShortHoldFloorNs);
     EXPECT_EQ(g.hold_for(5 * kMs, 0), 5 * kMs) << "never more than the ski rental's wait";
-    pause(1000);
-    pause(1000);
-    EXPECT_FALSE(g.recent_short_seen(500 * kMs));
-    EXPECT_EQ(g.hold_for(500 * kMs, 20 * kMs), 0u) << "long pauses only again";
+    pause(6);
+    EXPECT_EQ(g.hold_for(500 * kMs, 20 * kMs), 12 * kMs) << "twice a short pause above it";
 }
 
 TEST(IdleGaps, WorkWithoutASeenPauseRecordsNothing)
