@@ -20,7 +20,11 @@ of 64 MiB) and by its float64 sum.
 
 Prints one JSON line: {"total_s", "startup_s", "fill_s", "steps" (per-step
 seconds, GPU + CPU), "gpu_s" (per-step GPU part: submission to completion,
-lock waits included), "verify_s", "verified", "ws_gib", "error"}.
+lock waits included), "verify_s", "verified", "ws_gib", "error"}. With
+TORCH_JOB_SLOW_MS=N in the environment it also has "slow_calls": the calls
+of the steps and the check that kept the CPU N ms or longer, each as [what,
+CLOCK_MONOTONIC start in s, ms] (the first 200), to lay beside
+libnvshare.so's debug log.
 Exit status: 0; 2 on CUDA out of memory; 3 when verification fails; 1 on
 another error (the JSON line says which, whenever it can be printed).
 
@@ -49,6 +53,23 @@ GIB = 1 << 30
 MIB = 1 << 20
 ROW = 1024                # the fill pattern's period (elements)
 SLICE_ROWS = 16384        # 64 MiB of float32 per verification slice
+
+
+class SlowCalls:
+    """Times calls into torch; keeps those that took `ms` or longer."""
+
+    def __init__(self, ms):
+        self.ms, self.seen = ms, []
+
+    def __call__(self, what, fn):
+        if self.ms <= 0:
+            return fn()
+        t0 = time.monotonic()
+        r = fn()
+        ms = (time.monotonic() - t0) * 1000
+        if ms >= self.ms and len(self.seen) < 200:
+            self.seen.append([what, round(t0, 4), round(ms, 1)])
+        return r
 
 
 def die_with_parent():
@@ -158,6 +179,7 @@ def run(torch, a, doc):
     doc["fill_s"] = time.monotonic() - t_fill
     if a.ready_file:
         open(a.ready_file, "w").close()
+    slow = SlowCalls(float(os.environ.get("TORCH_JOB_SLOW_MS", "0")))
     m = 0  # passes done
     k_sum = 0.0  # K after m passes
     steps, gpu = [], []
@@ -169,7 +191,7 @@ def run(torch, a, doc):
                 x.mul_(-1.0).add_(b)
             k_sum = -k_sum + b
             m += 1
-        torch.cuda.synchronize()
+        slow("sync", torch.cuda.synchronize)
         t1 = time.monotonic()
         gpu.append(t1 - t0)
         if s + 1 < a.steps:
@@ -181,17 +203,22 @@ def run(torch, a, doc):
     bad = []
     for t, x in enumerate(tensors):
         off = t % 97
-        row = (sign * (base + off) + k_sum).to(dev)
+        row = slow("row", lambda: (sign * (base + off) + k_sum).to(dev))
         rows = x.numel() // ROW
         mismatch = 0
         for sl in x.view(rows, ROW).split(SLICE_ROWS):
-            mismatch += int((sl != row).sum().item())
-        total = x.sum(dtype=torch.float64).item()
+            ne = slow("ne", lambda: sl != row)
+            count = slow("count", ne.sum)
+            mismatch += int(slow("read", count.item))
+        total = slow("sum64", lambda: x.sum(dtype=torch.float64))
+        total = slow("read64", total.item)
         # sum of (j mod 1024) over whole rows, plus the offset, exactly
         expect = sign * (rows * (ROW * (ROW - 1) // 2) + off * x.numel()) + k_sum * x.numel()
         if mismatch or total != expect:
             bad.append({"tensor": t, "mismatched": mismatch, "sum": total, "expected": expect})
     doc["verify_s"] = time.monotonic() - t_ver
+    if slow.ms > 0:
+        doc["slow_calls"] = slow.seen
     doc["passes_done"] = m
     doc["verified"] = not bad
     if bad:
