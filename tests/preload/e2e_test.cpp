@@ -754,14 +754,14 @@ TEST(Release, AnAllocationInProgressIsNotIdleness)
                              {{"--kernels", "2", "--kernel-us", "10000"}, {}, false}, "b");
     expect_clean_exit(a);
     expect_clean_exit(b);
-    EXPECT_EQ(a.err().find("released early"), std::string::npos) << a.err();
     const auto work = read_work(dir / "fake.log");
     const auto mine = work_of(work, a.pid());
     const auto theirs = work_of(work, b.pid());
     ASSERT_FALSE(mine.empty());
     ASSERT_FALSE(theirs.empty());
+    // (It may let go idle after its last kernel: a slow build's exit path.)
     for (const Work& w : theirs)
-        EXPECT_GE(w.start, mine.back().end) << read_text(dir / "fake.log");
+        EXPECT_GE(w.start, mine.back().end) << a.err() << read_text(dir / "fake.log");
 }
 
 // Issue 20. The deprecated launches (cuLaunch, cuLaunchGrid,
