@@ -31,11 +31,16 @@ bool IdleGaps::long_seen(uint64_t ski) const
 
 uint64_t IdleGaps::longest_recent_short(uint64_t ski) const
 {
+    // The latest kRecentShort pauses, then on back to the latest long one.
     uint64_t longest = 0;
-    const size_t recent = count_ < kRecentShort ? count_ : kRecentShort;
-    for (size_t k = 1; k <= recent; ++k) {
+    bool burst_ended = false;
+    for (size_t k = 1; k <= count_; ++k) {
         const uint64_t gap = gaps_[(next_ + kRemembered - k) % kRemembered];
-        if (gap <= ski && gap > longest)
+        if (k > kRecentShort && (burst_ended || gap > ski))
+            break;
+        if (gap > ski)
+            burst_ended = true;
+        else if (gap > longest)
             longest = gap;
     }
     return longest;

@@ -12,10 +12,12 @@
 // once it has been idle longer than its short pauses (the gaps between the
 // steps of a burst) last, the pause is a long one, and it lets go then
 // rather than leave the GPU idle for a switch cost on every pause. How
-// long the short pauses last is read from the latest two only: those of a
+// long the short pauses last is read from the current burst (the pauses
+// since the latest long one) and at least the latest two: those of a
 // start-up (allocations that waited for room, a first fill) are not the
 // steady pattern, and one of them kept every later pause waiting out a
-// whole switch cost.
+// whole switch cost; but a short pause the holder let go in, wrongly, must
+// hold for the rest of its burst, not for two pauses.
 #pragma once
 
 #include <cstddef>
@@ -26,9 +28,13 @@ namespace nvshare::preload {
 class IdleGaps {
 public:
     static constexpr size_t kRemembered = 16;
-    // Short pauses count from the latest this many pauses: in a pattern of
+    // Short pauses count from the current burst (since the latest long
+    // pause) and at least the latest this many pauses: in a pattern of
     // bursts of two steps or more, no two long pauses come one after the
-    // other, so any two consecutive pauses hold a short one.
+    // other, so any two consecutive pauses hold a short one. The burst
+    // matters in a phase of many quick reads (a check after the last step):
+    // their 0 ms pauses pushed a 19 ms pause the holder had wrongly let go
+    // in out of the latest two, and it let go again at the next one.
     static constexpr size_t kRecentShort = 2;
     // The least an idle holder waits once its pauses have proved long. The
     // program's next call may come just after its wait for the GPU returns
@@ -70,8 +76,8 @@ public:
         return planned < now + step ? planned : now + step;
     }
     // Its inputs, also for the debug log: whether a remembered pause
-    // outlasted `ski`, and the longest of the latest kRecentShort pauses that
-    // did not (0 if none).
+    // outlasted `ski`, and the longest pause that did not, of the current
+    // burst and the latest kRecentShort (0 if none).
     bool long_seen(uint64_t ski) const;
     uint64_t longest_recent_short(uint64_t ski) const;
 

@@ -330,6 +330,34 @@ TEST(IdleGaps, LongPausesOrOnesReadAsNoneStillHoldTheFloor)
     EXPECT_EQ(g.hold_for(500 * kMs, 20 * kMs), 12 * kMs) << "twice a short pause above it";
 }
 
+// A check phase after the last step: many quick reads whose pauses read as
+// 0 ms, and now and then a read that keeps the CPU longer than the floor. The
+// holder lets go wrongly at the first such pause; that pause (timed to the
+// call that came back) then holds for the rest of the burst, however many
+// 0 ms pauses follow, and no longer than the next long pause.
+TEST(IdleGaps, AShortPauseHoldsForTheRestOfItsBurst)
+{
+    IdleGaps g;
+    auto pause = [&](uint64_t ms) {
+        g.idle_since(10 * kMs);
+        g.resumed((10 + ms) * kMs);
+    };
+    pause(1000);
+    pause(1000);
+    pause(0);
+    EXPECT_EQ(g.hold_for(500 * kMs, 20 * kMs), IdleGaps::kShortHoldFloorNs);
+    pause(19);  // longer than the floor: let go, wrongly
+    for (int i = 0; i < 5; ++i)
+        pause(0);
+    EXPECT_EQ(g.longest_recent_short(500 * kMs), 19 * kMs);
+    EXPECT_EQ(g.hold_for(500 * kMs, 20 * kMs), 38 * kMs);
+    pause(1000);  // the burst ends
+    EXPECT_EQ(g.longest_recent_short(500 * kMs), 0u) << "the latest two: 1000 and 0 ms";
+    EXPECT_EQ(g.hold_for(500 * kMs, 20 * kMs), IdleGaps::kShortHoldFloorNs);
+    pause(3);
+    EXPECT_EQ(g.longest_recent_short(500 * kMs), 3 * kMs) << "the new burst only";
+}
+
 TEST(IdleGaps, WorkWithoutASeenPauseRecordsNothing)
 {
     IdleGaps g;
