@@ -48,7 +48,7 @@ constexpr uint64_t kPromotePollNs = 200ull * 1000 * 1000;
 // asked to give back before we let go at an idle gap to make room.
 constexpr uint64_t kStrandedPatienceNs = 1000ull * 1000 * 1000;
 // Host memory made ahead, beyond nvshared's latest Shrink, while we wait.
-constexpr uint64_t kShrinkAhead = 2ull << 30;
+constexpr uint64_t kShrinkAhead = swappable::kWaiterHostAhead;
 // Before an eviction, calls still in the driver get this long to leave it.
 constexpr uint64_t kQuietWaitNs = 100ull * 1000 * 1000;
 // An allocation that waits for room while our work cannot be drained (a

@@ -1,5 +1,6 @@
 #include "preload/memory/host_memory.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <sys/mman.h>
@@ -9,6 +10,7 @@
 
 #include "preload/clock.h"
 #include "preload/driver/hook_table.h"
+#include "preload/memory/host_budget.h"
 
 namespace nvshare::preload::host_memory {
 
@@ -25,6 +27,21 @@ constexpr uint64_t kPiece = 8ull << 20;
 constexpr size_t kBatch = 64;
 
 std::atomic<uint64_t> g_made_bytes{0}, g_touch_ns{0}, g_register_ns{0};
+std::atomic<uint64_t> g_refused_bytes{0};
+
+// The host's memory now; unknown if /proc/meminfo cannot be read. Its
+// first lines hold both figures.
+host_budget::Figures figures_now()
+{
+    char text[1024];
+    const int fd = open("/proc/meminfo", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return {};
+    const ssize_t n = read(fd, text, sizeof text);
+    close(fd);
+    return n > 0 ? host_budget::parse_meminfo(text, static_cast<size_t>(n))
+                 : host_budget::Figures{};
+}
 
 void* map_region(uint64_t bytes)
 {
@@ -107,9 +124,16 @@ uint64_t make(const uint64_t* sizes, void** out, size_t count)
     for (size_t first = 0; first < count; first += kBatch) {
         const size_t n = count - first < kBatch ? count - first : kBatch;
         char* regions[kBatch];
-        for (size_t i = 0; i < n; ++i)
-            regions[i] =
-                do_register != nullptr ? static_cast<char*>(map_region(sizes[first + i])) : nullptr;
+        uint64_t allowed = host_budget::pinnable(figures_now());
+        for (size_t i = 0; i < n; ++i) {
+            const uint64_t bytes = sizes[first + i];
+            regions[i] = nullptr;
+            if (bytes > allowed)
+                g_refused_bytes.fetch_add(bytes, std::memory_order_relaxed);
+            else if (do_register != nullptr)
+                regions[i] = static_cast<char*>(map_region(bytes));
+            allowed -= regions[i] != nullptr ? bytes : 0;
+        }
         const uint64_t touching = now_ns();
         touch_all(regions, sizes + first, n);
         const uint64_t registering = now_ns();
@@ -141,6 +165,16 @@ Made take_made()
              static_cast<unsigned long long>(touch_ns / 1000000),
              static_cast<unsigned long long>(register_ns / 1000000));
     return m;
+}
+
+bool host_low()
+{
+    return host_budget::low(figures_now());
+}
+
+uint64_t take_refused()
+{
+    return g_refused_bytes.exchange(0, std::memory_order_relaxed);
 }
 
 void release(void* region, uint64_t bytes)

@@ -13,10 +13,18 @@
 namespace nvshare::preload::host_memory {
 
 // Makes sizes[i] bytes for each of `count` regions: out[i] is the region, or
-// nullptr where there was none to make (no memory, the driver refused).
+// nullptr where there was none to make (no memory, the driver refused, or
+// the host has too little left: host_budget.h).
 // Returns the bytes made. Any thread, with a context current; the memory is
 // pinned for every context (CU_MEMHOSTREGISTER_PORTABLE).
 uint64_t make(const uint64_t* sizes, void** out, size_t count);
+
+// Whether the host runs low on memory (host_budget::low).
+bool host_low();
+
+// Bytes that make() refused since the last call because the host had too
+// little memory left.
+uint64_t take_refused();
 
 // Gives back a region that make() returned (`bytes` as asked).
 void release(void* region, uint64_t bytes);

@@ -452,6 +452,36 @@ uint64_t make_out_memory(uint32_t gpu, uint64_t keep, uint64_t max_bytes, bool u
     return total;
 }
 
+// The host memory of chunks whose data is on the device and that a
+// swap_out(gpu, keep) would keep only saves pinning it again later: while
+// the host runs low on memory it goes back (three processes that each kept
+// host memory for all of their data pinned more than the host had, and the
+// kernel's OOM killer ended two of them). Returns the bytes given back.
+// With the lock held.
+uint64_t give_back_cached_host(uint32_t gpu, uint64_t keep)
+{
+    if (!host_memory::host_low())
+        return 0;
+    wait_unsynced(gpu);  // a swap-in's copies may still read from it
+    swap_plan::Budget stay(keep);
+    uint64_t bytes = 0;
+    for_each_chunk(gpu, [&](Record& r, uint32_t i) {
+        Chunk& c = r.chunks[i];
+        if (c.where != Where::Device || beyond_keep(r, i, stay) || c.out == nullptr || c.moving)
+            return true;
+        host_memory::release(c.out, r.layout.size_of(i));
+        c.out = nullptr;
+        bytes += r.layout.size_of(i);
+        return true;
+    });
+    if (bytes != 0)
+        log_debug(
+            "the host runs low on memory: gave back %llu MiB of host memory kept for data "
+            "on GPU %d",
+            static_cast<unsigned long long>(bytes >> 20), devices::at(gpu).ordinal);
+    return bytes;
+}
+
 }  // namespace
 
 CUresult allocate(CUdeviceptr* dptr, uint64_t bytes, uint32_t gpu, uint64_t* reserved, bool* absent,
@@ -762,9 +792,17 @@ Moved swap_out(uint32_t gpu, uint64_t keep, CUstream stream)
             in_group = 0;
         }
     });
-    if (no_host)
-        log_warn("cannot get pinned host memory to swap out to: data stays on GPU %d",
-                 devices::at(gpu).ordinal);
+    if (no_host) {
+        const uint64_t refused = host_memory::take_refused();
+        if (refused != 0)
+            log_warn(
+                "the host runs low on memory: %llu MiB of data stay on GPU %d, not swapped "
+                "out",
+                static_cast<unsigned long long>(refused >> 20), devices::at(gpu).ordinal);
+        else
+            log_warn("cannot get pinned host memory to swap out to: data stays on GPU %d",
+                     devices::at(gpu).ordinal);
+    }
     CUresult failed = CUDA_SUCCESS;
     for (int g = done + 1; g <= group; ++g) {
         if (failed == CUDA_SUCCESS &&
@@ -778,6 +816,10 @@ Moved swap_out(uint32_t gpu, uint64_t keep, CUstream stream)
     else if (failed != CUDA_SUCCESS)
         log_warn("swapping out from GPU %d failed (CUDA error %d): its data stays there",
                  devices::at(gpu).ordinal, static_cast<int>(failed));
+    if (failed == CUDA_SUCCESS) {
+        const uint64_t left = g_device[gpu].load(std::memory_order_relaxed);
+        give_back_cached_host(gpu, left > kWaiterHostAhead ? left - kWaiterHostAhead : 0);
+    }
     m.ns = now_ns() - start;
     return m;
 }
@@ -785,6 +827,7 @@ Moved swap_out(uint32_t gpu, uint64_t keep, CUstream stream)
 bool prestage(uint32_t gpu, uint64_t keep, uint64_t max_bytes)
 {
     Lock lock;
+    give_back_cached_host(gpu, keep);
     bool more = false, failed = false;  // no memory: the swap-out will say so
     const uint64_t made = make_out_memory(gpu, keep, max_bytes, true, &more, &failed);
     if (made != 0 && !more && !failed) {

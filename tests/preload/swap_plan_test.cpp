@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
+#include "preload/memory/host_budget.h"
+
 using namespace nvshare::preload::swap_plan;
 
 namespace {
@@ -163,4 +167,51 @@ TEST(SwapPlan, RateIsTheBetterOfTheLastTwoMoves)
     EXPECT_NEAR(slow_bus.get(40e9), 12e9, 0.1e9);
     r.add(GiB, 0);  // no time: no rate
     EXPECT_NEAR(r.get(40e9), 10.7e9, 0.1e9);
+}
+
+// ---- host budget -----------------------------------------------------------------------
+
+namespace host_budget = nvshare::preload::host_budget;
+
+constexpr uint64_t kGiB = 1ull << 30;
+
+TEST(HostBudget, ReadsTotalAndAvailableFromMeminfo)
+{
+    const std::string text =
+        "MemTotal:       131072000 kB\nMemFree:         1000 kB\nMemAvailable:   "
+        "65536000 kB\nBuffers:  12 kB\n";
+    const host_budget::Figures f = host_budget::parse_meminfo(text.data(), text.size());
+    EXPECT_TRUE(f.known);
+    EXPECT_EQ(f.total, 131072000ull * 1024);
+    EXPECT_EQ(f.available, 65536000ull * 1024);
+}
+
+TEST(HostBudget, UnknownFiguresPinWithoutLimit)
+{
+    for (const std::string& text : {std::string(), std::string("MemTotal: 100 kB\n"),
+                                    std::string("MemTotal: 100 kB\nMemAvailable: kB\n"),
+                                    std::string("MemTotal: 100 kB\nMemAvail")}) {
+        const host_budget::Figures f = host_budget::parse_meminfo(text.data(), text.size());
+        EXPECT_FALSE(f.known) << text;
+        EXPECT_EQ(host_budget::pinnable(f), UINT64_MAX) << text;
+        EXPECT_FALSE(host_budget::low(f)) << text;
+    }
+}
+
+TEST(HostBudget, PinsHalfOfWhatIsAvailableAboveTheReserve)
+{
+    host_budget::Figures f{128 * kGiB, 64 * kGiB, true};
+    EXPECT_EQ(host_budget::reserve(f.total), 4 * kGiB);
+    EXPECT_EQ(host_budget::pinnable(f), 30 * kGiB);
+    EXPECT_FALSE(host_budget::low(f));
+    f.available = 15 * kGiB;  // below 1/8 (16 GiB)
+    EXPECT_TRUE(host_budget::low(f));
+    EXPECT_EQ(host_budget::pinnable(f), 11 * kGiB / 2);
+    f.available = 4 * kGiB;
+    EXPECT_EQ(host_budget::pinnable(f), 0u) << "the reserve stays available";
+    // A small host keeps at least 1 GiB, and runs low below twice that.
+    const host_budget::Figures small{8 * kGiB, 2 * kGiB - 1, true};
+    EXPECT_EQ(host_budget::reserve(small.total), kGiB);
+    EXPECT_TRUE(host_budget::low(small));
+    EXPECT_EQ(host_budget::pinnable(small), (kGiB - 1) / 2);
 }

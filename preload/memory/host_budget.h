@@ -1,0 +1,35 @@
+// How much host memory the swap engine may pin now. Pure logic: the text of
+// /proc/meminfo in, bytes out (unit-tested directly). Pinned memory cannot
+// be reclaimed: pinning past what the host has left brought the kernel's
+// OOM killer onto the programs (an H200 host of 125 GiB, three processes of
+// 58 GiB each).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace nvshare::preload::host_budget {
+
+struct Figures {
+    uint64_t total = 0;      // MemTotal, bytes
+    uint64_t available = 0;  // MemAvailable, bytes
+    bool known = false;      // both were found
+};
+
+// Reads MemTotal and MemAvailable (in kB) from /proc/meminfo's text.
+Figures parse_meminfo(const char* text, size_t length);
+
+// The least left available: 1 GiB, or 1/32 of the host's memory if more.
+uint64_t reserve(uint64_t total);
+
+// Whether the host runs low: less available than 1/8 of its memory (at
+// least twice the reserve). Host memory kept only to save pinning later
+// (for data that is on the GPU) is given back then.
+bool low(const Figures& f);
+
+// What one make of host memory may pin: half of what is available above the
+// reserve (another process may be pinning at the same moment), everything
+// where the figures are unknown.
+uint64_t pinnable(const Figures& f);
+
+}  // namespace nvshare::preload::host_budget
