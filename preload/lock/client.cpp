@@ -18,6 +18,7 @@
 #include "preload/memory/allocations.h"
 #include "preload/memory/contexts.h"
 #include "preload/memory/devices.h"
+#include "preload/memory/host_memory.h"
 #include "preload/memory/residency.h"
 #include "preload/memory/swappable.h"
 
@@ -48,7 +49,7 @@ constexpr uint64_t kPromotePollNs = 200ull * 1000 * 1000;
 // asked to give back before we let go at an idle gap to make room.
 constexpr uint64_t kStrandedPatienceNs = 1000ull * 1000 * 1000;
 // Host memory made ahead, beyond nvshared's latest Shrink, while we wait.
-constexpr uint64_t kShrinkAhead = swappable::kWaiterHostAhead;
+constexpr uint64_t kShrinkAhead = 2ull << 30;
 // Before an eviction, calls still in the driver get this long to leave it.
 constexpr uint64_t kQuietWaitNs = 100ull * 1000 * 1000;
 // An allocation that waits for room while our work cannot be drained (a
@@ -559,7 +560,8 @@ void ClientLoop::request_lock(uint64_t now)
 // program's work runs: pinning it costs ~10 times the copy. Likewise, while
 // we wait for an oversubscribed GPU, for kShrinkAhead of what we left there
 // (beyond what nvshared asked for, if it did): a holder that grows asks us
-// for room, and its work runs over the bus until we give it.
+// for room, and its work runs over the bus until we give it; not while the
+// host runs low on memory, when our swap-out gave back what it kept.
 void ClientLoop::prestage()
 {
     if (!s_.prestaging)
@@ -567,6 +569,8 @@ void ClientLoop::prestage()
     const uint64_t all = all_gpus();
     if (s_.lock.state() == HoldState::Holding && s_.lock.contended() && s_.lock.oversubscribed()) {
         s_.prestaging = residency::prestage_for_switch(all, s_.lock.keep_bytes());
+    } else if (!s_.lock.holds() && host_memory::host_low()) {
+        s_.prestaging = false;
     } else if (!s_.lock.holds() && s_.shrink_keep != UINT64_MAX) {
         const uint64_t keep = s_.shrink_keep > kShrinkAhead ? s_.shrink_keep - kShrinkAhead : 0;
         s_.prestaging = residency::prestage(all, keep);

@@ -742,8 +742,10 @@ Moved swap_out(uint32_t gpu, uint64_t keep, CUstream stream)
         moving += r.chunks[i].moving ? r.layout.size_of(i) : 0;
         return true;
     });
-    if (moving == 0)
+    if (moving == 0) {
+        give_back_cached_host(gpu, UINT64_MAX);  // made ahead for a bigger next holder
         return m;
+    }
     // Copied out in groups: the host memory of a group that has none yet is
     // made while the copies queued before it run, and each group is remapped
     // once its copies are done, while later groups still copy, so that the
@@ -816,10 +818,8 @@ Moved swap_out(uint32_t gpu, uint64_t keep, CUstream stream)
     else if (failed != CUDA_SUCCESS)
         log_warn("swapping out from GPU %d failed (CUDA error %d): its data stays there",
                  devices::at(gpu).ordinal, static_cast<int>(failed));
-    if (failed == CUDA_SUCCESS) {
-        const uint64_t left = g_device[gpu].load(std::memory_order_relaxed);
-        give_back_cached_host(gpu, left > kWaiterHostAhead ? left - kWaiterHostAhead : 0);
-    }
+    if (failed == CUDA_SUCCESS)
+        give_back_cached_host(gpu, UINT64_MAX);  // a waiter's: what stays
     m.ns = now_ns() - start;
     return m;
 }

@@ -99,16 +99,11 @@ Moved swap_in(uint32_t gpu, uint64_t budget, CUstream stream, bool wait_for_room
 // waited for; returns the ns it waited. Client thread.
 uint64_t finish_copies(uint32_t gpu);
 
-// Host memory a process that waits keeps for its data on the GPU, beyond
-// what is out: made ahead for the room a holder that grows asks for.
-inline constexpr uint64_t kWaiterHostAhead = 2ull << 30;
-
 // Before the process lets go of GPU `gpu` (its work drained): moves the chunks
 // beyond the newest `keep` bytes to host memory (Out), copies on `stream`. New
 // allocations wait for the next grant from now on. While the host runs low
-// on memory, the host memory of what stays on the device, but for
-// kWaiterHostAhead of it, is given back. Client thread, with a context of the
-// GPU current.
+// on memory, the host memory of what stays on the device is given back.
+// Client thread, with a context of the GPU current.
 Moved swap_out(uint32_t gpu, uint64_t keep, CUstream stream);
 
 // Makes host memory, at most `max_bytes` of it, for the chunks that a

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "tests/support/files.h"
 #include "tests/support/programs.h"
 
 namespace nvshare::test {
@@ -36,17 +37,28 @@ Process start_client(const TempDir& dir, const std::string& socket, const Client
     spec.stdout_path = dir / (name + ".out");
     spec.stderr_path = dir / (name + ".err");
     const std::string& client = run.dl_client ? p.client_dl : p.client;
-    if (etc_ld_so_preload.empty()) {
+    const auto meminfo = run.env.find(kMeminfoText);
+    spec.env.erase(kMeminfoText);
+    if (etc_ld_so_preload.empty() && meminfo == run.env.end()) {
         spec.argv = {client};
         spec.argv.insert(spec.argv.end(), run.args.begin(), run.args.end());
         return Process(std::move(spec));
     }
     // unshare and sh exec in place, so the pid is the client's. The list is
     // written last: only the client starts with it.
-    const std::string script =
-        "set -e; saved=$(mktemp -d); cp -a /etc/. \"$saved\"; "
-        "mount -t tmpfs -o mode=0755 nvshare-test-etc /etc; cp -a \"$saved\"/. /etc; "
-        "rm -rf \"$saved\"; printf '%s\\n' \"$NVSHARE_TEST_ETC_PRELOAD\" >/etc/ld.so.preload; "
+    std::string script = "set -e; ";
+    if (meminfo != run.env.end()) {
+        const std::string file = dir / (name + ".meminfo");
+        write_text(file, meminfo->second);
+        script += "mount --bind \"$NVSHARE_TEST_MEMINFO\" /proc/meminfo; ";
+        spec.env["NVSHARE_TEST_MEMINFO"] = file;
+    }
+    if (!etc_ld_so_preload.empty())
+        script +=
+            "saved=$(mktemp -d); cp -a /etc/. \"$saved\"; "
+            "mount -t tmpfs -o mode=0755 nvshare-test-etc /etc; cp -a \"$saved\"/. /etc; "
+            "rm -rf \"$saved\"; printf '%s\\n' \"$NVSHARE_TEST_ETC_PRELOAD\" >/etc/ld.so.preload; ";
+    script +=
         "[ -z \"$NVSHARE_TEST_CLIENT_PRELOAD\" ] || export "
         "LD_PRELOAD=\"$NVSHARE_TEST_CLIENT_PRELOAD\"; "
         "exec \"$@\"";

@@ -28,6 +28,10 @@ struct ClientRun {
     std::map<std::string, std::string> env;
     bool dl_client = false;  // the build not linked with -lcuda
 };
+// env[kMeminfoText]: what /proc/meminfo says to the client (the host's
+// memory as the swap engine reads it), from dir/NAME.meminfo bound over it
+// in a private mount namespace (needs root); not passed on as a variable.
+inline constexpr const char* kMeminfoText = "NVSHARE_TEST_MEMINFO_TEXT";
 // Its stdout and stderr go to dir/NAME.out and dir/NAME.err, the fake's log
 // to dir/fake.log. etc_ld_so_preload non-empty: the client runs in a private
 // mount namespace whose /etc/ld.so.preload holds it (a tmpfs copy of /etc;

@@ -1938,6 +1938,90 @@ TEST(SwapEngine, AWaiterOnAnOversubscribedGpuMakesHostMemoryAhead)
     EXPECT_EQ(faults(dir, waiter.pid()), 0) << read_text(dir / "fake.log");
 }
 
+// /proc/meminfo as a client sees it (ClientRun::meminfo): a host of 64 GiB
+// with `available_kb` available.
+std::string meminfo_of_64g(uint64_t available_kb)
+{
+    return "MemTotal:       67108864 kB\nMemFree:          102400 kB\nMemAvailable:   " +
+           std::to_string(available_kb) + " kB\n";
+}
+
+// Where the host has less memory available than its reserve (1/32 of it),
+// the swap engine pins none: the pair's swap-outs leave their data on the
+// GPU, say why, and every result stays right.
+TEST(SwapEngine, AHostLowOnMemoryPinsNothing)
+{
+    if (geteuid() != 0)
+        GTEST_SKIP() << "needs root for a private mount namespace";
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "auto", "--capacity", "512M"});
+    ClientRun run{{"--kernels", "20", "--kernel-us", "50000", "--alloc", "350M", "--check-data",
+                   "--hold-ms", "300"},
+                  {{"NVSHARE_DEBUG", "1"},
+                   {kMeminfoText, meminfo_of_64g(1024 * 1024)}},  // 1 GiB of 64: below 2
+                  false};
+    Pair p = run_pair(dir, daemon.socket(), run);
+    expect_clean_exit(p.a, seconds(240));
+    expect_clean_exit(p.b, seconds(240));
+    std::string said;
+    for (Process* c : {&p.a, &p.b}) {
+        EXPECT_NE(c->out().find("data=ok"), std::string::npos) << c->out() << c->err();
+        EXPECT_EQ(faults(dir, c->pid()), 0) << read_text(dir / "fake.log");
+        EXPECT_EQ(count_events(dir / "fake.log", c->pid(), "host-register"), 0) << c->err();
+        said += c->err();
+    }
+    EXPECT_NE(said.find("the host runs low on memory: "), std::string::npos) << said;
+    EXPECT_NE(said.find("MiB of data stay on GPU 0, not swapped out"), std::string::npos) << said;
+}
+
+// While the host runs low on memory, host memory kept only for data that is
+// on the GPU goes back. The waiter of AWaiterOnAnOversubscribedGpuMakesHost-
+// MemoryAhead made host memory ahead for the chunks it kept beside the
+// holder; then the host runs low (6 GiB of 64 available: pinning is still
+// allowed), the holder grows, nvshared asks the waiter for room, and its
+// swap-out gives back the host memory of what still stays.
+TEST(SwapEngine, AHostLowOnMemoryGetsBackWhatDataOnTheGpuDoesNotNeed)
+{
+    if (geteuid() != 0)
+        GTEST_SKIP() << "needs root for a private mount namespace";
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "auto", "--capacity", "1G"});
+    const std::string go_on = dir / "go-on", grow = dir / "grow";
+    Process waiter =
+        start_client(dir, daemon.socket(),
+                     {{"--kernels", "1", "--alloc", "200M", "--check-data", "--pause-until", go_on,
+                       "--rounds", "2"},
+                      {{"NVSHARE_DEBUG", "1"}, {kMeminfoText, meminfo_of_64g(48ull * 1024 * 1024)}},
+                      false},
+                     "waiter");
+    ASSERT_TRUE(wait_until([&] {
+        return count_events(dir / "fake.log", waiter.pid(), "cuLaunchKernel") >= 1;
+    })) << waiter.err();
+    Process holder = start_client(dir, daemon.socket(),
+                                  {{"--kernels", "1", "--alloc", "900M", "--hold-ms", "4000",
+                                    "--late-alloc", "64M", "--late-alloc-after", grow},
+                                   {{"NVSHARE_DEBUG", "1"}, {"NVSHARE_IDLE_RELEASE_MS", "0"}},
+                                   false},
+                                  "holder");
+    ASSERT_TRUE(wait_until([&] { return holder.err().find("lock granted") != std::string::npos; }))
+        << holder.err() << waiter.err();
+    touch(go_on);
+    ASSERT_TRUE(wait_until([&] {
+        return count_events(dir / "fake.log", waiter.pid(), "host-register") >= 4;
+    })) << waiter.err();
+    EXPECT_EQ(waiter.err().find("gave back"), std::string::npos) << waiter.err();
+    write_text(dir / "waiter.meminfo", meminfo_of_64g(6ull * 1024 * 1024));  // in place
+    touch(grow);
+    EXPECT_TRUE(wait_until([&] {
+        return waiter.err().find("the host runs low on memory: gave back") != std::string::npos;
+    })) << waiter.err();
+    expect_clean_exit(holder, seconds(180));
+    expect_clean_exit(waiter, seconds(180));
+    EXPECT_NE(waiter.err().find("nvshared asks for room"), std::string::npos) << waiter.err();
+    EXPECT_NE(waiter.out().find("data=ok"), std::string::npos) << waiter.out() << waiter.err();
+    EXPECT_EQ(faults(dir, waiter.pid()), 0) << read_text(dir / "fake.log");
+}
+
 // Swapped-out memory whose grant finds no room on the GPU goes to host
 // memory mapped where the program sees it (Host), its data copied there from
 // where the swap-out put it. Here 1 (300 MiB, with a pattern) lets go while
