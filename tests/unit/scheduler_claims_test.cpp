@@ -4,13 +4,14 @@
 #include <gtest/gtest.h>
 
 #include "daemon/scheduler.h"
+#include "tests/support/sizes.h"
 
 using namespace nvshare::daemon;
 using namespace std::chrono_literals;
 
 namespace {
 
-constexpr uint64_t GiB = 1ull << 30;
+using nvshare::test::GiB;
 const TimePoint t0{std::chrono::seconds(1000)};
 
 std::optional<GpuIndex> claim(Scheduler& s, const std::string& uuid, uint64_t memory,

@@ -15,6 +15,7 @@
 #include <tuple>
 
 #include "daemon/scheduler.h"
+#include "tests/support/sizes.h"
 #include "tests/unit/reference_scheduler.h"
 
 namespace {
@@ -22,7 +23,7 @@ namespace {
 using namespace std::chrono_literals;
 namespace d = nvshare::daemon;
 namespace r = nvshare::reference;
-constexpr uint64_t GiB = 1ull << 30;
+using nvshare::test::GiB;
 
 template <typename A>
 std::set<std::tuple<int, uint64_t, uint64_t>> decisions(const std::vector<A>& actions)

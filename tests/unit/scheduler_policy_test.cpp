@@ -8,13 +8,14 @@
 #include <vector>
 
 #include "daemon/scheduler.h"
+#include "tests/support/sizes.h"
 
 using namespace nvshare::daemon;
 using namespace std::chrono_literals;
 
 namespace {
 
-constexpr uint64_t GiB = 1ull << 30;
+using nvshare::test::GiB;
 using V = std::vector<std::string>;
 
 class PolicyTest : public ::testing::Test {

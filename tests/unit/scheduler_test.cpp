@@ -7,12 +7,14 @@
 #include <set>
 #include <tuple>
 
+#include "tests/support/sizes.h"
+
 using namespace nvshare::daemon;
 using namespace std::chrono_literals;
 
 namespace {
 
-constexpr uint64_t GiB = 1ull << 30;
+using nvshare::test::GiB;
 
 class SchedulerTest : public ::testing::Test {
 protected:

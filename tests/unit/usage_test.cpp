@@ -5,13 +5,14 @@
 #include <gtest/gtest.h>
 
 #include "daemon/scheduler.h"
+#include "tests/support/sizes.h"
 
 using namespace nvshare::daemon;
 using namespace std::chrono_literals;
 
 namespace {
 
-constexpr uint64_t GiB = 1ull << 30;
+using nvshare::test::GiB;
 
 Usage at(const std::map<UsageKey, Usage>& usage, GpuIndex gpu, uint32_t uid)
 {
