@@ -13,10 +13,12 @@ namespace {
 // All names, NUL-separated, in HookId order; offsets computed at compile time.
 constexpr char kNames[] =
 #define NVS_GATED(name, ...) #name "\0"
+#define NVS_PENDING(name, ...) #name "\0"
 #define NVS_CUSTOM(name) #name "\0"
 #define NVS_INTERNAL(name) #name "\0"
 #include "preload/driver/hooks.def"
 #undef NVS_GATED
+#undef NVS_PENDING
 #undef NVS_CUSTOM
 #undef NVS_INTERNAL
     ;
@@ -49,6 +51,9 @@ void* hook_wrapper(size_t i)
 #define NVS_GATED(name, ...) \
     case HookId::name:       \
         return reinterpret_cast<void*>(&::name);
+#define NVS_PENDING(name, ...) \
+    case HookId::name:         \
+        return reinterpret_cast<void*>(&::name);
 #define NVS_CUSTOM(name) \
     case HookId::name:   \
         return reinterpret_cast<void*>(&::name);
@@ -57,6 +62,7 @@ void* hook_wrapper(size_t i)
         return nullptr;
 #include "preload/driver/hooks.def"
 #undef NVS_GATED
+#undef NVS_PENDING
 #undef NVS_CUSTOM
 #undef NVS_INTERNAL
         case HookId::Count:

@@ -12,10 +12,12 @@ namespace nvshare::preload {
 
 enum class HookId : unsigned {
 #define NVS_GATED(name, ...) name,
+#define NVS_PENDING(name, ...) name,
 #define NVS_CUSTOM(name) name,
 #define NVS_INTERNAL(name) name,
 #include "preload/driver/hooks.def"
 #undef NVS_GATED
+#undef NVS_PENDING
 #undef NVS_CUSTOM
 #undef NVS_INTERNAL
     Count

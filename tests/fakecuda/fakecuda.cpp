@@ -1881,6 +1881,23 @@ FAKE_EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray h)
     return drop_array(reinterpret_cast<uint64_t>(h), "cuMipmappedArrayDestroy");
 }
 
+// ---- code --------------------------------------------------------------------------------
+
+// A kernel's attributes: as a driver that loads the kernel at its first use
+// (lazy loading), each call takes FAKECUDA_LOAD_US (default 0) of the
+// caller's time, outside the fake's lock; logged.
+FAKE_EXPORT CUresult cuFuncGetAttribute(int* value, CUfunction_attribute attribute, CUfunction f)
+{
+    REQUIRE_INIT();
+    if (value == nullptr || f == nullptr)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (const uint64_t us = env_u64("FAKECUDA_LOAD_US", 0); us != 0)
+        usleep(static_cast<useconds_t>(us));
+    *value = attribute == CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK ? 1024 : 0;
+    log_event("func-attribute %d", static_cast<int>(attribute));
+    return CUDA_SUCCESS;
+}
+
 // ---- GPU work --------------------------------------------------------------------------
 
 FAKE_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned, unsigned, unsigned, unsigned, unsigned,
@@ -2308,6 +2325,7 @@ const ProcRow kProcRows[] = {
     ROW("cuMemGetHandleForAddressRange", 11070, false, cuMemGetHandleForAddressRange),
     ROW("cuPointerGetAttribute", 4000, false, cuPointerGetAttribute),
     ROW("cuPointerGetAttributes", 7000, false, cuPointerGetAttributes),
+    ROW("cuFuncGetAttribute", 2020, false, cuFuncGetAttribute),
     ROW("cuLaunchKernel", 4000, false, cuLaunchKernel),
     ROW("cuLaunchKernel", 7000, true, cuLaunchKernel_ptsz),
     ROW("cuLaunchKernelEx", 11060, false, cuLaunchKernelEx),

@@ -93,6 +93,8 @@ std::string fill_api(Api* api, const std::string& route, bool per_thread)
     set(&api->mem_get_info, get({"cuMemGetInfo", 3020, "cuMemGetInfo_v2", "cuMemGetInfo_v2"}));
     set(&api->device_total_mem,
         get({"cuDeviceTotalMem", 3020, "cuDeviceTotalMem_v2", "cuDeviceTotalMem_v2"}));
+    set(&api->func_get_attribute,
+        get({"cuFuncGetAttribute", 2020, "cuFuncGetAttribute", "cuFuncGetAttribute"}));
     set(&api->launch_kernel,
         get({"cuLaunchKernel", 4000, "cuLaunchKernel", "cuLaunchKernel_ptsz"}));
     set(&api->launch_kernel_ex,

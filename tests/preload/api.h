@@ -27,6 +27,7 @@ struct Api {
     decltype(&cuMemAllocManaged) mem_alloc_managed = nullptr;
     decltype(&cuMemGetInfo_v2) mem_get_info = nullptr;
     decltype(&cuDeviceTotalMem_v2) device_total_mem = nullptr;
+    decltype(&cuFuncGetAttribute) func_get_attribute = nullptr;
     decltype(&cuLaunchKernel) launch_kernel = nullptr;
     decltype(&cuLaunchKernelEx) launch_kernel_ex = nullptr;
     decltype(&cuLaunch) launch_old = nullptr;

@@ -18,6 +18,7 @@ bool fill_direct(Api* api, bool per_thread)
     api->mem_alloc_managed = &cuMemAllocManaged;
     api->mem_get_info = &cuMemGetInfo;
     api->device_total_mem = &cuDeviceTotalMem;
+    api->func_get_attribute = &cuFuncGetAttribute;
     api->memcpy_dtoh = &cuMemcpyDtoH;
     api->graph_instantiate = &cuGraphInstantiate;
     api->graph_exec_destroy = &cuGraphExecDestroy;

@@ -764,6 +764,40 @@ TEST(Release, AnAllocationInProgressIsNotIdleness)
         EXPECT_GE(w.start, mine.back().end) << a.err() << read_text(dir / "fake.log");
 }
 
+// Likewise a call that loads code: a driver loads a kernel at its first use
+// (lazy loading), in calls such as cuFuncGetAttribute that the program makes
+// before it launches it (20-35 ms for PyTorch's kernels on an H200, where the
+// holder let go in a check phase). Here each of the holder's last rounds
+// begins with such a call that takes 400 ms.
+TEST(Release, LoadingAKernelIsNotIdleness)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "on", "--time-quantum", "10min"});
+    const std::string go = dir / "go";
+    Process a = start_client(dir, daemon.socket(),
+                             {{"--kernels", "1", "--kernel-us", "20000", "--busy-until", go,
+                               "--rounds", "4", "--load-each-round"},
+                              {{"NVSHARE_IDLE_RELEASE_MS", "50"},
+                               {"NVSHARE_DEBUG", "1"},
+                               {"FAKECUDA_LOAD_US", "400000"}},
+                              false},
+                             "a");
+    ASSERT_TRUE(wait_until([&] { return count_events(dir / "fake.log", a.pid(), "end") >= 2; }));
+    touch(go);
+    Process b = start_client(dir, daemon.socket(),
+                             {{"--kernels", "2", "--kernel-us", "10000"}, {}, false}, "b");
+    expect_clean_exit(a);
+    expect_clean_exit(b);
+    EXPECT_EQ(count_events(dir / "fake.log", a.pid(), "func-attribute"), 3) << a.err();
+    const auto work = read_work(dir / "fake.log");
+    const auto mine = work_of(work, a.pid());
+    const auto theirs = work_of(work, b.pid());
+    ASSERT_FALSE(mine.empty());
+    ASSERT_FALSE(theirs.empty());
+    for (const Work& w : theirs)
+        EXPECT_GE(w.start, mine.back().end) << a.err() << read_text(dir / "fake.log");
+}
+
 // Issue 20. The deprecated launches (cuLaunch, cuLaunchGrid,
 // cuLaunchGridAsync, cuLaunchCooperativeKernelMultiDevice), linked directly
 // or handed out by cuGetProcAddress, wait for the lock like cuLaunchKernel.

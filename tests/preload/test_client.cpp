@@ -62,6 +62,10 @@ struct Options {
     // --alloc-each-round SIZE: each of the --rounds after the first begins
     // with one more allocation of SIZE (kept), right before its kernels.
     size_t alloc_each_round = 0;
+    // --load-each-round: each of the --rounds after the first begins by
+    // asking for its kernel's attributes (cuFuncGetAttribute), where a driver
+    // loads a kernel at its first use.
+    bool load_each_round = false;
     // --check-data: each --alloc allocation gets a pattern (written once the
     // GPU is granted) that is read back and compared at the end: whatever
     // moved the memory meanwhile must have kept it ("data=ok").
@@ -664,6 +668,8 @@ bool parse(int argc, char** argv)
             opt.rounds = atoi(next());
         else if (a == "--alloc-each-round")
             opt.alloc_each_round = parse_size(next());
+        else if (a == "--load-each-round")
+            opt.load_each_round = true;
         else if (a == "--pause-ms")
             opt.pause_ms = atoi(next());
         else if (a == "--dlopen-copy")
@@ -744,6 +750,11 @@ int main(int argc, char** argv)
             CUdeviceptr p = 0;
             CHECK(api.mem_alloc(&p, opt.alloc_each_round));
             pointers.push_back(p);
+        }
+        if (opt.load_each_round) {
+            int threads = 0;
+            CHECK(api.func_get_attribute(&threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+                                         reinterpret_cast<CUfunction>(1)));
         }
         run_round();
     }
