@@ -736,18 +736,21 @@ TEST(Release, WaitsForCallsStillInsideTheDriver)
 // it did on the GPU, in a torch job's check phase) cost a switch each way;
 // it keeps the GPU to the end of its work, so the other's work all comes
 // after its own.
-TEST(Release, AnAllocationInProgressIsNotIdleness)
+// The holder (with an idle period of 50 ms) runs busy rounds until another
+// process comes to wait, then three rounds that each begin with
+// `round_start` (a call that keeps it 400 ms through `slow_env`); the
+// other's work must all come after its own: it never let go.
+void expect_the_holder_keeps_the_gpu(const std::vector<std::string>& round_start,
+                                     const std::string& slow_env)
 {
     TempDir dir;
     Daemon daemon(dir, {"--anti-thrashing", "on", "--time-quantum", "10min"});
     const std::string go = dir / "go";
-    Process a = start_client(
-        dir, daemon.socket(),
-        {{"--kernels", "1", "--kernel-us", "20000", "--busy-until", go, "--rounds", "4",
-          "--alloc-each-round", "64M"},
-         {{"NVSHARE_IDLE_RELEASE_MS", "50"}, {"NVSHARE_DEBUG", "1"}, {"FAKECUDA_MAP_US", "400000"}},
-         false},
-        "a");
+    ClientRun run{{"--kernels", "1", "--kernel-us", "20000", "--busy-until", go, "--rounds", "4"},
+                  {{"NVSHARE_IDLE_RELEASE_MS", "50"}, {"NVSHARE_DEBUG", "1"}, {slow_env, "400000"}},
+                  false};
+    run.args.insert(run.args.end(), round_start.begin(), round_start.end());
+    Process a = start_client(dir, daemon.socket(), run, "a");
     ASSERT_TRUE(wait_until([&] { return count_events(dir / "fake.log", a.pid(), "end") >= 2; }));
     touch(go);
     Process b = start_client(dir, daemon.socket(),
@@ -764,6 +767,11 @@ TEST(Release, AnAllocationInProgressIsNotIdleness)
         EXPECT_GE(w.start, mine.back().end) << a.err() << read_text(dir / "fake.log");
 }
 
+TEST(Release, AnAllocationInProgressIsNotIdleness)
+{
+    expect_the_holder_keeps_the_gpu({"--alloc-each-round", "64M"}, "FAKECUDA_MAP_US");
+}
+
 // Likewise a call that loads code: a driver loads a kernel at its first use
 // (lazy loading), in calls such as cuFuncGetAttribute that the program makes
 // before it launches it (20-35 ms for PyTorch's kernels on an H200, where the
@@ -771,31 +779,7 @@ TEST(Release, AnAllocationInProgressIsNotIdleness)
 // begins with such a call that takes 400 ms.
 TEST(Release, LoadingAKernelIsNotIdleness)
 {
-    TempDir dir;
-    Daemon daemon(dir, {"--anti-thrashing", "on", "--time-quantum", "10min"});
-    const std::string go = dir / "go";
-    Process a = start_client(dir, daemon.socket(),
-                             {{"--kernels", "1", "--kernel-us", "20000", "--busy-until", go,
-                               "--rounds", "4", "--load-each-round"},
-                              {{"NVSHARE_IDLE_RELEASE_MS", "50"},
-                               {"NVSHARE_DEBUG", "1"},
-                               {"FAKECUDA_LOAD_US", "400000"}},
-                              false},
-                             "a");
-    ASSERT_TRUE(wait_until([&] { return count_events(dir / "fake.log", a.pid(), "end") >= 2; }));
-    touch(go);
-    Process b = start_client(dir, daemon.socket(),
-                             {{"--kernels", "2", "--kernel-us", "10000"}, {}, false}, "b");
-    expect_clean_exit(a);
-    expect_clean_exit(b);
-    EXPECT_EQ(count_events(dir / "fake.log", a.pid(), "func-attribute"), 3) << a.err();
-    const auto work = read_work(dir / "fake.log");
-    const auto mine = work_of(work, a.pid());
-    const auto theirs = work_of(work, b.pid());
-    ASSERT_FALSE(mine.empty());
-    ASSERT_FALSE(theirs.empty());
-    for (const Work& w : theirs)
-        EXPECT_GE(w.start, mine.back().end) << a.err() << read_text(dir / "fake.log");
+    expect_the_holder_keeps_the_gpu({"--load-each-round"}, "FAKECUDA_LOAD_US");
 }
 
 // Issue 20. The deprecated launches (cuLaunch, cuLaunchGrid,

@@ -241,6 +241,13 @@ TEST(AllocTable, AgreesWithAMapUnderChurn)
 
 constexpr uint64_t kMs = 1000 * 1000;
 
+// A pause of `ms` in the GPU work of the process `g` watches.
+void pause_of(IdleGaps& g, uint64_t ms)
+{
+    g.idle_since(10 * kMs);
+    g.resumed((10 + ms) * kMs);
+}
+
 TEST(IdleGaps, WithoutAHistoryWaitsTheSwitchCostOrThePeriod)
 {
     IdleGaps g;
@@ -263,24 +270,20 @@ TEST(IdleGaps, LongPausesLetGoAfterTheFloor)
 TEST(IdleGaps, WaitsOutTheShortPausesOnly)
 {
     IdleGaps g;
-    auto pause = [&](uint64_t ms) {
-        g.idle_since(10 * kMs);
-        g.resumed((10 + ms) * kMs);
-    };
-    pause(5);  // between the steps of a burst
+    pause_of(g, 5);  // between the steps of a burst
     EXPECT_EQ(g.hold_for(300 * kMs, 20 * kMs), 300 * kMs) << "no long pause seen yet";
-    pause(900);
-    pause(8);
+    pause_of(g, 900);
+    pause_of(g, 8);
     EXPECT_EQ(g.hold_for(300 * kMs, 20 * kMs), 16 * kMs) << "twice the longest short pause";
-    pause(200);  // short against a switch of 300 ms
+    pause_of(g, 200);  // short against a switch of 300 ms
     EXPECT_EQ(g.hold_for(300 * kMs, 20 * kMs), 300 * kMs) << "at most the ski rental's wait";
     for (size_t i = 0; i < IdleGaps::kRemembered; ++i)
-        pause(900);
+        pause_of(g, 900);
     EXPECT_EQ(g.hold_for(300 * kMs, 20 * kMs), IdleGaps::kShortHoldFloorNs)
         << "the short ones are forgotten";
     EXPECT_EQ(g.remembered(), IdleGaps::kRemembered);
     for (size_t i = 0; i < IdleGaps::kRemembered; ++i)
-        pause(50);
+        pause_of(g, 50);
     EXPECT_EQ(g.hold_for(300 * kMs, 20 * kMs), 300 * kMs) << "and so are the long ones";
 }
 
@@ -290,20 +293,16 @@ TEST(IdleGaps, WaitsOutTheShortPausesOnly)
 TEST(IdleGaps, ShortPausesCountFromTheLatestOnly)
 {
     IdleGaps g;
-    auto pause = [&](uint64_t ms) {
-        g.idle_since(10 * kMs);
-        g.resumed((10 + ms) * kMs);
-    };
-    pause(400);  // during the start-up
-    pause(1500);
+    pause_of(g, 400);  // during the start-up
+    pause_of(g, 1500);
     EXPECT_EQ(g.hold_for(700 * kMs, 20 * kMs), 700 * kMs) << "twice 400 ms is more";
     for (size_t i = 1; i < IdleGaps::kRecentShort; ++i)
-        pause(1500);
+        pause_of(g, 1500);
     EXPECT_EQ(g.longest_recent_short(700 * kMs), 0u);
     EXPECT_EQ(g.hold_for(700 * kMs, 20 * kMs), IdleGaps::kShortHoldFloorNs)
         << "only long pauses lately";
     EXPECT_TRUE(g.long_seen(700 * kMs));
-    pause(30);  // a short one again
+    pause_of(g, 30);  // a short one again
     EXPECT_EQ(g.hold_for(700 * kMs, 20 * kMs), 60 * kMs);
 }
 
@@ -315,18 +314,14 @@ TEST(IdleGaps, ShortPausesCountFromTheLatestOnly)
 TEST(IdleGaps, LongPausesOrOnesReadAsNoneStillHoldTheFloor)
 {
     IdleGaps g;
-    auto pause = [&](uint64_t ms) {
-        g.idle_since(10 * kMs);
-        g.resumed((10 + ms) * kMs);
-    };
-    pause(1000);
-    pause(1000);
+    pause_of(g, 1000);
+    pause_of(g, 1000);
     EXPECT_EQ(g.hold_for(500 * kMs, 20 * kMs), IdleGaps::kShortHoldFloorNs);
-    pause(0);
+    pause_of(g, 0);
     EXPECT_EQ(g.longest_recent_short(500 * kMs), 0u);
     EXPECT_EQ(g.hold_for(500 * kMs, 20 * kMs), IdleGaps::kShortHoldFloorNs);
     EXPECT_EQ(g.hold_for(5 * kMs, 0), 5 * kMs) << "never more than the ski rental's wait";
-    pause(6);
+    pause_of(g, 6);
     EXPECT_EQ(g.hold_for(500 * kMs, 20 * kMs), 12 * kMs) << "twice a short pause above it";
 }
 
@@ -338,23 +333,19 @@ TEST(IdleGaps, LongPausesOrOnesReadAsNoneStillHoldTheFloor)
 TEST(IdleGaps, AShortPauseHoldsForTheRestOfItsBurst)
 {
     IdleGaps g;
-    auto pause = [&](uint64_t ms) {
-        g.idle_since(10 * kMs);
-        g.resumed((10 + ms) * kMs);
-    };
-    pause(1000);
-    pause(1000);
-    pause(0);
+    pause_of(g, 1000);
+    pause_of(g, 1000);
+    pause_of(g, 0);
     EXPECT_EQ(g.hold_for(500 * kMs, 20 * kMs), IdleGaps::kShortHoldFloorNs);
-    pause(19);  // longer than the floor: let go, wrongly
+    pause_of(g, 19);  // longer than the floor: let go, wrongly
     for (int i = 0; i < 5; ++i)
-        pause(0);
+        pause_of(g, 0);
     EXPECT_EQ(g.longest_recent_short(500 * kMs), 19 * kMs);
     EXPECT_EQ(g.hold_for(500 * kMs, 20 * kMs), 38 * kMs);
-    pause(1000);  // the burst ends
+    pause_of(g, 1000);  // the burst ends
     EXPECT_EQ(g.longest_recent_short(500 * kMs), 0u) << "the latest two: 1000 and 0 ms";
     EXPECT_EQ(g.hold_for(500 * kMs, 20 * kMs), IdleGaps::kShortHoldFloorNs);
-    pause(3);
+    pause_of(g, 3);
     EXPECT_EQ(g.longest_recent_short(500 * kMs), 3 * kMs) << "the new burst only";
 }
 
