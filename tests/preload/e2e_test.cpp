@@ -1916,6 +1916,54 @@ TEST(SwapEngine, AHolderToldThatTurnsBeganNoLongerLetsGoForRoom)
     EXPECT_EQ(err.find("released"), std::string::npos) << err;
 }
 
+struct WaiterAndHolder {
+    Process waiter, holder;
+};
+
+// 1 (200 MiB: chunks of 64, 64, 64 and 8 MiB, with a pattern) runs, then 2
+// (900 MiB, with `holder_args`) takes the GPU and holds it through its
+// pause; 1 lets go keeping what fits beside 2, then waits for the GPU
+// again, and has made host memory for all four chunks when this returns.
+void start_a_waiter_that_makes_host_memory_ahead(
+    const TempDir& dir, const Daemon& daemon, const std::map<std::string, std::string>& waiter_env,
+    const std::vector<std::string>& holder_args, WaiterAndHolder& p)
+{
+    const std::string go_on = dir / "go-on";
+    ClientRun waiter{{"--kernels", "1", "--alloc", "200M", "--check-data", "--pause-until", go_on,
+                      "--rounds", "2"},
+                     {{"NVSHARE_DEBUG", "1"}},
+                     false};
+    waiter.env.insert(waiter_env.begin(), waiter_env.end());
+    p.waiter = start_client(dir, daemon.socket(), waiter, "waiter");
+    ASSERT_TRUE(wait_until([&] {
+        return count_events(dir / "fake.log", p.waiter.pid(), "cuLaunchKernel") >= 1;
+    })) << p.waiter.err();
+    ClientRun holder{
+        {"--kernels", "1", "--alloc", "900M", "--hold-ms", "4000"},
+        {{"NVSHARE_DEBUG", "1"}, {"NVSHARE_IDLE_RELEASE_MS", "0"}},  // holds through its pause
+        false};
+    holder.args.insert(holder.args.end(), holder_args.begin(), holder_args.end());
+    p.holder = start_client(dir, daemon.socket(), holder, "holder");
+    ASSERT_TRUE(wait_until([&] {
+        return p.holder.err().find("lock granted") != std::string::npos;
+    })) << p.holder.err()
+        << p.waiter.err();
+    touch(go_on);  // the waiter asks for the GPU again and waits
+    ASSERT_TRUE(wait_until([&] {
+        return count_events(dir / "fake.log", p.waiter.pid(), "host-register") >= 4;
+    })) << p.waiter.err()
+        << read_text(dir / "fake.log");
+}
+
+void expect_both_end_and_the_waiter_keeps_its_data(const TempDir& dir, WaiterAndHolder& p)
+{
+    expect_clean_exit(p.holder, seconds(180));
+    expect_clean_exit(p.waiter, seconds(180));
+    EXPECT_NE(p.waiter.out().find("data=ok"), std::string::npos)
+        << p.waiter.out() << p.waiter.err();
+    EXPECT_EQ(faults(dir, p.waiter.pid()), 0) << read_text(dir / "fake.log");
+}
+
 // A process that waits for an oversubscribed GPU makes host memory ahead
 // for what it left there (up to 2 GiB), so that a holder that grows gets
 // that room at the bus's speed. Here 1 (200 MiB: chunks of 64, 64, 64 and
@@ -1926,34 +1974,10 @@ TEST(SwapEngine, AWaiterOnAnOversubscribedGpuMakesHostMemoryAhead)
 {
     TempDir dir;
     Daemon daemon(dir, {"--anti-thrashing", "auto", "--capacity", "1G"});
-    const std::string go_on = dir / "go-on";
-    Process waiter = start_client(dir, daemon.socket(),
-                                  {{"--kernels", "1", "--alloc", "200M", "--check-data",
-                                    "--pause-until", go_on, "--rounds", "2"},
-                                   {{"NVSHARE_DEBUG", "1"}},
-                                   false},
-                                  "waiter");
-    ASSERT_TRUE(wait_until([&] {
-        return count_events(dir / "fake.log", waiter.pid(), "cuLaunchKernel") >= 1;
-    })) << waiter.err();
-    Process holder = start_client(
-        dir, daemon.socket(),
-        {{"--kernels", "1", "--alloc", "900M", "--hold-ms", "4000"},
-         {{"NVSHARE_DEBUG", "1"}, {"NVSHARE_IDLE_RELEASE_MS", "0"}},  // it holds through its pause
-         false},
-        "holder");
-    ASSERT_TRUE(wait_until([&] { return holder.err().find("lock granted") != std::string::npos; }))
-        << holder.err() << waiter.err();
-    touch(go_on);  // the waiter asks for the GPU again and waits
-    EXPECT_TRUE(wait_until([&] {
-        return count_events(dir / "fake.log", waiter.pid(), "host-register") >= 4;
-    })) << waiter.err()
-        << read_text(dir / "fake.log");
-    EXPECT_EQ(waiter.err().find("nvshared asks for room"), std::string::npos) << waiter.err();
-    expect_clean_exit(holder, seconds(180));
-    expect_clean_exit(waiter, seconds(180));
-    EXPECT_NE(waiter.out().find("data=ok"), std::string::npos) << waiter.out() << waiter.err();
-    EXPECT_EQ(faults(dir, waiter.pid()), 0) << read_text(dir / "fake.log");
+    WaiterAndHolder p;
+    ASSERT_NO_FATAL_FAILURE(start_a_waiter_that_makes_host_memory_ahead(dir, daemon, {}, {}, p));
+    EXPECT_EQ(p.waiter.err().find("nvshared asks for room"), std::string::npos) << p.waiter.err();
+    expect_both_end_and_the_waiter_keeps_its_data(dir, p);
 }
 
 // /proc/meminfo as a client sees it (ClientRun::meminfo): a host of 64 GiB
@@ -2004,40 +2028,19 @@ TEST(SwapEngine, AHostLowOnMemoryGetsBackWhatDataOnTheGpuDoesNotNeed)
         GTEST_SKIP() << "needs root for a private mount namespace";
     TempDir dir;
     Daemon daemon(dir, {"--anti-thrashing", "auto", "--capacity", "1G"});
-    const std::string go_on = dir / "go-on", grow = dir / "grow";
-    Process waiter =
-        start_client(dir, daemon.socket(),
-                     {{"--kernels", "1", "--alloc", "200M", "--check-data", "--pause-until", go_on,
-                       "--rounds", "2"},
-                      {{"NVSHARE_DEBUG", "1"}, {kMeminfoText, meminfo_of_64g(48ull * 1024 * 1024)}},
-                      false},
-                     "waiter");
-    ASSERT_TRUE(wait_until([&] {
-        return count_events(dir / "fake.log", waiter.pid(), "cuLaunchKernel") >= 1;
-    })) << waiter.err();
-    Process holder = start_client(dir, daemon.socket(),
-                                  {{"--kernels", "1", "--alloc", "900M", "--hold-ms", "4000",
-                                    "--late-alloc", "64M", "--late-alloc-after", grow},
-                                   {{"NVSHARE_DEBUG", "1"}, {"NVSHARE_IDLE_RELEASE_MS", "0"}},
-                                   false},
-                                  "holder");
-    ASSERT_TRUE(wait_until([&] { return holder.err().find("lock granted") != std::string::npos; }))
-        << holder.err() << waiter.err();
-    touch(go_on);
-    ASSERT_TRUE(wait_until([&] {
-        return count_events(dir / "fake.log", waiter.pid(), "host-register") >= 4;
-    })) << waiter.err();
-    EXPECT_EQ(waiter.err().find("gave back"), std::string::npos) << waiter.err();
+    const std::string grow = dir / "grow";
+    WaiterAndHolder p;
+    ASSERT_NO_FATAL_FAILURE(start_a_waiter_that_makes_host_memory_ahead(
+        dir, daemon, {{kMeminfoText, meminfo_of_64g(48ull * 1024 * 1024)}},
+        {"--late-alloc", "64M", "--late-alloc-after", grow}, p));
+    EXPECT_EQ(p.waiter.err().find("gave back"), std::string::npos) << p.waiter.err();
     write_text(dir / "waiter.meminfo", meminfo_of_64g(6ull * 1024 * 1024));  // in place
     touch(grow);
     EXPECT_TRUE(wait_until([&] {
-        return waiter.err().find("the host runs low on memory: gave back") != std::string::npos;
-    })) << waiter.err();
-    expect_clean_exit(holder, seconds(180));
-    expect_clean_exit(waiter, seconds(180));
-    EXPECT_NE(waiter.err().find("nvshared asks for room"), std::string::npos) << waiter.err();
-    EXPECT_NE(waiter.out().find("data=ok"), std::string::npos) << waiter.out() << waiter.err();
-    EXPECT_EQ(faults(dir, waiter.pid()), 0) << read_text(dir / "fake.log");
+        return p.waiter.err().find("the host runs low on memory: gave back") != std::string::npos;
+    })) << p.waiter.err();
+    expect_both_end_and_the_waiter_keeps_its_data(dir, p);
+    EXPECT_NE(p.waiter.err().find("nvshared asks for room"), std::string::npos) << p.waiter.err();
 }
 
 // Swapped-out memory whose grant finds no room on the GPU goes to host
