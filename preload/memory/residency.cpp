@@ -348,9 +348,16 @@ bool on_grant(uint64_t gpus, bool oversubscribed, bool exclusive)
             continue;
         // Always, before the program's work runs: its swappable memory must
         // be there (also inside a capture: the engine's stream is its own).
-        swappable::set_shared_hold(i, !exclusive);
+        // Sharing a GPU that is not oversubscribed, room that is missing is
+        // not coming before a later grant. On an oversubscribed one (a group
+        // turn) nvshared asks those who wait to give it back, as when we
+        // hold it alone; a newcomer that let go at every step of its growth
+        // there swapped all of its data out and in per step (seen on an
+        // H200: 1 GiB per 1.6 s).
+        const bool alone_or_given_room = exclusive || oversubscribed;
+        swappable::set_shared_hold(i, !alone_or_given_room);
         g_room_gave_up[i].store(false, std::memory_order_relaxed);
-        engine_swap_in(i, exclusive ? kRoomWaitNs : kSharedRoomWaitNs);
+        engine_swap_in(i, alone_or_given_room ? kRoomWaitNs : kSharedRoomWaitNs);
         if (g.in_flight)
             continue;
         if (config().prefetch == Policy::Off || contexts::active_captures() > 0)

@@ -45,10 +45,10 @@ namespace nvshare::preload::swappable {
 CUresult allocate(CUdeviceptr* dptr, uint64_t bytes, uint32_t gpu, uint64_t* reserved, bool* absent,
                   bool wait_for_room = false);
 
-// The process holds GPU `gpu` together with others (a grant that is not
-// exclusive): an allocation that finds the device full waits for the next
-// grant (see allocate) rather than pinning host memory, since the others'
-// memory may be what fills it.
+// The process holds GPU `gpu` together with others and the GPU is not
+// oversubscribed (residency::on_grant): an allocation that finds the device
+// full waits for the next grant (see allocate) rather than pinning host
+// memory, since the others' memory may be what fills it.
 void set_shared_hold(uint32_t gpu, bool shared);
 bool shared_hold(uint32_t gpu);
 
