@@ -50,6 +50,9 @@ constexpr uint64_t kPromotePollNs = 200ull * 1000 * 1000;
 constexpr uint64_t kStrandedPatienceNs = 1000ull * 1000 * 1000;
 // Host memory made ahead, beyond nvshared's latest Shrink, while we wait.
 constexpr uint64_t kShrinkAhead = 2ull << 30;
+// A holder whose memory changed this recently is still allocating (a fill):
+// its host memory for the next switch waits (see prestage).
+constexpr uint64_t kSettleBeforePrestageNs = 250ull * 1000 * 1000;
 // Before an eviction, calls still in the driver get this long to leave it.
 constexpr uint64_t kQuietWaitNs = 100ull * 1000 * 1000;
 // An allocation that waits for room while our work cannot be drained (a
@@ -561,13 +564,19 @@ void ClientLoop::request_lock(uint64_t now)
 // we wait for an oversubscribed GPU, for kShrinkAhead of what we left there
 // (beyond what nvshared asked for, if it did): a holder that grows asks us
 // for room, and its work runs over the bus until we give it; not while the
-// host runs low on memory, when our swap-out gave back what it kept.
-void ClientLoop::prestage()
+// host runs low on memory, when our swap-out gave back what it kept. A
+// holder still allocating makes none yet: each step holds up its next
+// allocation's wait for room, and its pinning slows that of those who give
+// the room (on an H200, a newcomer's 1 GiB allocations took 0.5-1 s each
+// while it pinned for its own next switch).
+void ClientLoop::prestage(uint64_t now)
 {
     if (!s_.prestaging)
         return;
     const uint64_t all = all_gpus();
     if (s_.lock.state() == HoldState::Holding && s_.lock.contended() && s_.lock.oversubscribed()) {
+        if (now < prestage_at())
+            return;  // timeout_ms comes back for it
         s_.prestaging = residency::prestage_for_switch(all, s_.lock.keep_bytes());
     } else if (!s_.lock.holds() && host_memory::host_low()) {
         s_.prestaging = false;
@@ -579,6 +588,11 @@ void ClientLoop::prestage()
     } else {
         s_.prestaging = false;
     }
+}
+
+uint64_t ClientLoop::prestage_at() const
+{
+    return s_.last_report + kSettleBeforePrestageNs;
 }
 
 // While we hold the GPU, memory that found no room on the device moves there
@@ -610,7 +624,7 @@ void ClientLoop::work(uint64_t now)
     yield_if_asked(now);
     make_room_if_asked(now);
     release_if_idle(now);
-    prestage();
+    prestage(now);
     promote(now);
     if (residency::poll())
         report_stats();
@@ -639,7 +653,7 @@ int ClientLoop::timeout_ms(uint64_t now) const
     if (residency::busy())
         consider(now + kSwapPollNs);
     if (s_.prestaging && (s_.lock.state() == HoldState::Holding || !s_.lock.holds()))
-        consider(now);  // the next step at once
+        consider(s_.lock.holds() ? prestage_at() : now);  // the next step
     if (s_.lock.state() == HoldState::Holding && residency::stranded() != 0)
         consider(s_.next_promote_check);
     if (s_.lock.state() == HoldState::Holding && s_.room_wanted)

@@ -64,7 +64,9 @@ private:
     // (a Shrink, or a Drop that came after we let go): others need the room.
     void shrink(uint64_t gpus, uint64_t keep_bytes);
     void on_revoked();
-    void prestage();
+    void prestage(uint64_t now);
+    // When a holder's next step of host memory for its switch may be made.
+    uint64_t prestage_at() const;
     void promote(uint64_t now);
     bool on_error(const uint8_t* p, uint32_t length);
 
