@@ -1090,6 +1090,22 @@ void Scheduler::publish_waits()
     });
 }
 
+// A holder that grows a block at a time (PyTorch: 1 GiB) and waits for the
+// room of each would get it a block per round, and every round costs those
+// who give it a swap-out with its pinning (on an H200, 34 rounds took 20 s).
+// Such rounds double: the room comes in a few, and at most about twice what
+// was needed is asked. A first round asks what is lacking, no more; so do
+// rounds that follow faster than a swap-out is answered (a holder whose
+// growth finds room as it comes: there, doubling moved 14 GiB more than
+// needed out of the way of a PyTorch fill).
+uint64_t Scheduler::room_to_ask(GpuIndex gpu, uint64_t short_by) const
+{
+    const GpuQueue& q = queues_[gpu];
+    const Duration since = now_ - q.room_asked_at;
+    const bool waited_for_it = q.room_asked != 0 && since >= kAnsweredRound && since < kGrowthRound;
+    return waited_for_it ? std::max(short_by, 2 * q.room_asked) : short_by;
+}
+
 void Scheduler::publish_shrinks()
 {
     const GpuSet dirty = room_dirty_;
@@ -1097,9 +1113,9 @@ void Scheduler::publish_shrinks()
     for_each_gpu(dirty, [&](GpuIndex g) {
         if (g >= queues_.size() || !oversubscribed(g))
             return;
-        const GpuQueue& q = queues_[g];
+        GpuQueue& q = queues_[g];
         const uint64_t need = holders_need(g);
-        uint64_t room = gpus_[g].capacity > need ? gpus_[g].capacity - need : 0;
+        const uint64_t room = gpus_[g].capacity > need ? gpus_[g].capacity - need : 0;
         // Who keeps what is left: the waiters in the order they go, then
         // the clients that wait for nothing here.
         std::vector<ClientId> order = ordered(g, now_);
@@ -1107,22 +1123,40 @@ void Scheduler::publish_shrinks()
             if ((clients_.at(id).held & gpu_bit(g)) == 0 &&
                 std::find(order.begin(), order.end(), id) == order.end())
                 order.push_back(id);
-        for (ClientId id : order) {
-            ClientRecord& c = clients_.at(id);
+        const auto kept_of = [&](const ClientRecord& c) -> std::optional<uint64_t> {
             const auto k = c.kept.find(g);
             const auto m = c.memory.find(g);
             if ((c.held & gpu_bit(g)) != 0 || k == c.kept.end() || m == c.memory.end())
+                return std::nullopt;
+            return std::min(k->second, m->second.managed);
+        };
+        uint64_t kept_here = 0;
+        for (ClientId id : order)
+            kept_here += kept_of(clients_.at(id)).value_or(0);
+        if (kept_here <= room)
+            return;
+        const uint64_t asked = std::min(room_to_ask(g, kept_here - room), kept_here);
+        uint64_t left = kept_here - asked;
+        bool sent = false;
+        for (ClientId id : order) {
+            ClientRecord& c = clients_.at(id);
+            const std::optional<uint64_t> kept = kept_of(c);
+            if (!kept)
                 continue;
-            const uint64_t kept = std::min(k->second, m->second.managed);
-            const uint64_t allowed = std::min(kept, room);
-            room -= allowed;
-            if (kept - allowed < kShrinkStep)
+            const uint64_t allowed = std::min(*kept, left);
+            left -= allowed;
+            if (*kept - allowed < kShrinkStep)
                 continue;
-            k->second = allowed;
+            c.kept[g] = allowed;
             Action a{ActionKind::Shrink, id, gpu_bit(g)};
             a.oversubscribed = true;
             a.keep = allowed;
             actions_.push_back(a);
+            sent = true;
+        }
+        if (sent) {
+            q.room_asked = asked;
+            q.room_asked_at = now_;
         }
     });
 }

@@ -172,6 +172,11 @@ public:
     // A Shrink asks for at least this much: the library moves whole chunks
     // of up to 64 MiB, and smaller differences are within its headroom.
     static constexpr uint64_t kShrinkStep = uint64_t{64} << 20;
+    // A Shrink round that comes between these two after the last on its GPU
+    // asks for at least twice that one's room (room_to_ask): the holder
+    // still grows, and waited for the last round to be answered.
+    static constexpr Duration kAnsweredRound = std::chrono::milliseconds(150);
+    static constexpr Duration kGrowthRound = std::chrono::seconds(2);
     // Waiting clients that want this GPU, in the order they go: by rank
     // (class, raised by waiting), then by their user's held time, then first
     // come first.
@@ -202,7 +207,14 @@ private:
         uint64_t pinned = 0;     // the pinned part of it
         std::set<ClientId> members;
         std::map<int, size_t> classes;  // members by class rank
+        // The latest Shrink round: the room it asked of all who keep memory
+        // here, and when.
+        uint64_t room_asked = 0;
+        TimePoint room_asked_at{};
     };
+    // How much of what those who do not hold `gpu` keep there a Shrink round
+    // asks for, `short_by` being what the holders lack.
+    uint64_t room_to_ask(GpuIndex gpu, uint64_t short_by) const;
 
     ClientRecord* find(ClientId id);
     std::optional<GpuIndex> add_gpu(const GpuDescription& description);

@@ -664,6 +664,43 @@ TEST_F(SchedulerTest, ShrinkAsksIdleClientsFirstForTheRoomAHolderNeeds)
     EXPECT_EQ(s_.client(2)->kept.at(0), 0u);
 }
 
+// A holder that grows a block at a time, each waiting for its room, gets
+// it in rounds that double while they follow each other, not a block per
+// round: 1, 2, 4 and 8 GiB for 12 GiB of growth, and the fourth leaves room
+// for what comes next. Growth that comes faster than a round is answered,
+// or long after the last, asks what is lacking only.
+TEST_F(SchedulerTest, ShrinkRoundsDoubleWhileTheHolderWaitsForEach)
+{
+    s_.set_mode(Mode::On, now_);
+    gpu(0, 40 * GiB);
+    for (ClientId id : {1, 2}) {
+        client(id);
+        s_.report_memory(id, 0, {20 * GiB, 0}, now_);
+    }
+    s_.request(1, gpu_bit(0), now_);
+    s_.release(1, gpu_bit(0), now_);  // fits: all 20 GiB stay
+    s_.request(2, gpu_bit(0), now_);
+    (void)actions();
+    std::vector<uint64_t> kept;
+    uint64_t size = 20 * GiB;
+    const auto grow = [&](Duration after) {
+        advance(after);
+        size += GiB;
+        s_.report_memory(2, 0, {size, 0}, now_);
+        if (!actions().empty())
+            kept.push_back(s_.client(1)->kept.at(0) / GiB);
+    };
+    for (int i = 0; i < 12; ++i)
+        grow(Scheduler::kAnsweredRound);
+    EXPECT_EQ(kept, (std::vector<uint64_t>{19, 17, 13, 5}));
+
+    kept.clear();
+    advance(Scheduler::kGrowthRound);  // 32 GiB: 1 keeps 5 of the 8 left
+    for (int i = 0; i < 6; ++i)        // the room runs out at 36 GiB
+        grow(Scheduler::kAnsweredRound / 2);
+    EXPECT_EQ(kept, (std::vector<uint64_t>{4, 3, 2}));
+}
+
 // A holder never told that the GPU is oversubscribed moved nothing when it
 // let go: the next holder's room is asked of it.
 TEST_F(SchedulerTest, AReleaseNeverToldOfOversubscriptionKeptEverything)
