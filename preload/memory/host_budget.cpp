@@ -60,7 +60,7 @@ uint64_t pinnable(const Figures& f)
     if (!f.known)
         return UINT64_MAX;
     const uint64_t keep_free = reserve(f.total);
-    return f.available > keep_free ? (f.available - keep_free) / 2 : 0;
+    return f.available > keep_free ? (f.available - keep_free) / 4 : 0;
 }
 
 }  // namespace nvshare::preload::host_budget

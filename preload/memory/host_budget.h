@@ -27,9 +27,10 @@ uint64_t reserve(uint64_t total);
 // (for data that is on the GPU) is given back then.
 bool low(const Figures& f);
 
-// What one make of host memory may pin: half of what is available above the
-// reserve (another process may be pinning at the same moment), everything
-// where the figures are unknown.
+// What one round of making host memory may pin: a quarter of what is
+// available above the reserve, so that up to four processes pinning at the
+// same moment stay within it (three H200 processes that each took half
+// brought the OOM killer); everything where the figures are unknown.
 uint64_t pinnable(const Figures& f);
 
 }  // namespace nvshare::preload::host_budget

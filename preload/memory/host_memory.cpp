@@ -117,22 +117,29 @@ void touch_all(char* const* regions, const uint64_t* sizes, size_t count)
 
 }  // namespace
 
+// In rounds, in order: each round pins what the budget allows as the host
+// is now (host_budget::pinnable, read again once the last round's memory is
+// in), so that processes pinning at once see each other's memory; a region
+// that no longer fits ends it, and it and the rest are refused.
 uint64_t make(const uint64_t* sizes, void** out, size_t count)
 {
     auto do_register = NVS_REAL(cuMemHostRegister_v2);
     uint64_t made = 0;
-    for (size_t first = 0; first < count; first += kBatch) {
-        const size_t n = count - first < kBatch ? count - first : kBatch;
+    for (size_t first = 0; first < count;) {
         char* regions[kBatch];
         uint64_t allowed = host_budget::pinnable(figures_now());
-        for (size_t i = 0; i < n; ++i) {
-            const uint64_t bytes = sizes[first + i];
-            regions[i] = nullptr;
-            if (bytes > allowed)
-                g_refused_bytes.fetch_add(bytes, std::memory_order_relaxed);
-            else if (do_register != nullptr)
-                regions[i] = static_cast<char*>(map_region(bytes));
-            allowed -= regions[i] != nullptr ? bytes : 0;
+        size_t n = 0;
+        for (; n < kBatch && first + n < count && sizes[first + n] <= allowed; ++n) {
+            allowed -= sizes[first + n];
+            regions[n] =
+                do_register != nullptr ? static_cast<char*>(map_region(sizes[first + n])) : nullptr;
+        }
+        if (n == 0) {  // the host has no more for us
+            for (size_t i = first; i < count; ++i) {
+                g_refused_bytes.fetch_add(sizes[i], std::memory_order_relaxed);
+                out[i] = nullptr;
+            }
+            break;
         }
         const uint64_t touching = now_ns();
         touch_all(regions, sizes + first, n);
@@ -149,6 +156,7 @@ uint64_t make(const uint64_t* sizes, void** out, size_t count)
             made += regions[i] != nullptr ? bytes : 0;
         }
         g_register_ns.fetch_add(now_ns() - registering, std::memory_order_relaxed);
+        first += n;
     }
     g_made_bytes.fetch_add(made, std::memory_order_relaxed);
     return made;

@@ -198,20 +198,20 @@ TEST(HostBudget, UnknownFiguresPinWithoutLimit)
     }
 }
 
-TEST(HostBudget, PinsHalfOfWhatIsAvailableAboveTheReserve)
+TEST(HostBudget, PinsAQuarterOfWhatIsAvailableAboveTheReserve)
 {
     host_budget::Figures f{128 * kGiB, 64 * kGiB, true};
     EXPECT_EQ(host_budget::reserve(f.total), 4 * kGiB);
-    EXPECT_EQ(host_budget::pinnable(f), 30 * kGiB);
+    EXPECT_EQ(host_budget::pinnable(f), 15 * kGiB);
     EXPECT_FALSE(host_budget::low(f));
     f.available = 15 * kGiB;  // below 1/8 (16 GiB)
     EXPECT_TRUE(host_budget::low(f));
-    EXPECT_EQ(host_budget::pinnable(f), 11 * kGiB / 2);
+    EXPECT_EQ(host_budget::pinnable(f), 11 * kGiB / 4);
     f.available = 4 * kGiB;
     EXPECT_EQ(host_budget::pinnable(f), 0u) << "the reserve stays available";
     // A small host keeps at least 1 GiB, and runs low below twice that.
     const host_budget::Figures small{8 * kGiB, 2 * kGiB - 1, true};
     EXPECT_EQ(host_budget::reserve(small.total), kGiB);
     EXPECT_TRUE(host_budget::low(small));
-    EXPECT_EQ(host_budget::pinnable(small), (kGiB - 1) / 2);
+    EXPECT_EQ(host_budget::pinnable(small), (kGiB - 1) / 4);
 }
