@@ -778,7 +778,9 @@ Moved swap_out(uint32_t gpu, uint64_t keep, CUstream stream)
                    query(g_events[gpu][done + 1]) == CUDA_SUCCESS)
                 finish_group(static_cast<uint8_t>(++done), true);
             bool more = false;
+            const uint64_t making = now_ns();
             make_out_memory(gpu, keep, group_bytes, false, &more, &no_host);
+            m.making_ns += now_ns() - making;
         }
         c.group = group;
         if (c.out == nullptr || !stream_copy(out_address(c), r.ptr + off, size, stream)) {

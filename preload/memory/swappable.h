@@ -77,6 +77,8 @@ struct Moved {
     uint64_t create_ns = 0;  // of which making it (cuMemCreate)
     uint64_t access_ns = 0;  // access granted to it (cuMemSetAccess), not in place_ns
     uint64_t sync_ns = 0;    // waiting for the last copies
+    // Swap-out: making host memory for it as it went (pinning), within ns.
+    uint64_t making_ns = 0;
 };
 
 // The process holds GPU `gpu` now (granted, or scheduling failed open): new
