@@ -891,7 +891,18 @@ bool Scheduler::joins_group(const ClientRecord& c, GpuIndex gpu, TimePoint now) 
     for (ClientId h : gpus_[gpu].holders)
         if (starting(clients_.at(h), now) || clients_.at(h).drop_sent)
             return false;
+    // Nor while the holders wait for room: a joiner would wait for the same
+    // room (on an H200 one held the lock 17 s for it, beside a PyTorch
+    // newcomer still growing long after its start).
+    if (now < short_of_room_until(gpu))
+        return false;
     return holders_need(gpu) + managed_on(c, gpu) <= gpus_[gpu].capacity;
+}
+
+TimePoint Scheduler::short_of_room_until(GpuIndex gpu) const
+{
+    const GpuQueue& q = queues_[gpu];
+    return q.room_asked != 0 ? q.room_asked_at + kGrowthRound : TimePoint{};
 }
 
 void Scheduler::keep_holders_that_fit(GpuIndex gpu, TimePoint now)
@@ -1157,6 +1168,8 @@ void Scheduler::publish_shrinks()
         if (sent) {
             q.room_asked = asked;
             q.room_asked_at = now_;
+            for (ClientId id : q.members)  // when they may join moved
+                update_deadline(clients_.at(id));
         }
     });
 }
@@ -1270,9 +1283,10 @@ void Scheduler::update_deadline(ClientRecord& c)
             if (at > now_ && (!want || at < *want))
                 want = at;
         });
-        // When the holders of a GPU taken in group turns have started.
+        // When the holders of a GPU taken in group turns have started and
+        // have their room.
         for_each_gpu(c.wanted & group_turns(), [&](GpuIndex g) {
-            TimePoint at{};
+            TimePoint at = short_of_room_until(g);
             for (ClientId h : gpus_[g].holders)
                 at = std::max(at, settled_time(clients_.at(h)));
             if (at > now_ && (!want || at < *want))

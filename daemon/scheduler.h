@@ -215,6 +215,9 @@ private:
     // How much of what those who do not hold `gpu` keep there a Shrink round
     // asks for, `short_by` being what the holders lack.
     uint64_t room_to_ask(GpuIndex gpu, uint64_t short_by) const;
+    // Until when the holders of `gpu` count as short of room: kGrowthRound
+    // after its latest Shrink round (none: the past).
+    TimePoint short_of_room_until(GpuIndex gpu) const;
 
     ClientRecord* find(ClientId id);
     std::optional<GpuIndex> add_gpu(const GpuDescription& description);

@@ -546,6 +546,27 @@ TEST_F(SchedulerTest, AWaiterJoinsAGroupOnceItsHoldersHaveStarted)
     EXPECT_EQ(actions(), V{"C2"});
 }
 
+// Nor does it join holders that wait for room (a Shrink round less than
+// kGrowthRound ago): it would wait for the same room.
+TEST_F(SchedulerTest, AWaiterJoinsNoGroupThatWaitsForRoom)
+{
+    auto_clients(80 * GiB, 3, 20 * GiB);
+    s_.report_memory(3, 0, {30 * GiB, 0}, now_);
+    s_.request(3, gpu_bit(0), now_);
+    s_.release(3, gpu_bit(0), now_);  // 70 GiB fit: 3 keeps its 30
+    s_.request(1, gpu_bit(0), now_);
+    advance(2s);                                  // 1 has started
+    s_.report_memory(1, 0, {55 * GiB, 0}, now_);  // 105 GiB: turns
+    EXPECT_EQ(actions(), (V{"G3", "G1", "S3"}));
+    s_.request(2, gpu_bit(0), now_);  // 55 + 20 would fit beside 1
+    EXPECT_EQ(actions(), V{"C1"});
+    advance(Scheduler::kGrowthRound - 1ms);
+    EXPECT_EQ(actions(), V{});
+    advance(1ms);
+    EXPECT_EQ(actions(), (V{"G2", "S3"}));
+    EXPECT_EQ(s_.client(3)->kept.at(0), 5 * GiB);
+}
+
 // Memory that grows past what the group fits: the one granted last lets go.
 TEST_F(SchedulerTest, AGroupThatNoLongerFitsAsksTheLatestToLetGo)
 {
