@@ -1916,6 +1916,63 @@ TEST(SwapEngine, AHolderToldThatTurnsBeganNoLongerLetsGoForRoom)
     EXPECT_EQ(err.find("released"), std::string::npos) << err;
 }
 
+// Granted into a group turn (the processes' memory oversubscribes the GPU,
+// its group's fits), an allocation that finds the device full waits for the
+// room nvshared asks of those who wait, as a holder alone does, instead of
+// letting go as one sharing a GPU that fits does (a PyTorch newcomer on an
+// H200 swapped all of its data out and in for every 1 GiB of its growth).
+// Here no room comes (the fake's memory is the process's own): after its
+// wait the rest goes to host memory, and the process never lets go.
+TEST(SwapEngine, AHolderInAGroupTurnWaitsForRoomInsteadOfLettingGo)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "auto", "--capacity", "1G"});
+    const std::string end = dir / "end";
+    Process busy = start_client(dir, daemon.socket(),
+                                {{"--kernels", "1", "--alloc", "300M", "--until", end},
+                                 {{"NVSHARE_IDLE_RELEASE_MS", "0"}},
+                                 false},
+                                "busy");
+    const auto launched = [&](const Process& p) {
+        return wait_until(
+            [&] { return count_events(dir / "fake.log", p.pid(), "cuLaunchKernel") >= 1; });
+    };
+    ASSERT_TRUE(launched(busy)) << busy.err();
+    // Idle from its first round on; with the grower's 300 MiB, 1.2 GiB.
+    Process idle = start_client(
+        dir, daemon.socket(),
+        {{"--kernels", "1", "--alloc", "600M", "--pause-until", end}, {}, false}, "idle");
+    ASSERT_TRUE(launched(idle)) << idle.err();
+    Process grower =
+        start_client(dir, daemon.socket(),
+                     {{"--kernels", "1", "--alloc", "300M", "--check-data", "--late-alloc", "200M"},
+                      {{"FAKECUDA_MEMORY", std::to_string(400ull << 20)},
+                       {"NVSHARE_DEBUG", "1"},
+                       {"NVSHARE_IDLE_RELEASE_MS", "0"}},
+                      false},
+                     "grower");
+    expect_clean_exit(grower, seconds(120));
+    touch(end);
+    expect_clean_exit(busy);
+    expect_clean_exit(idle);
+    EXPECT_NE(grower.out().find("late=ok"), std::string::npos) << grower.out() << grower.err();
+    EXPECT_NE(grower.out().find("data=ok"), std::string::npos) << grower.out() << grower.err();
+    EXPECT_EQ(faults(dir, grower.pid()), 0) << read_text(dir / "fake.log");
+    // Its grant was a group turn's: beside busy.
+    const std::string log = daemon.log(), pid = "pid " + std::to_string(grower.pid()) + " (";
+    bool shared_grant = false;
+    for (size_t at = log.find(pid); at != std::string::npos; at = log.find(pid, at + 1)) {
+        const std::string line = log.substr(at, log.find('\n', at) - at);
+        shared_grant |=
+            line.find("granted") != std::string::npos && line.find(", shared") != std::string::npos;
+    }
+    EXPECT_TRUE(shared_grant) << log;
+    const std::string err = grower.err();
+    EXPECT_NE(err.find("GPU 0 is full: "), std::string::npos) << err;
+    EXPECT_EQ(err.find("full while shared"), std::string::npos) << err;
+    EXPECT_EQ(err.find("released"), std::string::npos) << err;
+}
+
 struct WaiterAndHolder {
     Process waiter, holder;
 };
