@@ -69,6 +69,13 @@ void expect_clean_exit(Process& p, std::chrono::milliseconds timeout = std::chro
     EXPECT_EQ(p.wait(timeout), 0) << "stdout:\n" << p.out() << "stderr:\n" << p.err();
 }
 
+// Waits until `p` has launched a kernel (so it has held the GPU).
+bool launched_one(const TempDir& dir, const Process& p)
+{
+    return wait_until(
+        [&] { return count_events(dir / "fake.log", p.pid(), "cuLaunchKernel") >= 1; });
+}
+
 // ---- routes: every way a program reaches the driver is gated --------------------
 
 struct RouteCase {
@@ -1895,9 +1902,7 @@ TEST(SwapEngine, AHolderToldThatTurnsBeganNoLongerLetsGoForRoom)
                        {"NVSHARE_IDLE_RELEASE_MS", "0"}},  // it holds through its pause
                       false},
                      "holder");
-    ASSERT_TRUE(wait_until([&] {
-        return count_events(dir / "fake.log", holder.pid(), "cuLaunchKernel") >= 1;
-    })) << holder.err();
+    ASSERT_TRUE(launched_one(dir, holder)) << holder.err();
     // 300 + 800 MiB exceed the capacity: turns begin, the holder keeps the GPU.
     Process other = start_client(dir, daemon.socket(),
                                  {{"--kernels", "1", "--alloc", "800M"}, {}, false}, "other");
@@ -1933,16 +1938,12 @@ TEST(SwapEngine, AHolderInAGroupTurnWaitsForRoomInsteadOfLettingGo)
                                  {{"NVSHARE_IDLE_RELEASE_MS", "0"}},
                                  false},
                                 "busy");
-    const auto launched = [&](const Process& p) {
-        return wait_until(
-            [&] { return count_events(dir / "fake.log", p.pid(), "cuLaunchKernel") >= 1; });
-    };
-    ASSERT_TRUE(launched(busy)) << busy.err();
+    ASSERT_TRUE(launched_one(dir, busy)) << busy.err();
     // Idle from its first round on; with the grower's 300 MiB, 1.2 GiB.
     Process idle = start_client(
         dir, daemon.socket(),
         {{"--kernels", "1", "--alloc", "600M", "--pause-until", end}, {}, false}, "idle");
-    ASSERT_TRUE(launched(idle)) << idle.err();
+    ASSERT_TRUE(launched_one(dir, idle)) << idle.err();
     Process grower =
         start_client(dir, daemon.socket(),
                      {{"--kernels", "1", "--alloc", "300M", "--check-data", "--late-alloc", "200M"},
@@ -1992,9 +1993,7 @@ void start_a_waiter_that_makes_host_memory_ahead(
                      false};
     waiter.env.insert(waiter_env.begin(), waiter_env.end());
     p.waiter = start_client(dir, daemon.socket(), waiter, "waiter");
-    ASSERT_TRUE(wait_until([&] {
-        return count_events(dir / "fake.log", p.waiter.pid(), "cuLaunchKernel") >= 1;
-    })) << p.waiter.err();
+    ASSERT_TRUE(launched_one(dir, p.waiter)) << p.waiter.err();
     ClientRun holder{
         {"--kernels", "1", "--alloc", "900M", "--hold-ms", "4000"},
         {{"NVSHARE_DEBUG", "1"}, {"NVSHARE_IDLE_RELEASE_MS", "0"}},  // holds through its pause
@@ -2121,9 +2120,7 @@ TEST(SwapEngine, SwappedOutMemoryThatFindsNoRoomComesBackToHostMemory)
                       {{"NVSHARE_DEBUG", "1"}, {"FAKECUDA_MEMORY", std::to_string(400ull << 20)}},
                       false},
                      "first");
-    ASSERT_TRUE(wait_until([&] {
-        return count_events(dir / "fake.log", first.pid(), "cuLaunchKernel") >= 1;
-    })) << first.err();
+    ASSERT_TRUE(launched_one(dir, first)) << first.err();
     Process second = start_client(
         dir, daemon.socket(),
         {{"--kernels", "1", "--alloc", "400M", "--hold-ms", "500"}, {}, false}, "second");
@@ -2185,9 +2182,7 @@ IdleAndGrower run_idle_and_grower(const TempDir& dir, const Daemon& daemon,
         dir, daemon.socket(),
         {{"--kernels", "1", "--alloc", "200M", "--check-data", "--pause-until", given}, env, false},
         "idle");
-    EXPECT_TRUE(wait_until([&] {
-        return count_events(dir / "fake.log", idle.pid(), "cuLaunchKernel") >= 1;
-    })) << idle.err();
+    EXPECT_TRUE(launched_one(dir, idle)) << idle.err();
     Process grows = start_client(dir, daemon.socket(),
                                  {{"--kernels", "1", "--alloc", "200M", "--late-alloc", "300M",
                                    "--check-data", "--hold-ms", "500"},
