@@ -1168,7 +1168,7 @@ void Scheduler::publish_shrinks()
         if (sent) {
             q.room_asked = asked;
             q.room_asked_at = now_;
-            for (ClientId id : q.members)  // when they may join moved
+            for (ClientId id : order)  // those who do not hold: when they may join moved
                 update_deadline(clients_.at(id));
         }
     });
