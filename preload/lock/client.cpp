@@ -563,8 +563,10 @@ void ClientLoop::request_lock(uint64_t now)
 // program's work runs: pinning it costs ~10 times the copy. Likewise, while
 // we wait for an oversubscribed GPU, for kShrinkAhead of what we left there
 // (beyond what nvshared asked for, if it did): a holder that grows asks us
-// for room, and its work runs over the bus until we give it; not while the
-// host runs low on memory, when our swap-out gave back what it kept. A
+// for room, and its work runs over the bus until we give it. Neither while
+// the host runs low on memory: then what it has left goes to the swap-outs
+// that give room (a holder that made its own ahead down to the reserve left
+// the others none, on an H200 host of 125 GiB). A
 // holder still allocating makes none yet: each step holds up its next
 // allocation's wait for room, and its pinning slows that of those who give
 // the room (on an H200, a newcomer's 1 GiB allocations took 0.5-1 s each
@@ -574,12 +576,14 @@ void ClientLoop::prestage(uint64_t now)
     if (!s_.prestaging)
         return;
     const uint64_t all = all_gpus();
-    if (s_.lock.state() == HoldState::Holding && s_.lock.contended() && s_.lock.oversubscribed()) {
-        if (now < prestage_at())
-            return;  // timeout_ms comes back for it
+    const bool holds_contended =
+        s_.lock.state() == HoldState::Holding && s_.lock.contended() && s_.lock.oversubscribed();
+    if (holds_contended && now < prestage_at())
+        return;  // timeout_ms comes back for it
+    if (host_memory::host_low()) {
+        s_.prestaging = false;  // the swap-outs that give room come first
+    } else if (holds_contended) {
         s_.prestaging = residency::prestage_for_switch(all, s_.lock.keep_bytes());
-    } else if (!s_.lock.holds() && host_memory::host_low()) {
-        s_.prestaging = false;
     } else if (!s_.lock.holds() && s_.shrink_keep != UINT64_MAX) {
         const uint64_t keep = s_.shrink_keep > kShrinkAhead ? s_.shrink_keep - kShrinkAhead : 0;
         s_.prestaging = residency::prestage(all, keep);

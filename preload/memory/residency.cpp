@@ -241,6 +241,11 @@ uint64_t engine_swap_in(uint32_t i, uint64_t patience)
     uint64_t left = m.moved.left_waiting + m.moved.left_on_host;
     bool grew = true, waiting = patience != 0;
     while (m.moved.short_of_room && waiting) {
+        // Host memory we kept would only save pinning at our next swap-out;
+        // those who give the room may find none to swap out to without it
+        // (three H200 processes of 58 GiB on a 125 GiB host: a holder's
+        // work then ran over the bus for 15 s).
+        swappable::give_back_kept_host(i);
         const bool last = now_ns() >= until;  // then what still waits goes to host memory
         if (!last) {
             const timespec pause{0, static_cast<long>(grew ? kRoomPollFastNs : kRoomPollNs)};

@@ -862,6 +862,12 @@ uint64_t finish_copies(uint32_t gpu)
     return now_ns() - start;
 }
 
+uint64_t give_back_kept_host(uint32_t gpu)
+{
+    Lock lock;
+    return give_back_cached_host(gpu, UINT64_MAX);
+}
+
 void set_shared_hold(uint32_t gpu, bool shared)
 {
     g_shared_hold[gpu].store(shared, std::memory_order_relaxed);

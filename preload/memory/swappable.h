@@ -101,6 +101,12 @@ Moved swap_in(uint32_t gpu, uint64_t budget, CUstream stream, bool wait_for_room
 // waited for; returns the ns it waited. Client thread.
 uint64_t finish_copies(uint32_t gpu);
 
+// While the host runs low on memory: gives back the host memory kept only
+// to save pinning later, for data that is on GPU `gpu` (a holder that waits
+// for room: those who give it need host memory to swap out to). Returns the
+// bytes given back. Client thread.
+uint64_t give_back_kept_host(uint32_t gpu);
+
 // Before the process lets go of GPU `gpu` (its work drained): moves the chunks
 // beyond the newest `keep` bytes to host memory (Out), copies on `stream`. New
 // allocations wait for the next grant from now on. While the host runs low

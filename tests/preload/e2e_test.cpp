@@ -1979,12 +1979,14 @@ struct WaiterAndHolder {
 };
 
 // 1 (200 MiB: chunks of 64, 64, 64 and 8 MiB, with a pattern) runs, then 2
-// (900 MiB, with `holder_args`) takes the GPU and holds it through its
-// pause; 1 lets go keeping what fits beside 2, then waits for the GPU
-// again, and has made host memory for all four chunks when this returns.
+// (900 MiB, with `holder_args` and `holder_env`) takes the GPU and holds it
+// through its pause; 1 lets go keeping what fits beside 2, then waits for
+// the GPU again, and has made host memory for all four chunks when this
+// returns.
 void start_a_waiter_that_makes_host_memory_ahead(
     const TempDir& dir, const Daemon& daemon, const std::map<std::string, std::string>& waiter_env,
-    const std::vector<std::string>& holder_args, WaiterAndHolder& p)
+    const std::vector<std::string>& holder_args, WaiterAndHolder& p,
+    const std::map<std::string, std::string>& holder_env = {})
 {
     const std::string go_on = dir / "go-on";
     ClientRun waiter{{"--kernels", "1", "--alloc", "200M", "--check-data", "--pause-until", go_on,
@@ -1999,6 +2001,7 @@ void start_a_waiter_that_makes_host_memory_ahead(
         {{"NVSHARE_DEBUG", "1"}, {"NVSHARE_IDLE_RELEASE_MS", "0"}},  // holds through its pause
         false};
     holder.args.insert(holder.args.end(), holder_args.begin(), holder_args.end());
+    holder.env.insert(holder_env.begin(), holder_env.end());
     p.holder = start_client(dir, daemon.socket(), holder, "holder");
     ASSERT_TRUE(wait_until([&] {
         return p.holder.err().find("lock granted") != std::string::npos;
@@ -2097,6 +2100,64 @@ TEST(SwapEngine, AHostLowOnMemoryGetsBackWhatDataOnTheGpuDoesNotNeed)
     })) << p.waiter.err();
     expect_both_end_and_the_waiter_keeps_its_data(dir, p);
     EXPECT_NE(p.waiter.err().find("nvshared asks for room"), std::string::npos) << p.waiter.err();
+}
+
+// While the host runs low on memory a holder makes no host memory ahead for
+// its next switch: what the host has left goes to the swap-outs that give
+// room (a holder that made its own down to the reserve left the others none,
+// on an H200 host). The holder of AWaiterOnAnOversubscribedGpuMakesHost-
+// MemoryAhead, contended on an oversubscribed GPU, sees 6 GiB of 64
+// available: low, though pinning is still allowed.
+TEST(SwapEngine, AHolderMakesNoHostMemoryAheadWhileTheHostRunsLow)
+{
+    if (geteuid() != 0)
+        GTEST_SKIP() << "needs root for a private mount namespace";
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "auto", "--capacity", "1G"});
+    WaiterAndHolder p;
+    ASSERT_NO_FATAL_FAILURE(start_a_waiter_that_makes_host_memory_ahead(
+        dir, daemon, {}, {}, p, {{kMeminfoText, meminfo_of_64g(6ull * 1024 * 1024)}}));
+    expect_both_end_and_the_waiter_keeps_its_data(dir, p);
+    EXPECT_EQ(p.holder.err().find("host memory for the next swap-out from GPU 0 is ready"),
+              std::string::npos)
+        << p.holder.err();
+}
+
+// A holder that waits for room while the host runs low on memory gives back
+// the host memory it made ahead for data that is on the GPU: those who give
+// the room need host memory to swap out to (on an H200 host of 125 GiB, two
+// holders that kept theirs left a third none, and their work ran over the
+// bus for 15 s). Here both share one device of 1 GiB; the holder made its
+// host memory ahead, then its host runs low and it allocates 64 MiB more,
+// for which the device is full of the waiter's memory.
+TEST(SwapEngine, AHolderThatWaitsForRoomWhileTheHostRunsLowGivesBackWhatItMadeAhead)
+{
+    if (geteuid() != 0)
+        GTEST_SKIP() << "needs root for a private mount namespace";
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "auto", "--capacity", "1G"});
+    const std::string grow = dir / "grow";
+    const std::map<std::string, std::string> device{
+        {"FAKECUDA_SHARED_DEVICE", dir / "device"},
+        {"FAKECUDA_MEMORY", std::to_string(1ull << 30)}};
+    std::map<std::string, std::string> holder_env = device;
+    holder_env[kMeminfoText] = meminfo_of_64g(48ull * 1024 * 1024);
+    WaiterAndHolder p;
+    ASSERT_NO_FATAL_FAILURE(start_a_waiter_that_makes_host_memory_ahead(
+        dir, daemon, device, {"--late-alloc", "64M", "--late-alloc-after", grow}, p, holder_env));
+    ASSERT_TRUE(wait_until([&] {
+        return p.holder.err().find("host memory for the next swap-out from GPU 0 is ready") !=
+               std::string::npos;
+    })) << p.holder.err();
+    write_text(dir / "holder.meminfo", meminfo_of_64g(6ull * 1024 * 1024));  // in place
+    touch(grow);
+    EXPECT_TRUE(wait_until([&] {
+        return p.holder.err().find("the host runs low on memory: gave back") != std::string::npos;
+    })) << p.holder.err();
+    const std::string err = p.holder.err();
+    EXPECT_NE(err.find("wait for the room others give back"), std::string::npos) << err;
+    EXPECT_EQ(err.find("swapped out"), std::string::npos) << err;  // while it held
+    expect_both_end_and_the_waiter_keeps_its_data(dir, p);
 }
 
 // Swapped-out memory whose grant finds no room on the GPU goes to host
