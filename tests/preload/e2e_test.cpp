@@ -24,6 +24,10 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
+// What a holder's debug log says once it has made the host memory for its
+// next swap-out ahead.
+constexpr const char* kMadeAhead = "host memory for the next swap-out from GPU 0 is ready";
+
 // Two clients that set up (register, allocate, report memory), wait at a
 // barrier, and are released together, so their GPU work would overlap unless
 // the library keeps them apart.
@@ -396,8 +400,7 @@ PausesRun run_holder_with_pauses(const std::string& capacity, const std::string&
         // lets go (and makes its host memory) before it pauses.
         EXPECT_TRUE(wait_until([&] {
             const std::string err = holder.err();
-            return err.find("host memory for the next swap-out from GPU 0 is ready") !=
-                       std::string::npos ||
+            return err.find(kMadeAhead) != std::string::npos ||
                    err.find("swapped out ") != std::string::npos;
         })) << holder.err();
         touch(made);
@@ -1655,9 +1658,8 @@ TEST(SwapEngine, SwapsChunksOutAndInAndKeepsTheData)
     // The first holder made that host memory during its 1 s of work while
     // the other waited, before its swap-out (pinning costs ~10 times the
     // copy).
-    const std::string ready = "host memory for the next swap-out from GPU 0 is ready";
-    EXPECT_TRUE(p.a.err().find(ready) != std::string::npos ||
-                p.b.err().find(ready) != std::string::npos)
+    EXPECT_TRUE(p.a.err().find(kMadeAhead) != std::string::npos ||
+                p.b.err().find(kMadeAhead) != std::string::npos)
         << p.a.err() << p.b.err();
 }
 
@@ -2118,9 +2120,7 @@ TEST(SwapEngine, AHolderMakesNoHostMemoryAheadWhileTheHostRunsLow)
     ASSERT_NO_FATAL_FAILURE(start_a_waiter_that_makes_host_memory_ahead(
         dir, daemon, {}, {}, p, {{kMeminfoText, meminfo_of_64g(6ull * 1024 * 1024)}}));
     expect_both_end_and_the_waiter_keeps_its_data(dir, p);
-    EXPECT_EQ(p.holder.err().find("host memory for the next swap-out from GPU 0 is ready"),
-              std::string::npos)
-        << p.holder.err();
+    EXPECT_EQ(p.holder.err().find(kMadeAhead), std::string::npos) << p.holder.err();
 }
 
 // A holder that waits for room while the host runs low on memory gives back
@@ -2145,10 +2145,8 @@ TEST(SwapEngine, AHolderThatWaitsForRoomWhileTheHostRunsLowGivesBackWhatItMadeAh
     WaiterAndHolder p;
     ASSERT_NO_FATAL_FAILURE(start_a_waiter_that_makes_host_memory_ahead(
         dir, daemon, device, {"--late-alloc", "64M", "--late-alloc-after", grow}, p, holder_env));
-    ASSERT_TRUE(wait_until([&] {
-        return p.holder.err().find("host memory for the next swap-out from GPU 0 is ready") !=
-               std::string::npos;
-    })) << p.holder.err();
+    ASSERT_TRUE(wait_until([&] { return p.holder.err().find(kMadeAhead) != std::string::npos; }))
+        << p.holder.err();
     write_text(dir / "holder.meminfo", meminfo_of_64g(6ull * 1024 * 1024));  // in place
     touch(grow);
     EXPECT_TRUE(wait_until([&] {
