@@ -54,13 +54,14 @@ protected:
         daemon.reset();
     }
 
-    static RunResult ctl(std::vector<std::string> args)
+    // nvsharectl with this test's lock socket (its fallback without a bus),
+    // never the host's: a host where nvshare runs has a daemon on the default.
+    RunResult ctl(std::vector<std::string> args) const { return run(ctl_argv(std::move(args))); }
+    std::vector<std::string> ctl_argv(std::vector<std::string> args) const
     {
-        args.insert(args.begin(), nvsharectl_path());
-        return run(args);
-    }
-    static std::vector<std::string> ctl_argv(std::vector<std::string> args)
-    {
+        if (std::find(args.begin(), args.end(), "--socket") == args.end() &&
+            std::find(args.begin(), args.end(), "-s") == args.end())
+            args.insert(args.begin(), {"--socket", socket()});
         args.insert(args.begin(), nvsharectl_path());
         return args;
     }

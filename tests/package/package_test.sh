@@ -75,10 +75,19 @@ if [ "${1:-}" = --in-root ]; then
     # man-db's trigger would rebuild its index on every step: seconds each.
     rm -f /var/lib/man-db/auto-update
 
-    step "the checks see a listed library that is missing (the real ld.so reads this root's file)"
+    step "a root without nvshare: what an install outside dpkg left is removed (here only)"
+    # The README's first command installs with meson (libnvshare.so listed,
+    # a drop-in, units, state): this root sees it through its lower layer.
+    # dpkg owns none of it (checked below), so the packages meet a host that
+    # never had nvshare; the host keeps its install. The check first: files a
+    # package owns are never removed here.
     for p in nvshare libnvshare; do
         case $(status_of $p) in *" installed "*) fail "the host has $p installed";; esac
     done
+    find /usr /etc /var/lib \( -name '*nvshare*' -o -name 'ld.so.preload' \) -prune \
+        -exec rm -rf {} +
+
+    step "the checks see a listed library that is missing (the real ld.so reads this root's file)"
     echo /usr/lib/nvshare-test-missing.so >/etc/ld.so.preload
     if (check_preload) 2>/dev/null; then fail "check_preload missed a missing library"; fi
     # (grep and rm print the error too; what matters is that /bin/true does.)
