@@ -310,6 +310,30 @@ def check_security(a):
         raise Failed(f"exposure {score} is above {EXPOSURE_BOUND}")
 
 
+def check_uninstall(a):
+    """The README's uninstall command (the last check): nothing of nvshare
+    runs, is listed or is left installed, and programs start without a word
+    from ld.so."""
+    r = a.run(["sh", "-c", "cd /root/nvshare && sh .ci/quickstart uninstall 2>&1"], timeout=120)
+    if "nvshare: uninstalled" not in r.stdout:
+        raise Failed(f"quickstart uninstall said:\n{r.stdout}")
+    listed = [line for line in preload_lines(a) if "libnvshare" in line]
+    if listed:
+        raise Failed(f"/etc/ld.so.preload still lists {listed}")
+    for prog in (["/bin/true"], ["sh", "-c", ":"], ["ls", "/"]):
+        err = a.run(prog).stderr
+        if err:
+            raise Failed(f"{' '.join(prog)} printed {err!r}")
+    for unit in (UNIT, "nvshare.socket", "nvshare-preload.path"):
+        if a.state(unit) == "active":
+            raise Failed(f"{unit} is still active")
+    multiarch = a.out(["gcc", "-print-multiarch"])
+    for path in ("/usr/bin/nvsharectl", "/usr/sbin/nvshared", f"/usr/lib/{multiarch}/libnvshare.so",
+                 "/usr/lib/systemd/system/nvshare.service", "/etc/ld.so.preload.d/nvshare.conf"):
+        if a.run(["test", "-e", path], ok=False).returncode == 0:
+            raise Failed(f"{path} is left")
+
+
 CHECKS = [
     ("enable-now", check_enable_now),
     ("install-paths", check_install_paths),
@@ -322,6 +346,7 @@ CHECKS = [
     ("option-error", check_option_error),
     ("journal-priorities", check_journal_priorities),
     ("security", check_security),
+    ("uninstall", check_uninstall),  # last: it takes nvshare away
 ]
 
 
