@@ -53,8 +53,6 @@ constexpr uint64_t kShrinkAhead = 2ull << 30;
 // A holder whose memory changed this recently is still allocating (a fill):
 // its host memory for the next switch waits (see prestage).
 constexpr uint64_t kSettleBeforePrestageNs = 250ull * 1000 * 1000;
-// Before an eviction, calls still in the driver get this long to leave it.
-constexpr uint64_t kQuietWaitNs = 100ull * 1000 * 1000;
 // An allocation that waits for room while our work cannot be drained (a
 // capture) is looked at again this often.
 constexpr uint64_t kRoomRetryNs = 20ull * 1000 * 1000;
@@ -292,6 +290,12 @@ void ClientLoop::shrink(uint64_t gpus, uint64_t keep_bytes)
     const uint64_t all = all_gpus();
     log_debug("nvshared asks for room: leaving at most %llu MiB on the GPUs we do not hold",
               static_cast<unsigned long long>(keep_bytes >> 20));
+    // Work of ours may still run after a revocation or a release that could
+    // not drain it: memory moves only once it has ended.
+    if (!quiesce(now_ns() + kIdleDrainLimitNs)) {
+        log_warn("our GPU work does not end: nothing moves to give nvshared the room it asks");
+        return;
+    }
     residency::before_release(gpus & all, true, keep_bytes, now_ns() + kEvictLimitNs);
     report_stats();
     s_.shrink_keep = keep_bytes;
@@ -335,20 +339,31 @@ bool ClientLoop::drain(uint64_t deadline)
     return done;
 }
 
-// Gate closed and drained: move our data off an oversubscribed GPU (so the
-// next holder finds it free), then say so.
-void ClientLoop::release(uint64_t deadline)
+bool ClientLoop::quiesce(uint64_t deadline)
+{
+    for (;;) {
+        gate_close();
+        const uint32_t let_through = gate_fail_opens();
+        const bool drained = drain(deadline);
+        if (gate_fail_opens() == let_through)
+            return drained;
+        // Work went through the stuck drain and may run still: once more,
+        // with the gate closed again, until the deadline.
+        if (now_ns() >= deadline)
+            return false;
+    }
+}
+
+// Gate closed and drained (`quiet`, see quiesce): move our data off an
+// oversubscribed GPU (so the next holder finds it free), then say so.
+void ClientLoop::release(uint64_t deadline, bool quiet)
 {
     const uint64_t all = all_gpus();
-    // Eviction remaps the swap engine's memory: no call let through during a
-    // stuck drain may still be running then (else nothing moves).
-    // Only where something may move: a synchronisation races with a stream
-    // capture that begins meanwhile (it would invalidate it; seen in CI).
     const bool oversubscribed = s_.lock.oversubscribed();
     const uint64_t keep = s_.lock.keep_bytes();
     const bool may_evict = oversubscribed || config().evict == Policy::On;
     bool move_after = false;
-    if (!may_evict || (gate_wait_in_flight(now_ns() + kQuietWaitNs) && contexts::drain_all())) {
+    if (!may_evict || quiet) {
         // The swap engine's memory leaves after the lock: the next holder's
         // copies in then overlap ours out.
         move_after = residency::swaps_out_after_release(all, oversubscribed);
@@ -393,9 +408,9 @@ void ClientLoop::finish_drop(uint64_t now)
         return;
     const uint64_t deadline = *s_.lock.deadline();
     if (contexts::active_captures() == 0 || now >= deadline) {
-        drain(deadline + kCapturePollNs);
+        const bool quiet = quiesce(deadline + kCapturePollNs);
         gate_close();  // a waiter may have failed open during a stuck drain
-        release(deadline + kCapturePollNs);
+        release(deadline + kCapturePollNs, quiet);
         log_debug("released after a drop request");
     }
 }
@@ -434,7 +449,7 @@ void ClientLoop::release_if_idle(uint64_t now)
     } else if (now - s_.quiet_since < hold) {
         const uint64_t at = s_.quiet_since + hold;
         s_.next_idle_check = IdleGaps::next_look(now, at, period);
-    } else if (drain(now + kIdleDrainLimitNs)) {
+    } else if (const uint32_t let_through = gate_fail_opens(); drain(now + kIdleDrainLimitNs)) {
         const uint64_t drained = now_ns();
         // Work submitted earlier that was still running means the GPU has
         // been idle only from now on (a burst queued at once and then waited
@@ -454,7 +469,9 @@ void ClientLoop::release_if_idle(uint64_t now)
                 // and asked again, is stale. Kept, it asked for the GPU again
                 // at once, mid-pause, and the pause read as none.)
                 const uint64_t idle = was_busy ? 0 : drained - s_.quiet_since;
-                release(now + kEvictLimitNs);
+                // Closed idle, with nothing in flight or waiting: quiet
+                // unless work went through during the drain.
+                release(now + kEvictLimitNs, gate_fail_opens() == let_through);
                 const uint64_t ski = IdleGaps::ski_rental(share, period);
                 log_debug(
                     "released early: idle for %llu ms (kept it idle up to %llu ms; our share of "
@@ -476,9 +493,9 @@ void ClientLoop::yield_if_asked(uint64_t now)
 {
     if (!mailbox::take_yield() || s_.lock.state() != HoldState::Holding)
         return;
+    const bool quiet = quiesce(now + kIdleDrainLimitNs);
     gate_close();
-    drain(now + kIdleDrainLimitNs);
-    release(now + kEvictLimitNs);
+    release(now + kEvictLimitNs, quiet);
     mailbox::set_want();  // the program's work waits at the gate
     log_debug("released: the GPU is full while shared");
 }
@@ -493,7 +510,7 @@ void ClientLoop::make_room_if_asked(uint64_t now)
         return;  // not holding: the next grant gives the memory
     report_memory(now, true);
     // Memory in host memory may move too: nothing of ours may run on it.
-    if (!gate_wait_in_flight(now_ns() + kQuietWaitNs) || !contexts::drain_all()) {
+    if (!quiesce(now_ns() + kIdleDrainLimitNs)) {
         s_.next_room_try = now_ns() + kRoomRetryNs;  // a capture, or stuck work
         return;
     }
@@ -614,8 +631,7 @@ void ClientLoop::promote(uint64_t now)
     if (residency::stranded() == 0 || contexts::active_captures() > 0 ||
         !residency::room_for_stranded())
         return;
-    gate_close();
-    if (gate_wait_in_flight(now_ns() + kQuietWaitNs) && contexts::drain_all())
+    if (quiesce(now_ns() + kIdleDrainLimitNs))
         residency::promote();
     gate_open();
 }

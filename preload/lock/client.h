@@ -79,8 +79,17 @@ private:
     void finish_swap_in(uint64_t now);
     void report_memory(uint64_t now, bool requesting);
     void request_lock(uint64_t now);
-    void release(uint64_t deadline);
+    // Lets go; `quiet`: the program's work is drained with none let through
+    // since (quiesce), so memory may move; else nothing moves.
+    void release(uint64_t deadline, bool quiet);
+    // Waits for the program's GPU work; past `deadline` the threads that
+    // wait at the closed gate go through (lock.cpp): the one synchronisation
+    // of the client thread.
     bool drain(uint64_t deadline);
+    // The gate closed and the program's work drained with none let through
+    // meanwhile: what moving memory needs. False (nothing may move) where a
+    // capture runs, or work went through a stuck drain until `deadline`.
+    bool quiesce(uint64_t deadline);
     void report_stats();
     int timeout_ms(uint64_t now) const;
     void wait_event(int timeout);

@@ -17,6 +17,7 @@ namespace {
 
 std::atomic<uint64_t> g_active_at{0};
 std::atomic<uint32_t> g_pending{0};
+std::atomic<uint32_t> g_fail_opens{0};
 
 void futex_wake_all(std::atomic<uint32_t>* word)
 {
@@ -58,8 +59,14 @@ void gate_wait(uint32_t seen, long timeout_ns)
 
 void gate_open_and_count()
 {
+    g_fail_opens.fetch_add(1, std::memory_order_acq_rel);
     gate_open();
     g_gate.fetch_add(kGateInFlightOne, std::memory_order_acq_rel);
+}
+
+uint32_t gate_fail_opens()
+{
+    return g_fail_opens.load(std::memory_order_acquire);
 }
 
 void gate_disable()

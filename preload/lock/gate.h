@@ -85,8 +85,11 @@ private:
     bool marks_active_;
 };
 // Fails open and counts the caller in flight (no client thread, a stuck
-// drain).
+// drain); counted in gate_fail_opens().
 void gate_open_and_count();
+// How many times callers failed open: a drain that saw this change let
+// work through while it ran, so it has not drained that work.
+uint32_t gate_fail_opens();
 // The library is disabled in this process: open and active for good.
 void gate_disable();
 

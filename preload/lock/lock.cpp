@@ -17,6 +17,19 @@ namespace {
 
 std::atomic<bool> g_warned_stuck{false};
 
+// Before work goes through a stuck drain: memory for every chunk that has
+// none (swappable::map_absent). False if some address stays unmapped (data
+// swapped out, which only the client thread's swap-in brings back): the
+// work then waits on, as the drain only runs while this process holds the
+// GPU, where nothing of it is swapped out.
+bool map_absent_memory()
+{
+    bool mapped = true;
+    for (uint32_t i = 0; i < devices::count(); ++i)
+        mapped &= swappable::map_absent(i);
+    return mapped;
+}
+
 }  // namespace
 
 void wait_for_grant(CUstream stream)
@@ -62,8 +75,10 @@ void wait_for_grant(CUstream stream)
         }
         mailbox::want_lock();
         // A drain that cannot finish (queued work waits for work we hold
-        // back) must not hang the process: let the work through.
-        if (mailbox::drain_overdue()) {
+        // back) must not hang the process: let the work through, once every
+        // address it may touch is mapped (an allocation that waits for room
+        // left its chunks without memory).
+        if (mailbox::drain_overdue() && map_absent_memory()) {
             if (!g_warned_stuck.exchange(true))
                 log_warn(
                     "giving the GPU back takes longer than the grace period: GPU work "

@@ -606,6 +606,24 @@ bool absent_at(CUdeviceptr ptr)
            (r.chunks[chunk].where == Where::Absent || r.chunks[chunk].where == Where::Out);
 }
 
+bool map_absent(uint32_t gpu)
+{
+    Lock lock;
+    if (g_absent.load(std::memory_order_relaxed) == 0)
+        return true;
+    bool mapped = true;
+    for_each_chunk(gpu, [&](Record& r, uint32_t i) {
+        Chunk& c = r.chunks[i];
+        if (c.where == Where::Absent && !place_on_device(r, i) && !place_on_host(r, i))
+            log_warn("no memory for %llu bytes at %#llx, neither on GPU %d nor on the host",
+                     static_cast<unsigned long long>(r.layout.size_of(i)),
+                     static_cast<unsigned long long>(r.ptr + r.layout.offset_of(i)), r.ordinal);
+        mapped &= c.where != Where::Absent && c.where != Where::Out;
+        return true;
+    });
+    return mapped;
+}
+
 Moved swap_in(uint32_t gpu, uint64_t budget, CUstream stream, bool wait_for_room)
 {
     Moved m;

@@ -65,6 +65,14 @@ bool range_of(CUdeviceptr ptr, CUdeviceptr* start, uint64_t* bytes);
 // grant.
 bool absent_at(CUdeviceptr ptr);
 
+// GPU work is let through while the client thread's drain is stuck (queued
+// work waits for work held back at the gate): every Absent chunk of GPU
+// `gpu` (no data yet) gets memory now, on the device where it has room, else
+// in host memory, so that no work runs on an unmapped address. No copies:
+// any thread. False if a chunk of the GPU is still unmapped then (an Out
+// chunk, whose data only a swap-in copies back, or no memory anywhere).
+bool map_absent(uint32_t gpu);
+
 struct Moved {
     uint64_t bytes = 0;          // copied
     uint64_t ns = 0;             // the whole move, remapping included

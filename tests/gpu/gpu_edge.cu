@@ -3,10 +3,13 @@
 // functions from cudaGetDriverEntryPointByVersion (cuGetProcAddress
 // underneath, so libnvshare.so hands out its wrappers).
 //
-//   --mode flag-wait --ready FILE --go FILE
+//   --mode flag-wait --ready FILE --go FILE [--alloc-mib N]
 //       Queues a wait for a flag on one stream, writes FILE, waits for GO to
 //       exist, then writes the flag from another stream. A drop that comes
-//       in between must not hang the process.
+//       in between must not hang the process. With --alloc-mib N, N MiB of
+//       cudaMalloc memory, set and read back, between the wait and the
+//       write: an allocation that finds the GPU full then must neither hang
+//       nor reach an unmapped address.
 //   --mode contextless --ready FILE
 //       With no current context, a memset and a copy on an explicit stream
 //       (the driver takes the context from the stream); prints the
@@ -113,7 +116,7 @@ unsigned long long monotonic_ns()
     return static_cast<unsigned long long>(ts.tv_sec) * 1000000000ull + ts.tv_nsec;
 }
 
-int flag_wait(const char* ready, const char* go)
+int flag_wait(const char* ready, const char* go, long alloc_mib)
 {
     auto wait_value = driver<decltype(&cuStreamWaitValue32_v2)>("cuStreamWaitValue32", 12000);
     auto write_value = driver<decltype(&cuStreamWriteValue32_v2)>("cuStreamWriteValue32", 12000);
@@ -135,10 +138,29 @@ int flag_wait(const char* ready, const char* go)
     touch(ready);
     while (!exists(go))
         usleep(1000);
+    const size_t more_bytes = static_cast<size_t>(alloc_mib) << 20;
+    unsigned char* more = nullptr;
+    if (more_bytes != 0) {
+        CHECK(cudaMalloc(&more, more_bytes));
+        CHECK(cudaMemsetAsync(more, 0x5a, more_bytes, writer));
+    }
     CHECK_CU(
         write_value(reinterpret_cast<CUstream>(writer), reinterpret_cast<CUdeviceptr>(flag), 1, 0));
     CHECK(cudaStreamSynchronize(waiter));
     CHECK(cudaStreamSynchronize(writer));
+    if (more != nullptr) {
+        unsigned char ends[2][64];
+        CHECK(cudaMemcpy(ends[0], more, sizeof ends[0], cudaMemcpyDeviceToHost));
+        CHECK(cudaMemcpy(ends[1], more + more_bytes - sizeof ends[1], sizeof ends[1],
+                         cudaMemcpyDeviceToHost));
+        for (const auto& end : ends)
+            for (unsigned char b : end)
+                if (b != 0x5a) {
+                    fprintf(stderr, "gpu_edge: the allocation lost its contents\n");
+                    return 1;
+                }
+        CHECK(cudaFree(more));
+    }
     CHECK(cudaFreeHost(host_flag));
     printf("gpu_edge: RESULT OK flag-wait\n");
     return 0;
@@ -301,7 +323,7 @@ int main(int argc, char** argv)
     std::string mode;
     const char *ready = "/dev/null", *go = "/dev/null", *log_path = nullptr;
     int bursts = 6;
-    long burst_us = 40000, gap_us = 700000, plain_mib = 0;
+    long burst_us = 40000, gap_us = 700000, plain_mib = 0, alloc_mib = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--mode"))
             mode = argv[i + 1];
@@ -319,10 +341,12 @@ int main(int argc, char** argv)
             gap_us = atol(argv[i + 1]);
         else if (!strcmp(argv[i], "--plain-mib"))
             plain_mib = atol(argv[i + 1]);
+        else if (!strcmp(argv[i], "--alloc-mib"))
+            alloc_mib = atol(argv[i + 1]);
     }
     CHECK(cudaFree(nullptr));  // the primary context, current on this thread
     if (mode == "flag-wait")
-        return flag_wait(ready, go);
+        return flag_wait(ready, go, alloc_mib);
     if (mode == "contextless")
         return contextless(ready);
     if (mode == "failed-captures")

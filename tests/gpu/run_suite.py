@@ -673,6 +673,44 @@ class Runner:
                         + ("" if ok else " | " + " | ".join(o[-300:] for _, o in outs)))
 
 
+    def flag_across_full_gpu(self):
+        """Issue 43: a queued wait for a flag that the process writes only after an
+        allocation that finds the GPU full of another process's memory (idle, not
+        holding: nvshared asks it for room). The drain before the room is made
+        cannot end until the write: the process must neither hang nor fault on the
+        allocation (before the fix: a hang in mode on), and keep its data."""
+        name = "flag-across-full-gpu"
+        total = gpu_memory_bytes()
+        other_mib, alloc_mib = (total * 85 // 100) >> 20, (total * 25 // 100) >> 20
+        with tempfile.TemporaryDirectory(dir=self.a.out) as wd:
+            d = Daemon(self.a.nvshared, wd, ["--anti-thrashing", "on", "--time-quantum", "200ms"])
+            b, _ = self.start_work(d.sock, wd, "b", ["--bursts", "2", "--burst-us", "20000",
+                                                       "--gap-us", "15000000",
+                                                       "--mem-mib", str(other_mib)])
+            t0 = time.time()
+            while b.poll() is None and time.time() - t0 < 120:  # its memory made, then idle
+                c = self.client_of(d.sock, b.pid)
+                if c is not None and c.get("memory", 0) >= (other_mib << 20) * 9 // 10:
+                    break
+                time.sleep(0.05)
+            time.sleep(2)  # its first burst ran: it pauses, holding its memory on the GPU
+            ready, go = os.path.join(wd, "ready"), os.path.join(wd, "go")
+            open(go, "w").close()
+            t1 = time.time()
+            a = self.edge(d.sock, ["--mode", "flag-wait", "--ready", ready, "--go", go,
+                                   "--alloc-mib", str(alloc_mib)], {"NVSHARE_DEBUG": "1"})
+            outs = self.run_all([a, b], 180)
+            took = time.time() - t1
+            rc = d.stop()
+            failed = programs_failed([(outs[1][0], outs[1][1])])
+            stuck = "goes through unscheduled meanwhile" in outs[0][1]
+            ok = outs[0][0] == 0 and "RESULT OK" in outs[0][1] and not failed and rc == 0
+            self.record(name, ok, f"other {other_mib} MiB, allocation {alloc_mib} MiB, "
+                                  f"flag-wait exit {outs[0][0]} after {took:.1f}s, let through a "
+                                  f"stuck drain: {stuck}, other {failed or 'ok'}, daemon exit {rc}" +
+                        ("" if ok else " | " + outs[0][1][-1500:]))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--nvshared", required=True)
@@ -713,6 +751,7 @@ def main():
             False, busy),
         "switch": r.switching_scenarios,
         "drain-waits-on-later-write": r.drain_waits_on_later_write,
+        "flag-across-full-gpu": r.flag_across_full_gpu,
         "contextless-stream-calls": r.contextless_stream_calls,
         "failed-capture-releases-early": r.failed_capture_releases_early,
         "accounting-and-meminfo": r.accounting_on_the_real_driver,

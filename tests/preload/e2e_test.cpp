@@ -712,6 +712,57 @@ TEST(Release, DrainWaitingOnALaterSubmissionDoesNotHang)
     expect_clean_exit(b);
 }
 
+// Issue 43 (items 1-3). A holder's queued work waits for a flag that it
+// writes only after an allocation that finds the GPU full of another's
+// memory (b, idle, keeps 384 of the device's 512 MiB). The drain before the
+// room is made (mode on: the holder waits for room) or before it lets go
+// for room (auto: a shared grant) cannot end until the write: past the
+// drain's deadline the work goes through, on memory mapped first (the
+// allocation's chunks in host memory), so the process neither hangs nor
+// touches an unmapped address; the room then comes and the data is kept.
+void expect_a_flag_waited_for_across_a_full_gpu(const char* mode)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", mode, "--capacity", "512M", "--time-quantum", "200ms"});
+    const std::map<std::string, std::string> device{{"FAKECUDA_SHARED_DEVICE", dir / "device"},
+                                                    {"FAKECUDA_MEMORY", std::to_string(512 << 20)}};
+    const std::string stop = dir / "stop", go = dir / "go";
+    Process b = start_client(
+        dir, daemon.socket(),
+        {{"--alloc", "384M", "--kernels", "1", "--kernel-us", "10000", "--pause-until", stop},
+         device,
+         false},
+        "b");
+    ASSERT_TRUE(wait_until([&] { return count_events(dir / "fake.log", b.pid(), "end") >= 1; }));
+    touch(go);
+    std::map<std::string, std::string> env = device;
+    env["NVSHARE_DEBUG"] = "1";
+    Process a = start_client(dir, daemon.socket(),
+                             {{"--kernels", "1", "--kernel-us", "10000", "--wait-flag", go,
+                               "--alloc-while-flag-waits", "256M"},
+                              env,
+                              false},
+                             "a");
+    EXPECT_EQ(a.wait(seconds(60)), 0) << "the process hung or failed:\n" << a.out() << a.err();
+    EXPECT_NE(a.out().find("more=ok"), std::string::npos) << a.out() << a.err();
+    EXPECT_NE(a.out().find("flag=ok"), std::string::npos) << a.out();
+    EXPECT_NE(a.err().find("GPU work goes through unscheduled meanwhile"), std::string::npos)
+        << a.err();  // the path under test was taken
+    EXPECT_EQ(count_events(dir / "fake.log", a.pid(), " fault "), 0) << read_text(dir / "fake.log");
+    touch(stop);
+    expect_clean_exit(b);
+}
+
+TEST(Drain, AFlagWrittenAfterAnAllocationThatWaitsForRoomNeitherHangsNorFaults)
+{
+    expect_a_flag_waited_for_across_a_full_gpu("on");
+}
+
+TEST(Drain, AFlagWrittenAfterAnAllocationThatLetsGoForRoomNeitherHangsNorFaults)
+{
+    expect_a_flag_waited_for_across_a_full_gpu("auto");
+}
+
 // Issue 20. A call admitted just before a drop may still be putting work on
 // the GPU (here a graph launch that takes the driver 8 x 30 ms to submit)
 // when the release comes: the release waits for it to leave the driver, so

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -47,6 +48,9 @@ struct Options {
     bool deprecated = false;
     bool failed_captures = false;
     std::string wait_flag;  // --wait-flag: see flag_wait()
+    // --alloc-while-flag-waits SIZE: with --wait-flag, an allocation of SIZE,
+    // set and read back, between the wait and the write (see flag_wait()).
+    size_t alloc_while_flag_waits = 0;
     std::string barrier;
     std::string until;
     // --pause-until FILE: after the first round, a CPU phase (GPU idle)
@@ -458,10 +462,26 @@ void flag_wait()
     printf("waiting=ok\n");
     fflush(stdout);
     wait_for(opt.wait_flag);
+    CUdeviceptr more = 0;
+    if (opt.alloc_while_flag_waits != 0) {
+        // An allocation that may find the GPU full while the first stream's
+        // work cannot end before the write below: work on it must neither
+        // hang nor touch an unmapped address.
+        CHECK(api.mem_alloc(&more, opt.alloc_while_flag_waits));
+        CHECK(api.memset_d8(more, 0x5a, opt.alloc_while_flag_waits));
+    }
     CHECK(api.stream_write_value32(writer, flag, 1, 0));
     sync_stream();
     CHECK(api.stream_synchronize(writer));
     CHECK(api.mem_free(flag));
+    if (more != 0) {
+        unsigned char tail[64];
+        CHECK(api.memcpy_dtoh(tail, more + opt.alloc_while_flag_waits - sizeof tail, sizeof tail));
+        const bool set = std::all_of(std::begin(tail), std::end(tail),
+                                     [](unsigned char b) { return b == 0x5a; });
+        printf("more=%s\n", set ? "ok" : "corrupt");
+        CHECK(api.mem_free(more));
+    }
     printf("flag=ok\n");
 }
 
@@ -654,6 +674,8 @@ bool parse(int argc, char** argv)
             opt.contextless = true;
         else if (a == "--wait-flag")
             opt.wait_flag = next();
+        else if (a == "--alloc-while-flag-waits")
+            opt.alloc_while_flag_waits = parse_size(next());
         else if (a == "--barrier")
             opt.barrier = next();
         else if (a == "--until")
