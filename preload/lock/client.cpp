@@ -11,6 +11,7 @@
 #include "common/mode.h"
 #include "preload/clock.h"
 #include "preload/env.h"
+#include "preload/lock/admission.h"
 #include "preload/lock/gate.h"
 #include "preload/lock/mailbox.h"
 #include "preload/lock/wait_notice.h"
@@ -103,11 +104,21 @@ void ClientLoop::disconnect()
     gate_set_bounded(false);
 }
 
+void ClientLoop::open_gate()
+{
+    if (lock::open_gate())
+        return;
+    // Data of ours is still swapped out where it should be back: let go and
+    // ask again, for a grant whose swap-in brings it (yield_if_asked).
+    log_warn("GPU memory of this process is not back on its GPU: asking for the GPU again");
+    mailbox::want_yield();
+}
+
 void ClientLoop::fail_open(const char* reason)
 {
     gate_set_bounded(false);
     residency::fail_open();  // the work that now runs needs its memory
-    gate_open();
+    open_gate();
     mailbox::set_ready();
     if (!failing_) {
         failing_ = true;
@@ -263,7 +274,7 @@ void ClientLoop::on_grant(const proto::GrantPayload& g, uint64_t now)
         // down. They wait for it instead.
         s_.lock.await_swap_in(now + kSwapInGateLimitNs);
     } else {
-        gate_open();  // work proceeds while new data streams in behind it
+        open_gate();  // work proceeds while new data streams in behind it
     }
     report_stats();  // what the swap-in moved, before the program may end
     log_debug("lock granted%s", s_.lock.contended() ? " (contended)" : "");
@@ -517,7 +528,7 @@ void ClientLoop::make_room_if_asked(uint64_t now)
     s_.room_wanted = false;
     residency::await_room(all_gpus());
     report_stats();
-    gate_open();
+    open_gate();
 }
 
 // Our data is back (or took too long): the program's work may go on.
@@ -525,7 +536,7 @@ void ClientLoop::finish_swap_in(uint64_t now)
 {
     if (s_.lock.swap_in_over(residency::busy(), now)) {
         s_.quiet_since = now;
-        gate_open();
+        open_gate();
     }
 }
 
@@ -567,7 +578,7 @@ void ClientLoop::request_lock(uint64_t now)
         gaps_.resumed(at);
     }
     if (s_.gpu_count == 0) {
-        gate_open();  // nothing to schedule
+        open_gate();  // nothing to schedule
     } else if (send_mask(proto::MsgType::Request)) {
         s_.lock.request_sent();
         wait_.begin(now, s_.gpu_count);
@@ -633,7 +644,7 @@ void ClientLoop::promote(uint64_t now)
         return;
     if (quiesce(now_ns() + kIdleDrainLimitNs))
         residency::promote();
-    gate_open();
+    open_gate();
 }
 
 void ClientLoop::work(uint64_t now)

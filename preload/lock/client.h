@@ -49,6 +49,9 @@ private:
     // The connection.
     bool connect_and_hello();
     void disconnect();
+    // The gate opens here (lock::open_gate); refused (data still swapped
+    // out), we let go and ask again.
+    void open_gate();
     void fail_open(const char* reason);
     // Every GPU of our Hello, as a client-local mask.
     uint64_t all_gpus() const;

@@ -3,6 +3,7 @@
 #include <atomic>
 
 #include "preload/env.h"
+#include "preload/lock/admission.h"
 #include "preload/lock/mailbox.h"
 #include "preload/lock/run_ahead.h"
 #include "preload/lock/thread.h"
@@ -16,19 +17,6 @@ namespace nvshare::preload::lock {
 namespace {
 
 std::atomic<bool> g_warned_stuck{false};
-
-// Before work goes through a stuck drain: memory for every chunk that has
-// none (swappable::map_absent). False if some address stays unmapped (data
-// swapped out, which only the client thread's swap-in brings back): the
-// work then waits on, as the drain only runs while this process holds the
-// GPU, where nothing of it is swapped out.
-bool map_absent_memory()
-{
-    bool mapped = true;
-    for (uint32_t i = 0; i < devices::count(); ++i)
-        mapped &= swappable::map_absent(i);
-    return mapped;
-}
 
 }  // namespace
 
@@ -57,10 +45,15 @@ void wait_for_grant(CUstream stream)
         // No client thread: fail open. Nothing was ever swapped out; memory
         // made while the GPU was not ours gets it now (no copies, so any
         // thread may do it).
-        for (uint32_t i = 0; i < devices::count(); ++i)
-            swappable::swap_in(i, UINT64_MAX, nullptr);
-        gate_open_and_count();
-        return;
+        // Only the client thread swaps out, so nothing is Out here and the
+        // open cannot be refused; a refusal is waited out, never ignored.
+        for (;;) {
+            for (uint32_t i = 0; i < devices::count(); ++i)
+                swappable::swap_in(i, UINT64_MAX, nullptr);
+            if (open_gate_and_count())
+                return;
+            gate_wait(gate_state(), 200 * 1000 * 1000);
+        }
     }
     // Counted as waiting until admitted: a holder must not let go as idle
     // while our thread has yet to run after the grant (seen on a loaded
@@ -78,12 +71,11 @@ void wait_for_grant(CUstream stream)
         // back) must not hang the process: let the work through, once every
         // address it may touch is mapped (an allocation that waits for room
         // left its chunks without memory).
-        if (mailbox::drain_overdue() && map_absent_memory()) {
+        if (mailbox::drain_overdue() && open_gate_and_count()) {
             if (!g_warned_stuck.exchange(true))
                 log_warn(
                     "giving the GPU back takes longer than the grace period: GPU work "
                     "goes through unscheduled meanwhile");
-            gate_open_and_count();
             return;
         }
         // Woken by the client thread; the timeout bounds a lost wake-up and

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <new>
 
+#include "preload/lock/admission.h"
 #include "preload/lock/client.h"
 #include "preload/lock/connection.h"
 #include "preload/lock/gate.h"
@@ -44,7 +45,7 @@ void* thread_main(void*)
                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (m == MAP_FAILED) {
             // Fail open: run unscheduled rather than block the program.
-            gate_open();
+            lock::open_gate();  // nothing is swapped out before the thread runs
             mailbox::set_ready();
             log_warn("out of memory for the nvshared connection: GPU work runs unscheduled");
             return nullptr;

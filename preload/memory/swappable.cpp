@@ -618,7 +618,7 @@ bool map_absent(uint32_t gpu)
             log_warn("no memory for %llu bytes at %#llx, neither on GPU %d nor on the host",
                      static_cast<unsigned long long>(r.layout.size_of(i)),
                      static_cast<unsigned long long>(r.ptr + r.layout.offset_of(i)), r.ordinal);
-        mapped &= c.where != Where::Absent && c.where != Where::Out;
+        mapped &= c.where != Where::Out;
         return true;
     });
     return mapped;

@@ -69,8 +69,10 @@ bool absent_at(CUdeviceptr ptr);
 // work waits for work held back at the gate): every Absent chunk of GPU
 // `gpu` (no data yet) gets memory now, on the device where it has room, else
 // in host memory, so that no work runs on an unmapped address. No copies:
-// any thread. False if a chunk of the GPU is still unmapped then (an Out
-// chunk, whose data only a swap-in copies back, or no memory anywhere).
+// any thread. False if an Out chunk of the GPU is left, whose data only a
+// swap-in copies back. A chunk for which neither place has memory is left
+// Absent with a warning: the allocation ran out of memory, and work on it
+// fails in the driver.
 bool map_absent(uint32_t gpu);
 
 struct Moved {
