@@ -248,13 +248,19 @@ NVS_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
         return r;
     }
     const nvshare::preload::PendingWork freeing(true);
-    // As cuMemFree does: work still using the memory finishes first (never
-    // inside a capture, where synchronising is illegal).
-    if (nvshare::preload::contexts::active_captures() == 0)
-        if (auto sync = NVS_REAL(cuCtxSynchronize))
-            sync();
-    nvshare::preload::swappable::free_allocation(dptr);
-    return CUDA_SUCCESS;
+    // As cuMemFree does: work still using the memory finishes first. That is
+    // the work of every context of the process (another thread's, another
+    // GPU's reading it as a peer), not only the caller's. Inside a capture,
+    // where synchronising is illegal, the memory stays mapped until a later
+    // wait for all the work (a drain, the next cuMemFree).
+    namespace swappable = nvshare::preload::swappable;
+    const size_t deferred = swappable::deferred_frees();
+    CUresult failed = CUDA_SUCCESS;
+    const bool waited = nvshare::preload::contexts::sync_all(&failed);
+    swappable::free_allocation(dptr, !waited);
+    if (waited)
+        swappable::finish_frees(deferred);
+    return failed;  // the program's own sticky error, as cuMemFree reports it
 }
 
 NVS_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsigned int flags)

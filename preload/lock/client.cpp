@@ -340,6 +340,7 @@ bool ClientLoop::on_error(const uint8_t* p, uint32_t length)
 bool ClientLoop::drain(uint64_t deadline)
 {
     log_debug("draining: waiting for this process's GPU work");
+    const size_t deferred = swappable::deferred_frees();  // freed before this wait
     mailbox::drain_until(deadline);
     // Calls admitted before the gate closed may still be putting work on the
     // GPU: synchronising before they are out would miss that work.
@@ -347,6 +348,8 @@ bool ClientLoop::drain(uint64_t deadline)
         log_debug("a driver call admitted before the drop is still running");
     const bool done = contexts::drain_all();
     mailbox::drain_done();
+    if (done)
+        swappable::finish_frees(deferred);
     return done;
 }
 

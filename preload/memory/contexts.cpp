@@ -24,12 +24,17 @@ constexpr int kMaxContexts = 256;
 Known g_known[kMaxContexts];
 int g_count = 0;
 pthread_mutex_t g_mutex = PTHREAD_MUTEX_INITIALIZER;
-// The context the drain synchronises right now, outside g_mutex (nullptr:
-// none). Destroying it waits for the drain (g_synced) instead of the drain
-// holding g_mutex across the synchronisation: a thread that reaches the
-// gate takes g_mutex (note_current), and the work the drain waits for may
-// be that thread's next submission.
-CUcontext g_syncing = nullptr;
+// The contexts being synchronised right now, outside g_mutex, and by how
+// many threads (the client thread's drain, a cuMemFree). Destroying one
+// waits for those (g_synced) instead of a synchronisation holding g_mutex
+// across it: a thread that reaches the gate takes g_mutex (note_current),
+// and the work a drain waits for may be that thread's next submission.
+struct Syncing {
+    CUcontext ctx;
+    int threads;
+};
+Syncing g_syncing[kMaxContexts];
+int g_syncing_count = 0;
 pthread_cond_t g_synced = PTHREAD_COND_INITIALIZER;
 std::atomic<int> g_captures{0};
 
@@ -75,10 +80,41 @@ void add(CUcontext ctx, CUdevice device, bool primary)
 // Before a context may go: the drain's synchronisation of it ends first.
 // The driver's destroy synchronises the context too, so this costs the
 // caller nothing it would not wait for.
+int syncing_locked(CUcontext ctx)
+{
+    for (int i = 0; i < g_syncing_count; ++i)
+        if (g_syncing[i].ctx == ctx)
+            return i;
+    return -1;
+}
+
 void await_unsynced_locked(CUcontext ctx)
 {
-    while (ctx != nullptr && g_syncing == ctx)
+    while (ctx != nullptr && syncing_locked(ctx) >= 0)
         pthread_cond_wait(&g_synced, &g_mutex);
+}
+
+// Marks `ctx` as being synchronised by one more thread; false if it is gone.
+bool begin_sync(CUcontext ctx)
+{
+    Lock lock;
+    if (find_locked(ctx) < 0)
+        return false;  // destroyed meanwhile
+    const int i = syncing_locked(ctx);
+    if (i >= 0)
+        g_syncing[i].threads++;
+    else
+        g_syncing[g_syncing_count++] = {ctx, 1};  // at most one entry per known context
+    return true;
+}
+
+void end_sync(CUcontext ctx)
+{
+    Lock lock;
+    const int i = syncing_locked(ctx);
+    if (i >= 0 && --g_syncing[i].threads == 0)
+        g_syncing[i] = g_syncing[--g_syncing_count];
+    pthread_cond_broadcast(&g_synced);
 }
 
 void forget(CUcontext ctx)
@@ -218,6 +254,11 @@ int current_device()
 
 bool drain_all()
 {
+    return sync_all(nullptr);
+}
+
+bool sync_all(CUresult* failed)
+{
     if (g_captures.load(std::memory_order_acquire) > 0)
         return false;
     auto push = NVS_REAL(cuCtxPushCurrent_v2);
@@ -239,23 +280,20 @@ bool drain_all()
             list[n++] = g_known[i].ctx;
     }
     for (int i = 0; i < n; ++i) {
-        {
-            Lock lock;
-            if (find_locked(list[i]) < 0)
-                continue;  // destroyed meanwhile
-            g_syncing = list[i];
-        }
+        if (!begin_sync(list[i]))
+            continue;
         if (push(list[i]) == CUDA_SUCCESS) {
             const CUresult r = sync();
-            if (r != CUDA_SUCCESS)
-                log_debug("draining context %p: error %d", static_cast<void*>(list[i]),
+            if (r != CUDA_SUCCESS) {
+                log_debug("synchronising context %p: error %d", static_cast<void*>(list[i]),
                           static_cast<int>(r));
+                if (failed != nullptr && *failed == CUDA_SUCCESS)
+                    *failed = r;
+            }
             CUcontext popped = nullptr;
             pop(&popped);
         }
-        Lock lock;
-        g_syncing = nullptr;
-        pthread_cond_broadcast(&g_synced);
+        end_sync(list[i]);
     }
     return true;
 }
@@ -309,7 +347,7 @@ void reset_after_fork()
 {
     pthread_mutex_init(&g_mutex, nullptr);
     pthread_cond_init(&g_synced, nullptr);
-    g_syncing = nullptr;
+    g_syncing_count = 0;
     g_count = 0;
     g_captures.store(0);
 }

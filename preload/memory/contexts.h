@@ -18,10 +18,13 @@ bool note_current_or_stream(CUstream stream);
 // The device of the calling thread's current context, or -1.
 int current_device();
 
-// Waits for all work of every known context (client thread only). Returns
-// false if a stream capture is in progress, when synchronising would
+// Waits for all work of every known context (the client thread's drain).
+// Returns false if a stream capture is in progress, when synchronising would
 // invalidate it: the caller tries again later.
 bool drain_all();
+// The same from any thread; `failed` (if given) gets the first error a
+// synchronisation returned (a sticky error of the program's own work).
+bool sync_all(CUresult* failed);
 
 // Stream captures in progress in this process.
 int active_captures();

@@ -44,6 +44,11 @@ struct Record {
 // The allocations, oldest first (appended; a free closes the gap).
 Record** g_records = nullptr;
 size_t g_count = 0;
+// Freed while a stream capture ran (no synchronisation allowed), in the
+// order freed: still mapped until the work queued before them has ended.
+constexpr size_t kMaxDeferred = 64;
+Record* g_deferred[kMaxDeferred];
+size_t g_deferred_count = 0;
 size_t g_capacity = 0;
 uint64_t g_next_id = 1;
 pthread_mutex_t g_mutex = PTHREAD_MUTEX_INITIALIZER;
@@ -566,7 +571,7 @@ CUresult allocate(CUdeviceptr* dptr, uint64_t bytes, uint32_t gpu, uint64_t* res
     return CUDA_SUCCESS;
 }
 
-bool free_allocation(CUdeviceptr ptr)
+bool free_allocation(CUdeviceptr ptr, bool later)
 {
     Lock lock;
     const long i = find_containing(ptr);
@@ -577,8 +582,31 @@ bool free_allocation(CUdeviceptr ptr)
     memmove(g_records + i, g_records + i + 1,
             (g_count - static_cast<size_t>(i) - 1) * sizeof(Record*));
     g_count--;
+    if (later && g_deferred_count < kMaxDeferred) {
+        g_deferred[g_deferred_count++] = r;  // still mapped: work queued before may use it
+        return true;
+    }
+    if (later)
+        log_warn("more than %zu allocations freed during stream captures: one is unmapped now",
+                 kMaxDeferred);
     destroy(r);
     return true;
+}
+
+size_t deferred_frees()
+{
+    Lock lock;
+    return g_deferred_count;
+}
+
+void finish_frees(size_t count)
+{
+    Lock lock;
+    count = count < g_deferred_count ? count : g_deferred_count;
+    for (size_t k = 0; k < count; ++k)
+        destroy(g_deferred[k]);
+    memmove(g_deferred, g_deferred + count, (g_deferred_count - count) * sizeof(Record*));
+    g_deferred_count -= count;
 }
 
 bool range_of(CUdeviceptr ptr, CUdeviceptr* start, uint64_t* bytes)
@@ -924,6 +952,7 @@ void reset_after_fork()
     pthread_mutex_init(&g_mutex, nullptr);
     g_records = nullptr;
     g_count = g_capacity = 0;
+    g_deferred_count = 0;
     g_absent.store(0);
     for (uint32_t i = 0; i < devices::kMaxGpus; ++i) {
         g_resident[i] = false;

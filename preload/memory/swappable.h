@@ -53,8 +53,15 @@ void set_shared_hold(uint32_t gpu, bool shared);
 bool shared_hold(uint32_t gpu);
 
 // Frees the swappable allocation that starts at `ptr`; false if there is none
-// (nothing done).
-bool free_allocation(CUdeviceptr ptr);
+// (nothing done). The caller has waited for the work that may use it; with
+// `later` (a stream capture runs, so it could not) the memory stays mapped
+// until finish_frees() after such a wait.
+bool free_allocation(CUdeviceptr ptr, bool later = false);
+// Allocations freed with `later`, not yet unmapped: a caller that is about
+// to wait for all of the process's GPU work reads this first, then passes it
+// to finish_frees() once the wait has ended.
+size_t deferred_frees();
+void finish_frees(size_t count);
 
 // The allocation that `ptr` points into, as the program asked for it: its
 // start and size. False if `ptr` is not in a swappable allocation.

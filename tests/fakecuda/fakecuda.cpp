@@ -339,6 +339,8 @@ uint64_t device_used_by_all(CUdevice dev)
     return st().device_used[dev] + SharedDevice(dev, LOCK_SH).others;
 }
 
+CUresult check_access(Stream* s, const Op& op);
+
 void worker(Stream* s)
 {
     std::unique_lock<std::mutex> lock(s->mutex);
@@ -360,7 +362,9 @@ void worker(Stream* s)
                       static_cast<unsigned long long>(op.duration_us));
         if (op.duration_us != 0)
             usleep(static_cast<useconds_t>(op.duration_us));
-        if (op.action)
+        // Checked again as it runs: memory unmapped under queued or running
+        // work faults then, as on a GPU (and the action never touches it).
+        if (op.action && (op.touches.empty() || check_access(s, op) == CUDA_SUCCESS))
             op.action();
         if (!op.name.empty())
             log_event("end %llu %s", static_cast<unsigned long long>(id), op.name.c_str());
@@ -452,9 +456,9 @@ CUdeviceptr illegal_address(CUdeviceptr p, size_t n)
 }
 
 // Whether `op` may run on `s`: not if it touches an illegal address, which
-// loses the context. The fault is seen at submission rather than when the
-// op runs: simpler, and enough, since the library remaps memory only while
-// no work is queued.
+// loses the context. Checked at submission (the call fails, as a memset on
+// an unmapped address does on a GPU) and again when the op runs (worker):
+// memory the library unmapped under queued work faults there.
 CUresult check_access(Stream* s, const Op& op)
 {
     CUdeviceptr bad = 0;

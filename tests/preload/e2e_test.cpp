@@ -763,6 +763,22 @@ TEST(Drain, AFlagWrittenAfterAnAllocationThatLetsGoForRoomNeitherHangsNorFaults)
     expect_a_flag_waited_for_across_a_full_gpu("auto");
 }
 
+// Issue 43 (item 4, cuMemFree). A free of swappable memory that queued work
+// still uses, while a stream captures (no synchronisation allowed): the
+// memory stays mapped until that work has run, and is unmapped at the next
+// wait for all the work. Before, it was unmapped at once and the queued
+// memset faulted (the fake checks addresses as work runs).
+TEST(Drain, AFreeDuringACaptureLeavesQueuedWorkItsMemory)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "on"});
+    Process a = start_client(dir, daemon.socket(),
+                             {{"--kernels", "1", "--free-during-capture"}, {}, false}, "a");
+    expect_clean_exit(a);
+    EXPECT_NE(a.out().find("free-during-capture=ok"), std::string::npos) << a.out() << a.err();
+    EXPECT_EQ(count_events(dir / "fake.log", a.pid(), " fault "), 0) << read_text(dir / "fake.log");
+}
+
 // Issue 20. A call admitted just before a drop may still be putting work on
 // the GPU (here a graph launch that takes the driver 8 x 30 ms to submit)
 // when the release comes: the release waits for it to leave the driver, so

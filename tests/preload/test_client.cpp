@@ -47,7 +47,8 @@ struct Options {
     size_t graph_memory = 0;  // --graph-memory SIZE: see graph_memory()
     bool deprecated = false;
     bool failed_captures = false;
-    std::string wait_flag;  // --wait-flag: see flag_wait()
+    bool free_during_capture = false;  // --free-during-capture: see free_during_capture()
+    std::string wait_flag;             // --wait-flag: see flag_wait()
     // --alloc-while-flag-waits SIZE: with --wait-flag, an allocation of SIZE,
     // set and read back, between the wait and the write (see flag_wait()).
     size_t alloc_while_flag_waits = 0;
@@ -551,6 +552,31 @@ void failed_captures()
     fflush(stdout);
 }
 
+// cuMemFree of device memory that queued work still uses (a memset behind a
+// 100 ms kernel on a stream of its own), while another stream captures, so
+// that no synchronisation is allowed: the memory must stay mapped until that
+// work has run ("free-during-capture=ok"; a fault fails the stream's sync).
+void free_during_capture()
+{
+    constexpr size_t kBytes = 64 << 20;
+    CUstream worker = nullptr, capturing = nullptr;
+    CHECK(api.stream_create(&worker, 0));
+    CHECK(api.stream_create(&capturing, 0));
+    CUdeviceptr p = 0;
+    CHECK(api.mem_alloc(&p, kBytes));
+    launch_on(worker, 100000);
+    CHECK(api.memset_d8_async(p, 1, kBytes, worker));
+    CHECK(api.begin_capture(capturing, CU_STREAM_CAPTURE_MODE_RELAXED));
+    launch_on(capturing, 1000);
+    CHECK(api.mem_free(p));
+    CUgraph g = nullptr;
+    CHECK(api.end_capture(capturing, &g));
+    CHECK(api.graph_destroy(g));
+    CHECK(api.stream_synchronize(worker));
+    printf("free-during-capture=ok\n");
+    fflush(stdout);
+}
+
 // Work on an explicit stream from a thread with no current context: the
 // driver takes the context from the stream, so it reaches the GPU.
 void contextless()
@@ -664,6 +690,8 @@ bool parse(int argc, char** argv)
             opt.gpudirect = next();
         else if (a == "--failed-captures")
             opt.failed_captures = true;
+        else if (a == "--free-during-capture")
+            opt.free_during_capture = true;
         else if (a == "--deprecated")
             opt.deprecated = true;
         else if (a == "--arrays")
@@ -750,6 +778,8 @@ int main(int argc, char** argv)
     }
     if (opt.failed_captures)
         failed_captures();
+    if (opt.free_during_capture)
+        free_during_capture();
     if (opt.check_data)
         write_patterns();
     run_round();
