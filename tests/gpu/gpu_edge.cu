@@ -10,6 +10,10 @@
 //       cudaMalloc memory, set and read back, between the wait and the
 //       write: an allocation that finds the GPU full then must neither hang
 //       nor reach an unmapped address.
+//   --mode free-during-capture
+//       cudaFree of 256 MiB that a queued memset (behind a 200 ms kernel on a
+//       stream of its own) still uses, while another stream captures: the
+//       memset must run without an error (the memory stays mapped).
 //   --mode contextless --ready FILE
 //       With no current context, a memset and a copy on an explicit stream
 //       (the driver takes the context from the stream); prints the
@@ -163,6 +167,30 @@ int flag_wait(const char* ready, const char* go, long alloc_mib)
     }
     CHECK(cudaFreeHost(host_flag));
     printf("gpu_edge: RESULT OK flag-wait\n");
+    return 0;
+}
+
+int free_during_capture()
+{
+    constexpr size_t kBytes = 256ull << 20;
+    cudaStream_t worker, capturing;
+    CHECK(cudaStreamCreateWithFlags(&worker, cudaStreamNonBlocking));
+    CHECK(cudaStreamCreateWithFlags(&capturing, cudaStreamNonBlocking));
+    unsigned char* p = nullptr;
+    CHECK(cudaMalloc(&p, kBytes));
+    spin<<<1, 32, 0, worker>>>(200000000ull, nullptr);
+    CHECK(cudaMemsetAsync(p, 1, kBytes, worker));
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    CHECK(cudaThreadExchangeStreamCaptureMode(&mode));
+    CHECK(cudaStreamBeginCapture(capturing, cudaStreamCaptureModeRelaxed));
+    spin<<<1, 32, 0, capturing>>>(1000ull, nullptr);
+    CHECK(cudaFree(p));
+    cudaGraph_t graph;
+    CHECK(cudaStreamEndCapture(capturing, &graph));
+    CHECK(cudaGraphDestroy(graph));
+    CHECK(cudaStreamSynchronize(worker));
+    CHECK(cudaDeviceSynchronize());
+    printf("gpu_edge: RESULT OK free-during-capture\n");
     return 0;
 }
 
@@ -349,6 +377,8 @@ int main(int argc, char** argv)
         return flag_wait(ready, go, alloc_mib);
     if (mode == "contextless")
         return contextless(ready);
+    if (mode == "free-during-capture")
+        return free_during_capture();
     if (mode == "failed-captures")
         return failed_captures(bursts, burst_us, gap_us, log_path);
     if (mode == "accounting")

@@ -378,6 +378,25 @@ class Runner:
                                   f"{failed or 'ok'}, daemon exit {rc}" +
                         ("" if ok else " | " + outs[0][1][-500:]))
 
+    def free_during_capture(self):
+        """Issue 43: cudaFree of memory that queued work still uses, while another
+        stream captures (no synchronisation allowed): the work must run without an
+        error, with and without the library (the reference)."""
+        name = "free-during-capture"
+        with tempfile.TemporaryDirectory(dir=self.a.out) as wd:
+            d = Daemon(self.a.nvshared, wd, ["--anti-thrashing", "on"])
+            plain = subprocess.run([self.a.edge, "--mode", "free-during-capture"],
+                                   env=self.env(d.sock, preload=False), capture_output=True,
+                                   text=True, timeout=120)
+            shared = self.edge(d.sock, ["--mode", "free-during-capture"])
+            out = self.run_all([shared], 120)[0]
+            rc = d.stop()
+            ok = out[0] == 0 and "RESULT OK" in out[1] and rc == 0
+            self.record(name, ok, f"with the library: exit {out[0]}; without: exit "
+                                  f"{plain.returncode}; daemon exit {rc}" +
+                        ("" if ok else " | " + out[1][-500:] + plain.stdout[-200:] +
+                         plain.stderr[-200:]))
+
     def contextless_stream_calls(self):
         """With no current context, a memset and a copy on an explicit stream
         wait for the lock that another process holds."""
@@ -752,6 +771,7 @@ def main():
         "switch": r.switching_scenarios,
         "drain-waits-on-later-write": r.drain_waits_on_later_write,
         "flag-across-full-gpu": r.flag_across_full_gpu,
+        "free-during-capture": r.free_during_capture,
         "contextless-stream-calls": r.contextless_stream_calls,
         "failed-capture-releases-early": r.failed_capture_releases_early,
         "accounting-and-meminfo": r.accounting_on_the_real_driver,
