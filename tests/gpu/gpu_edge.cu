@@ -324,8 +324,8 @@ int meminfo()
 
 int gpudirect()
 {
-    auto get_handle = driver<decltype(&cuMemGetHandleForAddressRange)>(
-        "cuMemGetHandleForAddressRange", 11070);
+    auto get_handle =
+        driver<decltype(&cuMemGetHandleForAddressRange)>("cuMemGetHandleForAddressRange", 11070);
     auto get_attribute = driver<decltype(&cuPointerGetAttribute)>("cuPointerGetAttribute", 4000);
     void* buffer = nullptr;
     const size_t size = 4u << 20;
