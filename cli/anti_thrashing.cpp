@@ -16,7 +16,7 @@ int run_anti_thrashing(const GlobalOptions& options, const std::vector<std::stri
         return kUsage;
     }
     if (args.empty()) {
-        return with_bus("reading the anti-thrashing mode", [&options](BusClient& bus) {
+        return with_bus(options, "reading the anti-thrashing mode", [&options](BusClient& bus) {
             if (options.gpu.empty()) {
                 printf("%s\n", bus.manager().AntiThrashing().c_str());
                 return kOk;
@@ -35,7 +35,7 @@ int run_anti_thrashing(const GlobalOptions& options, const std::vector<std::stri
                 args[0].c_str());
         return kUsage;
     }
-    return with_bus("setting the anti-thrashing mode", [&options, &args](BusClient& bus) {
+    return with_bus(options, "setting the anti-thrashing mode", [&options, &args](BusClient& bus) {
         if (options.gpu.empty()) {
             bus.manager().AntiThrashing(args[0]);
             return kOk;

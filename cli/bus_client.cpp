@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "cli/exit_codes.h"
+#include "common/lock_client.h"
 
 namespace nvshare::cli {
 
@@ -72,7 +73,8 @@ bool bus_unreachable(const sdbus::Error& e)
            is("org.freedesktop.systemd1.") || is("sdbus.Error");
 }
 
-int report_bus_error(const sdbus::Error& e, const std::string& action)
+int report_bus_error(const sdbus::Error& e, const std::string& action,
+                     const std::string& socket_path)
 {
     const std::string& name = e.getName();
     const std::string& message = e.getMessage();
@@ -93,6 +95,16 @@ int report_bus_error(const sdbus::Error& e, const std::string& action)
         name == "org.freedesktop.DBus.Error.UnknownObject") {
         fprintf(stderr, "nvsharectl: %s: %s\n", action.c_str(), message.c_str());
         return kNotFound;
+    }
+    std::string ignored;
+    if (bus_unreachable(e) && !socket_path.empty() &&
+        !LockClient::query_status(socket_path, &ignored).empty()) {
+        fprintf(stderr,
+                "nvsharectl: %s: nvshared runs (it answers on %s) but not on the system bus "
+                "(%s)\nThis goes over D-Bus only. Without a system bus, give nvshared its "
+                "settings when it starts (its options, or nvshare.conf: nvshared(8)).\n",
+                action.c_str(), socket_path.c_str(), message.c_str());
+        return kNotRunning;
     }
     if (bus_unreachable(e) && !is("sdbus.Error")) {
         fprintf(stderr,

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "cli/command.h"
 #include "dbus/scheduler1-proxy.h"
 
 namespace nvshare::cli {
@@ -64,18 +65,21 @@ private:
 bool bus_unreachable(const sdbus::Error& e);
 
 // Prints what went wrong for `e` (what the user tried: `action`) and
-// returns the exit code of exit_codes.h that matches it.
-int report_bus_error(const sdbus::Error& e, const std::string& action);
+// returns the exit code of exit_codes.h that matches it. Where the bus
+// cannot reach nvshared and `socket_path` is given, the lock socket says
+// whether nvshared runs all the same (then the cause named is the bus).
+int report_bus_error(const sdbus::Error& e, const std::string& action,
+                     const std::string& socket_path = {});
 
 // Runs `body` with a fresh connection; bus errors become exit codes.
 template <typename Body>
-int with_bus(const std::string& action, Body&& body)
+int with_bus(const GlobalOptions& options, const std::string& action, Body&& body)
 {
     try {
         BusClient bus;
         return body(bus);
     } catch (const sdbus::Error& e) {
-        return report_bus_error(e, action);
+        return report_bus_error(e, action, options.socket_path);
     }
 }
 

@@ -136,7 +136,7 @@ int run_monitor(const GlobalOptions& options, const std::vector<std::string>& ar
     }
     setvbuf(stdout, nullptr, _IOLBF, 0);  // each change visible at once, even in a pipe
     const Printer printer(options.json);
-    const int status = with_bus("monitoring", [&](BusClient& bus) {
+    const int status = with_bus(options, "monitoring", [&](BusClient& bus) {
         auto& connection = bus.connection();
         watch(connection, printer);
         // Fails (not running) before promising anything.

@@ -14,7 +14,7 @@ int run_reset(const GlobalOptions& options, const std::vector<std::string>& args
         fprintf(stderr, "nvsharectl: reset takes no arguments\n");
         return kUsage;
     }
-    return with_bus("resetting the settings", [&options](BusClient& bus) {
+    return with_bus(options, "resetting the settings", [&options](BusClient& bus) {
         if (options.gpu.empty()) {
             bus.manager().ResetSettings();
             return kOk;

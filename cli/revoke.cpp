@@ -8,7 +8,7 @@
 
 namespace nvshare::cli {
 
-int run_revoke(const GlobalOptions&, const std::vector<std::string>& args)
+int run_revoke(const GlobalOptions& options, const std::vector<std::string>& args)
 {
     if (args.size() != 1) {
         fprintf(stderr, "nvsharectl: usage: revoke CLIENT (a client id, or pid:N)\n");
@@ -22,7 +22,7 @@ int run_revoke(const GlobalOptions&, const std::vector<std::string>& args)
                 args[0].c_str());
         return kUsage;
     }
-    return with_bus("revoking", [&ref](BusClient& bus) -> int {
+    return with_bus(options, "revoking", [&ref](BusClient& bus) -> int {
         std::vector<uint64_t> ids;
         if (!ref->by_pid) {
             ids.push_back(ref->value);

@@ -10,7 +10,7 @@
 
 namespace nvshare::cli {
 
-int run_set_capacity(const GlobalOptions&, const std::vector<std::string>& args)
+int run_set_capacity(const GlobalOptions& options, const std::vector<std::string>& args)
 {
     if (args.size() != 2) {
         fprintf(stderr, "nvsharectl: usage: set-capacity GPU SIZE (GPU: index or UUID)\n");
@@ -23,7 +23,7 @@ int run_set_capacity(const GlobalOptions&, const std::vector<std::string>& args)
                 args[1].c_str());
         return kUsage;
     }
-    return with_bus("setting the capacity", [&args, &size](BusClient& bus) {
+    return with_bus(options, "setting the capacity", [&args, &size](BusClient& bus) {
         const auto path = bus.find_gpu(args[0]);
         if (!path)
             return kNotFound;

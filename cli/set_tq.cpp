@@ -26,7 +26,7 @@ int run_set_tq(const GlobalOptions& options, const std::vector<std::string>& arg
         return kUsage;
     }
     const auto usec = static_cast<uint64_t>(tq->count());
-    return with_bus("setting the time quantum", [&options, usec](BusClient& bus) {
+    return with_bus(options, "setting the time quantum", [&options, usec](BusClient& bus) {
         if (options.gpu.empty()) {
             bus.manager().TimeQuantumUSec(usec);
             return kOk;

@@ -776,6 +776,15 @@ TEST_F(DbusTest, NvsharectlErrorsHaveDistinctExitCodes)
 
     ASSERT_NO_FATAL_FAILURE(start_daemon());
     EXPECT_EQ(ctl({"status"}).status, 0);
+    // Running, but no bus to reach it on: the message names the bus.
+    setenv("DBUS_SYSTEM_BUS_ADDRESS", ("unix:path=" + (dir / "no-bus")).c_str(), 1);
+    auto running_no_bus = ctl({"set-tq", "1s"});
+    setenv("DBUS_SYSTEM_BUS_ADDRESS", bus->address().c_str(), 1);
+    EXPECT_EQ(running_no_bus.status, 3) << running_no_bus.err;
+    EXPECT_NE(running_no_bus.err.find("nvshared runs (it answers on " + socket() +
+                                      ") but not on the system bus"),
+              std::string::npos)
+        << running_no_bus.err;
     EXPECT_EQ(ctl({"set-tq", "0"}).status, 2);                        // invalid value
     EXPECT_EQ(run(as_nobody(ctl_argv({"set-tq", "1s"}))).status, 4);  // access denied
     auto missing = ctl({"revoke", "999"});                            // not found
