@@ -29,11 +29,18 @@ int main(int argc, char** argv)
     nvshare::set_log_level(options.log_level);
 
     // Defaults < config file < command line < run-time changes (nvshared(8)).
-    const auto config = load_config_file(options.config_path, options.config_given);
-    if (!config)
+    const Options defaults = options;
+    const auto configure = [&defaults](Options* out) {
+        const auto config = load_config_file(defaults.config_path, defaults.config_given);
+        if (!config)
+            return false;
+        *out = defaults;
+        apply_layer(*config, *out);
+        apply_layer(out->command_line, *out);
+        return true;
+    };
+    if (!configure(&options))
         return 1;
-    apply_layer(*config, options);
-    apply_layer(options.command_line, options);
     const Options configured = options;
     StateStore store(options.state_dir);
     SettingsLayer runtime = store.load();
@@ -45,6 +52,18 @@ int main(int argc, char** argv)
     if (!server.init())
         return 1;
     SettingsControl control(server, std::move(store), configured, std::move(runtime));
+    // SIGHUP, systemctl reload: the config file again; one that cannot be
+    // read leaves every setting as it is.
+    server.set_reload_handler([&configure, &control, &defaults] {
+        Options next;
+        if (!configure(&next)) {
+            NVS_WARN("reload: %s cannot be read; the settings stay as they were",
+                     defaults.config_path.c_str());
+            return;
+        }
+        control.reload(std::move(next));
+        NVS_NOTICE("reloaded %s", defaults.config_path.c_str());
+    });
 #if NVSHARE_HAVE_DBUS
     std::unique_ptr<BusService> bus;
     if (options.bus)

@@ -101,10 +101,13 @@ bool Server::init()
     sigemptyset(&mask);
     sigaddset(&mask, SIGTERM);
     sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGHUP);
     sigprocmask(SIG_BLOCK, &mask, nullptr);
     // A NULL handler makes sd-event leave the loop: a clean exit.
     sd_event_add_signal(event_, nullptr, SIGTERM, nullptr, nullptr);
     sd_event_add_signal(event_, nullptr, SIGINT, nullptr, nullptr);
+    // SIGHUP (systemctl reload): the configuration is read again.
+    sd_event_add_signal(event_, nullptr, SIGHUP, on_reload_signal, this);
     signal(SIGPIPE, SIG_IGN);
     // Every client is a descriptor: use all the kernel allows us (nvshared
     // never calls select(), so a large limit is safe).
@@ -1183,6 +1186,38 @@ int Server::on_status_line_timer(sd_event_source*, uint64_t, void* self)
 }
 
 // ---- control plane --------------------------------------------------------------------
+
+int Server::on_reload_signal(sd_event_source*, const struct signalfd_siginfo*, void* self)
+{
+    auto* server = static_cast<Server*>(self);
+    // systemd's reload protocol for Type=notify: RELOADING=1 with the time,
+    // then READY=1 once done.
+    char reloading[64];
+    snprintf(
+        reloading, sizeof reloading, "RELOADING=1\nMONOTONIC_USEC=%llu",
+        static_cast<unsigned long long>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                            std::chrono::steady_clock::now().time_since_epoch())
+                                            .count()));
+    server->notifier_.send(reloading);
+    if (server->reload_)
+        server->reload_();
+    else
+        NVS_INFO("SIGHUP: nothing to reload");
+    server->notifier_.send("READY=1");
+    return 0;
+}
+
+void Server::set_admin_rules(std::vector<PriorityRule> rules, Duration grace,
+                             Duration log_waits_after)
+{
+    options_.priority_rules = std::move(rules);
+    options_.log_waits_after = log_waits_after;
+    events_.set_wait_threshold(log_waits_after);
+    if (scheduler_.settings().grace != grace) {
+        scheduler_.set_grace(grace);
+        after_change();
+    }
+}
 
 void Server::set_mode(Mode mode)
 {

@@ -75,6 +75,11 @@ public:
     void set_gpu_mode(const std::string& uuid, std::optional<Mode> mode);
     void set_gpu_time_quantum(const std::string& uuid, std::optional<Duration> tq);
     bool revoke(ClientId id);
+    // The config file's settings that no run-time change overrides: the
+    // priority rules, the grace period and when waits are logged (reload).
+    void set_admin_rules(std::vector<PriorityRule> rules, Duration grace, Duration log_waits_after);
+    // What SIGHUP runs (systemctl reload): re-reads the configuration.
+    void set_reload_handler(std::function<void()> handler) { reload_ = std::move(handler); }
     // Called after every batch of changes (client events, timers, settings).
     void set_state_observer(std::function<void()> observer) { observer_ = std::move(observer); }
     size_t connection_count() const { return connections_.size(); }
@@ -89,6 +94,7 @@ private:
     static int on_listener(sd_event_source* s, int fd, uint32_t revents, void* self);
     static int on_connection(sd_event_source* s, int fd, uint32_t revents, void* conn);
     static int on_timer(sd_event_source* s, uint64_t usec, void* self);
+    static int on_reload_signal(sd_event_source* s, const struct signalfd_siginfo* si, void* self);
     static int on_idle_timer(sd_event_source* s, uint64_t usec, void* self);
     static int on_accept_retry(sd_event_source* s, uint64_t usec, void* self);
     static int on_connection_timer(sd_event_source* s, uint64_t usec, void* conn);
@@ -158,6 +164,7 @@ private:
     uint64_t next_serial_ = 1;
     std::vector<uint64_t> doomed_;  // connections to close at the next reap
     std::function<void()> observer_;
+    std::function<void()> reload_;
     // The STATUS= line for systemd: the latest, and the one last sent (at
     // most one a second, never blocking; a line not sent is sent later).
     Notifier notifier_;

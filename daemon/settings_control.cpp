@@ -145,23 +145,57 @@ std::optional<Refusal> SettingsControl::set_gpu_time_quantum(GpuIndex gpu, uint6
     return std::nullopt;
 }
 
-void SettingsControl::apply_configured(const std::string& uuid)
+void SettingsControl::apply(const std::string& uuid, const Options& target)
 {
     const Scheduler& s = server_.scheduler();
-    const auto mode = find_in(configured_.gpu_modes, uuid);
+    const auto mode = find_in(target.gpu_modes, uuid);
     if (find_in(s.gpu_modes(), uuid) != mode)
         server_.set_gpu_mode(uuid, mode);
-    const auto tq = find_in(configured_.gpu_time_quanta, uuid);
+    const auto tq = find_in(target.gpu_time_quanta, uuid);
     if (find_in(s.gpu_time_quanta(), uuid) != tq)
         server_.set_gpu_time_quantum(uuid, tq);
     const auto& gpus = s.gpus();
     for (GpuIndex g = 0; g < gpus.size(); ++g) {
         if (gpus[g].description.uuid != uuid)
             continue;
-        const uint64_t configured = configured_capacity(configured_, gpus[g].description);
-        if (gpus[g].capacity != configured)
-            server_.set_capacity(g, configured);
+        const uint64_t capacity = configured_capacity(target, gpus[g].description);
+        if (gpus[g].capacity != capacity)
+            server_.set_capacity(g, capacity);
     }
+}
+
+void SettingsControl::apply_all(const Options& target)
+{
+    const auto& s = server_.scheduler().settings();
+    if (s.mode != target.scheduler.mode)
+        server_.set_mode(target.scheduler.mode);
+    if (s.time_quantum != target.scheduler.time_quantum)
+        server_.set_time_quantum(target.scheduler.time_quantum);
+    // Every GPU with settings of its own, and every GPU met: the UUIDs first
+    // (apply changes the maps).
+    std::set<std::string> uuids;
+    for (const auto& [uuid, mode] : server_.scheduler().gpu_modes())
+        uuids.insert(uuid);
+    for (const auto& [uuid, tq] : server_.scheduler().gpu_time_quanta())
+        uuids.insert(uuid);
+    for (const auto& [uuid, mode] : target.gpu_modes)
+        uuids.insert(uuid);
+    for (const auto& [uuid, tq] : target.gpu_time_quanta)
+        uuids.insert(uuid);
+    for (const Gpu& gpu : server_.scheduler().gpus())
+        uuids.insert(gpu.description.uuid);
+    for (const std::string& uuid : uuids)
+        apply(uuid, target);
+}
+
+void SettingsControl::reload(Options configured)
+{
+    configured_ = std::move(configured);
+    Options effective = configured_;
+    apply_layer(runtime_, effective);  // run-time changes stay on top
+    server_.set_admin_rules(effective.priority_rules, effective.scheduler.grace,
+                            effective.log_waits_after);
+    apply_all(effective);
 }
 
 std::optional<Refusal> SettingsControl::reset_gpu(GpuIndex gpu, const Authorize& authorize)
@@ -177,7 +211,7 @@ std::optional<Refusal> SettingsControl::reset_gpu(GpuIndex gpu, const Authorize&
     if (auto refused = save(next))
         return refused;
     NVS_NOTICE("run-time settings of GPU %s reset to the configured ones", uuid.c_str());
-    apply_configured(uuid);
+    apply(uuid, configured_);
     return std::nullopt;
 }
 
@@ -189,22 +223,7 @@ std::optional<Refusal> SettingsControl::reset(const Authorize& authorize)
                        "cannot remove " + store_.path() + " (see nvshared's log); nothing changed"};
     NVS_NOTICE("run-time settings reset to the configured ones");
     runtime_ = {};
-    const auto& s = server_.scheduler().settings();
-    if (s.mode != configured_.scheduler.mode)
-        server_.set_mode(configured_.scheduler.mode);
-    if (s.time_quantum != configured_.scheduler.time_quantum)
-        server_.set_time_quantum(configured_.scheduler.time_quantum);
-    // Every GPU with settings of its own, and every GPU met: the UUIDs first
-    // (apply_configured changes the maps).
-    std::set<std::string> uuids;
-    for (const auto& [uuid, mode] : server_.scheduler().gpu_modes())
-        uuids.insert(uuid);
-    for (const auto& [uuid, tq] : server_.scheduler().gpu_time_quanta())
-        uuids.insert(uuid);
-    for (const Gpu& gpu : server_.scheduler().gpus())
-        uuids.insert(gpu.description.uuid);
-    for (const std::string& uuid : uuids)
-        apply_configured(uuid);
+    apply_all(configured_);
     return std::nullopt;
 }
 

@@ -49,14 +49,21 @@ public:
     // quantum): it gets its configured ones back.
     std::optional<Refusal> reset_gpu(GpuIndex gpu, const Authorize& authorize);
 
+    // The configuration read again (SIGHUP): `configured` becomes what
+    // reset() returns to, and the effective settings are it with the
+    // run-time changes on top, applied where they differ.
+    void reload(Options configured);
+
     const SettingsLayer& runtime() const { return runtime_; }
 
 private:
     // Saves `next` as the run-time layer; a Refusal when it cannot.
     std::optional<Refusal> save(const SettingsLayer& next);
-    // Gives the GPU `uuid` the configured mode, time quantum and capacity
-    // wherever its effective ones differ.
-    void apply_configured(const std::string& uuid);
+    // Gives the GPU `uuid` the mode, time quantum and capacity of `target`
+    // wherever its effective ones differ; apply_all: the host-wide ones too,
+    // and every GPU.
+    void apply(const std::string& uuid, const Options& target);
+    void apply_all(const Options& target);
 
     Server& server_;
     StateStore store_;

@@ -2,6 +2,8 @@
 // the shipped policy, the real nvshared and nvsharectl, busctl, setpriv for
 // unprivileged callers, and lock clients on the real socket.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -756,6 +758,39 @@ TEST_F(DbusTest, ConfigFileSetsStartValues)
     EXPECT_EQ(get(kGpu0, kGpuIface, "Capacity"), "t " + std::to_string(4 * kGiB));
     EXPECT_NE(daemon->log().find("line 5: unknown setting 'colour'"), std::string::npos)
         << daemon->log();
+}
+
+// SIGHUP (systemctl reload): the config file is read again, run-time
+// changes stay on top of it, and a file that cannot be read changes nothing.
+TEST_F(DbusTest, ReloadReadsTheConfigFileAgain)
+{
+    write_text(config(), "time-quantum = 2min\nanti-thrashing = on\n");
+    ASSERT_NO_FATAL_FAILURE(start_daemon());
+    EXPECT_EQ(get(kManager, kManagerIface, "TimeQuantumUSec"), "t 120000000");
+    write_text(config(), "time-quantum = 3min\nanti-thrashing = off\n");
+    kill(daemon->pid(), SIGHUP);
+    ASSERT_TRUE(wait_until([] {
+        return get(kManager, kManagerIface, "TimeQuantumUSec") == "t 180000000";
+    })) << daemon->log();
+    EXPECT_EQ(get(kManager, kManagerIface, "AntiThrashing"), "s \"off\"");
+    EXPECT_NE(daemon->log().find("reloaded " + config()), std::string::npos) << daemon->log();
+    // A run-time change outlives a reload; the file's other settings apply.
+    ASSERT_EQ(set(kManager, kManagerIface, "AntiThrashing", "s", "auto").status, 0);
+    write_text(config(), "time-quantum = 4min\nanti-thrashing = on\n");
+    kill(daemon->pid(), SIGHUP);
+    ASSERT_TRUE(wait_until([] {
+        return get(kManager, kManagerIface, "TimeQuantumUSec") == "t 240000000";
+    })) << daemon->log();
+    EXPECT_EQ(get(kManager, kManagerIface, "AntiThrashing"), "s \"auto\"");
+    // Unreadable: everything stays, with a warning.
+    ASSERT_EQ(unlink(config().c_str()), 0);
+    ASSERT_EQ(mkdir(config().c_str(), 0755), 0);  // a directory: cannot be read as a file
+    kill(daemon->pid(), SIGHUP);
+    ASSERT_TRUE(wait_until([this] {
+        return daemon->log().find("cannot be read") != std::string::npos;
+    })) << daemon->log();
+    EXPECT_EQ(get(kManager, kManagerIface, "TimeQuantumUSec"), "t 240000000");
+    EXPECT_TRUE(daemon->running()) << daemon->log();
 }
 
 TEST_F(DbusTest, NvsharectlErrorsHaveDistinctExitCodes)

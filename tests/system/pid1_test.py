@@ -310,6 +310,27 @@ def check_security(a):
         raise Failed(f"exposure {score} is above {EXPOSURE_BOUND}")
 
 
+def check_reload(a):
+    """systemctl reload nvshare (SIGHUP): nvshared reads nvshare.conf again, in
+    the same process, and says so in the journal."""
+    a.run(["systemctl", "start", UNIT])
+    pid = a.prop(UNIT, "MainPID")
+    conf = "/etc/nvshare/nvshare.conf"
+    a.write(conf, "anti-thrashing = on\n")
+    try:
+        a.run(["systemctl", "reload", UNIT])
+        wait_for("AntiThrashing on after the reload",
+                 lambda: a.out(BUS + ["AntiThrashing"]) == 's "on"', 10)
+        if a.prop(UNIT, "MainPID") != pid:
+            raise Failed(f"the reload replaced nvshared (pid {pid} -> {a.prop(UNIT, 'MainPID')})")
+        journal = a.out(["journalctl", "-u", UNIT, "-o", "cat", "--no-pager"])
+        if f"reloaded {conf}" not in journal:
+            raise Failed(f"no 'reloaded {conf}' in the journal:\n{journal[-1500:]}")
+    finally:
+        a.remove(conf)
+        a.run(["systemctl", "reload", UNIT], ok=False)
+
+
 def check_uninstall(a):
     """The README's uninstall command (the last check): nothing of nvshare
     runs, is listed or is left installed, and programs start without a word
@@ -346,6 +367,7 @@ CHECKS = [
     ("option-error", check_option_error),
     ("journal-priorities", check_journal_priorities),
     ("security", check_security),
+    ("reload", check_reload),
     ("uninstall", check_uninstall),  # last: it takes nvshare away
 ]
 
