@@ -115,6 +115,27 @@ bool SettingsLayer::empty() const
            gpu_time_quanta.empty();
 }
 
+void merge_layer(SettingsLayer& base, const SettingsLayer& top)
+{
+    auto take = [](auto& into, const auto& from) {
+        if (from)
+            into = from;
+    };
+    take(base.mode, top.mode);
+    take(base.time_quantum, top.time_quantum);
+    take(base.grace, top.grace);
+    take(base.log_waits_after, top.log_waits_after);
+    take(base.default_capacity, top.default_capacity);
+    for (const auto& [uuid, bytes] : top.capacities)
+        base.capacities[uuid] = bytes;
+    base.priority_rules.insert(base.priority_rules.end(), top.priority_rules.begin(),
+                               top.priority_rules.end());
+    for (const auto& [uuid, mode] : top.gpu_modes)
+        base.gpu_modes[uuid] = mode;
+    for (const auto& [uuid, tq] : top.gpu_time_quanta)
+        base.gpu_time_quanta[uuid] = tq;
+}
+
 GpuSetting split_gpu_setting(std::string_view text)
 {
     const auto eq = text.find('=');

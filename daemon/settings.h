@@ -45,6 +45,11 @@ struct SettingsLayer {
     bool operator==(const SettingsLayer&) const = default;
 };
 
+// `top` laid over `base`, as a drop-in over the config file: what `top` sets
+// wins, per-GPU values merge per GPU, priority rules are appended (base's
+// first).
+void merge_layer(SettingsLayer& base, const SettingsLayer& top);
+
 // A per-GPU value as the config file and the command line spell it,
 // "[UUID=]VALUE", both sides trimmed.
 struct GpuSetting {

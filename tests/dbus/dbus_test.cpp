@@ -793,6 +793,20 @@ TEST_F(DbusTest, ReloadReadsTheConfigFileAgain)
     EXPECT_TRUE(daemon->running()) << daemon->log();
 }
 
+// nvshare.conf.d/*.conf, in lexical order, over nvshare.conf; others are not
+// read.
+TEST_F(DbusTest, ConfigDropInsOverrideTheFile)
+{
+    write_text(config(), "time-quantum = 2min\nanti-thrashing = on\n");
+    ASSERT_EQ(mkdir((config() + ".d").c_str(), 0755), 0);
+    write_text(config() + ".d/20-later.conf", "time-quantum = 4min\n");
+    write_text(config() + ".d/10-early.conf", "time-quantum = 3min\nanti-thrashing = off\n");
+    write_text(config() + ".d/30-ignored.conf.bak", "time-quantum = 9min\n");
+    ASSERT_NO_FATAL_FAILURE(start_daemon());
+    EXPECT_EQ(get(kManager, kManagerIface, "TimeQuantumUSec"), "t 240000000");
+    EXPECT_EQ(get(kManager, kManagerIface, "AntiThrashing"), "s \"off\"");
+}
+
 TEST_F(DbusTest, NvsharectlErrorsHaveDistinctExitCodes)
 {
     // No daemon on the bus.

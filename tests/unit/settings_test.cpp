@@ -136,6 +136,31 @@ TEST(Config, PriorityRulesRepeatAndResolveNames)
     EXPECT_EQ(plain.layer.priority_rules.size(), 1u);
 }
 
+// A drop-in over the config file: what it sets wins, per-GPU values merge
+// per GPU, priority rules add to the file's.
+TEST(Config, ADropInLaysItsSettingsOverTheFile)
+{
+    SettingsLayer base = parse_config(
+                             "time-quantum = 2min\n"
+                             "anti-thrashing = on\n"
+                             "capacity = GPU-a=8G\n"
+                             "priority = default=batch\n")
+                             .layer;
+    const SettingsLayer top = parse_config(
+                                  "time-quantum = 5min\n"
+                                  "capacity = GPU-b=4G\n"
+                                  "priority = user:0=interactive\n")
+                                  .layer;
+    merge_layer(base, top);
+    EXPECT_EQ(base.time_quantum, std::chrono::minutes(5));
+    EXPECT_EQ(base.mode, Mode::On);  // the drop-in says nothing of it
+    EXPECT_EQ(base.capacities.at("GPU-a"), 8ull << 30);
+    EXPECT_EQ(base.capacities.at("GPU-b"), 4ull << 30);
+    ASSERT_EQ(base.priority_rules.size(), 2u);
+    EXPECT_EQ(base.priority_rules[0].priority, Priority::Batch);
+    EXPECT_EQ(base.priority_rules[1].priority, Priority::Interactive);
+}
+
 TEST(Config, PriorityRulesReachTheOptions)
 {
     Options o = default_options(nullptr);
