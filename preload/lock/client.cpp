@@ -304,7 +304,10 @@ void ClientLoop::shrink(uint64_t gpus, uint64_t keep_bytes)
     // Work of ours may still run after a revocation or a release that could
     // not drain it: memory moves only once it has ended.
     if (!quiesce(now_ns() + kIdleDrainLimitNs)) {
-        log_warn("our GPU work does not end: nothing moves to give nvshared the room it asks");
+        if (contexts::active_captures() > 0)
+            log_debug("a stream capture runs: the room asked for waits for its end");
+        else
+            log_warn("our GPU work does not end: nothing moves to give the room nvshared asks");
         return;
     }
     residency::before_release(gpus & all, true, keep_bytes, now_ns() + kEvictLimitNs);
