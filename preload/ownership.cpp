@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include "common/protocol.h"
+#include "preload/driver/base_glibc.h"
 #include "preload/driver/real_driver.h"
 
 extern "C" __attribute__((visibility("default")))
@@ -17,11 +18,11 @@ Ownership process_ownership()
     // Through the main program's handle, whose scope is the global one in
     // load order: RTLD_DEFAULT would search this -Bsymbolic library first
     // and always find its own marker.
-    void* program = dlopen(nullptr, RTLD_LAZY | RTLD_NOLOAD);
+    void* program = base_glibc::dlopen(nullptr, RTLD_LAZY | RTLD_NOLOAD);
     const void* found =
         dl == nullptr || program == nullptr ? nullptr : dl(program, "nvshare_process_owner");
     if (program != nullptr)
-        dlclose(program);
+        base_glibc::dlclose(program);
     // Not found: this copy is not in the global scope (dlopen'd with
     // RTLD_LOCAL) and no preloaded copy exists, so it is the only one.
     if (found == nullptr || found == &nvshare_process_owner)

@@ -4,6 +4,7 @@
 
 #include <atomic>
 
+#include "preload/driver/base_glibc.h"
 #include "preload/driver/glibc_version.h"
 
 namespace nvshare::preload {
@@ -26,9 +27,9 @@ NVS_UNINSTRUMENTED DlsymFn real_dlsym()
     DlsymFn f = __atomic_load_n(&g_dlsym, __ATOMIC_ACQUIRE);
     if (f != nullptr)
         return f;
-    void* p = dlvsym(RTLD_NEXT, "dlsym", NVS_GLIBC_DLSYM);
+    void* p = base_glibc::dlvsym(RTLD_NEXT, "dlsym", NVS_GLIBC_DLSYM);
     if (p == nullptr)
-        p = dlvsym(RTLD_NEXT, "dlsym", NVS_GLIBC_BASE);
+        p = base_glibc::dlvsym(RTLD_NEXT, "dlsym", NVS_GLIBC_BASE);
     f = reinterpret_cast<DlsymFn>(p);
     __atomic_store_n(&g_dlsym, f, __ATOMIC_RELEASE);
     return f;
@@ -39,11 +40,11 @@ void* loaded_driver()
     void* h = g_driver.load(std::memory_order_acquire);
     if (h != nullptr)
         return h;
-    h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    h = base_glibc::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
     if (h != nullptr) {
         void* expected = nullptr;
         if (!g_driver.compare_exchange_strong(expected, h))
-            dlclose(h);  // another thread won; drop our extra reference
+            base_glibc::dlclose(h);  // another thread won; drop our extra reference
         h = g_driver.load(std::memory_order_acquire);
     }
     return h;
@@ -56,13 +57,13 @@ void* driver_symbol(const char* name)
         if (t_opening)
             return nullptr;
         t_opening = true;
-        h = dlopen("libcuda.so.1", RTLD_NOW);
+        h = base_glibc::dlopen("libcuda.so.1", RTLD_NOW);
         t_opening = false;
         if (h == nullptr)
             return nullptr;
         void* expected = nullptr;
         if (!g_driver.compare_exchange_strong(expected, h))
-            dlclose(h);
+            base_glibc::dlclose(h);
         h = g_driver.load(std::memory_order_acquire);
     }
     DlsymFn f = real_dlsym();

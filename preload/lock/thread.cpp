@@ -11,6 +11,7 @@
 #include <cstring>
 #include <new>
 
+#include "preload/driver/base_glibc.h"
 #include "preload/lock/admission.h"
 #include "preload/lock/client.h"
 #include "preload/lock/connection.h"
@@ -93,14 +94,17 @@ bool ensure_started()
         // The thread must never take the application's signals.
         sigset_t all, old;
         sigfillset(&all);
-        pthread_sigmask(SIG_SETMASK, &all, &old);
+        // sigprocmask: the calling thread's mask, as pthread_sigmask sets it, at
+        // the base glibc version (base_glibc.h).
+        sigprocmask(SIG_SETMASK, &all, &old);
         pthread_attr_t attr;
         pthread_attr_init(&attr);
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
         pthread_t thread;
-        const int r = efd < 0 ? EMFILE : pthread_create(&thread, &attr, thread_main, nullptr);
+        const int r =
+            efd < 0 ? EMFILE : base_glibc::pthread_create(&thread, &attr, thread_main, nullptr);
         pthread_attr_destroy(&attr);
-        pthread_sigmask(SIG_SETMASK, &old, nullptr);
+        sigprocmask(SIG_SETMASK, &old, nullptr);
         if (r != 0) {
             log_warn("cannot start the nvshared client (%s): GPU work runs unscheduled",
                      strerror(r));

@@ -9,6 +9,7 @@
 #include <atomic>
 
 #include "preload/clock.h"
+#include "preload/driver/base_glibc.h"
 #include "preload/driver/hook_table.h"
 #include "preload/memory/host_budget.h"
 
@@ -108,11 +109,11 @@ void touch_all(char* const* regions, const uint64_t* sizes, size_t count)
     pthread_t threads[kMaxTouchThreads];
     long started = 0;
     for (; started < helpers; ++started)
-        if (pthread_create(&threads[started], nullptr, touch_pieces, &t) != 0)
+        if (base_glibc::pthread_create(&threads[started], nullptr, touch_pieces, &t) != 0)
             break;  // fewer helpers: the caller does the rest
     touch_pieces(&t);
     for (long i = 0; i < started; ++i)
-        pthread_join(threads[i], nullptr);
+        base_glibc::pthread_join(threads[i], nullptr);
 }
 
 }  // namespace

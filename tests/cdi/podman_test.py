@@ -24,7 +24,15 @@ refuses hosts with cgroup controllers on both hierarchies). Skipped (77),
 with the reason, only where podman cannot run a container at all: not root,
 podman missing, or the probe container failing to start.
 
-Usage: podman_test.py NVSHARED NVSHARECTL LIBNVSHARE FAKECUDA_DIR TEST_CLIENT
+With --old-root DIR (issue 45), the container's image is instead a Debian 11
+root (glibc 2.31, made by `debootstrap --variant=minbase bullseye` into DIR
+once and kept there): given the CDI device, /bin/sh and a Python start there
+run cleanly with libnvshare.so preloaded (it asks no newer glibc than the
+architecture's base version), and Python's ctypes reaches libc through the
+library's dlsym. Skipped (77) where debootstrap is missing or cannot fetch
+the packages.
+
+Usage: podman_test.py [--old-root DIR] NVSHARED NVSHARECTL LIBNVSHARE FAKECUDA_DIR TEST_CLIENT
 """
 import io
 import json
@@ -38,9 +46,14 @@ import tempfile
 import time
 
 SKIP = 77
+ARGS = sys.argv[1:]
+OLD_ROOT = None
+if ARGS[:1] == ["--old-root"]:
+    OLD_ROOT, ARGS = os.path.abspath(ARGS[1]), ARGS[2:]
 NVSHARED, NVSHARECTL, LIBNVSHARE, FAKECUDA_DIR, TEST_CLIENT = [
-    os.path.abspath(a) for a in sys.argv[1:6]]
+    os.path.abspath(a) for a in ARGS[:5]]
 IMAGE = "localhost/nvshare-cdi-test:1"
+OLD_IMAGE = "localhost/nvshare-cdi-test-bullseye:1"
 DEADLINE_S = 60  # for each thing waited for; the test never sleeps a fixed time
 
 failures = []
@@ -102,6 +115,51 @@ def build_root_tar(path):
             tar.addfile(info, io.BytesIO(data))
     return sorted(files)
 
+OLD_SUITE = "bullseye"
+OLD_PACKAGES = "python3-minimal,libpython3.9-stdlib"
+
+
+def old_root_tar(path):
+    """The Debian 11 root as a tar file: debootstrapped into OLD_ROOT once
+    (a marker file says it finished), then reused."""
+    done = os.path.join(OLD_ROOT, ".nvshare-debootstrap-done")
+    if not os.path.exists(done):
+        if shutil.which("debootstrap") is None:
+            skip("debootstrap is not installed (.ci/install-deps --tests installs it)")
+        shutil.rmtree(OLD_ROOT, ignore_errors=True)
+        r = subprocess.run(["debootstrap", "--variant=minbase", "--include=" + OLD_PACKAGES,
+                            OLD_SUITE, OLD_ROOT, "http://deb.debian.org/debian"],
+                           capture_output=True, text=True, timeout=900)
+        if r.returncode != 0:
+            skip("debootstrap of Debian 11 failed here (no mirror reachable?): " +
+                 (r.stderr.strip() or r.stdout.strip())[-400:])
+        open(done, "w").close()
+    with tarfile.open(path, "w") as tar:
+        tar.add(OLD_ROOT, arcname=".", filter=lambda i: None if i.name.startswith("./proc/")
+                or i.name == "./.nvshare-debootstrap-done" else i)
+
+
+def old_image_checks(podman, tmp):
+    r = podman.run("import", os.path.join(tmp, "old.tar"), OLD_IMAGE)
+    check(r.returncode == 0, f"podman import of the Debian 11 root: {r.stderr.strip()}")
+    libc = subprocess.run(["sh", "-c", "ls " + OLD_ROOT + "/lib/*/libc-*.so"],
+                          capture_output=True, text=True).stdout.strip()
+    print("Debian 11 root's libc:", libc)
+    device = ["--device", "nvshare.com/gpu=all"]
+    r = podman.run("run", *podman.run_options, *device, OLD_IMAGE, "/bin/sh", "-c",
+                   "echo shell-ok; grep -c libnvshare /proc/self/maps")
+    check(r.returncode == 0 and r.stdout.split()[:1] == ["shell-ok"] and r.stderr == "",
+          f"/bin/sh runs cleanly in Debian 11: rc={r.returncode} {r.stdout!r} {r.stderr!r}")
+    mapped = r.stdout.split()[1:2]
+    check(mapped != [] and mapped[0] != "0",
+          f"with libnvshare.so loaded (lines of it in /proc/self/maps: {mapped})")
+    script = ("import ctypes, sys; "
+              "print('python-ok', sys.version_info[:2], ctypes.CDLL('libc.so.6').getpid() > 0)")
+    r = podman.run("run", *podman.run_options, *device, OLD_IMAGE, "python3", "-c", script)
+    check(r.returncode == 0 and r.stdout.startswith("python-ok (3, 9) True") and r.stderr == "",
+          f"python3 starts and ctypes finds libc through dlsym in Debian 11: "
+          f"rc={r.returncode} {r.stdout!r} {r.stderr!r}")
+
 
 class Podman:
     """podman in a private mount namespace, its storage under `tmp`."""
@@ -132,6 +190,16 @@ class Podman:
     def start(self, *args):
         return subprocess.Popen(self.argv(*args), stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
+
+
+def generate_spec(sock, cdi_dir, tmp):
+    spec = os.path.join(cdi_dir, "nvshare.json")
+    r = subprocess.run([NVSHARECTL, "--socket", sock, "cdi", "generate", "--output", spec,
+                        "--library", LIBNVSHARE, "--preload-file",
+                        os.path.join(tmp, "container-ld.so.preload")],
+                       capture_output=True, text=True, timeout=30)
+    check(r.returncode == 0, f"cdi generate: {r.stdout}{r.stderr}")
+    return spec
 
 
 def status(sock):
@@ -168,6 +236,8 @@ def main():
         sock = os.path.join(sock_dir, os.path.basename(default_socket))
 
         podman = Podman(tmp, cdi_dir)
+        if OLD_ROOT is not None:
+            old_root_tar(os.path.join(tmp, "old.tar"))
         files = build_root_tar(os.path.join(tmp, "root.tar"))
         print("image files:", " ".join(files))
         r = podman.run("import", os.path.join(tmp, "root.tar"), IMAGE)
@@ -186,6 +256,10 @@ def main():
              "--time-quantum", "24h", "--gpu-info-dir", os.path.join(tmp, "gpus"),
              "--state-dir", os.path.join(tmp, "state")], env=env, stderr=subprocess.DEVNULL))
         wait_for(sock, lambda: os.path.exists(sock))
+        if OLD_ROOT is not None:
+            generate_spec(sock, cdi_dir, tmp)
+            old_image_checks(podman, tmp)
+            return finish()
 
         # The host's CUDA program: holds GPU 0 until `release` exists (no
         # idle release: it keeps the lock between its rounds).
@@ -201,12 +275,7 @@ def main():
                                       c["state"] == "holding"))
         print("ok: the host program holds GPU 0")
 
-        spec = os.path.join(cdi_dir, "nvshare.json")
-        r = subprocess.run([NVSHARECTL, "--socket", sock, "cdi", "generate", "--output", spec,
-                            "--library", LIBNVSHARE, "--preload-file",
-                            os.path.join(tmp, "container-ld.so.preload")],
-                           capture_output=True, text=True, timeout=30)
-        check(r.returncode == 0, f"cdi generate: {r.stdout}{r.stderr}")
+        spec = generate_spec(sock, cdi_dir, tmp)
         uuid = status(sock)["gpus"][0]["uuid"]
         names = subprocess.run([NVSHARECTL, "cdi", "list", "--output", spec], capture_output=True,
                                text=True, timeout=30).stdout.split()
@@ -267,6 +336,10 @@ def main():
         if os.path.isdir(os.path.join(tmp, "storage")):
             Podman(tmp, os.path.join(tmp, "cdi")).run("rmi", "--all", "--force")
         shutil.rmtree(tmp, ignore_errors=True)
+    return finish()
+
+
+def finish():
     if failures:
         print(f"{len(failures)} failure(s)")
         return 1

@@ -47,5 +47,10 @@ echo "$exports" | grep -qx 'cuLaunchKernel@@NVSHARE_1' || err "cuLaunchKernel no
 needed=$(readelf -d "$lib" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
 echo "NEEDED: $needed"
 [ "$needed" = "libc.so.6 " ] || err "needs more than libc: $needed"
+# GLIBC_2.17, aarch64's base version, is the newest it may need (check_elf.sh).
+versions=$(readelf -V "$lib" | sed -n '/Version needs/,$p' |
+    sed -n 's/.*Name: \(GLIBC_[0-9.]*\).*/\1/p' | sort -uV | tr '\n' ' ')
+echo "glibc versions needed: $versions"
+[ "$versions" = "GLIBC_2.17 " ] || err "needs a glibc version other than GLIBC_2.17: $versions"
 [ $fail -eq 0 ] && echo "OK: libnvshare.so builds and links for aarch64"
 exit $fail

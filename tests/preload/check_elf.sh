@@ -1,7 +1,8 @@
 #!/bin/sh
 # libnvshare.so lives in every process: it must need nothing but libc (not
-# even the loader: its TLS is initial-exec, so no __tls_get_addr), export only the driver hooks and dlsym (at both glibc
-# versions), and run no constructor of its own.
+# even the loader: its TLS is initial-exec, so no __tls_get_addr), need no
+# glibc symbol version newer than 2.17, export only the driver hooks and dlsym
+# (at both glibc versions), and run no constructor of its own.
 # Usage: check_elf.sh path/to/libnvshare.so
 set -u
 lib=$1
@@ -46,6 +47,16 @@ for s in cuGetProcAddress cuGetProcAddress_v2 cuLaunchKernel cuLaunchKernel_ptsz
     echo "$exports" | grep -qE "^$s(@@NVSHARE_1)?\$" || err "$s not exported"
 done
 echo "exports: $(echo "$exports" | wc -l) symbols"
+
+# Loads in old images: no glibc symbol version newer than 2.17 (CentOS 7 and
+# UBI 7, Debian 9 and later; aarch64's base version): one the image's glibc
+# lacks stops every program, /bin/sh included (driver/base_glibc.h).
+versions=$(objdump -T "$lib" | awk '/\*UND\*/' | grep -o 'GLIBC_[0-9][0-9.]*' | sort -uV)
+highest=$(echo "$versions" | tail -n 1)
+echo "glibc versions needed: $(echo "$versions" | tr '\n' ' ')"
+newest=$(printf '%s\nGLIBC_2.17\n' "$highest" | sort -V | tail -n 1)
+[ "$newest" = GLIBC_2.17 ] || err "needs $highest (newer than GLIBC_2.17): $(objdump -T "$lib" |
+    awk '/\*UND\*/' | grep -E "\($highest\)" | awk '{print $NF}' | tr '\n' ' ')"
 
 # No C++ runtime and no static constructors.
 undef=$(nm -D --undefined-only "$lib" | awk '{print $2}')
