@@ -5,6 +5,8 @@
 #include <map>
 #include <optional>
 
+#include "cli/status_view.h"
+
 namespace nvshare::cli {
 
 namespace {
@@ -36,7 +38,8 @@ const std::map<std::string, Field>& fields()
         {"pid", {"pid", [](const json& c) { return c["pid"].dump(); }}},
         {"uid", {"uid", [](const json& c) { return c["uid"].dump(); }}},
         {"user", {"user", [](const json& c) { return c["user"].get<std::string>(); }}},
-        {"command", {"command", [](const json& c) { return c["comm"].get<std::string>(); }}},
+        {"command", {"command", [](const json& c) { return client_command(c); }}},
+        {"comm", {"comm", [](const json& c) { return c["comm"].get<std::string>(); }}},
         {"cgroup", {"cgroup", [](const json& c) { return c.value("cgroup", std::string()); }}},
         {"priority",
          {"priority", [](const json& c) { return c.value("priority", std::string("normal")); }}},
@@ -99,6 +102,7 @@ const std::vector<std::string>& query_fields()
                                                    "uid",
                                                    "user",
                                                    "command",
+                                                   "comm",
                                                    "cgroup",
                                                    "priority",
                                                    "gpus",

@@ -46,13 +46,26 @@ std::string note_text(const json& c)
     return "";
 }
 
-// Cut to a column's share unless the whole was asked for (--full).
-std::string command_text(const std::string& command, bool full)
+// Cut to a column's width unless the whole was asked for (--full).
+std::string cut_text(const std::string& text, size_t width, bool full)
 {
-    constexpr size_t kWidth = 20;
-    if (full || command.size() <= kWidth)
-        return command;
-    return command.substr(0, kWidth - 3) + "...";
+    if (full || text.size() <= width)
+        return text;
+    size_t n = width - 3;
+    while (n > 0 && (static_cast<unsigned char>(text[n]) & 0xC0) == 0x80)
+        --n;  // not inside a UTF-8 sequence
+    return text.substr(0, n) + "...";
+}
+
+// A command line says which notebook or script it is within its first
+// words; a unit or container name within its first 24 bytes.
+constexpr size_t kCommandWidth = 32;
+constexpr size_t kUnitWidth = 24;
+
+std::string unit_text(const json& c, bool full)
+{
+    const std::string cgroup = c.value("cgroup", std::string());
+    return cgroup.empty() ? "-" : cut_text(cgroup, kUnitWidth, full);
 }
 
 // A daemon older than priority classes sends none: all were alike, normal.
@@ -103,6 +116,12 @@ std::string own_settings_text(const json& s, const json& g)
 
 }  // namespace
 
+std::string client_command(const json& client)
+{
+    const std::string command = client.value("command", std::string());
+    return command.empty() ? client["comm"].get<std::string>() : command;
+}
+
 std::string render_status(const json& s, bool full)
 {
     const auto& clients = s["clients"];
@@ -141,21 +160,22 @@ std::string render_status(const json& s, bool full)
             full || std::any_of(listed.begin(), listed.end(),
                                 [](const json& c) { return priority_text(c) != "normal"; });
         std::vector<std::vector<std::string>> rows = {
-            {"ID", "PID", "USER", "COMMAND", "STATE", "MEMORY", "HELD", "WAITED", "NOTE"}};
+            {"ID", "PID", "USER", "COMMAND", "UNIT", "STATE", "MEMORY", "HELD", "WAITED", "NOTE"}};
         if (priorities)
-            rows[0].insert(rows[0].begin() + 4, "PRIORITY");
+            rows[0].insert(rows[0].begin() + 5, "PRIORITY");
         for (const auto& c : listed) {
             std::vector<std::string> row = {std::to_string(c["id"].get<uint64_t>()),
                                             std::to_string(c["pid"].get<int32_t>()),
                                             c["user"].get<std::string>(),
-                                            command_text(c["comm"].get<std::string>(), full),
+                                            cut_text(client_command(c), kCommandWidth, full),
+                                            unit_text(c, full),
                                             c["state"].get<std::string>(),
                                             format_size(c["memory"].get<uint64_t>()),
                                             duration_text(c["held_us"]),
                                             duration_text(c["waited_us"]),
                                             note_text(c)};
             if (priorities)
-                row.insert(row.begin() + 4, priority_text(c));
+                row.insert(row.begin() + 5, priority_text(c));
             rows.push_back(std::move(row));
         }
         if (rows.size() > 1)

@@ -16,6 +16,11 @@ nlohmann::json collect_status(BusClient& bus);
 // Adds "user" (the name of "uid", else the number) to every client.
 void add_user_names(nlohmann::json& status);
 
+// A client's command line where nvshared read one, else the command name it
+// gave (an nvshared that sends none, or a process whose /proc entry it could
+// not read).
+std::string client_command(const nlohmann::json& client);
+
 // Pure: the document as aligned text, one block per GPU. Without `full`,
 // commands longer than a column's share are cut with "...".
 std::string render_status(const nlohmann::json& status, bool full = false);

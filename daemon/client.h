@@ -61,7 +61,8 @@ struct ClientInfo {
     int32_t pid = 0;
     uint32_t uid = 0;
     std::string comm;
-    std::string cgroup;  // its container or unit (process_cgroup.h); may be empty
+    std::string cgroup;   // its container or unit (process_cgroup.h); may be empty
+    std::string command;  // its command line (process_command.h); may be empty
     // Its class, as the daemon settled it (the process's wish within the
     // admin's rules); never Unset.
     Priority priority = Priority::Normal;

@@ -79,8 +79,14 @@ std::vector<std::string> journal_fields(EventKind kind, LogLevel level, const Ev
     if (subject != nullptr) {
         f.push_back("NVSHARE_CLIENT=" + std::to_string(subject->client));
         f.push_back("NVSHARE_PID=" + std::to_string(subject->info.pid));
+        // journald adds the OBJECT_ fields of that process (its unit among
+        // them) to a record from root: `journalctl -u UNIT` shows nvshared's
+        // records about the unit's processes.
+        f.push_back("OBJECT_PID=" + std::to_string(subject->info.pid));
         f.push_back("NVSHARE_UID=" + std::to_string(subject->info.uid));
         f.push_back("NVSHARE_COMM=" + subject->info.comm);
+        if (!subject->info.command.empty())
+            f.push_back("NVSHARE_COMMAND=" + subject->info.command);
         // A field may repeat: one per GPU the event concerns.
         for (const auto& uuid : subject->gpu_uuids)
             f.push_back("NVSHARE_GPU_UUID=" + uuid);

@@ -22,6 +22,7 @@
 #include "daemon/printable_text.h"
 #include "daemon/priority_rules.h"
 #include "daemon/process_cgroup.h"
+#include "daemon/process_command.h"
 #include "daemon/process_exit.h"
 #include "daemon/status.h"
 
@@ -682,6 +683,7 @@ void Server::on_hello(Connection& c, const proto::Hello& hello)
     const std::string cgroup = process_cgroup_path(c.peer.pid);
     ClientInfo info{c.peer.pid, c.peer.uid, printable_utf8(hello.comm, sizeof hello.comm),
                     printable_utf8(cgroup_name(cgroup))};
+    info.command = printable_utf8(process_command_line(c.peer.pid));
     const std::vector<uint32_t> groups = peer_groups(c.fd, c.peer.gid);
     info.priority =
         settle_priority(options_.priority_rules, {c.peer.uid, groups, cgroup}, hello.priority);

@@ -23,6 +23,7 @@ nlohmann::json status_json(const Scheduler& scheduler, size_t connections, TimeP
                            {"uid", c.info.uid},
                            {"comm", c.info.comm},
                            {"cgroup", c.info.cgroup},
+                           {"command", c.info.command},
                            {"priority", proto::priority_name(c.info.priority)},
                            {"gpus", gpus},
                            {"state", f.state},

@@ -359,6 +359,10 @@ TEST(Scheduling, IdentityComesFromTheSocketNotTheClaim)
     EXPECT_EQ(me["pid"], liar.pid());
     EXPECT_EQ(me["uid"], getuid());
     EXPECT_EQ(me["comm"], "systemd");  // shown, but only as what it claims
+    // Its command line, as nvshared read it from /proc: the real program.
+    const std::string command = me["command"];
+    EXPECT_NE(command.find("nvshare-testclient --socket "), std::string::npos) << command;
+    EXPECT_NE(command.find(" --comm systemd"), std::string::npos) << command;
 
     if (getuid() != 0)
         GTEST_SKIP() << "another uid needs root";

@@ -161,9 +161,13 @@ def main():
                 failures.append(f"{what}: no NVSHARE_GPU_UUID: {record}")
 
         h, w = str(holder.pid), str(waiter.pid)
-        expect(registered, "registered", NVSHARE_PID=h, NVSHARE_COMM="holder", NVSHARE_UID="0")
+        expect(registered, "registered", NVSHARE_PID=h, NVSHARE_COMM="holder", NVSHARE_UID="0",
+               OBJECT_PID=h)
+        if " --comm holder" not in (registered or {}).get("NVSHARE_COMMAND", ""):
+            failures.append(f"registered: NVSHARE_COMMAND is not the holder's command line: "
+                            f"{registered}")
         expect(granted, "granted", NVSHARE_PID=h, NVSHARE_COMM="holder", NVSHARE_UID="0")
-        expect(waiting, "waiting", NVSHARE_PID=w, NVSHARE_COMM="waiter")
+        expect(waiting, "waiting", NVSHARE_PID=w, NVSHARE_COMM="waiter", OBJECT_PID=w)
         expect(drop, "drop", NVSHARE_PID=h, NVSHARE_COMM="holder")
         expect(revoked, "revoked", NVSHARE_PID=h, NVSHARE_CAUSE="grace-expired")
         expect(granted2, "second grant", NVSHARE_PID=w)

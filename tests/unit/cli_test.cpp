@@ -35,7 +35,8 @@ static nlohmann::json two_gpu_status()
            "waited_us": 0, "quantum_left_us": 28500000, "queue_position": 0, "wait_reason": "",
            "grants": 1, "drops": 0, "revocations": 0},
           {"id": 4, "pid": 2000, "uid": 1000, "user": "alice",
-           "comm": "a-very-long-training-command, v2", "state": "waiting", "gpus": [0],
+           "comm": "a-very-long-tra", "command": "python3 train.py --data /scratch/alice/set, v2",
+           "cgroup": "jupyter-singleuser-alice.service", "state": "waiting", "gpus": [0],
            "memory": 53687091200, "pinned_memory": 0, "held_us": 0, "waited_us": 250000,
            "quantum_left_us": 0, "queue_position": 1, "wait_reason": "oversubscribed",
            "grants": 0, "drops": 2, "revocations": 1}],
@@ -59,25 +60,34 @@ TEST(StatusView, RendersEveryGpuAndClient)
               "oversubscribed\n"
               "  serializing:  yes\n"
               "  holder:       3 (python)\n"
-              "  waiting:      4 (a-very-long-training-command, v2)\n"
+              "  waiting:      4 (a-very-long-tra)\n"
               "\n"
-              "  ID  PID   USER   COMMAND               STATE    MEMORY    HELD  WAITED  NOTE\n"
-              "  3   100   root   python                holding  50.0 GiB  1.5s  0s      "
-              "28.5s of quantum left\n"
-              "  4   2000  alice  a-very-long-train...  waiting  50.0 GiB  0s    250ms   "
-              "#1 in queue, oversubscribed\n"
+              "  ID  PID   USER   COMMAND                           UNIT                      "
+              "STATE    MEMORY    HELD  WAITED  NOTE\n"
+              "  3   100   root   python                            -                         "
+              "holding  50.0 GiB  1.5s  0s      28.5s of quantum left\n"
+              "  4   2000  alice  python3 train.py --data /scra...  jupyter-singleuser-al...  "
+              "waiting  50.0 GiB  0s    250ms   #1 in queue, oversubscribed\n"
               "\n"
               "GPU 1  H100  GPU-2\n"
               "  memory:       0 B requested of 1.0 KiB capacity (physical 1.0 KiB)\n"
               "  serializing:  no\n"
               "  holder:       -\n"
               "  waiting:      -\n");
-    // --full: the whole command, and every client's priority class.
+    // --full: the whole command line and unit, and every client's priority
+    // class; the command name where nvshared read no command line.
     const std::string full = render_status(two_gpu_status(), true);
-    EXPECT_NE(full.find("a-very-long-training-command, v2  "), std::string::npos);
-    EXPECT_NE(full.find("  COMMAND                           PRIORITY  STATE"), std::string::npos)
+    EXPECT_NE(full.find("  python3 train.py --data /scratch/alice/set, v2  "
+                        "jupyter-singleuser-alice.service  normal    waiting"),
+              std::string::npos)
         << full;
-    EXPECT_NE(full.find("python                            normal    holding"), std::string::npos)
+    EXPECT_NE(full.find("  COMMAND                                         UNIT"
+                        "                              PRIORITY  STATE"),
+              std::string::npos)
+        << full;
+    EXPECT_NE(full.find("  python                                          -"
+                        "                                 normal    holding"),
+              std::string::npos)
         << full;
 }
 
@@ -87,9 +97,9 @@ TEST(StatusView, ShowsPriorityClassesWhereOneIsNotNormal)
     status["clients"][0]["priority"] = "normal";
     status["clients"][1]["priority"] = "batch";
     const std::string text = render_status(status);
-    EXPECT_NE(text.find("  COMMAND               PRIORITY  STATE"), std::string::npos) << text;
-    EXPECT_NE(text.find("a-very-long-train...  batch     waiting"), std::string::npos) << text;
-    EXPECT_NE(text.find("python                normal    holding"), std::string::npos) << text;
+    EXPECT_NE(text.find("  UNIT                      PRIORITY  STATE"), std::string::npos) << text;
+    EXPECT_NE(text.find("jupyter-singleuser-al...  batch     waiting"), std::string::npos) << text;
+    EXPECT_NE(text.find("-                         normal    holding"), std::string::npos) << text;
     // GPU 1 has no clients: no table at all.
     EXPECT_EQ(text.find("PRIORITY", text.find("GPU 1")), std::string::npos) << text;
 }
@@ -103,7 +113,12 @@ TEST(StatusQuery, CsvWithAndWithoutHeader)
     EXPECT_EQ(render_query(two_gpu_status(), *q),
               "pid,user,command,memory [MiB],held [s],queue_position,wait_reason\n"
               "100,root,python,51200,1.500,0,\n"
-              "2000,alice,\"a-very-long-training-command, v2\",51200,0.000,1,oversubscribed\n");
+              "2000,alice,\"python3 train.py --data /scratch/alice/set, v2\",51200,0.000,1,"
+              "oversubscribed\n");
+    q = parse_query("pid,comm,cgroup", "csv,noheader", &error);
+    ASSERT_TRUE(q) << error;
+    EXPECT_EQ(render_query(two_gpu_status(), *q),
+              "100,python,\n2000,a-very-long-tra,jupyter-singleuser-alice.service\n");
     q = parse_query("id,pinned_memory,quantum_left_s,drops,revocations", "csv,noheader", &error);
     ASSERT_TRUE(q) << error;
     EXPECT_EQ(render_query(two_gpu_status(), *q), "3,1,28.500,0,0\n4,0,0.000,2,1\n");

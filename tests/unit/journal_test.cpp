@@ -26,7 +26,8 @@ bool has(const std::vector<std::string>& fields, const std::string& field)
 
 TEST(Journal, FieldsNameTheEventAndTheClient)
 {
-    const EventSubject who{7, {4242, 1000, "train.py"}, {"GPU-a", "GPU-b"}};
+    EventSubject who{7, {4242, 1000, "train.py"}, {"GPU-a", "GPU-b"}};
+    who.info.command = "python3 train.py --epochs 3";
     const auto f = journal_fields(EventKind::Revoked, LogLevel::Info, &who, {"NVSHARE_CAUSE=admin"},
                                   "revoked");
     EXPECT_TRUE(has(f, "MESSAGE=revoked"));
@@ -35,6 +36,9 @@ TEST(Journal, FieldsNameTheEventAndTheClient)
     EXPECT_TRUE(has(f, "NVSHARE_PID=4242"));
     EXPECT_TRUE(has(f, "NVSHARE_UID=1000"));
     EXPECT_TRUE(has(f, "NVSHARE_COMM=train.py"));
+    EXPECT_TRUE(has(f, "NVSHARE_COMMAND=python3 train.py --epochs 3"));
+    // The process itself, for journald's OBJECT_ fields (journalctl -u UNIT).
+    EXPECT_TRUE(has(f, "OBJECT_PID=4242"));
     EXPECT_TRUE(has(f, "NVSHARE_GPU_UUID=GPU-a"));
     EXPECT_TRUE(has(f, "NVSHARE_GPU_UUID=GPU-b"));
     EXPECT_TRUE(has(f, "NVSHARE_CAUSE=admin"));
