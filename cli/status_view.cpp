@@ -141,7 +141,11 @@ std::string render_status(const json& s, bool full)
             {"memory:", format_size(requested) + " requested of " + format_size(capacity) +
                             " capacity (physical " +
                             format_size(g["physical_memory"].get<uint64_t>()) + ")" +
-                            (requested > capacity ? ", oversubscribed" : "")},
+                            (requested > capacity ? ", oversubscribed" : "") +
+                            (capacity > g["physical_memory"].get<uint64_t>() &&
+                                     g["physical_memory"].get<uint64_t>() != 0
+                                 ? ", capacity above the GPU's memory"
+                                 : "")},
             {"serializing:", g["serializing"].get<bool>() ? "yes" : "no"},
             {"holder:", ids_text(g["holders"], clients)},
             {"waiting:", ids_text(g["queue"], clients)},

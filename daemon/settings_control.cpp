@@ -4,6 +4,7 @@
 #include <set>
 
 #include "common/mode.h"
+#include "common/units.h"
 #include "daemon/log.h"
 
 namespace nvshare::daemon {
@@ -98,6 +99,14 @@ std::optional<Refusal> SettingsControl::set_capacity(GpuIndex gpu, uint64_t byte
     const Gpu& known = server_.scheduler().gpus().at(gpu);
     if (bytes == known.capacity)
         return std::nullopt;
+    // More than the GPU has would let processes that do not fit run side by
+    // side, thrashing: what anti-thrashing is there to prevent.
+    const uint64_t physical = known.description.physical_memory;
+    if (physical != 0 && bytes > physical)
+        return Refusal{Refusal::Why::Invalid, "capacity " + format_size(bytes) +
+                                                  " is more than GPU " + std::to_string(gpu) +
+                                                  "'s memory (valid: 1 byte to " +
+                                                  format_size(physical) + ")"};
     authorize();
     SettingsLayer next = runtime_;
     next.capacities[known.description.uuid] = bytes;
@@ -159,8 +168,15 @@ void SettingsControl::apply(const std::string& uuid, const Options& target)
         if (gpus[g].description.uuid != uuid)
             continue;
         const uint64_t capacity = configured_capacity(target, gpus[g].description);
-        if (gpus[g].capacity != capacity)
+        if (gpus[g].capacity != capacity) {
+            const uint64_t physical = gpus[g].description.physical_memory;
+            if (physical != 0 && capacity > physical)
+                NVS_WARN(
+                    "GPU %u: capacity %s is more than its memory (%s): processes that do "
+                    "not fit are let run side by side",
+                    g, format_size(capacity).c_str(), format_size(physical).c_str());
             server_.set_capacity(g, capacity);
+        }
     }
 }
 

@@ -409,6 +409,12 @@ TEST_F(DbusTest, InvalidValuesAreRefusedAndChangeNothing)
     auto cap = set(kGpu0, kGpuIface, "Capacity", "t", "0");
     EXPECT_NE(cap.status, 0);
     EXPECT_NE(cap.err.find("greater than 0"), std::string::npos) << cap.err;
+    // More than the GPU's 16 GiB.
+    cap = set(kGpu0, kGpuIface, "Capacity", "t", std::to_string(16 * kGiB + 1));
+    EXPECT_NE(cap.status, 0);
+    EXPECT_NE(cap.err.find("more than GPU 0's memory (valid: 1 byte to 16.0 GiB)"),
+              std::string::npos)
+        << cap.err;
     // Read-only properties stay read-only.
     EXPECT_NE(set(kManager, kManagerIface, "ClientCount", "u", "7").status, 0);
 
@@ -417,6 +423,7 @@ TEST_F(DbusTest, InvalidValuesAreRefusedAndChangeNothing)
                                                                   {"set-tq", "soon"},
                                                                   {"anti-thrashing", "sometimes"},
                                                                   {"set-capacity", "0", "0"},
+                                                                  {"set-capacity", "0", "100G"},
                                                                   {"revoke", "someone"}}) {
         const auto r = ctl(args);
         EXPECT_EQ(r.status, 2) << args[0] << " " << args[1] << ": " << r.err;

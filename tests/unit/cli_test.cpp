@@ -91,6 +91,16 @@ TEST(StatusView, RendersEveryGpuAndClient)
         << full;
 }
 
+TEST(StatusView, SaysWhenACapacityIsAboveTheGpusMemory)
+{
+    auto status = two_gpu_status();
+    status["gpus"][1]["capacity"] = 2048;
+    EXPECT_NE(render_status(status).find(
+                  "0 B requested of 2.0 KiB capacity (physical 1.0 KiB), capacity above the "
+                  "GPU's memory\n"),
+              std::string::npos);
+}
+
 TEST(StatusView, ShowsPriorityClassesWhereOneIsNotNormal)
 {
     auto status = two_gpu_status();
