@@ -12,6 +12,7 @@
 #include "deviceplugin/device_board.h"
 #include "deviceplugin/gpu_inventory.h"
 #include "deviceplugin/kubelet.h"
+#include "deviceplugin/node_features.h"
 #include "deviceplugin/options.h"
 #include "deviceplugin/plugin_server.h"
 #include "deviceplugin/preload_file.h"
@@ -71,9 +72,13 @@ int main(int argc, char** argv)
     }
     const Options& o = parsed.options;
     // Before any container can be given a mount of it.
-    std::string preload_error;
-    if (!write_preload_file(o.preload_file, o.library, &preload_error)) {
-        log("cannot write " + o.preload_file + ": " + preload_error);
+    std::string file_error;
+    if (o.write_preload_file && !write_preload_file(o.preload_file, o.library, &file_error)) {
+        log("cannot write " + o.preload_file + ": " + file_error);
+        return 1;
+    }
+    if (!o.node_features.empty() && !write_node_features(o.node_features, o.shares, &file_error)) {
+        log("cannot write " + o.node_features + ": " + file_error);
         return 1;
     }
     const sigset_t signals = stop_signals();
@@ -122,6 +127,8 @@ int main(int argc, char** argv)
             break;
     }
     server.stop();
+    if (!o.node_features.empty() && !remove_node_features(o.node_features, &file_error))
+        log("cannot remove " + o.node_features + ": " + file_error);
     log("stopped");
     return 0;
 }

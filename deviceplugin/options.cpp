@@ -32,6 +32,12 @@ constexpr const char* kUsage =
     "                              here and mounted at containers' /etc/ld.so.preload\n"
     "                              (default " NVSHARE_LOCALSTATEDIR
     "/lib/nvshare/container-ld.so.preload)\n"
+    "      --no-write-preload-file name the preload file without writing it: the\n"
+    "                              host's, which nvsharectl cdi generate writes\n"
+    "                              (in a container without the host's /var/lib/nvshare)\n"
+    "      --node-features PATH    write node-feature-discovery's features file here\n"
+    "                              (labels nvshare.com/gpu.shared, .shares-per-gpu),\n"
+    "                              removed when the plugin stops\n"
     "      --gpu-info-dir DIR      where the driver lists the host's GPUs: the\n"
     "                              ones advertised (healthy while nvshared\n"
     "                              answers and lists them)\n"
@@ -71,6 +77,7 @@ ParsedOptions parse_options(int argc, const char* const* argv)
     o.preload_file = NVSHARE_LOCALSTATEDIR "/lib/nvshare/container-ld.so.preload";
     std::string shares, policy, poll;
     bool no_cdi = false;
+    bool no_write_preload_file = false;
 
     CLI::App app{"", "nvshare-device-plugin"};
     app.set_help_flag();  // our own text, below
@@ -83,6 +90,8 @@ ParsedOptions parse_options(int argc, const char* const* argv)
     app.add_option("--socket", o.nvshare_socket);
     app.add_option("--library", o.library);
     app.add_option("--preload-file", o.preload_file);
+    app.add_flag("--no-write-preload-file", no_write_preload_file);
+    app.add_option("--node-features", o.node_features);
     app.add_option("--gpu-info-dir", o.gpu_info_dir);
     app.add_option("--poll-interval", poll);
     app.add_flag("--no-cdi", no_cdi);
@@ -123,7 +132,10 @@ ParsedOptions parse_options(int argc, const char* const* argv)
         if (!path->starts_with('/'))
             return stop(2, "",
                         invalid((std::string(name) + " path (must be absolute)").c_str(), *path));
+    if (!o.node_features.empty() && !o.node_features.starts_with('/'))
+        return stop(2, "", invalid("node features path (must be absolute)", o.node_features));
     o.cdi = !no_cdi;
+    o.write_preload_file = !no_write_preload_file;
     ParsedOptions r;
     r.run = true;
     r.options = std::move(o);

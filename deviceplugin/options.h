@@ -15,9 +15,11 @@ struct Options {
     std::string kubelet_socket = "/var/lib/kubelet/device-plugins/kubelet.sock";
     unsigned shares = 10;  // devices advertised per physical GPU
     Policy policy = Policy::Spread;
-    std::string nvshare_socket;  // nvshared's lock socket
-    std::string library;         // libnvshare.so, as containers get it
-    std::string preload_file;    // written here, mounted at their /etc/ld.so.preload
+    std::string nvshare_socket;      // nvshared's lock socket
+    std::string library;             // libnvshare.so, as containers get it
+    std::string preload_file;        // written here, mounted at their /etc/ld.so.preload
+    bool write_preload_file = true;  // false: --no-write-preload-file (the host writes it)
+    std::string node_features;       // node-feature-discovery's features file; empty: none
     std::string gpu_info_dir = kDriverGpuDir;
     std::chrono::milliseconds poll_interval{5000};
     bool cdi = true;  // false: --no-cdi

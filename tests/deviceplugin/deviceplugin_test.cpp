@@ -267,6 +267,34 @@ TEST_F(DevicePlugin, PackAndNoCdiAsConfigured)
     }
 }
 
+// As in its container image's DaemonSet: the host writes the preload file,
+// the plugin writes the node's features for node-feature-discovery and
+// removes them when it stops.
+TEST_F(DevicePlugin, NodeFeaturesWhileRunningAndTheHostsPreloadFile)
+{
+    TempDir features_dir;
+    const std::string features = features_dir / "features.d/nvshare";
+    FakeKubelet kubelet(kubelet_socket);
+    Plugin p = plugin({"--no-write-preload-file", "--node-features", features});
+    ASSERT_TRUE(kubelet.wait_register(1));
+    EXPECT_EQ(read_text(features), "nvshare.com/gpu.shared=true\nnvshare.com/gpu.shares-per-gpu=" +
+                                       std::to_string(kShares) + "\n");
+    EXPECT_FALSE(file_exists(p.preload_file()));
+    auto stub = kubelet.plugin();
+    grpc::ClientContext ctx;
+    v1beta1::AllocateRequest request;
+    request.add_container_requests()->add_devices_ids(id(gpus.uuids[0], 0));
+    v1beta1::AllocateResponse answer;
+    ASSERT_TRUE(stub->Allocate(&ctx, request, &answer).ok());
+    ASSERT_EQ(answer.container_responses_size(), 1);
+    bool names_it = false;
+    for (const auto& m : answer.container_responses(0).mounts())
+        names_it |= m.host_path() == p.preload_file() && m.container_path() == "/etc/ld.so.preload";
+    EXPECT_TRUE(names_it) << answer.DebugString();
+    EXPECT_EQ(p.process().stop(SIGTERM), 0);
+    EXPECT_FALSE(file_exists(features));
+}
+
 TEST_F(DevicePlugin, RegistersWhenTheKubeletComesAndAgainAfterItRestarts)
 {
     // Started before the kubelet: it waits for the socket.
@@ -351,6 +379,7 @@ TEST(DevicePluginOptions, BadOptionsExitTwo)
                                                  {"--poll-interval", "1ms"},
                                                  {"--socket", "relative.sock"},
                                                  {"--preload-file", "relative"},
+                                                 {"--node-features", "relative"},
                                                  {"--bogus"}}) {
         std::vector<std::string> argv{device_plugin_path()};
         argv.insert(argv.end(), args.begin(), args.end());

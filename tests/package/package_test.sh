@@ -13,7 +13,10 @@
 # (nvshare's dependencies) and the real ld.so of every program reads the
 # root's /etc/ld.so.preload; all writes vanish with the namespace.
 #
-# usage: package_test.sh SOURCE_ROOT CUDA_HEADERS
+# With DEB_DIR, the first build's packages are left there for the device
+# plugin's image test (tests/deploy), which runs after this one.
+#
+# usage: package_test.sh SOURCE_ROOT CUDA_HEADERS [DEB_DIR]
 set -euo pipefail
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -219,6 +222,9 @@ step "dpkg-buildpackage -us -uc -b ($v1)"
 build
 mkdir "$w/$v1"
 mv "$w"/*.deb "$w"/*.changes "$w"/*.buildinfo "$w/$v1/"
+if [ -n "${3:-}" ]; then
+    rm -rf "$3" && mkdir -p "$3" && cp "$w/$v1"/*.deb "$3/"
+fi
 
 step "lintian"
 lintian --fail-on error,warning "$w/$v1/nvshare_${v1}_$arch.changes" ||
