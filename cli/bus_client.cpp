@@ -101,8 +101,10 @@ int report_bus_error(const sdbus::Error& e, const std::string& action,
         !LockClient::query_status(socket_path, &ignored).empty()) {
         fprintf(stderr,
                 "nvsharectl: %s: nvshared runs (it answers on %s) but not on the system bus "
-                "(%s)\nThis goes over D-Bus only. Without a system bus, give nvshared its "
-                "settings when it starts (its options, or nvshare.conf: nvshared(8)).\n",
+                "(%s)\nThis goes over D-Bus only: start a system bus (dbus-daemon --system; "
+                ".ci/quickstart service does) and then nvshared again, which joins it when it "
+                "starts; or give nvshared its settings when it starts (its options, or "
+                "nvshare.conf: nvshared(8)).\n",
                 action.c_str(), socket_path.c_str(), message.c_str());
         return kNotRunning;
     }
