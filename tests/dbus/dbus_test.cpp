@@ -242,7 +242,7 @@ TEST_F(DbusTest, NvsharectlShowsEveryProperty)
              std::string("2.0 GiB requested of 16.0 GiB capacity"),
              std::string("serializing:  yes"), "holder:       " + std::to_string(a.id) + " (alpha)",
              "waiting:      " + std::to_string(b.id) + " (beta)", std::string("ID  PID"),
-             std::string("root  alpha    holding  2.0 GiB"), std::string("of quantum left"),
+             std::string("holding  2.0 GiB"), std::string("of quantum left"),
              std::string("#1 in queue, mode on")})
         EXPECT_NE(text.out.find(expected), std::string::npos) << expected << "\n" << text.out;
 
@@ -883,12 +883,11 @@ TEST_F(DbusTest, StatusIsOneSchemaOnBothPathsAndCsv)
     EXPECT_EQ(bus_doc["clients"][0]["pinned_memory"], 0);
 
     const auto csv =
-        ctl({"status", "--query=pid,command,state,queue_position,wait_reason", "--format=csv"});
+        ctl({"status", "--query=pid,comm,state,queue_position,wait_reason", "--format=csv"});
     ASSERT_EQ(csv.status, 0) << csv.err;
     const std::string pid = std::to_string(getpid());
-    EXPECT_EQ(csv.out, "pid,command,state,queue_position,wait_reason\n" + pid +
-                           ",alpha,holding,0,\n" + pid +
-                           ",\"beta, the second\",waiting,1,oversubscribed\n");
+    EXPECT_EQ(csv.out, "pid,comm,state,queue_position,wait_reason\n" + pid + ",alpha,holding,0,\n" +
+                           pid + ",\"beta, the second\",waiting,1,oversubscribed\n");
     const auto bare = ctl({"status", "--query=memory,user", "--format=csv,noheader"});
     EXPECT_EQ(bare.out, "12288,root\n12288,root\n") << bare.err;
     const auto bad = ctl({"status", "--query=pid,colour"});
