@@ -1,8 +1,8 @@
-// nvshare-metrics: nvshared's per-user, per-GPU usage in the Prometheus text
-// format. With --http it answers one HTTP request on stdin/stdout, as
-// nvshare-metrics@.service does for each connection nvshare-metrics.socket
-// accepts; without, it prints the metrics (for node_exporter's textfile
-// collector, or a look by hand).
+// nvshare-metrics: nvshared's per-user, per-GPU usage and per-GPU state in
+// the Prometheus text format. With --http it answers one HTTP request on
+// stdin/stdout, as nvshare-metrics@.service does for each connection
+// nvshare-metrics.socket accepts; without, it prints the metrics (for
+// node_exporter's textfile collector, or a look by hand).
 #include <poll.h>
 #include <unistd.h>
 
@@ -15,6 +15,7 @@
 #include "common/lock_client.h"
 #include "common/user_name.h"
 #include "common/write_all.h"
+#include "metrics/gpu_labels.h"
 #include "metrics/render.h"
 
 namespace {
@@ -24,7 +25,8 @@ constexpr int kRequestTimeoutMs = 5000;
 
 const char kUsage[] =
     "Usage: nvshare-metrics [--socket PATH] [--http]\n"
-    "Print nvshared's per-user, per-GPU usage as Prometheus metrics.\n"
+    "Print nvshared's per-user, per-GPU usage and per-GPU state as Prometheus\n"
+    "metrics.\n"
     "\n"
     "  --socket PATH  nvshared's lock socket (default " NVSHARE_DEFAULT_SOCKET
     ")\n"
@@ -85,10 +87,10 @@ int main(int argc, char** argv)
     std::string body;
     try {
         body = nvshare::metrics::render(status.is_discarded() ? nlohmann::json() : status,
-                                        nvshare::user_name);
+                                        nvshare::user_name, nvshare::metrics::host_name());
     } catch (const std::exception& e) {
         fprintf(stderr, "nvshare-metrics: unexpected status from nvshared: %s\n", e.what());
-        body = nvshare::metrics::render(nlohmann::json(), nvshare::user_name);
+        body = nvshare::metrics::render(nlohmann::json(), nvshare::user_name, "");
     }
     if (!nvshare::write_all(STDOUT_FILENO,
                             http ? nvshare::metrics::http_response(head, body) : body))

@@ -1,7 +1,8 @@
 #include "metrics/render.h"
 
-#include <charconv>
-#include <map>
+#include "metrics/gpu_labels.h"
+#include "metrics/gpu_series.h"
+#include "metrics/unit_series.h"
 
 namespace nvshare::metrics {
 
@@ -37,55 +38,29 @@ constexpr Metric kMetrics[] = {
     {"nvshare_waiting", "gauge", "The user's clients waiting for the GPU now.", "waiting", 1},
 };
 
-// The shortest text that reads back as v: 0.003, not 0.0030000000000000001.
-std::string number(double v)
-{
-    char text[64];
-    const auto r = std::to_chars(text, text + sizeof text, v);
-    return std::string(text, r.ptr);
-}
-
 }  // namespace
 
-std::string escape_label(const std::string& value)
-{
-    std::string out;
-    for (char ch : value) {
-        if (ch == '\\')
-            out += "\\\\";
-        else if (ch == '"')
-            out += "\\\"";
-        else if (ch == '\n')
-            out += "\\n";
-        else
-            out += ch;
-    }
-    return out;
-}
-
-std::string render(const nlohmann::json& status, const UserName& user_name)
+std::string render(const nlohmann::json& status, const UserName& user_name,
+                   const std::string& hostname)
 {
     std::string out =
-        "# HELP nvshare_up Whether nvshared answered.\n# TYPE nvshare_up gauge\nnvshare_up ";
+        family_head("nvshare_up", "gauge", "Whether nvshared answered.") + "nvshare_up ";
     if (status.is_null())
         return out + "0\n";
     out += "1\n";
-    std::map<uint64_t, std::string> uuid;  // GPU index -> UUID
-    for (const auto& g : status.at("gpus"))
-        uuid[g.at("index").get<uint64_t>()] = g.at("uuid").get<std::string>();
+    out += family_head("nvshare_build_info", "gauge", "nvshared's version, as a label.") +
+           "nvshare_build_info{version=\"" + escape_label(status.at("version").get<std::string>()) +
+           "\"} 1\n";
+    const GpuLabels labels(status.at("gpus"), hostname);
     for (const Metric& m : kMetrics) {
-        out += std::string("# HELP ") + m.name + " " + m.help + "\n# TYPE " + m.name + " " +
-               m.type + "\n";
-        for (const auto& u : status.at("usage")) {
-            const auto g = u.at("gpu").get<uint64_t>();
-            const auto it = uuid.find(g);
-            const std::string gpu = it != uuid.end() ? it->second : std::to_string(g);
-            out += std::string(m.name) + "{gpu=\"" + escape_label(gpu) + "\",user=\"" +
+        out += family_head(m.name, m.type, m.help);
+        for (const auto& u : status.at("usage"))
+            out += std::string(m.name) + "{" + labels(u.at("gpu").get<uint64_t>()) + ",user=\"" +
                    escape_label(user_name(u.at("uid").get<uint32_t>())) + "\"} " +
                    number(static_cast<double>(u.at(m.field).get<uint64_t>()) / m.divisor) + "\n";
-        }
     }
-    return out;
+    return out + render_gpu_series(status.at("gpus"), labels) +
+           render_unit_series(status.at("clients"), labels);
 }
 
 std::string http_response(const std::string& head, const std::string& body)

@@ -127,8 +127,11 @@ def nvshared_missing(text):
     variables = env_names([unit] + glob.glob(os.path.join(SOURCE, "daemon", "*.cpp")))
     with open(os.path.join(SOURCE, "daemon", "message_ids.h"), encoding="utf-8") as f:
         ids = re.findall(r'"([0-9a-f]{32})"', f.read())
-    with open(os.path.join(SOURCE, "metrics", "render.cpp"), encoding="utf-8") as f:
-        metrics = sorted(set(re.findall(r'"(nvshare_[a-z_]+)', f.read())))
+    metrics = set()
+    for path in glob.glob(os.path.join(SOURCE, "metrics", "*.cpp")):
+        with open(path, encoding="utf-8") as f:
+            metrics.update(re.findall(r'"(nvshare_[a-z_]+)', f.read()))
+    metrics = sorted(metrics)
     assert ids and metrics, "no MESSAGE_IDs or metrics found in the sources"
     # Each name of a "*a*, *b*" line counts: bold() sees them one by one.
     return (section_missing(text, "OPTIONS", options) +

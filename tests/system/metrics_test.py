@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""One scrape of nvshare-metrics, socket-activated (issue 16).
+"""One scrape of nvshare-metrics, socket-activated (issues 16 and 45).
 
-The real nvshared and real clients; nvshare-metrics --http behind
+The real nvshared and real clients, one of them holding the GPU and one
+waiting at the scrape; nvshare-metrics --http behind
 systemd-socket-activate --accept --inetd (each connection on its stdin and
 stdout, as nvshare-metrics@.service gets it); the answer parsed by
-prometheus_client's text-format parser.
+prometheus_client's text-format parser. Every per-GPU series must carry
+DCGM exporter's GPU labels (gpu, UUID, modelName, Hostname).
 
 Usage: metrics_test.py NVSHARED TESTCLIENT NVSHARE_METRICS NVSHARECTL
 """
@@ -60,17 +62,39 @@ def scrape(path):
     return data.decode()
 
 
+def gpu_labels(status):
+    """The GPU's labels as DCGM exporter gives them (NODE_NAME is unset)."""
+    gpu = status["gpus"][0]
+    return {"gpu": str(gpu["index"]), "UUID": gpu["uuid"], "modelName": gpu["name"],
+            "Hostname": socket.gethostname()}
+
+
+def socket_status(sock):
+    return json.loads(subprocess.run([NVSHARECTL, "--socket", sock, "socket-status"],
+                                     capture_output=True, check=True, timeout=30).stdout)
+
+
+def wait_status(sock, ready, limit=20.0):
+    deadline = time.monotonic() + limit
+    while True:
+        status = socket_status(sock)
+        if ready(status) or time.monotonic() >= deadline:
+            return status
+        time.sleep(0.05)
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="nvshare-metrics-")
     sock = os.path.join(tmp, "nvshare.sock")
     endpoint = os.path.join(tmp, "metrics.sock")
     os.makedirs(os.path.join(tmp, "gpus"))
     env = {k: v for k, v in os.environ.items()
-           if k not in ("NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_PID")}
+           if k not in ("NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_PID", "NODE_NAME")}
     procs = []
     try:
         procs.append(subprocess.Popen([NVSHARED, "--socket", sock, "--no-bus", "--anti-thrashing",
-                                       "on", "--gpu-info-dir", os.path.join(tmp, "gpus")],
+                                       "on", "--time-quantum", "120s", "--gpu-info-dir",
+                                       os.path.join(tmp, "gpus")],
                                       env=env, stderr=subprocess.DEVNULL))
         wait_path(sock)
         # Two clients, two grants each, then gone: the counts must outlive them.
@@ -80,10 +104,16 @@ def main():
             if r.returncode != 0:
                 print("FAIL: testclient:", r.stdout.decode(), r.stderr.decode())
                 return 1
-        status = json.loads(subprocess.run([NVSHARECTL, "--socket", sock, "socket-status"],
-                                           capture_output=True, check=True,
-                                           timeout=30).stdout)
-        uuid = status["gpus"][0]["uuid"]
+        # Then one holding and one waiting, in this process's unit.
+        procs.append(subprocess.Popen([TESTCLIENT, "--socket", sock, "--comm", "holder",
+                                       "--hold-until-stdin"], stdin=subprocess.PIPE,
+                                      stdout=subprocess.DEVNULL, env=env))
+        wait_status(sock, lambda st: st["gpus"] and st["gpus"][0]["holders"])
+        procs.append(subprocess.Popen([TESTCLIENT, "--socket", sock, "--comm", "waiter"],
+                                      stdout=subprocess.DEVNULL, env=env))
+        status = wait_status(sock, lambda st: st["gpus"][0]["queue"])
+        labels = gpu_labels(status)
+        units = {c["cgroup"] for c in status["clients"]}
         procs.append(subprocess.Popen([ACTIVATE, "--accept", "--inetd", "-l", endpoint, METRICS,
                                        "--http", "--socket", sock], env=env))
         wait_path(endpoint)
@@ -95,18 +125,51 @@ def main():
         samples = {}
         for family in text_string_to_metric_families(body):
             for s in family.samples:
-                samples[(s.name, s.labels.get("gpu"), s.labels.get("user"))] = s.value
-        expected = {
-            ("nvshare_up", None, None): 1,
-            ("nvshare_grants_total", uuid, "root"): 4,
-            ("nvshare_clients", uuid, "root"): 0,
-            ("nvshare_waiting", uuid, "root"): 0,
-            ("nvshare_revocations_total", uuid, "root"): 0,
-        }
-        for key, value in expected.items():
-            if samples.get(key) != value:
-                failures.append(f"{key} = {samples.get(key)}, want {value}")
-        held = samples.get(("nvshare_held_seconds_total", uuid, "root"), 0)
+                samples[(s.name, tuple(sorted(s.labels.items())))] = s.value
+                if s.name in ("nvshare_up", "nvshare_build_info"):
+                    continue
+                if any(s.labels.get(k) != v for k, v in labels.items()):
+                    failures.append(f"{s.name}{s.labels}: want the GPU labels {labels}")
+
+        def value(name, **extra):
+            return samples.get((name, tuple(sorted({**labels, **extra}.items()))))
+
+        gpu = status["gpus"][0]
+        expected = [
+            (samples.get(("nvshare_up", ())), 1, "nvshare_up"),
+            (samples.get(("nvshare_build_info", (("version", status["version"]),))), 1,
+             "nvshare_build_info"),
+            (value("nvshare_grants_total", user="root"), 5, "nvshare_grants_total"),
+            (value("nvshare_clients", user="root"), 2, "nvshare_clients"),
+            (value("nvshare_waiting", user="root"), 1, "nvshare_waiting"),
+            (value("nvshare_revocations_total", user="root"), 0, "nvshare_revocations_total"),
+            (value("nvshare_gpu_capacity_bytes"), gpu["capacity"], "nvshare_gpu_capacity_bytes"),
+            (value("nvshare_gpu_physical_memory_bytes"), gpu["physical_memory"],
+             "nvshare_gpu_physical_memory_bytes"),
+            (value("nvshare_gpu_requested_memory_bytes"), gpu["requested_memory"],
+             "nvshare_gpu_requested_memory_bytes"),
+            (value("nvshare_gpu_holders"), 1, "nvshare_gpu_holders"),
+            (value("nvshare_gpu_queue_length"), 1, "nvshare_gpu_queue_length"),
+            (value("nvshare_gpu_serializing"), int(gpu["serializing"]),
+             "nvshare_gpu_serializing"),
+            (value("nvshare_gpu_oversubscribed"), 0, "nvshare_gpu_oversubscribed"),
+            (value("nvshare_gpu_time_quantum_seconds"), 120, "nvshare_gpu_time_quantum_seconds"),
+            (value("nvshare_gpu_mode", mode="on"), 1, "nvshare_gpu_mode{mode=on}"),
+            (value("nvshare_gpu_mode", mode="off"), 0, "nvshare_gpu_mode{mode=off}"),
+            (value("nvshare_gpu_mode", mode="auto"), 0, "nvshare_gpu_mode{mode=auto}"),
+        ]
+        if len(units) != 1:
+            failures.append(f"the clients' units {units}: want one")
+        else:
+            unit = units.pop()
+            expected += [
+                (value("nvshare_unit_clients", unit=unit), 2, f"nvshare_unit_clients{{{unit}}}"),
+                (value("nvshare_unit_waiting", unit=unit), 1, f"nvshare_unit_waiting{{{unit}}}"),
+            ]
+        for got, want, what in expected:
+            if got != want:
+                failures.append(f"{what} = {got}, want {want}")
+        held = value("nvshare_held_seconds_total", user="root") or 0
         if not held >= 0.04:  # four holds of at least 10 ms
             failures.append(f"nvshare_held_seconds_total = {held}, want >= 0.04")
         for f in failures:
