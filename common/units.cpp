@@ -94,9 +94,10 @@ std::optional<uint64_t> parse_size(std::string_view text)
         {"TB", 1e12},
     };
     const auto bytes = scale(text, units);
-    if (!bytes || *bytes >= 18446744073709551615.0)
+    // 2^64 is the first double past UINT64_MAX; llround would stop at 2^63.
+    if (!bytes || *bytes >= 18446744073709551616.0)
         return std::nullopt;
-    return static_cast<uint64_t>(std::llround(*bytes));
+    return static_cast<uint64_t>(std::round(*bytes));
 }
 
 std::string format_duration(std::chrono::microseconds d)

@@ -44,7 +44,8 @@ const std::string& usage()
         "                              report exceeds the GPU's capacity (default);\n"
         "                              UUID=: one GPU's own; repeatable\n"
         "  -c, --capacity [UUID=]SIZE  memory the clients of a GPU may use together\n"
-        "                              (default: its physical memory); repeatable\n"
+        "                              (1 byte to 8 TiB; default: its physical memory);\n"
+        "                              repeatable\n"
         "      --idle-exit DURATION    exit after this long with no clients\n"
         "                              (socket activation starts it again)\n"
         "      --max-clients N         connections served at once (default 4096;\n"
@@ -255,10 +256,10 @@ ParsedOptions parse_options(int argc, const char* const* argv, Options defaults)
     option("-m,--anti-thrashing", host_or_gpu<Mode>("anti-thrashing mode (on, off or auto)",
                                                     parse_mode, cli.mode, cli.gpu_modes));
     option("-c,--capacity", host_or_gpu<uint64_t>(
-                                "capacity",
+                                in_range("capacity", kCapacityRange),
                                 [](std::string_view v) {
                                     const auto size = parse_size(v);
-                                    return size && *size > 0 ? size : std::nullopt;
+                                    return size && valid_capacity(*size) ? size : std::nullopt;
                                 },
                                 cli.default_capacity, cli.capacities));
     const auto any_length = [](std::chrono::microseconds) { return true; };

@@ -76,10 +76,9 @@ bool parse_config_line(std::string_view key, std::string_view value, const NameL
             value, "capacity", layer.default_capacity, layer.capacities,
             [error, value](std::string_view v) -> std::optional<uint64_t> {
                 const auto size = parse_size(v);
-                if (!size || *size == 0) {
-                    *error = "invalid capacity '" + std::string(value) +
-                             "' (valid: [UUID=]SIZE greater than 0, e.g. "
-                             "16G or GPU-...=8G)";
+                if (!size || !valid_capacity(*size)) {
+                    *error = "invalid capacity '" + std::string(value) + "' (valid: [UUID=]SIZE, " +
+                             kCapacityRange + ", e.g. 16G or GPU-...=8G)";
                     return std::nullopt;
                 }
                 return size;
@@ -248,8 +247,11 @@ StateParse parse_state(std::string_view text)
             if (!value.is_object())
                 return reject("\"capacities\" must map GPU UUIDs to bytes");
             for (const auto& [uuid, bytes] : value.items()) {
-                if (uuid.empty() || !bytes.is_number_unsigned() || bytes.get<uint64_t>() == 0)
-                    return reject("\"capacities\" must map GPU UUIDs to byte counts above 0");
+                if (uuid.empty() || !bytes.is_number_unsigned() ||
+                    !valid_capacity(bytes.get<uint64_t>()))
+                    return reject(
+                        std::string("\"capacities\" must map GPU UUIDs to byte counts, ") +
+                        kCapacityRange);
                 result.layer.capacities[uuid] = bytes.get<uint64_t>();
             }
         } else {

@@ -28,6 +28,17 @@ constexpr bool valid_wait_log_threshold(std::chrono::microseconds d)
     return d.count() >= 0 && d <= kMaxTimeQuantum;
 }
 
+// A GPU's capacity (--capacity, the config file's capacity, the state file,
+// the Capacity property): above 0 and at most the largest GPU memory nvshared
+// accepts at all (kMaxReportedBytes); a set at run time is bounded by the
+// GPU's own memory too (settings_control.cpp).
+inline constexpr const char* kCapacityRange = "1 byte to 8 TiB";
+static_assert(kMaxReportedBytes == uint64_t{8} << 40, "kCapacityRange states 8 TiB");
+constexpr bool valid_capacity(uint64_t bytes)
+{
+    return bytes > 0 && bytes <= kMaxReportedBytes;
+}
+
 struct SettingsLayer {
     std::optional<Mode> mode;
     std::optional<Duration> time_quantum;

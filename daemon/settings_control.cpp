@@ -96,6 +96,9 @@ std::optional<Refusal> SettingsControl::set_capacity(GpuIndex gpu, uint64_t byte
 {
     if (bytes == 0)
         return Refusal{Refusal::Why::Invalid, "capacity must be greater than 0 bytes"};
+    if (!valid_capacity(bytes))
+        return Refusal{Refusal::Why::Invalid, "capacity " + std::to_string(bytes) +
+                                                  " is too large (valid: " + kCapacityRange + ")"};
     const Gpu& known = server_.scheduler().gpus().at(gpu);
     if (bytes == known.capacity)
         return std::nullopt;

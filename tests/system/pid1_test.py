@@ -311,8 +311,8 @@ def check_security(a):
 
 
 def check_reload(a):
-    """systemctl reload nvshare (SIGHUP): nvshared reads nvshare.conf again, in
-    the same process, and says so in the journal."""
+    """systemctl reload nvshare, then kill -HUP: nvshared reads nvshare.conf
+    again, in the same process, and says so in the journal."""
     a.run(["systemctl", "start", UNIT])
     pid = a.prop(UNIT, "MainPID")
     conf = "/etc/nvshare/nvshare.conf"
@@ -326,6 +326,13 @@ def check_reload(a):
         journal = a.out(["journalctl", "-u", UNIT, "-o", "cat", "--no-pager"])
         if f"reloaded {conf}" not in journal:
             raise Failed(f"no 'reloaded {conf}' in the journal:\n{journal[-1500:]}")
+        # kill -HUP, as an admin without systemctl would: the same.
+        a.write(conf, "anti-thrashing = off\n")
+        a.run(["kill", "-HUP", pid])
+        wait_for("AntiThrashing off after kill -HUP",
+                 lambda: a.out(BUS + ["AntiThrashing"]) == 's "off"', 10)
+        if a.prop(UNIT, "MainPID") != pid:
+            raise Failed(f"kill -HUP replaced nvshared (pid {pid} -> {a.prop(UNIT, 'MainPID')})")
     finally:
         a.remove(conf)
         a.run(["systemctl", "reload", UNIT], ok=False)

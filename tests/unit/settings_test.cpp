@@ -83,14 +83,20 @@ TEST(Config, ReportsBadLinesAndKeepsTheRest)
         "capacity = =4G\n"
         "colour = blue\n"
         "just words\n"
-        "grace = 3s\n");
-    ASSERT_EQ(r.errors.size(), 7u);
+        "grace = 3s\n"
+        "capacity = 1e19\n");
+    ASSERT_EQ(r.errors.size(), 8u);
     EXPECT_NE(r.errors[0].find("line 1: invalid time quantum '0' (valid: 1ms to 24h"),
               std::string::npos)
         << r.errors[0];
     EXPECT_NE(r.errors[1].find("line 2:"), std::string::npos);
     EXPECT_NE(r.errors[2].find("(valid: on, off, auto)"), std::string::npos);
-    EXPECT_NE(r.errors[3].find("greater than 0"), std::string::npos);
+    EXPECT_NE(r.errors[3].find("(valid: [UUID=]SIZE, 1 byte to 8 TiB"), std::string::npos)
+        << r.errors[3];
+    // Past what any GPU has: refused, not taken as 2^63.
+    EXPECT_NE(r.errors[7].find("line 9: invalid capacity '1e19'"), std::string::npos)
+        << r.errors[7];
+    EXPECT_FALSE(r.layer.default_capacity);
     EXPECT_NE(r.errors[4].find("names no GPU"), std::string::npos);
     EXPECT_NE(r.errors[5].find("unknown setting 'colour'"), std::string::npos);
     EXPECT_NE(r.errors[6].find("line 7: expected 'key = value'"), std::string::npos);

@@ -41,6 +41,10 @@ TEST(Units, ParsesSizes)
     EXPECT_FALSE(parse_size("12Q"));
     EXPECT_FALSE(parse_size("-5G"));
     EXPECT_FALSE(parse_size("99999999999T"));
+    // Up to 2^64 - 1, exactly: not stopped at 2^63.
+    EXPECT_EQ(parse_size("10000000000000000000"), 10000000000000000000ull);
+    EXPECT_EQ(parse_size("16777215T"), uint64_t{16777215} << 40);
+    EXPECT_FALSE(parse_size("16777216T"));  // 2^64
 }
 
 TEST(Units, FormatsForHumans)
