@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <deque>
@@ -69,6 +70,47 @@ void read_header(const std::string& path, std::string* header)
     }
     close(fd);
     header->assign(buf, done);
+}
+
+bool read_at(int fd, void* buf, size_t size, off_t offset)
+{
+    return pread(fd, buf, size, offset) == static_cast<ssize_t>(size);
+}
+
+// Whether the 64-bit ET_DYN object at `path` is a position-independent
+// executable: DF_1_PIE in DT_FLAGS_1, which linkers set on PIEs only (a
+// library that can also run, such as libc.so.6, has a PT_INTERP too but no
+// DF_1_PIE). Of the host's class and byte order only: others are refused
+// before this matters.
+bool is_pie(const std::string& path)
+{
+    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0)
+        return false;
+    bool pie = false;
+    ElfW(Ehdr) eh{};
+    if (read_at(fd, &eh, sizeof eh, 0) && eh.e_ident[EI_CLASS] == ELFCLASS64 &&
+        eh.e_type == ET_DYN && eh.e_phentsize == sizeof(ElfW(Phdr))) {
+        for (ElfW(Half) i = 0; i < eh.e_phnum && !pie; ++i) {
+            ElfW(Phdr) ph{};
+            if (!read_at(fd, &ph, sizeof ph, static_cast<off_t>(eh.e_phoff + i * sizeof ph)))
+                break;
+            if (ph.p_type != PT_DYNAMIC)
+                continue;
+            // A dynamic section is a few hundred entries at most.
+            const size_t count = std::min<size_t>(ph.p_filesz / sizeof(ElfW(Dyn)), 4096);
+            for (size_t k = 0; k < count; ++k) {
+                ElfW(Dyn) d{};
+                if (!read_at(fd, &d, sizeof d, static_cast<off_t>(ph.p_offset + k * sizeof d)) ||
+                    d.d_tag == DT_NULL)
+                    break;
+                if (d.d_tag == DT_FLAGS_1 && (d.d_un.d_val & DF_1_PIE) != 0)
+                    pie = true;
+            }
+        }
+    }
+    close(fd);
+    return pie;
 }
 
 // The dynamic linker this program runs under (its PT_INTERP).
@@ -187,8 +229,10 @@ preload::LibraryFacts gather_library_facts(const std::string& path)
             return failed(current, errno);
         facts.file = node(current, st);
     }
-    if (S_ISREG(facts.file.mode))
+    if (S_ISREG(facts.file.mode)) {
         read_header(facts.file.path, &facts.header);
+        facts.pie = is_pie(facts.file.path);
+    }
     return facts;
 }
 

@@ -205,6 +205,8 @@ std::string library_problem(const LibraryFacts& facts, const ElfIdentity& host)
                octal_mode(facts.file.mode) + ")";
     if (std::string why = elf_problem(facts.header, host); !why.empty())
         return facts.file.path + " " + why;
+    if (facts.pie)
+        return facts.file.path + " is an executable (position-independent), not a shared object";
     return {};
 }
 

@@ -61,6 +61,9 @@ struct LibraryFacts {
     std::vector<NodeFacts> directories;
     NodeFacts file;      // the library (symbolic links followed)
     std::string header;  // its first bytes (up to 64), if it is a regular file
+    // Its dynamic section has DF_1_PIE: a position-independent executable,
+    // ET_DYN like a library (ld.so refuses to preload it).
+    bool pie = false;
 };
 
 // Why ld.so could not or should not load the library, or "" if it is fine.

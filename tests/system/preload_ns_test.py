@@ -500,7 +500,10 @@ class PreloadTest(unittest.TestCase):
             elf_type = f.read(18)[16]
         if elf_type == 2:
             self.assert_left_out(text, "is an executable, not a shared object")
-            self.assertTrue(self.ld_so_refuses(text))
+        else:  # a position-independent executable, ET_DYN as a library is
+            self.assert_left_out(text, "is an executable (position-independent), not a "
+                                 "shared object")
+        self.assertTrue(self.ld_so_refuses(text))
 
     def elf_header(self, elf_class, machine, elf_type=3):
         """An ELF header alone (ld.so reads no further than what it rejects)."""

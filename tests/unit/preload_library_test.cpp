@@ -1,14 +1,22 @@
 // The rules for listing a library in /etc/ld.so.preload, judged from facts
-// made up here (cli/library_facts gathers the real ones; the
-// preload-namespace test checks them against files and the real ld.so).
+// made up here (cli/library_facts gathers the real ones, checked here on two
+// real files; the preload-namespace test checks them against files and the
+// real ld.so).
 #include "cli/preload_library.h"
 
+#include <dlfcn.h>
 #include <elf.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+
+#include "cli/library_facts.h"
 
 using namespace nvshare::preload;
 using ::testing::HasSubstr;
@@ -109,6 +117,11 @@ TEST(LibraryProblem, ElfHeaderOfThisMachinesProgramsOnly)
               "/usr/lib/x.so is built for AArch64; programs here are x86-64");
     f.header = elf64_header(ET_EXEC, EM_X86_64);
     EXPECT_EQ(library_problem(f, kX86_64), "/usr/lib/x.so is an executable, not a shared object");
+    f.header = elf64_header(ET_DYN, EM_X86_64);
+    f.pie = true;
+    EXPECT_EQ(library_problem(f, kX86_64),
+              "/usr/lib/x.so is an executable (position-independent), not a shared object");
+    f.pie = false;
     f.header = elf64_header(ET_REL, EM_X86_64);
     EXPECT_EQ(library_problem(f, kX86_64), "/usr/lib/x.so is not a shared object (ELF type 1)");
     f.header = elf64_header(ET_DYN, EM_X86_64).substr(0, 40);
@@ -185,4 +198,24 @@ TEST(PlatformFromDiagnostics, ReadsDlPlatform)
     EXPECT_EQ(platform_from_diagnostics("dl_platform=\"a\\x01\"\n"), "");
     EXPECT_EQ(platform_from_diagnostics(""), "");
     EXPECT_EQ(platform_from_diagnostics("x dl_platform=\"haswell\"\n"), "");
+}
+
+// The facts of real files: this test program (a position-independent
+// executable, as Debian's compiler builds them) is one; libc.so.6, which can
+// also run and so has a PT_INTERP, is not.
+TEST(LibraryFacts, TellsAPositionIndependentExecutableFromALibrary)
+{
+    char self[PATH_MAX];
+    const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    ASSERT_GT(n, 0);
+    self[n] = '\0';
+    const LibraryFacts program = nvshare::cli::gather_library_facts(self);
+    EXPECT_TRUE(program.pie) << self;
+    Dl_info info{};
+    ASSERT_NE(dladdr(reinterpret_cast<void*>(&printf), &info), 0);
+    char libc[PATH_MAX];
+    ASSERT_NE(realpath(info.dli_fname, libc), nullptr);
+    const LibraryFacts library = nvshare::cli::gather_library_facts(libc);
+    EXPECT_FALSE(library.pie) << libc;
+    EXPECT_EQ(library.error, 0) << libc;
 }
