@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "build-config.h"
+#include "cli/library_facts.h"
 #include "common/write_all.h"
 
 namespace nvshare::cli {
@@ -135,6 +136,15 @@ bool read_drop_ins(const std::string& dir, std::vector<preload::DropIn>* drop_in
                    std::vector<std::string>* warnings, FileError* error)
 {
     drop_ins->clear();
+    // Each entry goes into every program, root's too: only root may be able
+    // to change the directory, a drop-in or what a drop-in links to.
+    const preload::LibraryFacts dir_facts = gather_library_facts(dir);
+    if (dir_facts.error == 0) {
+        if (std::string why = preload::changeable_by_others(dir_facts, "directory"); !why.empty()) {
+            warnings->push_back(dir + ": " + why + "; none of its drop-ins is merged");
+            return true;
+        }
+    }
     DIR* d = opendir(dir.c_str());
     if (d == nullptr) {
         if (errno == ENOENT)
@@ -159,6 +169,11 @@ bool read_drop_ins(const std::string& dir, std::vector<preload::DropIn>* drop_in
         }
         if (!S_ISREG(st.st_mode)) {
             warnings->push_back(path + ": not a regular file; ignored");
+            continue;
+        }
+        if (std::string why = preload::changeable_by_others(gather_library_facts(path), "file");
+            !why.empty()) {
+            warnings->push_back(path + ": " + why + "; ignored");
             continue;
         }
         // Follows a symlink to a regular file, unlike read_regular_file.

@@ -52,7 +52,8 @@ bool read_regular_file(const std::string& path, size_t max_bytes, std::string* t
 
 // The drop-ins of `dir` (names per is_drop_in_name). A symlink to /dev/null
 // or anything else that is not a regular file masks the name, with a
-// warning; an unreadable drop-in is an error, so its entries are never
+// warning; a drop-in (or the directory) that someone besides root could
+// change is ignored with a warning (all of them, for the directory); an unreadable drop-in is an error, so its entries are never
 // dropped by accident.
 bool read_drop_ins(const std::string& dir, std::vector<preload::DropIn>* drop_ins,
                    std::vector<std::string>* warnings, FileError* error);

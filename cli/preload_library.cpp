@@ -186,6 +186,14 @@ std::string platform_from_diagnostics(std::string_view text)
     return {};
 }
 
+std::string changeable_by_others(const LibraryFacts& facts, const char* what)
+{
+    for (const NodeFacts& dir : facts.directories)
+        if (std::string why = unsafe_owner_or_mode(dir, "directory"); !why.empty())
+            return why;
+    return unsafe_owner_or_mode(facts.file, what);
+}
+
 std::string library_problem(const LibraryFacts& facts, const ElfIdentity& host)
 {
     if (facts.error != 0)
@@ -197,7 +205,7 @@ std::string library_problem(const LibraryFacts& facts, const ElfIdentity& host)
             return why;
     if (!S_ISREG(facts.file.mode))
         return facts.file.path + " is not a regular file";
-    if (std::string why = unsafe_owner_or_mode(facts.file, "file"); !why.empty())
+    if (std::string why = changeable_by_others(facts, "file"); !why.empty())
         return why;
     // ld.so opens it with the starting process's rights.
     if ((facts.file.mode & (S_IRUSR | S_IRGRP | S_IROTH)) != (S_IRUSR | S_IRGRP | S_IROTH))

@@ -66,6 +66,11 @@ struct LibraryFacts {
     bool pie = false;
 };
 
+// Who besides root could change what `facts` names (`what`: "file",
+// "directory"): a directory on the way there, or the node itself, owned by
+// another user or writable by group or others; "" if root alone can.
+std::string changeable_by_others(const LibraryFacts& facts, const char* what);
+
 // Why ld.so could not or should not load the library, or "" if it is fine.
 std::string library_problem(const LibraryFacts& facts, const ElfIdentity& host);
 

@@ -354,6 +354,42 @@ class PreloadTest(unittest.TestCase):
             self.assertIn(needle, r.stderr)
         self.assertEqual(ldso_reads(), [self.entry])
 
+    def test_drop_ins_others_could_change_are_not_merged(self):
+        """Issue 47: an entry goes into every program, root's included, so a
+        drop-in that someone besides root can change is left out: owned by a
+        user, linked to a file in a directory anyone may write (/tmp), or
+        in a drop-in directory anyone may write."""
+        self.ctl("preload", "enable")
+        other = self.make_library("libother.so")
+        users = os.path.join(DROP_IN_DIR, "60-users.conf")
+        write(users, other.encode() + b"\n")
+        os.chown(users, 65534, 65534)
+        in_tmp = tempfile.NamedTemporaryFile(dir="/tmp", suffix=".conf", delete=False)
+        in_tmp.write(other.encode() + b"\n")
+        in_tmp.close()
+        os.chmod(in_tmp.name, 0o644)
+        os.symlink(in_tmp.name, os.path.join(DROP_IN_DIR, "70-linked.conf"))
+        try:
+            r = self.ctl("preload", "merge")
+            self.assertIn(f"{users}: file {users} is owned by uid 65534, not root; ignored",
+                          r.stderr)
+            self.assertIn("70-linked.conf: directory /tmp is writable by group or others",
+                          r.stderr)
+            self.assertEqual(ldso_reads(), [self.entry])
+            os.unlink(users)
+            os.unlink(os.path.join(DROP_IN_DIR, "70-linked.conf"))
+            # The directory itself: none of its drop-ins counts, nvshare's neither.
+            os.chmod(DROP_IN_DIR, 0o777)
+            r = self.ctl("preload", "merge")
+            self.assertIn(f"{DROP_IN_DIR}: directory {DROP_IN_DIR} is writable by group or "
+                          "others (mode 0777); none of its drop-ins is merged", r.stderr)
+            self.assertEqual(ldso_reads(), [])
+            os.chmod(DROP_IN_DIR, 0o755)
+            self.ctl("preload", "merge")
+            self.assertEqual(ldso_reads(), [self.entry])
+        finally:
+            os.unlink(in_tmp.name)
+
     def test_a_symlinked_preload_file_is_not_replaced(self):
         target = os.path.join(self.tmp, "elsewhere")
         write(target, b"# someone else's\n")
