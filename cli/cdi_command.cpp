@@ -56,8 +56,8 @@ int generate(const GlobalOptions& options)
         options.cdi.socket_dir.empty() ? parent_dir(options.socket_path) : options.cdi.socket_dir,
         parent_dir(NVSHARE_DEFAULT_SOCKET), options.cdi.library, options.cdi.preload_file};
     for (const std::string* p : {&paths.socket_dir, &paths.library, &paths.preload_file}) {
-        if (p->empty() || (*p)[0] != '/') {
-            fprintf(stderr, "nvsharectl: cdi: '%s' is not an absolute path\n", p->c_str());
+        if (std::string why = cdi::path_problem(*p, p == &paths.library); !why.empty()) {
+            fprintf(stderr, "nvsharectl: cdi: %s\n", why.c_str());
             return kUsage;
         }
     }

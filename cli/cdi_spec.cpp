@@ -27,6 +27,21 @@ nlohmann::json read_only_bind(const std::string& host, const std::string& contai
 
 }  // namespace
 
+std::string path_problem(const std::string& path, bool preload_entry)
+{
+    if (path.empty() || path[0] != '/')
+        return "'" + path + "' is not an absolute path";
+    for (const char c : path) {
+        const auto u = static_cast<unsigned char>(c);
+        if (u < 0x20 || u == 0x7f)
+            return "the path contains a control character (a newline, a tab, ...)";
+        if (preload_entry && (c == ' ' || c == ':'))
+            return "'" + path +
+                   "' cannot be one entry of /etc/ld.so.preload, which splits at spaces and ':'";
+    }
+    return {};
+}
+
 nlohmann::json make_spec(const std::vector<Gpu>& gpus, const Paths& paths)
 {
     // Every device carries all the edits (CDI refuses a device without any);

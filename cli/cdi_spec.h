@@ -29,6 +29,11 @@ struct Paths {
     std::string preload_file;          // mounted at /etc/ld.so.preload
 };
 
+// Why a path may not go into the spec, or "": each must be absolute and free
+// of control characters; the library's is also one line of the containers'
+// /etc/ld.so.preload, which splits at blanks and ':' (ld.so(8)).
+std::string path_problem(const std::string& path, bool preload_entry);
+
 // The spec: one device per GPU (by index and by UUID) and "all".
 nlohmann::json make_spec(const std::vector<Gpu>& gpus, const Paths& paths);
 

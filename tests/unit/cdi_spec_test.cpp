@@ -57,3 +57,22 @@ TEST(CdiSpec, DeviceNamesOfSomethingElseIsAnError)
         cdi::device_names(json::parse(R"({"kind": "k", "devices": [{}]})"), &error).empty());
     EXPECT_FALSE(error.empty());
 }
+
+// Issue 47: a library path with a newline would add a second preload entry
+// to every container given the device.
+TEST(CdiSpec, PathsMustBeAbsoluteAndTheLibraryOneEntry)
+{
+    EXPECT_EQ(cdi::path_problem("/usr/lib/x86_64-linux-gnu/libnvshare.so", true), "");
+    EXPECT_EQ(cdi::path_problem("/run/nvshare", false), "");
+    EXPECT_EQ(cdi::path_problem("lib/libnvshare.so", true),
+              "'lib/libnvshare.so' is not an absolute path");
+    EXPECT_EQ(cdi::path_problem("/usr/lib/libnvshare.so\n/tmp/evil.so", true),
+              "the path contains a control character (a newline, a tab, ...)");
+    EXPECT_EQ(cdi::path_problem("/run/nv\tshare", false),
+              "the path contains a control character (a newline, a tab, ...)");
+    EXPECT_NE(cdi::path_problem("/opt/my lib/libnvshare.so", true).find("splits at spaces"),
+              std::string::npos);
+    EXPECT_NE(cdi::path_problem("/opt/a:b/libnvshare.so", true).find("splits at spaces"),
+              std::string::npos);
+    EXPECT_EQ(cdi::path_problem("/opt/my dir/preload", false), "");  // a mount source
+}
