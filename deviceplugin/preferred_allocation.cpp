@@ -1,7 +1,8 @@
 #include "deviceplugin/preferred_allocation.h"
 
-#include <algorithm>
 #include <set>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "deviceplugin/share_id.h"
 
@@ -22,19 +23,11 @@ namespace {
 // already chosen.
 struct GpuShares {
     std::string_view uuid;
-    std::vector<std::string> free;
+    std::vector<std::string_view> free;
     size_t next = 0;
     size_t chosen = 0;
     size_t left() const { return free.size() - next; }
 };
-
-// Whether `a` is the better GPU to take the next share from.
-bool better(const GpuShares& a, const GpuShares& b, Policy policy)
-{
-    if (a.chosen != b.chosen)
-        return policy == Policy::Spread ? a.chosen < b.chosen : a.chosen > b.chosen;
-    return a.left() > b.left();  // equal: keep the earlier (callers scan in order)
-}
 
 }  // namespace
 
@@ -43,28 +36,45 @@ std::vector<std::string> preferred_allocation(const std::vector<std::string>& av
                                               size_t size, Policy policy)
 {
     std::vector<std::string> result(must_include.begin(), must_include.end());
-    const std::set<std::string> taken(must_include.begin(), must_include.end());
+    const std::unordered_set<std::string_view> taken(must_include.begin(), must_include.end());
+    // The GPUs in the order first offered; each ID is looked up once.
     std::vector<GpuShares> gpus;
-    const auto gpu = [&gpus](std::string_view uuid) -> GpuShares& {
-        for (GpuShares& g : gpus)
-            if (g.uuid == uuid)
-                return g;
-        return gpus.emplace_back(GpuShares{uuid, {}, 0, 0});
+    std::unordered_map<std::string_view, size_t> index;
+    const auto gpu = [&gpus, &index](std::string_view uuid) -> GpuShares& {
+        const auto [it, added] = index.try_emplace(uuid, gpus.size());
+        if (added)
+            gpus.push_back(GpuShares{uuid, {}, 0, 0});
+        return gpus[it->second];
     };
     for (const std::string& id : available)
         if (!taken.contains(id))
             gpu(gpu_of_share(id)).free.push_back(id);
     for (const std::string& id : must_include)
         gpu(gpu_of_share(id)).chosen++;
-    while (result.size() < size) {
-        GpuShares* pick = nullptr;
-        for (GpuShares& g : gpus)
-            if (g.left() > 0 && (pick == nullptr || better(g, *pick, policy)))
-                pick = &g;
-        if (pick == nullptr)
-            break;  // fewer offered than asked: the kubelet decides
-        result.push_back(pick->free[pick->next++]);
-        pick->chosen++;
+    // The GPU to take the next share from comes first: spread, the fewest
+    // chosen; pack, the most; then the most left, then the first offered.
+    // Only the picked GPU's place changes, so each pick costs a logarithm.
+    const auto before = [&gpus, policy](size_t a, size_t b) {
+        const GpuShares& x = gpus[a];
+        const GpuShares& y = gpus[b];
+        if (x.chosen != y.chosen)
+            return policy == Policy::Spread ? x.chosen < y.chosen : x.chosen > y.chosen;
+        if (x.left() != y.left())
+            return x.left() > y.left();
+        return a < b;
+    };
+    std::set<size_t, decltype(before)> order(before);
+    for (size_t g = 0; g < gpus.size(); ++g)
+        if (gpus[g].left() > 0)
+            order.insert(g);
+    while (result.size() < size && !order.empty()) {  // fewer offered: the kubelet decides
+        const size_t g = *order.begin();
+        order.erase(order.begin());
+        GpuShares& pick = gpus[g];
+        result.emplace_back(pick.free[pick.next++]);
+        pick.chosen++;
+        if (pick.left() > 0)
+            order.insert(g);
     }
     return result;
 }

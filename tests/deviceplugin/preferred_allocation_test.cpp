@@ -77,5 +77,25 @@ TEST(PreferredAllocation, PolicyNames)
     EXPECT_FALSE(parse_policy("Spread"));
 }
 
+// Issue 47: each ID is looked up once and each pick costs a logarithm, so
+// an offer of 200,000 shares on as many GPUs (the kubelet forwards what the
+// plugin advertised; IDs are not checked against real GPUs) is answered at
+// once; one pass over the GPUs per pick took minutes, past the test's
+// timeout.
+TEST(PreferredAllocation, ALargeOfferOnManyGpusIsAnsweredInOnePass)
+{
+    constexpr size_t kGpus = 200000;
+    std::vector<std::string> offered;
+    offered.reserve(kGpus);
+    for (size_t i = 0; i < kGpus; ++i)
+        offered.push_back(share_id("GPU-" + std::to_string(i), 0));
+    for (Policy policy : {Policy::Spread, Policy::Pack}) {
+        const auto chosen = preferred_allocation(offered, {}, kGpus, policy);
+        ASSERT_EQ(chosen.size(), kGpus);
+        EXPECT_EQ(chosen.front(), offered.front());  // ties: the first offered
+        EXPECT_EQ(chosen.back(), offered.back());
+    }
+}
+
 }  // namespace
 }  // namespace nvshare::deviceplugin
