@@ -603,8 +603,10 @@ Duration Scheduler::quantum_for(const ClientRecord& c) const
         tq = tq ? std::min(*tq, q) : q;
     });
     const Duration base = tq.value_or(settings_.time_quantum);
-    // A client's own reports stretch only its own quantum, and only so far.
-    const Duration ceiling = std::max(base, settings_.quantum_ceiling);
+    // A client's own reports stretch only its own quantum, and only so far:
+    // a bounded multiple of the admin's quantum, and the ceiling.
+    const Duration ceiling =
+        std::max(base, std::min(settings_.quantum_ceiling, base * kMaxQuantumStretch));
     const Duration own =
         std::max(base, std::min(ceiling, std::min(swap, ceiling) * kQuantumPerSwap));
     // A waiter of a higher class cuts it short.

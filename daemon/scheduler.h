@@ -165,10 +165,13 @@ public:
     // The longest a client may hold while others wait: the quantum of its
     // GPUs, but at least kQuantumPerSwap times its own latest swap-in on the
     // GPUs it holds (so that switching never takes more than about a tenth of
-    // the GPU's time), up to the quantum ceiling; cut short while a waiter
-    // of a higher class waits (policy::preempted_quantum).
+    // the GPU's time), up to kMaxQuantumStretch times the quantum (what a
+    // client reports about itself never takes the admin's quantum further)
+    // and the quantum ceiling; cut short while a waiter of a higher class
+    // waits (policy::preempted_quantum).
     Duration quantum_for(const ClientRecord& c) const;
     static constexpr int kQuantumPerSwap = 10;
+    static constexpr int kMaxQuantumStretch = 4;
     // A Shrink asks for at least this much: the library moves whole chunks
     // of up to 64 MiB, and smaller differences are within its headroom.
     static constexpr uint64_t kShrinkStep = uint64_t{64} << 20;

@@ -395,6 +395,27 @@ TEST_F(SchedulerTest, QuantumGrowsWithTheMeasuredSwapIn)
     EXPECT_EQ(s_.gpus()[0].last_swap_in, 100ms);
 }
 
+// Issue 47: under a short quantum one report no longer takes the holder to
+// the 60 s ceiling (200 times 0.3 s): four times the admin's quantum at most.
+TEST_F(SchedulerTest, OwnSwapReportsStretchTheQuantumAtMostFourfold)
+{
+    gpu(0);
+    client(1);
+    client(2);
+    s_.set_time_quantum(300ms, now_);
+    s_.request(1, gpu_bit(0), now_);
+    s_.request(2, gpu_bit(0), now_);
+    actions();
+    EXPECT_EQ(s_.next_deadline(), now_ + 300ms);
+    SwapStats st;
+    st.swap_ins = 1;
+    st.swap_in_time = 2s;  // ten times that would be 20 s
+    s_.report_swaps(1, 0, st, now_);
+    EXPECT_EQ(s_.next_deadline(), now_ + 1200ms);
+    advance(1200ms);
+    EXPECT_EQ(actions(), V{"D1"});
+}
+
 TEST_F(SchedulerTest, ModeOffLetsEveryoneRunAndOnSerializesAgain)
 {
     gpu(0);
