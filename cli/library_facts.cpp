@@ -174,7 +174,7 @@ std::string ld_so_diagnostics()
 
 }  // namespace
 
-preload::LibraryFacts gather_library_facts(const std::string& path)
+preload::LibraryFacts gather_path_facts(const std::string& path)
 {
     preload::LibraryFacts facts;
     auto failed = [&](const std::string& where, int err) {
@@ -229,7 +229,13 @@ preload::LibraryFacts gather_library_facts(const std::string& path)
             return failed(current, errno);
         facts.file = node(current, st);
     }
-    if (S_ISREG(facts.file.mode)) {
+    return facts;
+}
+
+preload::LibraryFacts gather_library_facts(const std::string& path)
+{
+    preload::LibraryFacts facts = gather_path_facts(path);
+    if (facts.error == 0 && S_ISREG(facts.file.mode)) {
         read_header(facts.file.path, &facts.header);
         facts.pie = is_pie(facts.file.path);
     }

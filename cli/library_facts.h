@@ -10,7 +10,11 @@ namespace nvshare::cli {
 
 // Looks up `path` (absolute) one component at a time, as the kernel does,
 // recording every directory it passes and following symbolic links (at most
-// 40, like the kernel), and reads the first bytes of a regular file.
+// 40, like the kernel): who owns the way there and the file. No ELF facts.
+preload::LibraryFacts gather_path_facts(const std::string& path);
+
+// gather_path_facts, then, of a regular file, its first bytes and whether it
+// is a position-independent executable.
 preload::LibraryFacts gather_library_facts(const std::string& path);
 
 // What ld.so would load for an entry, and whether it may.

@@ -138,7 +138,7 @@ bool read_drop_ins(const std::string& dir, std::vector<preload::DropIn>* drop_in
     drop_ins->clear();
     // Each entry goes into every program, root's too: only root may be able
     // to change the directory, a drop-in or what a drop-in links to.
-    const preload::LibraryFacts dir_facts = gather_library_facts(dir);
+    const preload::LibraryFacts dir_facts = gather_path_facts(dir);
     if (dir_facts.error == 0) {
         if (std::string why = preload::changeable_by_others(dir_facts, "directory"); !why.empty()) {
             warnings->push_back(dir + ": " + why + "; none of its drop-ins is merged");
@@ -171,7 +171,7 @@ bool read_drop_ins(const std::string& dir, std::vector<preload::DropIn>* drop_in
             warnings->push_back(path + ": not a regular file; ignored");
             continue;
         }
-        if (std::string why = preload::changeable_by_others(gather_library_facts(path), "file");
+        if (std::string why = preload::changeable_by_others(gather_path_facts(path), "file");
             !why.empty()) {
             warnings->push_back(path + ": " + why + "; ignored");
             continue;
