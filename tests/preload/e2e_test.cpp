@@ -368,7 +368,11 @@ TEST(Release, AsksAgainOnlyWhenItsWorkResumes)
 // `alloc` with two kernels. With `prestaged`, the holder runs bursts back to
 // back after its first until it has made the host memory for its next
 // swap-out (which takes long on a loaded machine), so that its pauses all
-// come after that.
+// come after that; and the other runs bursts `pause_ms` apart until the
+// holder has ended, so that it still asks for the GPU during the holder's
+// pauses when a loaded machine stretched a gap between the holder's first
+// bursts past its hold (the holder then let go, and the other ran, before
+// its host memory was made).
 struct PausesRun {
     std::string holder_err;
     std::string fake_log;
@@ -391,9 +395,11 @@ PausesRun run_holder_with_pauses(const std::string& capacity, const std::string&
     Process holder = start_client(dir, daemon.socket(), {args, env, false}, "holder");
     EXPECT_TRUE(
         wait_until([&] { return count_events(dir / "fake.log", holder.pid(), "end") >= 1; }));
-    Process other = start_client(
-        dir, daemon.socket(),
-        {{"--alloc", alloc, "--kernels", "2", "--kernel-us", "20000"}, {}, false}, "other");
+    std::vector<std::string> other_args{"--alloc", alloc, "--kernels", "2", "--kernel-us", "20000"};
+    const std::string holder_done = dir / "holder-done";
+    if (prestaged)  // it asks again later, in case the holder let go before it made host memory
+        other_args.insert(other_args.end(), {"--pause-ms", pause_ms, "--until", holder_done});
+    Process other = start_client(dir, daemon.socket(), {other_args, {}, false}, "other");
     if (prestaged) {
         // Made ahead, or by a swap-out: a loaded machine can stretch the
         // gap between the holder's first kernels past its hold, and then it
@@ -406,6 +412,7 @@ PausesRun run_holder_with_pauses(const std::string& capacity, const std::string&
         touch(made);
     }
     expect_clean_exit(holder);
+    touch(holder_done);
     expect_clean_exit(other);
     PausesRun run{holder.err(), read_text(dir / "fake.log")};
     const auto work = read_work(dir / "fake.log");

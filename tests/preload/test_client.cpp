@@ -53,6 +53,8 @@ struct Options {
     // set and read back, between the wait and the write (see flag_wait()).
     size_t alloc_while_flag_waits = 0;
     std::string barrier;
+    // --until FILE: after the rounds, more rounds until FILE exists (each
+    // after a pause of --pause-ms).
     std::string until;
     // --pause-until FILE: after the first round, a CPU phase (GPU idle)
     // until FILE exists, before the rounds that follow and the checks.
@@ -828,8 +830,10 @@ int main(int argc, char** argv)
             return 5;
         }
     }
-    while (!opt.until.empty() && !exists(opt.until))
+    while (!opt.until.empty() && !exists(opt.until)) {
+        usleep(static_cast<useconds_t>(opt.pause_ms) * 1000);  // none unless --pause-ms
         run_round();
+    }
     if (!opt.release_primary_when.empty()) {
         wait_for(opt.release_primary_when);
         printf("primary-release=%d\n", static_cast<int>(api.primary_release(device)));
