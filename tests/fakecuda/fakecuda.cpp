@@ -23,7 +23,15 @@
 //  - GPU work that would touch an address of a reservation where nothing is
 //    mapped (or mapped without cuMemSetAccess) is an illegal address, as on
 //    a GPU: the work does not run, a `fault` line is logged, and the context
-//    fails every later call with CUDA_ERROR_ILLEGAL_ADDRESS (sticky).
+//    fails every later call with CUDA_ERROR_ILLEGAL_ADDRESS (sticky);
+//  - access is per device (FAKECUDA_DEVICES of them): a kernel touches
+//    memory as its stream's device, which needs cuMemSetAccess for that
+//    device on VMM memory, and cuCtxEnablePeerAccess (from its device to the
+//    owner's) on another device's cuMemAlloc memory. Copies and memsets
+//    need access for some device. The kernel function 2 (kTouchKernel)
+//    takes {&us, &ptr, &bytes} and reads and writes a byte in every page of
+//    [ptr, ptr + bytes) when it runs (after checking them again); any other
+//    function's kernels take {&us} and touch nothing.
 // Every allocation and every piece of GPU work is appended to $FAKECUDA_LOG
 // (one line per event: CLOCK_MONOTONIC ns, pid, event...), so tests can tell
 // from outside whether two processes' work overlapped.
@@ -100,10 +108,13 @@ void log_event(const char* format, ...)
 struct Graph;
 struct Context;
 
-// Bytes that a piece of GPU work reads or writes.
+// Bytes that a piece of GPU work reads or writes: by a kernel, as the device
+// of the stream it runs on; else (copies, memsets) any device with access
+// will do.
 struct Range {
     const void* start;
     size_t size;
+    bool kernel = false;
 };
 
 struct Op {
@@ -198,7 +209,7 @@ struct Mapping {
     size_t size;
     CUmemGenericAllocationHandle handle;
     size_t offset;
-    bool accessible = false;  // cuMemSetAccess was called for it
+    uint64_t access = 0;  // the devices cuMemSetAccess let reach it, a bit each
 };
 
 struct State {
@@ -218,6 +229,8 @@ struct State {
     std::map<CUdevice, uint64_t> device_used;         // plain device memory in use
     // Page-locked host memory (cuMemHostRegister): size by start address.
     std::map<uintptr_t, size_t> host_registrations;
+    // cuCtxEnablePeerAccess: (accessing device, owning device) pairs.
+    std::set<std::pair<CUdevice, CUdevice>> peers;
     uint64_t next_stream_id = 1;
     uint64_t next_handle = 1;
     uint64_t next_op = 1;
@@ -430,13 +443,25 @@ typename Map::iterator containing_in(Map& m, CUdeviceptr p)
     return p - it->first < it->second.size ? it : m.end();
 }
 
-// The first address of [p, p + n) that lies in a reservation but in no
-// accessible mapping, or 0: where a GPU would fault. Addresses outside every
-// reservation (plain allocations, host memory) are never checked, so this
-// costs a lookup unless the range meets a reservation. Callers hold
-// st().mutex.
-CUdeviceptr illegal_address(CUdeviceptr p, size_t n)
+// Whether a mapping may be reached by `device` (-1: by some device).
+bool reaches(const Mapping& m, int device)
 {
+    return device < 0 ? m.access != 0 : (m.access >> device & 1) != 0;
+}
+
+// The first address of [p, p + n) that `device` may not reach, or 0: where a
+// GPU would fault. That is an address of a reservation in no mapping that
+// `device` has access to, or, for a given device, of another device's plain
+// allocation without peer access to it. Other addresses (host memory) are
+// never checked, so this costs a lookup or two. Callers hold st().mutex.
+CUdeviceptr illegal_address(CUdeviceptr p, size_t n, int device)
+{
+    if (device >= 0) {
+        const auto a = containing_in(st().allocations, p);
+        if (a != st().allocations.end() && strcmp(a->second.kind, "managed") != 0 &&
+            a->second.device != device && st().peers.count({device, a->second.device}) == 0)
+            return p;
+    }
     auto& reservations = st().reservations;
     const CUdeviceptr end = p + n;
     auto r = containing_in(reservations, p);
@@ -447,7 +472,7 @@ CUdeviceptr illegal_address(CUdeviceptr p, size_t n)
         const CUdeviceptr stop = std::min(end, r->first + r->second.size);
         while (at < stop) {
             auto m = containing_in(st().mappings, at);
-            if (m == st().mappings.end() || !m->second.accessible)
+            if (m == st().mappings.end() || !reaches(m->second, device))
                 return at;
             at = m->first + m->second.size;
         }
@@ -465,7 +490,8 @@ CUresult check_access(Stream* s, const Op& op)
     {
         std::lock_guard<std::mutex> g(st().mutex);
         for (const Range& r : op.touches) {
-            bad = illegal_address(reinterpret_cast<CUdeviceptr>(r.start), r.size);
+            bad = illegal_address(reinterpret_cast<CUdeviceptr>(r.start), r.size,
+                                  r.kernel ? s->ctx->device : -1);
             if (bad != 0)
                 break;
         }
@@ -524,6 +550,26 @@ uint64_t kernel_us(void** params)
     if (params != nullptr && params[0] != nullptr)
         return *static_cast<uint32_t*>(params[0]);
     return env_u64("FAKECUDA_KERNEL_US", 2000);
+}
+
+// The kernel function that touches memory (see the top of this file).
+const CUfunction kTouchKernel = reinterpret_cast<CUfunction>(2);
+
+// A launch of `f` with `params`: an op of `us` (kernel_us) that, for
+// kTouchKernel, reads and writes a byte of every page it is given.
+Op kernel_op(const char* name, CUfunction f, void** params)
+{
+    Op op{name, kernel_us(params), {}};
+    if (f != kTouchKernel || params == nullptr || params[1] == nullptr || params[2] == nullptr)
+        return op;
+    auto* start = reinterpret_cast<volatile char*>(*static_cast<CUdeviceptr*>(params[1]));
+    const size_t bytes = *static_cast<uint64_t*>(params[2]);
+    op.touches.push_back({const_cast<const char*>(start), bytes, true});
+    op.action = [start, bytes] {
+        for (size_t at = 0; at < bytes; at += 4096)
+            start[at] = start[at];
+    };
+    return op;
 }
 
 void* map_memory(size_t size)
@@ -922,6 +968,53 @@ FAKE_EXPORT CUresult cuCtxGetDevice(CUdevice* dev)
     if (c == nullptr)
         return CUDA_ERROR_INVALID_CONTEXT;
     *dev = c->device;
+    return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuDeviceCanAccessPeer(int* can, CUdevice dev, CUdevice peer)
+{
+    REQUIRE_INIT();
+    if (can == nullptr)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (dev < 0 || dev >= st().device_count || peer < 0 || peer >= st().device_count)
+        return CUDA_ERROR_INVALID_DEVICE;
+    *can = dev != peer;
+    return CUDA_SUCCESS;
+}
+
+// The current context's device may reach the cuMemAlloc memory of
+// `peer`'s device, as the driver: once per pair, not to itself.
+FAKE_EXPORT CUresult cuCtxEnablePeerAccess(CUcontext peer, unsigned int flags)
+{
+    REQUIRE_INIT();
+    Context* c = current();
+    if (c == nullptr)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (peer == nullptr || flags != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    const CUdevice owner = reinterpret_cast<Context*>(peer)->device;
+    if (owner == c->device)
+        return CUDA_ERROR_INVALID_DEVICE;
+    std::lock_guard<std::mutex> g(st().mutex);
+    if (!st().peers.insert({c->device, owner}).second)
+        return CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED;
+    log_event("peer-access %d %d on", c->device, owner);
+    return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuCtxDisablePeerAccess(CUcontext peer)
+{
+    REQUIRE_INIT();
+    Context* c = current();
+    if (c == nullptr)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (peer == nullptr)
+        return CUDA_ERROR_INVALID_VALUE;
+    std::lock_guard<std::mutex> g(st().mutex);
+    const CUdevice owner = reinterpret_cast<Context*>(peer)->device;
+    if (st().peers.erase({c->device, owner}) == 0)
+        return CUDA_ERROR_PEER_ACCESS_NOT_ENABLED;
+    log_event("peer-access %d %d off", c->device, owner);
     return CUDA_SUCCESS;
 }
 
@@ -1754,14 +1847,29 @@ FAKE_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
     return CUDA_SUCCESS;
 }
 
-// The device may touch [ptr, ptr + size) once it is mapped and this is
-// called; the fake grants what is asked whatever the descriptors say.
+// The devices the descriptors name may touch [ptr, ptr + size) once it is
+// mapped and this is called (PROT_NONE takes access away), as on a GPU.
 FAKE_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc* desc,
                                     size_t count)
 {
     REQUIRE_INIT();
     if (desc == nullptr || count == 0 || size == 0)
         return CUDA_ERROR_INVALID_VALUE;
+    uint64_t grant = 0, revoke = 0;
+    for (size_t i = 0; i < count; ++i) {
+        if (desc[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+            return CUDA_ERROR_INVALID_VALUE;
+        if (desc[i].location.id < 0 || desc[i].location.id >= st().device_count)
+            return CUDA_ERROR_INVALID_DEVICE;
+        const uint64_t bit = 1ull << desc[i].location.id;
+        if (desc[i].flags == CU_MEM_ACCESS_FLAGS_PROT_NONE)
+            revoke |= bit;
+        else if (desc[i].flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE ||
+                 desc[i].flags == CU_MEM_ACCESS_FLAGS_PROT_READ)
+            grant |= bit;
+        else
+            return CUDA_ERROR_INVALID_VALUE;
+    }
     std::lock_guard<std::mutex> g(st().mutex);
     auto& mappings = st().mappings;
     const CUdeviceptr end = ptr + page_round(size);
@@ -1772,8 +1880,9 @@ FAKE_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAcc
         at = m->first + m->second.size;
     }
     for (auto m = containing_in(mappings, ptr); m != mappings.end() && m->first < end; ++m)
-        m->second.accessible = true;
-    log_event("access %zu", size);
+        m->second.access = (m->second.access | grant) & ~revoke;
+    log_event("access %zu devices=%#llx none=%#llx", size, static_cast<unsigned long long>(grant),
+              static_cast<unsigned long long>(revoke));
     return CUDA_SUCCESS;
 }
 
@@ -1909,7 +2018,7 @@ FAKE_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned, unsigned, unsigned, 
 {
     if (f == nullptr)
         return CUDA_ERROR_INVALID_HANDLE;
-    return submit(s, {"cuLaunchKernel", kernel_us(params), {}}, false);
+    return submit(s, kernel_op("cuLaunchKernel", f, params), false);
 }
 
 FAKE_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned, unsigned, unsigned, unsigned,
@@ -1919,7 +2028,7 @@ FAKE_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned, unsigned, unsig
     if (f == nullptr)
         return CUDA_ERROR_INVALID_HANDLE;
     return submit(s == nullptr ? CU_STREAM_PER_THREAD : s,
-                  {"cuLaunchKernel_ptsz", kernel_us(params), {}}, false);
+                  kernel_op("cuLaunchKernel_ptsz", f, params), false);
 }
 
 FAKE_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void** params,
@@ -1927,7 +2036,7 @@ FAKE_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f
 {
     if (f == nullptr || config == nullptr)
         return CUDA_ERROR_INVALID_VALUE;
-    return submit(config->hStream, {"cuLaunchKernelEx", kernel_us(params), {}}, false);
+    return submit(config->hStream, kernel_op("cuLaunchKernelEx", f, params), false);
 }
 
 FAKE_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig* config, CUfunction f,
@@ -1936,7 +2045,7 @@ FAKE_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig* config, CUfunct
     if (f == nullptr || config == nullptr)
         return CUDA_ERROR_INVALID_VALUE;
     return submit(config->hStream == nullptr ? CU_STREAM_PER_THREAD : config->hStream,
-                  {"cuLaunchKernelEx_ptsz", kernel_us(params), {}}, false);
+                  kernel_op("cuLaunchKernelEx_ptsz", f, params), false);
 }
 
 FAKE_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned, unsigned, unsigned, unsigned,
@@ -1945,7 +2054,7 @@ FAKE_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned, unsigned,
 {
     if (f == nullptr)
         return CUDA_ERROR_INVALID_HANDLE;
-    return submit(s, {"cuLaunchCooperativeKernel", kernel_us(params), {}}, false);
+    return submit(s, kernel_op("cuLaunchCooperativeKernel", f, params), false);
 }
 
 // Stream memory operations. A wait blocks its stream until another
@@ -2268,6 +2377,9 @@ const ProcRow kProcRows[] = {
     ROW("cuCtxPushCurrent", 4000, false, cuCtxPushCurrent_v2),
     ROW("cuCtxPopCurrent", 4000, false, cuCtxPopCurrent_v2),
     ROW("cuCtxGetDevice", 2000, false, cuCtxGetDevice),
+    ROW("cuDeviceCanAccessPeer", 4000, false, cuDeviceCanAccessPeer),
+    ROW("cuCtxEnablePeerAccess", 4000, false, cuCtxEnablePeerAccess),
+    ROW("cuCtxDisablePeerAccess", 4000, false, cuCtxDisablePeerAccess),
     ROW("cuCtxSynchronize", 2000, false, cuCtxSynchronize),
     ROW("cuStreamCreate", 2000, false, cuStreamCreate),
     ROW("cuStreamDestroy", 4000, false, cuStreamDestroy_v2),
