@@ -252,6 +252,18 @@ int current_device()
     return device;
 }
 
+int device_of(CUcontext ctx)
+{
+    auto push = NVS_REAL(cuCtxPushCurrent_v2);
+    auto pop = NVS_REAL(cuCtxPopCurrent_v2);
+    if (ctx == nullptr || push == nullptr || pop == nullptr || push(ctx) != CUDA_SUCCESS)
+        return -1;
+    const int device = current_device();
+    CUcontext popped = nullptr;
+    pop(&popped);
+    return device;
+}
+
 bool drain_all()
 {
     return sync_all(nullptr);
@@ -274,6 +286,9 @@ bool sync_all(CUresult* failed)
     // one (see g_syncing).
     CUcontext list[kMaxContexts];
     int n = 0;
+    CUcontext mine = nullptr;  // whose error is the caller's (as the driver's own wait)
+    if (auto get_current = NVS_REAL(cuCtxGetCurrent); get_current != nullptr)
+        get_current(&mine);
     {
         Lock lock;
         for (int i = 0; i < g_count; ++i)
@@ -287,7 +302,7 @@ bool sync_all(CUresult* failed)
             if (r != CUDA_SUCCESS) {
                 log_debug("synchronising context %p: error %d", static_cast<void*>(list[i]),
                           static_cast<int>(r));
-                if (failed != nullptr && *failed == CUDA_SUCCESS)
+                if (failed != nullptr && *failed == CUDA_SUCCESS && list[i] == mine)
                     *failed = r;
             }
             CUcontext popped = nullptr;

@@ -17,13 +17,17 @@ bool note_current_or_stream(CUstream stream);
 
 // The device of the calling thread's current context, or -1.
 int current_device();
+// The device of context `ctx`, or -1.
+int device_of(CUcontext ctx);
 
 // Waits for all work of every known context (the client thread's drain).
 // Returns false if a stream capture is in progress, when synchronising would
 // invalidate it: the caller tries again later.
 bool drain_all();
-// The same from any thread; `failed` (if given) gets the first error a
-// synchronisation returned (a sticky error of the program's own work).
+// The same from any thread; `failed` (if given) gets the error that
+// synchronising the caller's current context returned (a sticky error of
+// the program's own work there; another context's error is that
+// context's, as the driver reports it).
 bool sync_all(CUresult* failed);
 
 // Stream captures in progress in this process.

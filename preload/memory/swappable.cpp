@@ -78,6 +78,12 @@ constexpr uint8_t kNoGroup = 0xff;                // a chunk whose copy is not q
 constexpr uint32_t kAccessRun = 8;
 constexpr uint64_t kAccessRunBytes = 512ull << 20;
 CUevent g_events[devices::kMaxGpus][kGroups];
+// Per GPU, the CUDA ordinals of the peers that may reach its chunks (besides
+// the GPU itself), and how many enables each pair has had less its
+// disables. Under g_mutex.
+constexpr uint32_t kMaxPeers = 64;
+uint64_t g_peers[devices::kMaxGpus];
+uint32_t g_peer_enables[devices::kMaxGpus][kMaxPeers];
 
 class Lock {
 public:
@@ -131,16 +137,29 @@ CUmemAllocationProp prop_for(CUmemLocationType type, int id)
     return p;
 }
 
-// Read-write access for the record's GPU to [va, va + size), which may
-// span several mappings.
+CUmemAccessDesc access_for(CUdevice device, CUmemAccess_flags flags)
+{
+    CUmemAccessDesc access{};
+    access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    access.location.id = device;
+    access.flags = flags;
+    return access;
+}
+
+// Read-write access for the record's GPU and its peers (set_peer) to
+// [va, va + size), which may span several mappings. The one place that
+// grants access to the chunks' addresses. With the lock held.
 bool allow_access(const Record& r, CUdeviceptr va, uint64_t size)
 {
     auto set_access = NVS_REAL(cuMemSetAccess);
-    CUmemAccessDesc access{};
-    access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    access.location.id = r.ordinal;
-    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-    return set_access != nullptr && set_access(va, size, &access, 1) == CUDA_SUCCESS;
+    CUmemAccessDesc access[1 + kMaxPeers];
+    size_t n = 0;
+    access[n++] = access_for(r.ordinal, CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
+    for (uint32_t peer = 0; peer < kMaxPeers; ++peer)
+        if ((g_peers[r.gpu] >> peer & 1) != 0 && static_cast<CUdevice>(peer) != r.ordinal)
+            access[n++] =
+                access_for(static_cast<CUdevice>(peer), CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
+    return set_access != nullptr && set_access(va, size, access, n) == CUDA_SUCCESS;
 }
 
 bool unmap_at(CUdeviceptr va, uint64_t size)
@@ -652,6 +671,55 @@ bool map_absent(uint32_t gpu)
     return mapped;
 }
 
+bool set_peer(uint32_t gpu, CUdevice peer, bool enabled)
+{
+    if (gpu >= devices::kMaxGpus || peer < 0 || static_cast<uint32_t>(peer) >= kMaxPeers)
+        return false;
+    Lock lock;
+    uint32_t& enables = g_peer_enables[gpu][peer];
+    const uint64_t bit = 1ull << peer;
+    // Only the first enable and the last disable change what is mapped.
+    if (enabled ? enables++ != 0 : enables == 0 || --enables != 0)
+        return true;
+    auto set_access = NVS_REAL(cuMemSetAccess);
+    const CUmemAccessDesc access = access_for(
+        peer, enabled ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE : CU_MEM_ACCESS_FLAGS_PROT_NONE);
+    bool all = set_access != nullptr;
+    // Runs of consecutive chunks mapped at their addresses, one call each.
+    for (size_t k = 0; k < g_count && set_access != nullptr; ++k) {
+        const Record& r = *g_records[k];
+        if (r.gpu != gpu || r.ordinal == peer)
+            continue;
+        for (uint32_t i = 0; i < r.layout.count;) {
+            const auto mapped = [&](uint32_t j) {
+                return r.chunks[j].where == Where::Device || r.chunks[j].where == Where::Host;
+            };
+            if (!mapped(i)) {
+                ++i;
+                continue;
+            }
+            uint32_t end = i + 1;
+            while (end < r.layout.count && mapped(end))
+                ++end;
+            const uint64_t from = r.layout.offset_of(i);
+            const uint64_t to = r.layout.offset_of(end - 1) + r.layout.size_of(end - 1);
+            all &= set_access(r.ptr + from, to - from, &access, 1) == CUDA_SUCCESS;
+            i = end;
+        }
+    }
+    if (enabled && !all) {
+        enables = 0;  // not counted: later mappings do not ask for it either
+        return false;
+    }
+    if (enabled)
+        g_peers[gpu] |= bit;
+    else if (all)
+        g_peers[gpu] &= ~bit;
+    else
+        enables = 1;  // it could not be taken away everywhere: kept
+    return all;
+}
+
 Moved swap_in(uint32_t gpu, uint64_t budget, CUstream stream, bool wait_for_room)
 {
     Moved m;
@@ -954,6 +1022,8 @@ void reset_after_fork()
     g_count = g_capacity = 0;
     g_deferred_count = 0;
     g_absent.store(0);
+    memset(g_peers, 0, sizeof g_peers);
+    memset(g_peer_enables, 0, sizeof g_peer_enables);
     for (uint32_t i = 0; i < devices::kMaxGpus; ++i) {
         g_resident[i] = false;
         g_shared_hold[i].store(false);

@@ -82,6 +82,17 @@ bool absent_at(CUdeviceptr ptr);
 // fails in the driver.
 bool map_absent(uint32_t gpu);
 
+// Peer access (cuCtxEnablePeerAccess from a context of GPU `peer`, a CUDA
+// ordinal, to one of GPU `gpu`): with `enabled`, `peer` may reach this
+// process's swappable memory of `gpu` from now on, as it may reach memory
+// of `gpu` from cuMemAlloc natively: the chunks mapped now get access for it
+// at once, and every chunk mapped later (a swap-in, a placement) gets it with
+// the GPU's own. Counted per pair: access goes (PROT_NONE on what is mapped,
+// none at later mappings) with as many disables as enables. False if the
+// driver refused access to some mapped chunk (enabling: the pair is then
+// not counted; disabling: access stays where it could not be taken away).
+bool set_peer(uint32_t gpu, CUdevice peer, bool enabled);
+
 struct Moved {
     uint64_t bytes = 0;          // copied
     uint64_t ns = 0;             // the whole move, remapping included
