@@ -168,6 +168,10 @@ std::string fill_api(Api* api, const std::string& route, bool per_thread)
         get({"cuMemPrefetchAsync", 12020, "cuMemPrefetchAsync_v2", "cuMemPrefetchAsync_v2_ptsz"}));
     set(&api->prefetch_v1,
         get({"cuMemPrefetchAsync", 8000, "cuMemPrefetchAsync", "cuMemPrefetchAsync_ptsz"}));
+    set(&api->ctx_enable_peer,
+        get({"cuCtxEnablePeerAccess", 4000, "cuCtxEnablePeerAccess", "cuCtxEnablePeerAccess"}));
+    set(&api->ctx_disable_peer,
+        get({"cuCtxDisablePeerAccess", 4000, "cuCtxDisablePeerAccess", "cuCtxDisablePeerAccess"}));
     set(&api->stream_wait_value32,
         get({"cuStreamWaitValue32", 11070, "cuStreamWaitValue32_v2", "cuStreamWaitValue32_v2"}));
     set(&api->stream_write_value32,

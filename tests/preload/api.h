@@ -16,6 +16,8 @@ struct Api {
     decltype(&cuDevicePrimaryCtxRelease) primary_release = nullptr;
     decltype(&cuCtxSetCurrent) ctx_set_current = nullptr;
     decltype(&cuCtxSynchronize) ctx_synchronize = nullptr;
+    decltype(&cuCtxEnablePeerAccess) ctx_enable_peer = nullptr;
+    decltype(&cuCtxDisablePeerAccess) ctx_disable_peer = nullptr;
     decltype(&cuStreamCreate) stream_create = nullptr;
     decltype(&cuStreamSynchronize) stream_synchronize = nullptr;
     decltype(&cuStreamDestroy) stream_destroy = nullptr;

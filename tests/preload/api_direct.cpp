@@ -52,6 +52,8 @@ bool fill_direct(Api* api, bool per_thread)
     api->stream_wait_event = &cuStreamWaitEvent;
     // Only the legacy-stream flavour is used (on explicit streams).
     api->stream_wait_value32 = &cuStreamWaitValue32_v2;
+    api->ctx_enable_peer = &cuCtxEnablePeerAccess;
+    api->ctx_disable_peer = &cuCtxDisablePeerAccess;
     api->stream_write_value32 = &cuStreamWriteValue32_v2;
     if (per_thread) {
         fill_direct_ptds(api);

@@ -1,5 +1,7 @@
 #include "tests/preload/clients.h"
 
+#include <gtest/gtest.h>
+
 #include <cstdlib>
 #include <sstream>
 
@@ -78,6 +80,11 @@ Process start_client(const TempDir& dir, const std::string& socket, const Client
     spec.env["NVSHARE_TEST_CLIENT_PRELOAD"] = spec.env["LD_PRELOAD"].value_or("");
     spec.env["LD_PRELOAD"] = std::nullopt;
     return Process(std::move(spec));
+}
+
+void expect_clean_exit(Process& p, std::chrono::milliseconds timeout)
+{
+    EXPECT_EQ(p.wait(timeout), 0) << "stdout:\n" << p.out() << "stderr:\n" << p.err();
 }
 
 uint64_t sum_over_clients(const nlohmann::json& status, const char* field)

@@ -2,6 +2,7 @@
 // libnvshare.so against the fake libcuda.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -38,6 +39,9 @@ inline constexpr const char* kMeminfoText = "NVSHARE_TEST_MEMINFO_TEXT";
 // needs root).
 Process start_client(const TempDir& dir, const std::string& socket, const ClientRun& run,
                      const std::string& name, const std::string& etc_ld_so_preload = {});
+
+// Expects `p` to exit with status 0 within `timeout` (else prints its output).
+void expect_clean_exit(Process& p, std::chrono::milliseconds timeout = std::chrono::seconds(60));
 
 // A counter of nvshared's status summed over its clients (0 if unreachable).
 uint64_t sum_over_clients(const nlohmann::json& status, const char* field);

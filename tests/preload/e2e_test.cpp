@@ -68,11 +68,6 @@ int count_lines_containing(const std::string& text, const std::string& needle)
 
 // `timeout`: longer where the sanitizer builds make the fake's copies slow
 // (a swap of 222 MiB took 4-7 s under TSan).
-void expect_clean_exit(Process& p, std::chrono::milliseconds timeout = std::chrono::seconds(60))
-{
-    EXPECT_EQ(p.wait(timeout), 0) << "stdout:\n" << p.out() << "stderr:\n" << p.err();
-}
-
 // Waits until `p` has launched a kernel (so it has held the GPU).
 bool launched_one(const TempDir& dir, const Process& p)
 {

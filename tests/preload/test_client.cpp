@@ -62,6 +62,13 @@ struct Options {
     // --busy-until FILE: after the first round, rounds back to back (the GPU
     // never idle) until FILE exists, before the rounds that follow.
     std::string busy_until;
+    // --peer-kernel: each round ends with a kernel on GPU 1 (peer access
+    // from GPU 1 to GPU 0 enabled before the first) that touches every
+    // allocation, on GPU 0; prints peer=ok, else peer=error:CODE (the
+    // first failure; later rounds then skip it). --peer-disable: access is
+    // disabled again after the first round's kernel.
+    bool peer_kernel = false;
+    bool peer_disable = false;
     std::string dlopen_copy;  // another libnvshare.so to dlopen and call into first
     int hold_ms = 0;
     int rounds = 1;
@@ -126,10 +133,14 @@ void wait_for(const std::string& path)
         usleep(1000);
 }
 
+CUcontext peer_context();
+
 void setup()
 {
     CHECK(api.init(0));
     CHECK(api.device_get(&device, 0));
+    if (opt.peer_kernel)
+        peer_context();  // first: the process starts on both GPUs
     CHECK(api.primary_retain(&context, device));
     CHECK(api.ctx_set_current(context));
     if (opt.own_stream || opt.graph || !opt.wait_flag.empty() || opt.contextless ||
@@ -598,6 +609,45 @@ void contextless()
     CHECK(api.mem_free(p));
 }
 
+// See --peer-kernel.
+CUresult peer_result = CUDA_SUCCESS;
+int peer_rounds = 0;
+
+CUcontext peer = nullptr;  // GPU 1's primary context, retained in setup()
+
+CUcontext peer_context()
+{
+    CUdevice other = 0;
+    CHECK(api.device_get(&other, 1));
+    CHECK(api.primary_retain(&peer, other));
+    return peer;
+}
+
+CUresult peer_kernel_once()
+{
+    CUresult r = CUDA_SUCCESS;
+    if ((r = api.ctx_set_current(peer)) != CUDA_SUCCESS)
+        return r;
+    if (peer_rounds == 0 && (r = api.ctx_enable_peer(context, 0)) != CUDA_SUCCESS)
+        return r;
+    auto f = reinterpret_cast<CUfunction>(2);  // the fake's kTouchKernel
+    for (const CUdeviceptr p : pointers) {
+        uint32_t us = 1000;
+        CUdeviceptr at = p;
+        uint64_t bytes = opt.alloc;
+        void* params[] = {&us, &at, &bytes};
+        if ((r = api.launch_kernel(f, 1, 1, 1, 1, 1, 1, 0, nullptr, params, nullptr)) !=
+            CUDA_SUCCESS)
+            return r;
+    }
+    if ((r = api.ctx_synchronize()) != CUDA_SUCCESS)
+        return r;
+    if (opt.peer_disable && peer_rounds == 0 && (r = api.ctx_disable_peer(context)) != CUDA_SUCCESS)
+        return r;
+    ++peer_rounds;
+    return CUDA_SUCCESS;
+}
+
 void run_round()
 {
     if (opt.graph) {
@@ -611,6 +661,10 @@ void run_round()
         copies();
     if (opt.prefetch)
         prefetch();
+    if (opt.peer_kernel && peer_result == CUDA_SUCCESS) {
+        peer_result = peer_kernel_once();
+        CHECK(api.ctx_set_current(context));
+    }
 }
 
 size_t parse_size(const char* s)
@@ -712,6 +766,10 @@ bool parse(int argc, char** argv)
             opt.until = next();
         else if (a == "--pause-until")
             opt.pause_until = next();
+        else if (a == "--peer-kernel")
+            opt.peer_kernel = true;
+        else if (a == "--peer-disable")
+            opt.peer_disable = true;
         else if (a == "--busy-until")
             opt.busy_until = next();
         else if (a == "--hold-ms")
@@ -851,6 +909,12 @@ int main(int argc, char** argv)
     if (opt.free_at_end)
         for (CUdeviceptr p : pointers)
             CHECK(api.mem_free(p));
+    if (opt.peer_kernel) {
+        if (peer_result == CUDA_SUCCESS)
+            printf("peer=ok rounds=%d\n", peer_rounds);
+        else
+            printf("peer=error:%d rounds=%d\n", static_cast<int>(peer_result), peer_rounds);
+    }
     printf("done=ok\n");
     return 0;
 }
