@@ -236,17 +236,11 @@ NVS_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, size_t
     return r;
 }
 
-NVS_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
+namespace {
+
+// Frees swap-engine memory (untracked already).
+CUresult free_swappable(CUdeviceptr dptr)
 {
-    NVS_REQUIRE(real, cuMemFree_v2);
-    nvshare::preload::AllocTable::Entry e{};
-    const bool found = untrack(Table::Pointers, dptr, &e);
-    if (!found || !e.swappable) {
-        const CUresult r = real(dptr);
-        if (r != CUDA_SUCCESS && found)
-            retrack(Table::Pointers, e);
-        return r;
-    }
     const nvshare::preload::PendingWork freeing(true);
     // As cuMemFree does: work still using the memory finishes first. That is
     // the work of every context of the process (another thread's, another
@@ -261,6 +255,21 @@ NVS_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
     if (waited)
         swappable::finish_frees(deferred);
     return failed;  // the program's own sticky error, as cuMemFree reports it
+}
+
+}  // namespace
+
+NVS_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
+{
+    NVS_REQUIRE(real, cuMemFree_v2);
+    nvshare::preload::AllocTable::Entry e{};
+    const bool found = untrack(Table::Pointers, dptr, &e);
+    if (found && e.swappable)
+        return free_swappable(dptr);
+    const CUresult r = real(dptr);
+    if (r != CUDA_SUCCESS && found)
+        retrack(Table::Pointers, e);
+    return r;
 }
 
 NVS_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsigned int flags)
@@ -302,6 +311,12 @@ CUresult free_async(Real real, int /*per_thread*/, CUdeviceptr dptr, CUstream hS
 {
     if (real == nullptr)
         return CUDA_ERROR_NOT_FOUND;
+    // cuMemAlloc memory freed in stream order (the driver accepts it): the
+    // swap engine's is freed as cuMemFree frees it, once all the work that
+    // may use it has ended, which the stream's order implies.
+    nvshare::preload::AllocTable::Entry e{};
+    if (swappable_at(dptr) && untrack(Table::Pointers, dptr, &e))
+        return free_swappable(dptr);
     return free_tracked(dptr, [&] { return real(dptr, hStream); });
 }
 

@@ -7,8 +7,10 @@
 // stderr instead, once per path. Every call goes to the driver unchanged and
 // returns what it answers; the library looks only at failures (and at a
 // "not RDMA-capable" answer), so programs that never lose a path pay nothing.
-// The swap engine's memory is answered for as one allocation, as cuMemAlloc
-// memory is (the driver sees its chunks).
+// The swap engine's memory is answered for as cuMemAlloc memory is (the
+// driver sees chunks, each a buffer of its own, mapped or not, on the device
+// or in host memory): pointer attributes and address ranges that the
+// engine knows come from it, without asking the driver or for the GPU.
 #include <atomic>
 
 #include "preload/driver/hook_table.h"
@@ -29,10 +31,10 @@ std::atomic<bool> g_explained_gpudirect{false};
 CUdeviceptr allocation_start(CUdeviceptr ptr)
 {
     auto get = NVS_REAL(cuPointerGetAttribute);
+    nvshare::preload::swappable::Described d{};
+    if (nvshare::preload::swappable::describe(ptr, &d))
+        return d.start;
     CUdeviceptr start = 0;
-    uint64_t bytes = 0;
-    if (nvshare::preload::swappable::range_of(ptr, &start, &bytes))
-        return start;
     if (get == nullptr || get(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, ptr) != CUDA_SUCCESS ||
         start == 0)
         return ptr;
@@ -84,21 +86,53 @@ void ensure_backed(CUdeviceptr ptr)
     }
 }
 
-// The driver sees a swappable allocation as chunks: its range is the
-// allocation's, as for cuMemAlloc memory.
-void fix_range(CUpointer_attribute attribute, void* data, CUdeviceptr ptr)
+// Whether the engine answers `attribute` of its memory itself.
+bool engine_answers(CUpointer_attribute attribute)
 {
-    CUdeviceptr start = 0;
-    uint64_t bytes = 0;
-    if (data == nullptr ||
-        (attribute != CU_POINTER_ATTRIBUTE_RANGE_START_ADDR &&
-         attribute != CU_POINTER_ATTRIBUTE_RANGE_SIZE) ||
-        !nvshare::preload::swappable::range_of(ptr, &start, &bytes))
-        return;
-    if (attribute == CU_POINTER_ATTRIBUTE_RANGE_START_ADDR)
-        *static_cast<CUdeviceptr*>(data) = start;
-    else
-        *static_cast<size_t*>(data) = bytes;
+    switch (attribute) {
+        case CU_POINTER_ATTRIBUTE_CONTEXT:
+        case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+        case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
+        case CU_POINTER_ATTRIBUTE_BUFFER_ID:
+        case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+        case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+        case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+            return true;
+        default:
+            return false;
+    }
+}
+
+// Writes `attribute` of the memory `d` describes, as the driver answers for
+// cuMemAlloc memory.
+void answer(const nvshare::preload::swappable::Described& d, CUpointer_attribute attribute,
+            void* data, CUdeviceptr ptr)
+{
+    switch (attribute) {
+        case CU_POINTER_ATTRIBUTE_CONTEXT:
+            *static_cast<CUcontext*>(data) = d.context;
+            break;
+        case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+            *static_cast<unsigned int*>(data) = CU_MEMORYTYPE_DEVICE;
+            break;
+        case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
+            *static_cast<CUdeviceptr*>(data) = ptr;
+            break;
+        case CU_POINTER_ATTRIBUTE_BUFFER_ID:
+            *static_cast<unsigned long long*>(data) = d.buffer_id;
+            break;
+        case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+            *static_cast<int*>(data) = d.ordinal;
+            break;
+        case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+            *static_cast<CUdeviceptr*>(data) = d.start;
+            break;
+        case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+            *static_cast<size_t*>(data) = d.bytes;
+            break;
+        default:
+            break;
+    }
 }
 
 }  // namespace
@@ -108,14 +142,13 @@ NVS_EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr* pbase, size_t* psize, C
     auto real = NVS_REAL(cuMemGetAddressRange_v2);
     if (real == nullptr)
         return CUDA_ERROR_NOT_FOUND;
-    CUdeviceptr start = 0;
-    uint64_t bytes = 0;
-    if (!nvshare::preload::swappable::range_of(dptr, &start, &bytes))
+    nvshare::preload::swappable::Described d{};
+    if (!nvshare::preload::swappable::describe(dptr, &d))
         return real(pbase, psize, dptr);
     if (pbase != nullptr)
-        *pbase = start;
+        *pbase = d.start;
     if (psize != nullptr)
-        *psize = bytes;
+        *psize = d.bytes;
     return CUDA_SUCCESS;
 }
 
@@ -151,10 +184,14 @@ NVS_EXPORT CUresult cuPointerGetAttribute(void* data, CUpointer_attribute attrib
     auto real = NVS_REAL(cuPointerGetAttribute);
     if (real == nullptr)
         return CUDA_ERROR_NOT_FOUND;
+    nvshare::preload::swappable::Described d{};
+    if (data != nullptr && engine_answers(attribute) &&
+        nvshare::preload::swappable::describe(ptr, &d)) {
+        answer(d, attribute, data, ptr);
+        return CUDA_SUCCESS;
+    }
     ensure_backed(ptr);
     const CUresult r = real(data, attribute, ptr);
-    if (r == CUDA_SUCCESS)
-        fix_range(attribute, data, ptr);
     if (lost_attribute(attribute, r, data))
         explain(g_explained_gpudirect, ptr, attribute_loss(attribute));
     return r;
@@ -167,12 +204,20 @@ NVS_EXPORT CUresult cuPointerGetAttributes(unsigned int numAttributes,
     auto real = NVS_REAL(cuPointerGetAttributes);
     if (real == nullptr)
         return CUDA_ERROR_NOT_FOUND;
-    ensure_backed(ptr);
-    const CUresult r = real(numAttributes, attributes, data, ptr);
+    nvshare::preload::swappable::Described d{};
+    const bool ours =
+        attributes != nullptr && data != nullptr && nvshare::preload::swappable::describe(ptr, &d);
+    bool all_ours = ours;
+    for (unsigned int i = 0; all_ours && i < numAttributes; ++i)
+        all_ours = data[i] != nullptr && engine_answers(attributes[i]);
+    // The driver answers the rest (for memory swapped out, once it is back).
+    const CUresult r =
+        all_ours ? CUDA_SUCCESS : (ensure_backed(ptr), real(numAttributes, attributes, data, ptr));
     if (attributes == nullptr || data == nullptr)
         return r;
-    for (unsigned int i = 0; i < numAttributes && r == CUDA_SUCCESS; ++i)
-        fix_range(attributes[i], data[i], ptr);
+    for (unsigned int i = 0; ours && i < numAttributes && r == CUDA_SUCCESS; ++i)
+        if (data[i] != nullptr && engine_answers(attributes[i]))
+            answer(d, attributes[i], data[i], ptr);
     for (unsigned int i = 0; i < numAttributes; ++i) {
         if (lost_attribute(attributes[i], r, data[i])) {
             explain(g_explained_gpudirect, ptr, attribute_loss(attributes[i]));

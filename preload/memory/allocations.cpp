@@ -131,13 +131,28 @@ size_t managed_ranges(uint32_t gpu, Range* out, size_t max)
     return n;
 }
 
-bool made_managed(uint64_t ptr)
+namespace {
+
+AllocTable::Entry pointer_entry(uint64_t ptr)
 {
     AllocTable::Entry e{};
     pthread_mutex_lock(&g_mutex);
-    const bool found = g_pointers.find(ptr, &e);
+    if (!g_pointers.find(ptr, &e))
+        e = AllocTable::Entry{};
     pthread_mutex_unlock(&g_mutex);
-    return found && e.rewritten != 0;
+    return e;
+}
+
+}  // namespace
+
+bool made_managed(uint64_t ptr)
+{
+    return pointer_entry(ptr).rewritten;
+}
+
+bool swappable_at(uint64_t ptr)
+{
+    return pointer_entry(ptr).swappable;
 }
 
 void note_graph_memory()

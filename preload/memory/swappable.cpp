@@ -38,7 +38,8 @@ struct Record {
     swap_plan::Layout layout;
     uint32_t gpu;
     CUdevice ordinal;
-    Chunk chunks[1];  // layout.count of them
+    CUcontext context;  // current at the allocation, as the driver records it
+    Chunk chunks[1];    // layout.count of them
 };
 
 // The allocations, oldest first (appended; a free closes the gap).
@@ -531,6 +532,8 @@ CUresult allocate(CUdeviceptr* dptr, uint64_t bytes, uint32_t gpu, uint64_t* res
     r->layout = layout;
     r->gpu = gpu;
     r->ordinal = g.ordinal;
+    if (auto current = NVS_REAL(cuCtxGetCurrent); current != nullptr)
+        current(&r->context);
     if (const CUresult e = reserve(&r->ptr, layout.reserved, layout.alignment(), 0, 0);
         e != CUDA_SUCCESS) {
         munmap(r, map_bytes);
@@ -628,14 +631,14 @@ void finish_frees(size_t count)
     g_deferred_count -= count;
 }
 
-bool range_of(CUdeviceptr ptr, CUdeviceptr* start, uint64_t* bytes)
+bool describe(CUdeviceptr ptr, Described* out)
 {
     Lock lock;
     const long i = find_containing(ptr);
     if (i < 0 || ptr - g_records[i]->ptr >= g_records[i]->bytes)
         return false;
-    *start = g_records[i]->ptr;
-    *bytes = g_records[i]->bytes;
+    const Record& r = *g_records[i];
+    *out = {r.ptr, r.bytes, kBufferIdBase + r.id, r.ordinal, r.context};
     return true;
 }
 

@@ -63,9 +63,21 @@ bool free_allocation(CUdeviceptr ptr, bool later = false);
 size_t deferred_frees();
 void finish_frees(size_t count);
 
-// The allocation that `ptr` points into, as the program asked for it: its
-// start and size. False if `ptr` is not in a swappable allocation.
-bool range_of(CUdeviceptr ptr, CUdeviceptr* start, uint64_t* bytes);
+// What the driver says of cuMemAlloc memory, for the swappable allocation
+// that `ptr` points into, from what the engine knows (its chunks may be
+// swapped out, and each mapping is a buffer of its own to the driver): its
+// start and size, one buffer ID for its life (kBufferIdBase + a counter:
+// far above the driver's own counter), its GPU's CUDA ordinal and the
+// context current when it was made. False if `ptr` is not in one.
+inline constexpr uint64_t kBufferIdBase = 1ull << 62;
+struct Described {
+    CUdeviceptr start;
+    uint64_t bytes;
+    uint64_t buffer_id;
+    CUdevice ordinal;
+    CUcontext context;
+};
+bool describe(CUdeviceptr ptr, Described* out);
 
 // True if `ptr` lies in a chunk with nothing mapped at its address (Absent,
 // Out): the driver knows the address only as a reservation until the next

@@ -188,6 +188,8 @@ struct Allocation {
     size_t size;
     CUdevice device;
     const char* kind;
+    Context* context = nullptr;  // current when it was made
+    uint64_t buffer_id = 0;
 };
 
 // A cuMemCreate handle: its memory is a memfd of `size` bytes (page-rounded),
@@ -209,7 +211,8 @@ struct Mapping {
     size_t size;
     CUmemGenericAllocationHandle handle;
     size_t offset;
-    uint64_t access = 0;  // the devices cuMemSetAccess let reach it, a bit each
+    uint64_t access = 0;     // the devices cuMemSetAccess let reach it, a bit each
+    uint64_t buffer_id = 0;  // each mapping is a buffer of its own (a new ID each time)
 };
 
 struct State {
@@ -234,6 +237,7 @@ struct State {
     uint64_t next_stream_id = 1;
     uint64_t next_handle = 1;
     uint64_t next_op = 1;
+    uint64_t next_buffer_id = 1;
 };
 
 // Leaked on purpose: worker threads may still run while the process exits.
@@ -598,7 +602,7 @@ CUresult allocate(CUdeviceptr* dptr, size_t size, const char* kind, bool device_
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     *dptr = reinterpret_cast<CUdeviceptr>(p);
-    st().allocations[*dptr] = {size, c->device, kind};
+    st().allocations[*dptr] = {size, c->device, kind, c, st().next_buffer_id++};
     log_event("alloc %s %zu %s", kind, size, api);
     return CUDA_SUCCESS;
 }
@@ -1482,12 +1486,28 @@ FAKE_EXPORT CUresult cuMemGetHandleForAddressRange(void* handle, CUdeviceptr dpt
 
 // A pointer into a VMM mapping: device memory whose range is the mapping
 // (as the driver answers for VMM), wherever its handle's memory lives.
-static CUresult vmm_pointer_attribute(void* data, CUpointer_attribute attribute,
+// As the driver answers for VMM memory: no context, the memory type of where
+// the handle's memory is (host-located: host), a buffer ID per mapping.
+static CUresult vmm_pointer_attribute(void* data, CUpointer_attribute attribute, CUdeviceptr ptr,
                                       std::map<CUdeviceptr, Mapping>::iterator m)
 {
+    const Handle& h = st().handles.at(m->second.handle);
     switch (attribute) {
         case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
-            *static_cast<CUmemorytype*>(data) = CU_MEMORYTYPE_DEVICE;
+            *static_cast<unsigned int*>(data) =
+                h.device < 0 ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
+            return CUDA_SUCCESS;
+        case CU_POINTER_ATTRIBUTE_CONTEXT:
+            *static_cast<CUcontext*>(data) = nullptr;
+            return CUDA_SUCCESS;
+        case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
+            *static_cast<CUdeviceptr*>(data) = ptr;
+            return CUDA_SUCCESS;
+        case CU_POINTER_ATTRIBUTE_BUFFER_ID:
+            *static_cast<unsigned long long*>(data) = m->second.buffer_id;
+            return CUDA_SUCCESS;
+        case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+            *static_cast<int*>(data) = h.device < 0 ? -1 : h.device;
             return CUDA_SUCCESS;
         case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
             *static_cast<CUdeviceptr*>(data) = m->first;
@@ -1511,13 +1531,29 @@ static CUresult pointer_attribute(void* data, CUpointer_attribute attribute, CUd
                                   bool zero_if_unknown)
 {
     if (auto m = containing_in(st().mappings, ptr); m != st().mappings.end())
-        return vmm_pointer_attribute(data, attribute, m);
+        return vmm_pointer_attribute(data, attribute, ptr, m);
     auto it = containing(ptr);
     const bool known = it != st().allocations.end();
     if (!known && !zero_if_unknown)
         return CUDA_ERROR_INVALID_VALUE;
     const bool device = known && strcmp(it->second.kind, "device") == 0;
     switch (attribute) {
+        case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+            *static_cast<unsigned int*>(data) = known ? CU_MEMORYTYPE_DEVICE : 0;
+            return CUDA_SUCCESS;
+        case CU_POINTER_ATTRIBUTE_CONTEXT:
+            *static_cast<CUcontext*>(data) =
+                known ? reinterpret_cast<CUcontext>(it->second.context) : nullptr;
+            return CUDA_SUCCESS;
+        case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
+            *static_cast<CUdeviceptr*>(data) = known ? ptr : 0;
+            return CUDA_SUCCESS;
+        case CU_POINTER_ATTRIBUTE_BUFFER_ID:
+            *static_cast<unsigned long long*>(data) = known ? it->second.buffer_id : 0;
+            return CUDA_SUCCESS;
+        case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+            *static_cast<int*>(data) = known ? it->second.device : -1;
+            return CUDA_SUCCESS;
         case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
             *static_cast<CUdeviceptr*>(data) = known ? it->first : 0;
             return CUDA_SUCCESS;
@@ -1775,7 +1811,7 @@ FAKE_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
     if (mmap(reinterpret_cast<void*>(ptr), size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
              h->second.fd, static_cast<off_t>(offset)) == MAP_FAILED)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    st().mappings[ptr] = {size, handle, offset};
+    st().mappings[ptr] = {size, handle, offset, 0, st().next_buffer_id++};
     st().handle_refs[handle]++;
     // A chunk of a power-of-two size off a multiple of it cannot get the
     // driver's large pages: tests look for these.

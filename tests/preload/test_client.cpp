@@ -68,6 +68,13 @@ struct Options {
     // first failure; later rounds then skip it). --peer-disable: access is
     // disabled again after the first round's kernel.
     bool peer_kernel = false;
+    // --attrs: the last allocation's pointer attributes (at its last byte)
+    // after allocating, after --pause-until and at the end; see attrs().
+    bool attrs = false;
+    // --free-async: at the end, every allocation is freed with
+    // cuMemFreeAsync on the default stream; prints free-async=ok or the
+    // first error.
+    bool free_async = false;
     bool peer_disable = false;
     std::string dlopen_copy;  // another libnvshare.so to dlopen and call into first
     int hold_ms = 0;
@@ -609,6 +616,38 @@ void contextless()
     CHECK(api.mem_free(p));
 }
 
+// One line: what cuPointerGetAttributes and cuPointerGetAttribute say of the
+// last allocation's last byte (--late-alloc's if made), and how long they
+// took.
+void attrs(const char* when)
+{
+    if (!opt.attrs || pointers.empty())
+        return;
+    const CUdeviceptr base = late_pointer != 0 ? late_pointer : pointers.back();
+    const CUdeviceptr p = base + (late_pointer != 0 ? opt.late_alloc : opt.alloc) - 1;
+    CUcontext ctx = nullptr, ctx_alone = nullptr;
+    unsigned int type = 0;
+    unsigned long long id = 0;
+    int ordinal = -2;
+    CUdeviceptr start = 0;
+    CUpointer_attribute which[] = {CU_POINTER_ATTRIBUTE_CONTEXT, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                   CU_POINTER_ATTRIBUTE_BUFFER_ID,
+                                   CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                                   CU_POINTER_ATTRIBUTE_RANGE_START_ADDR};
+    void* data[] = {&ctx, &type, &id, &ordinal, &start};
+    timespec t0{}, t1{};
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    const CUresult r = api.pointer_get_attributes(5, which, data, p);
+    const CUresult r1 = api.pointer_get_attribute(&ctx_alone, CU_POINTER_ATTRIBUTE_CONTEXT, p);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    const long ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+    printf("attrs-%s r=%d/%d ctx=%s/%s type=%u ordinal=%d id=%llu start=%s ms=%ld\n", when,
+           static_cast<int>(r), static_cast<int>(r1), ctx == context ? "same" : "other",
+           ctx_alone == context ? "same" : "other", type, ordinal, id, start == base ? "ok" : "bad",
+           ms);
+    fflush(stdout);
+}
+
 // See --peer-kernel.
 CUresult peer_result = CUDA_SUCCESS;
 int peer_rounds = 0;
@@ -766,6 +805,10 @@ bool parse(int argc, char** argv)
             opt.until = next();
         else if (a == "--pause-until")
             opt.pause_until = next();
+        else if (a == "--free-async")
+            opt.free_async = true;
+        else if (a == "--attrs")
+            opt.attrs = true;
         else if (a == "--peer-kernel")
             opt.peer_kernel = true;
         else if (a == "--peer-disable")
@@ -852,8 +895,11 @@ int main(int argc, char** argv)
         meminfo();
     if (!opt.wait_flag.empty())
         flag_wait();
-    if (!opt.pause_until.empty())
+    attrs("first");
+    if (!opt.pause_until.empty()) {
         wait_for(opt.pause_until);
+        attrs("paused");
+    }
     while (!opt.busy_until.empty() && !exists(opt.busy_until))
         run_round();
     for (int r = 1; r < opt.rounds; ++r) {
@@ -906,6 +952,20 @@ int main(int argc, char** argv)
         check_patterns();
     if (late_pointer != 0 && opt.free_first)
         late_pattern_ok("late-end");
+    attrs("end");
+    if (opt.free_async) {
+        CUresult first = CUDA_SUCCESS;
+        for (CUdeviceptr p : pointers)
+            if (const CUresult r = api.mem_free_async(p, nullptr);
+                r != CUDA_SUCCESS && first == CUDA_SUCCESS)
+                first = r;
+        CHECK(api.ctx_synchronize());
+        if (first == CUDA_SUCCESS)
+            printf("free-async=ok\n");
+        else
+            printf("free-async=error:%d\n", static_cast<int>(first));
+        pointers.clear();
+    }
     if (opt.free_at_end)
         for (CUdeviceptr p : pointers)
             CHECK(api.mem_free(p));

@@ -1,0 +1,116 @@
+// End-to-end: what the driver answers about swap-engine memory is what it
+// answers about cuMemAlloc memory (issue 43, item 7).
+#include <gtest/gtest.h>
+
+#include "tests/preload/clients.h"
+#include "tests/preload/fake_log.h"
+#include "tests/support/daemon.h"
+#include "tests/support/files.h"
+#include "tests/support/process.h"
+#include "tests/support/temp_dir.h"
+#include "tests/support/wait.h"
+
+namespace nvshare::test {
+namespace {
+
+// The line of `out` that starts with `prefix`, or "".
+std::string line_of(const std::string& out, const std::string& prefix)
+{
+    const size_t at = out.find(prefix);
+    if (at == std::string::npos)
+        return {};
+    return out.substr(at, out.find('\n', at) - at);
+}
+
+// What does not change from one query to the next: the line without its
+// label and timing.
+std::string answers(const std::string& line)
+{
+    const size_t from = line.find(' '), to = line.find(" ms=");
+    return from == std::string::npos || to == std::string::npos ? line
+                                                                : line.substr(from, to - from);
+}
+
+// Memory that found no room on the device is host memory mapped at its
+// address: the driver calls that host memory with no context, and each
+// chunk a buffer of its own; a cuMemAlloc buffer is device memory of the
+// context it was made in, one buffer.
+TEST(PointerAttributes, AreThoseOfCuMemAllocMemoryWhereverItLies)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "auto", "--capacity", "1G"});
+    Process p =
+        start_client(dir, daemon.socket(),
+                     {{"--alloc", "300M", "--late-alloc", "300M", "--kernels", "1", "--attrs"},
+                      {{"FAKECUDA_MEMORY", std::to_string(512ull << 20)}},
+                      false},
+                     "p");
+    expect_clean_exit(p);
+    const std::string first = line_of(p.out(), "attrs-first");
+    EXPECT_NE(first.find("r=0/0 ctx=same/same type=2 ordinal=0 "), std::string::npos) << p.out();
+    EXPECT_NE(first.find("start=ok"), std::string::npos) << first;
+    EXPECT_GE(count_events(dir / "fake.log", p.pid(), "alloc vmm-host"), 1)
+        << "nothing went to host memory:\n"
+        << read_text(dir / "fake.log");
+}
+
+// Swapped out while another process holds the GPU, the memory is still
+// described at once (no wait for the GPU), and as before: same context,
+// same buffer ID.
+TEST(PointerAttributes, StayTheSameAcrossASwapAndNeedNoGpu)
+{
+    TempDir dir;
+    Daemon daemon(dir,
+                  {"--anti-thrashing", "auto", "--capacity", "128M", "--time-quantum", "10min"});
+    const std::string go_on = dir / "go-on";
+    Process a = start_client(
+        dir, daemon.socket(),
+        {{"--alloc", "80M", "--kernels", "1", "--attrs", "--pause-until", go_on, "--rounds", "2"},
+         {{"NVSHARE_IDLE_RELEASE_MS", "1"}, {"NVSHARE_DEBUG", "1"}},
+         false},
+        "a");
+    ASSERT_TRUE(wait_until([&] { return a.out().find("attrs-first") != std::string::npos; }));
+    Process b =
+        start_client(dir, daemon.socket(),
+                     {{"--alloc", "80M", "--kernels", "1", "--hold-ms", "3000"}, {}, false}, "b");
+    ASSERT_TRUE(wait_until([&] {
+        return count_events(dir / "fake.log", b.pid(), "cuLaunchKernel") >= 1 &&
+               a.err().find("swapped out ") != std::string::npos;
+    })) << a.err();
+    touch(go_on);
+    ASSERT_TRUE(wait_until([&] { return a.out().find("attrs-paused") != std::string::npos; }));
+    EXPECT_TRUE(b.running()) << "the query did not overlap the other's hold";
+    expect_clean_exit(a);
+    expect_clean_exit(b);
+    const std::string first = line_of(a.out(), "attrs-first");
+    const std::string paused = line_of(a.out(), "attrs-paused");
+    const std::string end = line_of(a.out(), "attrs-end");
+    EXPECT_NE(first.find("r=0/0 ctx=same/same type=2 ordinal=0 "), std::string::npos) << a.out();
+    EXPECT_EQ(answers(paused), answers(first)) << a.out();
+    EXPECT_EQ(answers(end), answers(first)) << a.out();
+    const auto ms = numbers_after(paused, " ms=");
+    ASSERT_EQ(ms.size(), 1u) << paused;
+    EXPECT_LT(ms[0], 1000u) << paused;
+    EXPECT_NE(a.err().find("swapped in "), std::string::npos) << a.err();
+}
+
+// cudaFreeAsync of cudaMalloc memory: the driver takes it (in stream order);
+// the swap engine's memory is freed (its chunks unmapped and released).
+TEST(StreamOrderedFree, OfCuMemAllocMemoryFreesIt)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "auto"});
+    Process p = start_client(
+        dir, daemon.socket(),
+        {{"--alloc", "100M", "--allocs", "2", "--kernels", "1", "--free-async"}, {}, false}, "p");
+    expect_clean_exit(p);
+    EXPECT_NE(p.out().find("free-async=ok"), std::string::npos) << p.out() << p.err();
+    const std::string log = read_text(dir / "fake.log");
+    EXPECT_EQ(count_events(dir / "fake.log", p.pid(), "alloc vmm 67108864"),
+              count_events(dir / "fake.log", p.pid(), "free vmm 67108864"))
+        << log;
+    EXPECT_GE(count_events(dir / "fake.log", p.pid(), "free vmm 67108864"), 2) << log;
+}
+
+}  // namespace
+}  // namespace nvshare::test
