@@ -36,6 +36,13 @@
 //       it, as MPI and UCX pass): a dma-buf export, peer-memory tokens, the
 //       RDMA-capable attribute; prints each answer
 //       ("RESULT OK gpudirect dmabuf=R p2p=R rdma=V").
+//   --mode native-answers
+//       What the driver says of a cudaMalloc buffer (its last byte): the
+//       context, memory type, ordinal, range start (pointer attributes, one
+//       call for all and one per attribute), the buffer ID (the same twice);
+//       then a kernel on it, and cudaFreeAsync of it on a stream.
+//       Prints "RESULT OK native ctx=same|other type=T ordinal=O start=ok|bad
+//       id-stable=1|0 free-async=E".
 // Prints "gpu_edge: RESULT OK ..." when everything checked out.
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -346,6 +353,52 @@ int gpudirect()
     return 0;
 }
 
+__global__ void add_one(unsigned char* p, size_t n)
+{
+    for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+        p[i] += 1;
+}
+
+int native_answers()
+{
+    auto get_attribute = driver<decltype(&cuPointerGetAttribute)>("cuPointerGetAttribute", 4000);
+    auto get_attributes =
+        driver<decltype(&cuPointerGetAttributes)>("cuPointerGetAttributes", 7000);
+    auto get_current = driver<decltype(&cuCtxGetCurrent)>("cuCtxGetCurrent", 4000);
+    const size_t size = 96u << 20;
+    void* buffer = nullptr;
+    CHECK(cudaMalloc(&buffer, size));
+    CHECK(cudaMemset(buffer, 0, size));
+    const CUdeviceptr last = reinterpret_cast<CUdeviceptr>(buffer) + size - 1;
+    CUcontext mine = nullptr, ctx = nullptr, ctx_alone = nullptr;
+    CHECK_CU(get_current(&mine));
+    unsigned int type = 0;
+    unsigned long long id = 0, id_again = 0;
+    int ordinal = -2;
+    CUdeviceptr start = 0;
+    CUpointer_attribute which[] = {CU_POINTER_ATTRIBUTE_CONTEXT, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                   CU_POINTER_ATTRIBUTE_BUFFER_ID,
+                                   CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                                   CU_POINTER_ATTRIBUTE_RANGE_START_ADDR};
+    void* data[] = {&ctx, &type, &id, &ordinal, &start};
+    CHECK_CU(get_attributes(5, which, data, last));
+    CHECK_CU(get_attribute(&ctx_alone, CU_POINTER_ATTRIBUTE_CONTEXT, last));
+    add_one<<<256, 256>>>(static_cast<unsigned char*>(buffer), size);
+    CHECK(cudaDeviceSynchronize());
+    CHECK_CU(get_attribute(&id_again, CU_POINTER_ATTRIBUTE_BUFFER_ID, last));
+    cudaStream_t s = nullptr;
+    CHECK(cudaStreamCreate(&s));
+    add_one<<<256, 256, 0, s>>>(static_cast<unsigned char*>(buffer), size);
+    const cudaError_t freed = cudaFreeAsync(buffer, s);
+    CHECK(cudaStreamSynchronize(s));
+    printf("gpu_edge: RESULT OK native ctx=%s type=%u ordinal=%d start=%s id-stable=%d "
+           "free-async=%d\n",
+           ctx == mine && ctx_alone == mine ? "same" : "other", type, ordinal,
+           start == reinterpret_cast<CUdeviceptr>(buffer) ? "ok" : "bad", id == id_again && id != 0,
+           static_cast<int>(freed));
+    return 0;
+}
+
 int main(int argc, char** argv)
 {
     std::string mode;
@@ -387,6 +440,8 @@ int main(int argc, char** argv)
         return meminfo();
     if (mode == "gpudirect")
         return gpudirect();
+    if (mode == "native-answers")
+        return native_answers();
     fprintf(stderr, "gpu_edge: unknown --mode %s\n", mode.c_str());
     return 2;
 }
