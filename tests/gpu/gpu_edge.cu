@@ -362,8 +362,7 @@ __global__ void add_one(unsigned char* p, size_t n)
 int native_answers()
 {
     auto get_attribute = driver<decltype(&cuPointerGetAttribute)>("cuPointerGetAttribute", 4000);
-    auto get_attributes =
-        driver<decltype(&cuPointerGetAttributes)>("cuPointerGetAttributes", 7000);
+    auto get_attributes = driver<decltype(&cuPointerGetAttributes)>("cuPointerGetAttributes", 7000);
     auto get_current = driver<decltype(&cuCtxGetCurrent)>("cuCtxGetCurrent", 4000);
     const size_t size = 96u << 20;
     void* buffer = nullptr;
@@ -391,11 +390,12 @@ int native_answers()
     add_one<<<256, 256, 0, s>>>(static_cast<unsigned char*>(buffer), size);
     const cudaError_t freed = cudaFreeAsync(buffer, s);
     CHECK(cudaStreamSynchronize(s));
-    printf("gpu_edge: RESULT OK native ctx=%s type=%u ordinal=%d start=%s id-stable=%d "
-           "free-async=%d\n",
-           ctx == mine && ctx_alone == mine ? "same" : "other", type, ordinal,
-           start == reinterpret_cast<CUdeviceptr>(buffer) ? "ok" : "bad", id == id_again && id != 0,
-           static_cast<int>(freed));
+    printf(
+        "gpu_edge: RESULT OK native ctx=%s type=%u ordinal=%d start=%s id-stable=%d "
+        "free-async=%d\n",
+        ctx == mine && ctx_alone == mine ? "same" : "other", type, ordinal,
+        start == reinterpret_cast<CUdeviceptr>(buffer) ? "ok" : "bad", id == id_again && id != 0,
+        static_cast<int>(freed));
     return 0;
 }
 
