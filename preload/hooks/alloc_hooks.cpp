@@ -118,8 +118,9 @@ CUresult allocate_rewritten(CUdeviceptr* dptr, size_t bytes, int gpu)
         if (swap_plan::choose_backing(f) == swap_plan::Backing::Swappable) {
             uint64_t reserved = 0;
             bool absent = false;
-            if (swappable::allocate(dptr, bytes, index, &reserved, &absent,
-                                    residency::room_will_come(index, bytes)) == CUDA_SUCCESS) {
+            const CUresult r = swappable::allocate(dptr, bytes, index, &reserved, &absent,
+                                                   residency::room_will_come(index, bytes));
+            if (r == CUDA_SUCCESS) {
                 track(Table::Pointers, *dptr, reserved, gpu, Kind::Managed, true, true);
                 if (absent) {
                     // Before the pointer is returned: no work may reach the
@@ -132,7 +133,19 @@ CUresult allocate_rewritten(CUdeviceptr* dptr, size_t bytes, int gpu)
                 }
                 return CUDA_SUCCESS;
             }
-            // Neither the GPU nor pinned host memory has room, or no VMM: managed.
+            // Neither the GPU nor host memory within the budget has room: out
+            // of memory, as the driver says where the GPU is full. Managed
+            // memory instead faulted on a GPU full of memory the driver
+            // cannot evict (an illegal address on an H100).
+            if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+                log_warn(
+                    "out of memory: %llu bytes found no room on GPU %d nor in the host "
+                    "memory nvshare may pin (a quarter of what is available above a "
+                    "reserve of 1/32 of the host's memory)",
+                    static_cast<unsigned long long>(bytes), devices::at(index).ordinal);
+                return CUDA_ERROR_OUT_OF_MEMORY;
+            }
+            // No VMM: managed.
         }
     }
     return allocate_managed(dptr, bytes, gpu);

@@ -181,6 +181,11 @@ bool host_low()
     return host_budget::low(figures_now());
 }
 
+bool may_pin(uint64_t bytes)
+{
+    return bytes <= host_budget::pinnable(figures_now());
+}
+
 uint64_t take_refused()
 {
     return g_refused_bytes.exchange(0, std::memory_order_relaxed);

@@ -22,6 +22,11 @@ uint64_t make(const uint64_t* sizes, void** out, size_t count);
 // Whether the host runs low on memory (host_budget::low).
 bool host_low();
 
+// Whether `bytes` more may be pinned now (host_budget::pinnable): what the
+// swap engine pins by other means (host-located VMM memory for chunks that
+// find no room on the GPU) stays within the same budget.
+bool may_pin(uint64_t bytes);
+
 // Bytes that make() refused since the last call because the host had too
 // little memory left.
 uint64_t take_refused();

@@ -252,12 +252,15 @@ bool place_on_device(Record& r, uint32_t i, uint64_t* create_ns = nullptr, bool 
     return true;
 }
 
-// The chunk's host memory, made once and mapped at the staging address.
+// The chunk's host memory, made once and mapped at the staging address;
+// made only within the host's budget (host_memory::may_pin).
 bool ensure_host(Record& r, uint32_t i)
 {
     Chunk& c = r.chunks[i];
     if (c.host != 0)
         return true;
+    if (!host_memory::may_pin(r.layout.size_of(i)))
+        return false;
     if (r.staging == 0) {
         auto reserve = NVS_REAL(cuMemAddressReserve);
         CUdeviceptr va = 0;
@@ -555,13 +558,17 @@ CUresult allocate(CUdeviceptr* dptr, uint64_t bytes, uint32_t gpu, uint64_t* res
     // the rest waits for them to give it back (nvshared asks them once it
     // learns our size): pinning host memory meanwhile is slow, and slows
     // their pinning of the host memory they move to.
+    // Memory left to wait must have host memory to go to should the room
+    // not come: where the host has none left to pin, what finds no room is
+    // out of memory now, not an unmapped address later.
     bool ok = true;
     uint64_t on_host = 0, left_absent = 0;
     const bool shared = g_shared_hold[gpu].load(std::memory_order_relaxed);
+    const bool may_wait = (shared || wait_for_room) && host_memory::may_pin(layout.reserved);
     for (uint32_t i = 0; g_resident[gpu] && i < layout.count && ok; ++i) {
         if (on_host == 0 && left_absent == 0 && place_on_device(*r, i))
             continue;
-        if (shared || wait_for_room) {
+        if (may_wait) {
             left_absent += layout.size_of(i);
             continue;
         }

@@ -2146,6 +2146,35 @@ TEST(SwapEngine, AHostLowOnMemoryPinsNothing)
     EXPECT_NE(said.find("MiB of data stay on GPU 0, not swapped out"), std::string::npos) << said;
 }
 
+// An allocation that finds no room on the GPU while the process holds it,
+// on a host with nothing left to pin (1 GiB available of 64: below the
+// reserve), fails with CUDA_ERROR_OUT_OF_MEMORY and one line that names
+// what ran out: no host memory beyond the budget, no managed memory (which
+// faulted on a full GPU), nothing left unmapped.
+TEST(SwapEngine, AnAllocationWithNoRoomOnTheGpuNorTheHostIsOutOfMemory)
+{
+    if (geteuid() != 0)
+        GTEST_SKIP() << "needs root for a private mount namespace";
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "auto", "--capacity", "1G"});
+    Process p = start_client(dir, daemon.socket(),
+                             {{"--kernels", "1", "--alloc", "300M", "--late-alloc", "300M"},
+                              {{"FAKECUDA_MEMORY", std::to_string(512ull << 20)},
+                               {kMeminfoText, meminfo_of_64g(1024 * 1024)}},
+                              false},
+                             "p");
+    expect_clean_exit(p);
+    EXPECT_NE(p.out().find("late=oom"), std::string::npos) << p.out() << p.err();
+    EXPECT_NE(p.err().find("out of memory: 314572800 bytes found no room on GPU 0 nor in the "
+                           "host memory nvshare may pin"),
+              std::string::npos)
+        << p.err();
+    const std::string log = read_text(dir / "fake.log");
+    EXPECT_EQ(count_events(dir / "fake.log", p.pid(), "alloc vmm-host"), 0) << log;
+    EXPECT_EQ(count_events(dir / "fake.log", p.pid(), "alloc managed"), 0) << log;
+    EXPECT_EQ(faults(dir, p.pid()), 0) << log;
+}
+
 // While the host runs low on memory, host memory kept only for data that is
 // on the GPU goes back. The waiter of AWaiterOnAnOversubscribedGpuMakesHost-
 // MemoryAhead made host memory ahead for the chunks it kept beside the

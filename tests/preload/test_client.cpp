@@ -308,7 +308,13 @@ bool late_pattern_ok(const char* what)
 void late_alloc()
 {
     CUdeviceptr p = 0;
-    CHECK(api.mem_alloc(&p, opt.late_alloc));
+    if (const CUresult r = api.mem_alloc(&p, opt.late_alloc); r == CUDA_ERROR_OUT_OF_MEMORY) {
+        printf("late=oom\n");
+        fflush(stdout);
+        return;
+    } else {
+        CHECK(r);
+    }
     const size_t n = opt.late_alloc / 8;
     auto words = std::make_unique_for_overwrite<uint64_t[]>(n);
     fill_pattern(words.get(), n, 1000);
