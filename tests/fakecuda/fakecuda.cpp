@@ -1486,87 +1486,91 @@ FAKE_EXPORT CUresult cuMemGetHandleForAddressRange(void* handle, CUdeviceptr dpt
 
 // A pointer into a VMM mapping: device memory whose range is the mapping
 // (as the driver answers for VMM), wherever its handle's memory lives.
-// As the driver answers for VMM memory: no context, the memory type of where
-// the handle's memory is (host-located: host), a buffer ID per mapping.
-static CUresult vmm_pointer_attribute(void* data, CUpointer_attribute attribute, CUdeviceptr ptr,
-                                      std::map<CUdeviceptr, Mapping>::iterator m)
+// What the driver says of a buffer (all zero for an unknown pointer).
+struct Buffer {
+    unsigned int type = 0;  // CUmemorytype
+    Context* context = nullptr;
+    uint64_t id = 0;
+    int ordinal = -1;
+    CUdeviceptr start = 0;
+    size_t size = 0;
+    unsigned int managed = 0, rdma = 0;
+};
+
+// Writes the attributes that every buffer has; false for the others.
+static bool buffer_attribute(void* data, CUpointer_attribute attribute, CUdeviceptr ptr,
+                             const Buffer& b)
 {
-    const Handle& h = st().handles.at(m->second.handle);
     switch (attribute) {
         case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
-            *static_cast<unsigned int*>(data) =
-                h.device < 0 ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
-            return CUDA_SUCCESS;
+            *static_cast<unsigned int*>(data) = b.type;
+            return true;
         case CU_POINTER_ATTRIBUTE_CONTEXT:
-            *static_cast<CUcontext*>(data) = nullptr;
-            return CUDA_SUCCESS;
+            *static_cast<CUcontext*>(data) = reinterpret_cast<CUcontext>(b.context);
+            return true;
         case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
-            *static_cast<CUdeviceptr*>(data) = ptr;
-            return CUDA_SUCCESS;
+            *static_cast<CUdeviceptr*>(data) = b.type != 0 ? ptr : 0;
+            return true;
         case CU_POINTER_ATTRIBUTE_BUFFER_ID:
-            *static_cast<unsigned long long*>(data) = m->second.buffer_id;
-            return CUDA_SUCCESS;
+            *static_cast<unsigned long long*>(data) = b.id;
+            return true;
         case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
-            *static_cast<int*>(data) = h.device < 0 ? -1 : h.device;
-            return CUDA_SUCCESS;
+            *static_cast<int*>(data) = b.ordinal;
+            return true;
         case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
-            *static_cast<CUdeviceptr*>(data) = m->first;
-            return CUDA_SUCCESS;
+            *static_cast<CUdeviceptr*>(data) = b.start;
+            return true;
         case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
-            *static_cast<size_t*>(data) = m->second.size;
-            return CUDA_SUCCESS;
+            *static_cast<size_t*>(data) = b.size;
+            return true;
         case CU_POINTER_ATTRIBUTE_IS_MANAGED:
-        case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:  // not asked for at cuMemCreate
-            *static_cast<unsigned int*>(data) = 0;
-            return CUDA_SUCCESS;
+            *static_cast<unsigned int*>(data) = b.managed;
+            return true;
+        case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
+            *static_cast<unsigned int*>(data) = b.rdma;
+            return true;
         default:
-            return CUDA_ERROR_INVALID_VALUE;
+            return false;
     }
 }
 
-// The attributes the tests ask for. Unknown pointers (a reserved address
-// where nothing is mapped included): an error from cuPointerGetAttribute,
-// zeros from cuPointerGetAttributes (as the driver).
+// The attributes the tests ask for, as the driver answers them: for VMM
+// memory no context, the memory type of where the handle's memory is
+// (host-located: host), a buffer ID per mapping, not RDMA-capable (not asked
+// for at cuMemCreate). Unknown pointers (a reserved address where nothing is
+// mapped included): an error from cuPointerGetAttribute, zeros from
+// cuPointerGetAttributes (as the driver).
 static CUresult pointer_attribute(void* data, CUpointer_attribute attribute, CUdeviceptr ptr,
                                   bool zero_if_unknown)
 {
-    if (auto m = containing_in(st().mappings, ptr); m != st().mappings.end())
-        return vmm_pointer_attribute(data, attribute, ptr, m);
+    if (auto m = containing_in(st().mappings, ptr); m != st().mappings.end()) {
+        const Handle& h = st().handles.at(m->second.handle);
+        const Buffer b{h.device < 0 ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE,
+                       nullptr,
+                       m->second.buffer_id,
+                       h.device < 0 ? -1 : h.device,
+                       m->first,
+                       m->second.size};
+        return buffer_attribute(data, attribute, ptr, b) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    }
     auto it = containing(ptr);
     const bool known = it != st().allocations.end();
     if (!known && !zero_if_unknown)
         return CUDA_ERROR_INVALID_VALUE;
     const bool device = known && strcmp(it->second.kind, "device") == 0;
+    Buffer b;
+    if (known)
+        b = {CU_MEMORYTYPE_DEVICE,
+             it->second.context,
+             it->second.buffer_id,
+             it->second.device,
+             it->first,
+             it->second.size,
+             strcmp(it->second.kind, "managed") == 0 ? 1u : 0u,
+             device ? 1u : 0u};
+    if (buffer_attribute(data, attribute, ptr, b))
+        return CUDA_SUCCESS;
     switch (attribute) {
-        case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
-            *static_cast<unsigned int*>(data) = known ? CU_MEMORYTYPE_DEVICE : 0;
-            return CUDA_SUCCESS;
-        case CU_POINTER_ATTRIBUTE_CONTEXT:
-            *static_cast<CUcontext*>(data) =
-                known ? reinterpret_cast<CUcontext>(it->second.context) : nullptr;
-            return CUDA_SUCCESS;
-        case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
-            *static_cast<CUdeviceptr*>(data) = known ? ptr : 0;
-            return CUDA_SUCCESS;
-        case CU_POINTER_ATTRIBUTE_BUFFER_ID:
-            *static_cast<unsigned long long*>(data) = known ? it->second.buffer_id : 0;
-            return CUDA_SUCCESS;
-        case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
-            *static_cast<int*>(data) = known ? it->second.device : -1;
-            return CUDA_SUCCESS;
-        case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
-            *static_cast<CUdeviceptr*>(data) = known ? it->first : 0;
-            return CUDA_SUCCESS;
-        case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
-            *static_cast<size_t*>(data) = known ? it->second.size : 0;
-            return CUDA_SUCCESS;
-        case CU_POINTER_ATTRIBUTE_IS_MANAGED:
-            *static_cast<unsigned int*>(data) =
-                known && strcmp(it->second.kind, "managed") == 0 ? 1 : 0;
-            return CUDA_SUCCESS;
-        case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
-            *static_cast<unsigned int*>(data) = device ? 1 : 0;
-            return CUDA_SUCCESS;
         case CU_POINTER_ATTRIBUTE_P2P_TOKENS: {
             if (!device)
                 return CUDA_ERROR_INVALID_VALUE;
