@@ -156,7 +156,10 @@ def run_case(a, name, spec):
 
 
 def gpu_count():
-    r = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True)
+    try:
+        r = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return 0
     return sum(1 for l in r.stdout.splitlines() if l.startswith("GPU "))
 
 
