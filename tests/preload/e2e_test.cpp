@@ -1756,9 +1756,12 @@ TEST(SwapEngine, LargeGpusMoveLargeChunksAlignedToTheirSize)
 
 // A holder lets go before it swaps out, so that its copies out overlap the
 // next holder's copies in: here both share one fake device of 512 MiB (each
-// needs 350 MiB; every copy of a chunk takes 100 ms). The next holder finds
+// needs 350 MiB; every copy of a chunk takes 40 ms). The next holder finds
 // no room at first and takes it as the releaser's groups leave, rather than
 // pinning host memory for what does not fit (no host-located VMM memory).
+// It waits for room while the room grows, and gives up after 0.5 s without
+// growth: a loaded machine once took 0.67 s to remap the releaser's first
+// group when each copy took 100 ms.
 TEST(SwapEngine, TheNextHolderCopiesInWhileTheReleaserCopiesOut)
 {
     TempDir dir;
@@ -1766,7 +1769,7 @@ TEST(SwapEngine, TheNextHolderCopiesInWhileTheReleaserCopiesOut)
     const Pair p = run_swapping_pair(dir, daemon,
                                      {{"FAKECUDA_SHARED_DEVICE", dir / "device"},
                                       {"FAKECUDA_MEMORY", std::to_string(512ull << 20)},
-                                      {"FAKECUDA_COPY_US", "100000"}});
+                                      {"FAKECUDA_COPY_US", "40000"}});
     const auto work = read_work(dir / "fake.log");
     EXPECT_FALSE(overlapped(work_named(work, "cuLaunch"), p.a.pid(), p.b.pid()));
     EXPECT_TRUE(overlapped(work_named(work, "cuMemcpyAsync"), p.a.pid(), p.b.pid()))
