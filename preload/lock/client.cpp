@@ -106,6 +106,7 @@ void ClientLoop::disconnect()
 
 void ClientLoop::open_gate()
 {
+    swappable::release_moves();  // whatever moved has ended
     if (lock::open_gate())
         return;
     // Data of ours is still swapped out where it should be back: let go and
@@ -356,13 +357,24 @@ bool ClientLoop::drain(uint64_t deadline)
     return done;
 }
 
+bool ClientLoop::hold_moves(uint32_t let_through)
+{
+    // From here no thread fails open (swappable::open_if_mapped refuses), and
+    // one that did since the drain ended is counted: nothing moves then.
+    swappable::hold_moves();
+    if (gate_fail_opens() == let_through)
+        return true;
+    swappable::release_moves();
+    return false;
+}
+
 bool ClientLoop::quiesce(uint64_t deadline)
 {
     for (;;) {
         gate_close();
         const uint32_t let_through = gate_fail_opens();
         const bool drained = drain(deadline);
-        if (gate_fail_opens() == let_through)
+        if (gate_fail_opens() == let_through && (!drained || hold_moves(let_through)))
             return drained;
         // Work went through the stuck drain and may run still: once more,
         // with the gate closed again, until the deadline.
@@ -488,7 +500,7 @@ void ClientLoop::release_if_idle(uint64_t now)
                 const uint64_t idle = was_busy ? 0 : drained - s_.quiet_since;
                 // Closed idle, with nothing in flight or waiting: quiet
                 // unless work went through during the drain.
-                release(now + kEvictLimitNs, gate_fail_opens() == let_through);
+                release(now + kEvictLimitNs, hold_moves(let_through));
                 const uint64_t ski = IdleGaps::ski_rental(share, period);
                 log_debug(
                     "released early: idle for %llu ms (kept it idle up to %llu ms; our share of "
@@ -723,6 +735,9 @@ void ClientLoop::wait_event(int timeout)
 void ClientLoop::run()
 {
     for (;;) {
+        // What the last round moved (work() and the messages' handlers) has
+        // ended: threads at the gate may fail open again.
+        swappable::release_moves();
         if (!conn_.is_open()) {
             const uint64_t now = now_ns();
             if (failing_ && now < retry_at_) {

@@ -92,7 +92,11 @@ private:
     // The gate closed and the program's work drained with none let through
     // meanwhile: what moving memory needs. False (nothing may move) where a
     // capture runs, or work went through a stuck drain until `deadline`.
+    // True when nothing went through the gate since `let_through` was read:
+    // threads that fail open are then refused until the next round of the
+    // loop or open_gate() (swappable::hold_moves), so memory may move.
     bool quiesce(uint64_t deadline);
+    bool hold_moves(uint32_t let_through);
     void report_stats();
     int timeout_ms(uint64_t now) const;
     void wait_event(int timeout);

@@ -59,6 +59,8 @@ std::atomic<bool> g_shared_hold[devices::kMaxGpus];
 // Chunks with nothing mapped (Absent, Out): absent_at() has nothing to look
 // for while 0.
 std::atomic<uint64_t> g_absent{0};
+// hold_moves() to release_moves(): the client thread moves memory.
+bool g_moves_held = false;
 // Per GPU, bytes of swappable memory in all and on the device.
 std::atomic<uint64_t> g_total[devices::kMaxGpus];
 std::atomic<uint64_t> g_device[devices::kMaxGpus];
@@ -663,22 +665,45 @@ bool absent_at(CUdeviceptr ptr)
            (r.chunks[chunk].where == Where::Absent || r.chunks[chunk].where == Where::Out);
 }
 
-bool map_absent(uint32_t gpu)
+bool open_if_mapped(void (*open)())
 {
     Lock lock;
-    if (g_absent.load(std::memory_order_relaxed) == 0)
-        return true;
+    if (g_moves_held)
+        return false;
     bool mapped = true;
-    for_each_chunk(gpu, [&](Record& r, uint32_t i) {
-        Chunk& c = r.chunks[i];
-        if (c.where == Where::Absent && !place_on_device(r, i) && !place_on_host(r, i))
-            log_warn("no memory for %llu bytes at %#llx, neither on GPU %d nor on the host",
-                     static_cast<unsigned long long>(r.layout.size_of(i)),
-                     static_cast<unsigned long long>(r.ptr + r.layout.offset_of(i)), r.ordinal);
-        mapped &= c.where != Where::Out;
-        return true;
-    });
-    return mapped;
+    if (g_absent.load(std::memory_order_relaxed) != 0) {
+        for (uint32_t gpu = 0; gpu < devices::kMaxGpus; ++gpu)
+            for_each_chunk(gpu, [&](Record& r, uint32_t i) {
+                Chunk& c = r.chunks[i];
+                if (c.where == Where::Absent && !place_on_device(r, i) && !place_on_host(r, i))
+                    log_warn("no memory for %llu bytes at %#llx, neither on GPU %d nor on the host",
+                             static_cast<unsigned long long>(r.layout.size_of(i)),
+                             static_cast<unsigned long long>(r.ptr + r.layout.offset_of(i)),
+                             r.ordinal);
+                mapped &= c.where == Where::Device || c.where == Where::Host;
+                return true;
+            });
+    }
+    if (!mapped)
+        return false;
+    // A swap-in round's copies still in flight (later rounds were to wait
+    // for them): the work let through reads what they bring.
+    for (uint32_t gpu = 0; gpu < devices::kMaxGpus; ++gpu)
+        wait_unsynced(gpu);
+    open();
+    return true;
+}
+
+void hold_moves()
+{
+    Lock lock;
+    g_moves_held = true;
+}
+
+void release_moves()
+{
+    Lock lock;
+    g_moves_held = false;
 }
 
 bool set_peer(uint32_t gpu, CUdevice peer, bool enabled)
@@ -1032,6 +1057,7 @@ void reset_after_fork()
     g_count = g_capacity = 0;
     g_deferred_count = 0;
     g_absent.store(0);
+    g_moves_held = false;
     memset(g_peers, 0, sizeof g_peers);
     memset(g_peer_enables, 0, sizeof g_peer_enables);
     for (uint32_t i = 0; i < devices::kMaxGpus; ++i) {

@@ -84,15 +84,23 @@ bool describe(CUdeviceptr ptr, Described* out);
 // grant.
 bool absent_at(CUdeviceptr ptr);
 
-// GPU work is let through while the client thread's drain is stuck (queued
-// work waits for work held back at the gate): every Absent chunk of GPU
-// `gpu` (no data yet) gets memory now, on the device where it has room, else
-// in host memory, so that no work runs on an unmapped address. No copies:
-// any thread. False if an Out chunk of the GPU is left, whose data only a
-// swap-in copies back. A chunk for which neither place has memory is left
-// Absent with a warning: the allocation ran out of memory, and work on it
-// fails in the driver.
-bool map_absent(uint32_t gpu);
+// The check behind lock::open_gate, the one place that opens the gate (the
+// invariant, preload/README.md). Under the engine's lock: every Absent chunk
+// (no data yet) gets memory now, on the device where it has room, else in
+// host memory (no copy: any thread may do it); then, only if no chunk of any
+// GPU is Out (its data comes back only by a swap-in) or left without memory,
+// and no move is under way (hold_moves), `open` runs (it opens the gate)
+// before the lock is dropped: no allocation that leaves chunks without memory
+// and no swap-out can come between the check and the open. False, `open` not
+// run, otherwise; a chunk for which neither place has memory is named in a
+// warning.
+bool open_if_mapped(void (*open)());
+// The client thread has drained the program's work and is about to move
+// memory (ClientLoop::quiesce): from now until release_moves(), open_if_mapped
+// refuses, so that a thread that saw a stuck drain cannot let work through
+// onto memory being copied or unmapped.
+void hold_moves();
+void release_moves();
 
 // Peer access (cuCtxEnablePeerAccess from a context of GPU `peer`, a CUDA
 // ordinal, to one of GPU `gpu`): with `enabled`, `peer` may reach this
