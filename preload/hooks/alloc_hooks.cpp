@@ -145,7 +145,11 @@ CUresult allocate_rewritten(CUdeviceptr* dptr, size_t bytes, int gpu)
                     static_cast<unsigned long long>(bytes), devices::at(index).ordinal);
                 return CUDA_ERROR_OUT_OF_MEMORY;
             }
-            // No VMM: managed.
+            // Any other driver error (a sticky one after a fault, a bad
+            // context) is the answer, as cuMemAlloc would give it; only a
+            // GPU without VMM goes on to managed memory.
+            if (r != CUDA_ERROR_NOT_SUPPORTED)
+                return r;
         }
     }
     return allocate_managed(dptr, bytes, gpu);

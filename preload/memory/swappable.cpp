@@ -61,6 +61,28 @@ std::atomic<bool> g_shared_hold[devices::kMaxGpus];
 std::atomic<uint64_t> g_absent{0};
 // hold_moves() to release_moves(): the client thread moves memory.
 bool g_moves_held = false;
+// The driver answered with an error that ends the process's CUDA (a sticky
+// one, e.g. an illegal address): every later launch fails anyway.
+bool g_sticky = false;
+
+// Errors after which the context can run no more work.
+bool is_sticky(CUresult e)
+{
+    switch (e) {
+        case CUDA_ERROR_ILLEGAL_ADDRESS:
+        case CUDA_ERROR_LAUNCH_FAILED:
+        case CUDA_ERROR_ECC_UNCORRECTABLE:
+        case CUDA_ERROR_HARDWARE_STACK_ERROR:
+        case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+        case CUDA_ERROR_MISALIGNED_ADDRESS:
+        case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+        case CUDA_ERROR_INVALID_PC:
+        case CUDA_ERROR_ASSERT:
+            return true;
+        default:
+            return false;
+    }
+}
 // Per GPU, bytes of swappable memory in all and on the device.
 std::atomic<uint64_t> g_total[devices::kMaxGpus];
 std::atomic<uint64_t> g_device[devices::kMaxGpus];
@@ -199,7 +221,9 @@ CUresult create_on(const Record& r, CUmemLocationType type, uint64_t size,
         return CUDA_ERROR_NOT_FOUND;
     const CUmemAllocationProp prop =
         prop_for(type, type == CU_MEM_LOCATION_TYPE_DEVICE ? r.ordinal : 0);
-    return create(out, size, &prop, 0);
+    const CUresult e = create(out, size, &prop, 0);
+    g_sticky |= is_sticky(e);
+    return e;
 }
 
 void count_host(const Record& r, uint64_t size, bool added)
@@ -222,16 +246,19 @@ void count_device(const Record& r, uint64_t size, bool added)
 // unchanged) if the device has none to give. With `access` false the GPU
 // may not reach it yet: the caller grants access (allow_access) or takes
 // the chunk back (leave_device) before anything uses it.
-bool place_on_device(Record& r, uint32_t i, uint64_t* create_ns = nullptr, bool access = true)
+bool place_on_device(Record& r, uint32_t i, uint64_t* create_ns = nullptr, bool access = true,
+                     CUresult* failure = nullptr)
 {
     Chunk& c = r.chunks[i];
     const uint64_t size = r.layout.size_of(i), va = r.ptr + r.layout.offset_of(i);
     CUmemGenericAllocationHandle h = 0;
     const uint64_t creating = create_ns != nullptr ? now_ns() : 0;
-    const bool created = create_on(r, CU_MEM_LOCATION_TYPE_DEVICE, size, &h) == CUDA_SUCCESS;
+    const CUresult created = create_on(r, CU_MEM_LOCATION_TYPE_DEVICE, size, &h);
     if (create_ns != nullptr)
         *create_ns += now_ns() - creating;
-    if (!created)
+    if (failure != nullptr)
+        *failure = created;
+    if (created != CUDA_SUCCESS)
         return false;
     if (c.where == Where::Host && !unmap_at(va, size)) {
         release_handle(h);
@@ -563,13 +590,22 @@ CUresult allocate(CUdeviceptr* dptr, uint64_t bytes, uint32_t gpu, uint64_t* res
     // Memory left to wait must have host memory to go to should the room
     // not come: where the host has none left to pin, what finds no room is
     // out of memory now, not an unmapped address later.
+    // An error other than a full device (e.g. a sticky one) is the
+    // allocation's answer, as the driver's own cuMemAlloc gives it.
     bool ok = true;
+    CUresult error = CUDA_ERROR_OUT_OF_MEMORY;
     uint64_t on_host = 0, left_absent = 0;
     const bool shared = g_shared_hold[gpu].load(std::memory_order_relaxed);
     const bool may_wait = (shared || wait_for_room) && host_memory::may_pin(layout.reserved);
     for (uint32_t i = 0; g_resident[gpu] && i < layout.count && ok; ++i) {
-        if (on_host == 0 && left_absent == 0 && place_on_device(*r, i))
+        CUresult failure = CUDA_SUCCESS;
+        if (on_host == 0 && left_absent == 0 && place_on_device(*r, i, nullptr, true, &failure))
             continue;
+        if (failure != CUDA_SUCCESS && failure != CUDA_ERROR_OUT_OF_MEMORY) {
+            error = failure;
+            ok = false;
+            break;
+        }
         if (may_wait) {
             left_absent += layout.size_of(i);
             continue;
@@ -594,7 +630,7 @@ CUresult allocate(CUdeviceptr* dptr, uint64_t bytes, uint32_t gpu, uint64_t* res
             r->ordinal, static_cast<unsigned long long>(left_absent));
     if (!ok || !append(r)) {
         destroy(r);
-        return CUDA_ERROR_OUT_OF_MEMORY;
+        return error;
     }
     *dptr = r->ptr;
     *reserved = layout.reserved;
@@ -670,6 +706,8 @@ bool open_if_mapped(void (*open)())
     Lock lock;
     if (g_moves_held)
         return false;
+    // With the process's CUDA gone, work fails in the driver, wherever its
+    // memory is: held back, the program would wait for good.
     bool mapped = true;
     if (g_absent.load(std::memory_order_relaxed) != 0) {
         for (uint32_t gpu = 0; gpu < devices::kMaxGpus; ++gpu)
@@ -680,7 +718,7 @@ bool open_if_mapped(void (*open)())
                              static_cast<unsigned long long>(r.layout.size_of(i)),
                              static_cast<unsigned long long>(r.ptr + r.layout.offset_of(i)),
                              r.ordinal);
-                mapped &= c.where == Where::Device || c.where == Where::Host;
+                mapped &= c.where == Where::Device || c.where == Where::Host || g_sticky;
                 return true;
             });
     }
@@ -1058,6 +1096,7 @@ void reset_after_fork()
     g_deferred_count = 0;
     g_absent.store(0);
     g_moves_held = false;
+    g_sticky = false;
     memset(g_peers, 0, sizeof g_peers);
     memset(g_peer_enables, 0, sizeof g_peer_enables);
     for (uint32_t i = 0; i < devices::kMaxGpus; ++i) {

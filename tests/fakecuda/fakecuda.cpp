@@ -593,6 +593,8 @@ CUresult allocate(CUdeviceptr* dptr, size_t size, const char* kind, bool device_
     Context* c = current();
     if (c == nullptr)
         return CUDA_ERROR_INVALID_CONTEXT;
+    if (const CUresult e = context_error(c); e != CUDA_SUCCESS)
+        return e;  // sticky, as on a GPU
     std::lock_guard<std::mutex> g(st().mutex);
     void* p = map_memory(size);
     if (p == nullptr)
@@ -1701,6 +1703,8 @@ FAKE_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t si
     const CUdevice dev = device ? prop->location.id : -1;
     if (device && (dev < 0 || dev >= st().device_count))
         return CUDA_ERROR_INVALID_DEVICE;
+    if (const Context* c = current(); c != nullptr && context_error(c) != CUDA_SUCCESS)
+        return context_error(c);  // a lost context makes no memory, as on a GPU
     std::lock_guard<std::mutex> g(st().mutex);
     // The handle's memory, wherever it gets mapped; sparse until written.
     const int fd = memfd_create(device ? "fakecuda-vmm" : "fakecuda-vmm-host", MFD_CLOEXEC);

@@ -43,6 +43,10 @@
 //       then a kernel on it, and cudaFreeAsync of it on a stream.
 //       Prints "RESULT OK native ctx=same|other type=T ordinal=O start=ok|bad
 //       id-stable=1|0 free-async=E".
+//   --mode fault-then-alloc
+//       A kernel writes to reserved address space with nothing mapped (an
+//       illegal address: the context is lost), then a 64 MiB cudaMalloc.
+//       Prints "RESULT OK fault sync=E alloc=E" (the two errors).
 // Prints "gpu_edge: RESULT OK ..." when everything checked out.
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -399,6 +403,25 @@ int native_answers()
     return 0;
 }
 
+__global__ void write_at(unsigned char* p)
+{
+    p[threadIdx.x * 4096] = 1;
+}
+
+int fault_then_alloc()
+{
+    auto reserve = driver<decltype(&cuMemAddressReserve)>("cuMemAddressReserve", 10020);
+    CUdeviceptr hole = 0;
+    CHECK_CU(reserve(&hole, 2u << 20, 0, 0, 0));
+    write_at<<<1, 32>>>(reinterpret_cast<unsigned char*>(hole));
+    const cudaError_t sync = cudaDeviceSynchronize();
+    void* p = nullptr;
+    const cudaError_t alloc = cudaMalloc(&p, 64u << 20);
+    printf("gpu_edge: RESULT OK fault sync=%d alloc=%d\n", static_cast<int>(sync),
+           static_cast<int>(alloc));
+    return 0;
+}
+
 int main(int argc, char** argv)
 {
     std::string mode;
@@ -442,6 +465,8 @@ int main(int argc, char** argv)
         return gpudirect();
     if (mode == "native-answers")
         return native_answers();
+    if (mode == "fault-then-alloc")
+        return fault_then_alloc();
     fprintf(stderr, "gpu_edge: unknown --mode %s\n", mode.c_str());
     return 2;
 }

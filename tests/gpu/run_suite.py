@@ -397,29 +397,39 @@ class Runner:
                         ("" if ok else " | " + out[1][-500:] + plain.stdout[-200:] +
                          plain.stderr[-200:]))
 
-    def native_answers(self):
-        """Issue 43, item 7: what the driver says of a cudaMalloc buffer (pointer
-        attributes) and cudaFreeAsync of it are the same with the library (the
-        swap engine's memory) as without it."""
-        name = "native-answers"
+    def same_answers(self, name, mode, marker, expect):
+        """gpu_edge --mode MODE with the library and without it: the RESULT
+        line after `marker` is the same, and holds each string of `expect`."""
         with tempfile.TemporaryDirectory(dir=self.a.out) as wd:
             d = Daemon(self.a.nvshared, wd, ["--anti-thrashing", "auto"])
-            plain = subprocess.run([self.a.edge, "--mode", "native-answers"],
+            plain = subprocess.run([self.a.edge, "--mode", mode],
                                    env=self.env(d.sock, preload=False), capture_output=True,
                                    text=True, timeout=120)
-            shared = self.edge(d.sock, ["--mode", "native-answers"])
+            shared = self.edge(d.sock, ["--mode", mode])
             out = self.run_all([shared], 120)[0]
             rc = d.stop()
 
             def answer(text):
-                lines = [l for l in text.splitlines() if "RESULT OK native" in l]
+                lines = [l for l in text.splitlines() if "RESULT OK " + marker in l]
                 return lines[-1].split("RESULT OK ", 1)[1] if lines else None
 
             want = answer(plain.stdout)
             ok = (out[0] == 0 and want is not None and answer(out[1]) == want and
-                  "ctx=same" in want and "id-stable=1" in want and rc == 0)
+                  all(e in want for e in expect) and rc == 0)
             self.record(name, ok, f"without: {want!r}; with: {answer(out[1])!r}; daemon exit {rc}" +
                         ("" if ok else " | " + out[1][-500:] + plain.stderr[-200:]))
+
+    def native_answers(self):
+        """Issue 43, item 7: what the driver says of a cudaMalloc buffer (pointer
+        attributes) and cudaFreeAsync of it are the same with the library (the
+        swap engine's memory) as without it."""
+        self.same_answers("native-answers", "native-answers", "native",
+                          ["ctx=same", "id-stable=1"])
+
+    def fault_then_alloc(self):
+        """Issue 43, item 7: after an illegal address, cudaMalloc fails with the
+        sticky error with the library as without it (not out of memory)."""
+        self.same_answers("fault-then-alloc", "fault-then-alloc", "fault", ["sync=700"])
 
     def contextless_stream_calls(self):
         """With no current context, a memset and a copy on an explicit stream
@@ -797,6 +807,7 @@ def main():
         "flag-across-full-gpu": r.flag_across_full_gpu,
         "free-during-capture": r.free_during_capture,
         "native-answers": r.native_answers,
+        "fault-then-alloc": r.fault_then_alloc,
         "contextless-stream-calls": r.contextless_stream_calls,
         "failed-capture-releases-early": r.failed_capture_releases_early,
         "accounting-and-meminfo": r.accounting_on_the_real_driver,

@@ -112,5 +112,29 @@ TEST(StreamOrderedFree, OfCuMemAllocMemoryFreesIt)
     EXPECT_GE(count_events(dir / "fake.log", p.pid(), "free vmm 67108864"), 2) << log;
 }
 
+// After a fault the process's CUDA is gone: an allocation fails with the
+// sticky error, as the driver's cuMemAlloc does, not with "out of memory"
+// (the swap engine read every cuMemCreate failure as a full device).
+TEST(DriverErrors, AnAllocationAfterAFaultFailsWithTheStickyError)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "auto"});
+    std::string lines[2];
+    for (int disabled = 0; disabled < 2; ++disabled) {
+        std::map<std::string, std::string> env;
+        if (disabled != 0)
+            env["NVSHARE_DISABLE"] = "1";
+        Process p =
+            start_client(dir, daemon.socket(),
+                         {{"--alloc", "64M", "--kernels", "1", "--fault-then-alloc"}, env, false},
+                         disabled != 0 ? "native" : "p");
+        expect_clean_exit(p);
+        lines[disabled] = line_of(p.out(), "fault=");
+        EXPECT_EQ(p.err().find("out of memory"), std::string::npos) << p.err();
+    }
+    EXPECT_EQ(lines[1], "fault=700 alloc-after-fault=700");
+    EXPECT_EQ(lines[0], lines[1]);
+}
+
 }  // namespace
 }  // namespace nvshare::test

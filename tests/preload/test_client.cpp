@@ -75,6 +75,11 @@ struct Options {
     // cuMemFreeAsync on the default stream; prints free-async=ok or the
     // first error.
     bool free_async = false;
+    // --fault-then-alloc: after the first allocations, a kernel touches
+    // reserved address space with nothing mapped (an illegal address: the
+    // context is lost), then a 64 MiB allocation; prints
+    // fault=CODE alloc-after-fault=CODE and exits 0.
+    bool fault_then_alloc = false;
     bool peer_disable = false;
     std::string dlopen_copy;  // another libnvshare.so to dlopen and call into first
     int hold_ms = 0;
@@ -303,6 +308,23 @@ bool late_pattern_ok(const char* what)
     }
     printf("%s=ok\n", what);
     return true;
+}
+
+void fault_then_alloc()
+{
+    CUdeviceptr hole = 0;
+    CHECK(api.mem_address_reserve(&hole, 2u << 20, 0, 0, 0));
+    auto f = reinterpret_cast<CUfunction>(2);  // the fake's kTouchKernel
+    uint32_t us = 10;
+    uint64_t bytes = 4096;
+    void* params[] = {&us, &hole, &bytes};
+    CUresult fault = api.launch_kernel(f, 1, 1, 1, 1, 1, 1, 0, nullptr, params, nullptr);
+    if (fault == CUDA_SUCCESS)
+        fault = api.ctx_synchronize();
+    CUdeviceptr p = 0;
+    const CUresult after = api.mem_alloc(&p, 64u << 20);
+    printf("fault=%d alloc-after-fault=%d\n", static_cast<int>(fault), static_cast<int>(after));
+    fflush(stdout);
 }
 
 void late_alloc()
@@ -813,6 +835,8 @@ bool parse(int argc, char** argv)
             opt.pause_until = next();
         else if (a == "--free-async")
             opt.free_async = true;
+        else if (a == "--fault-then-alloc")
+            opt.fault_then_alloc = true;
         else if (a == "--attrs")
             opt.attrs = true;
         else if (a == "--peer-kernel")
@@ -869,6 +893,10 @@ int main(int argc, char** argv)
                copy == nullptr ? dlerror() : "loaded", static_cast<int>(r));
     }
     allocate();
+    if (opt.fault_then_alloc) {
+        fault_then_alloc();
+        return 0;
+    }
     if (opt.meminfo)
         meminfo();
     if (opt.contextless)
