@@ -116,6 +116,10 @@ CUresult allocate_rewritten(CUdeviceptr* dptr, size_t bytes, int gpu)
         f.bytes = bytes;
         f.beyond_capacity = devices::used(index) + bytes > devices::capacity(index);
         if (swap_plan::choose_backing(f) == swap_plan::Backing::Swappable) {
+            // A lost context: the answer cuMemAlloc gives (the VMM calls
+            // below would succeed and hide it).
+            if (const CUresult lost = contexts::lost_error(); lost != CUDA_SUCCESS)
+                return lost;
             uint64_t reserved = 0;
             bool absent = false;
             const CUresult r = swappable::allocate(dptr, bytes, index, &reserved, &absent,

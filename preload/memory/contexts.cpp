@@ -358,6 +358,32 @@ bool stream_capturing(CUstream stream)
            status != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
+bool is_sticky(CUresult e)
+{
+    switch (e) {
+        case CUDA_ERROR_ILLEGAL_ADDRESS:
+        case CUDA_ERROR_LAUNCH_FAILED:
+        case CUDA_ERROR_ECC_UNCORRECTABLE:
+        case CUDA_ERROR_HARDWARE_STACK_ERROR:
+        case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+        case CUDA_ERROR_MISALIGNED_ADDRESS:
+        case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+        case CUDA_ERROR_INVALID_PC:
+        case CUDA_ERROR_ASSERT:
+            return true;
+        default:
+            return false;
+    }
+}
+
+CUresult lost_error()
+{
+    auto get_limit = NVS_REAL(cuCtxGetLimit);
+    size_t value = 0;
+    const CUresult e = get_limit != nullptr ? get_limit(&value, CU_LIMIT_STACK_SIZE) : CUDA_SUCCESS;
+    return is_sticky(e) ? e : CUDA_SUCCESS;
+}
+
 void reset_after_fork()
 {
     pthread_mutex_init(&g_mutex, nullptr);

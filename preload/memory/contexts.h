@@ -45,6 +45,16 @@ bool with_device_context(CUdevice ordinal, void (*fn)(void*), void* arg);
 // capture is in progress).
 bool stream_capturing(CUstream stream);
 
+// Errors after which a context runs no more work (sticky: an illegal
+// address, a failed launch, ...).
+bool is_sticky(CUresult e);
+// The sticky error of the calling thread's current context, or
+// CUDA_SUCCESS. The driver's VMM calls (cuMemAddressReserve, cuMemCreate,
+// cuMemMap, cuMemSetAccess) do not report one, where cuMemAlloc does (both
+// seen on an H200 after an illegal address): an allocation the library
+// makes of VMM memory asks here first, one query (cuCtxGetLimit), no wait.
+CUresult lost_error();
+
 void reset_after_fork();
 
 }  // namespace nvshare::preload::contexts

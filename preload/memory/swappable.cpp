@@ -10,6 +10,7 @@
 #include "preload/clock.h"
 #include "preload/driver/hook_table.h"
 #include "preload/log.h"
+#include "preload/memory/contexts.h"
 #include "preload/memory/devices.h"
 #include "preload/memory/host_memory.h"
 #include "preload/memory/swap_plan.h"
@@ -64,25 +65,6 @@ bool g_moves_held = false;
 // The driver answered with an error that ends the process's CUDA (a sticky
 // one, e.g. an illegal address): every later launch fails anyway.
 bool g_sticky = false;
-
-// Errors after which the context can run no more work.
-bool is_sticky(CUresult e)
-{
-    switch (e) {
-        case CUDA_ERROR_ILLEGAL_ADDRESS:
-        case CUDA_ERROR_LAUNCH_FAILED:
-        case CUDA_ERROR_ECC_UNCORRECTABLE:
-        case CUDA_ERROR_HARDWARE_STACK_ERROR:
-        case CUDA_ERROR_ILLEGAL_INSTRUCTION:
-        case CUDA_ERROR_MISALIGNED_ADDRESS:
-        case CUDA_ERROR_INVALID_ADDRESS_SPACE:
-        case CUDA_ERROR_INVALID_PC:
-        case CUDA_ERROR_ASSERT:
-            return true;
-        default:
-            return false;
-    }
-}
 // Per GPU, bytes of swappable memory in all and on the device.
 std::atomic<uint64_t> g_total[devices::kMaxGpus];
 std::atomic<uint64_t> g_device[devices::kMaxGpus];
@@ -222,7 +204,7 @@ CUresult create_on(const Record& r, CUmemLocationType type, uint64_t size,
     const CUmemAllocationProp prop =
         prop_for(type, type == CU_MEM_LOCATION_TYPE_DEVICE ? r.ordinal : 0);
     const CUresult e = create(out, size, &prop, 0);
-    g_sticky |= is_sticky(e);
+    g_sticky |= contexts::is_sticky(e);
     return e;
 }
 

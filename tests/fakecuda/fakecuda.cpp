@@ -1353,6 +1353,55 @@ FAKE_EXPORT CUresult cuGraphAddMemAllocNode(CUgraphNode* node, CUgraph graph, co
     return CUDA_SUCCESS;
 }
 
+// A lost context answers queries of its state with its sticky error, as the
+// driver does (its VMM calls do not: they still succeed).
+FAKE_EXPORT CUresult cuCtxGetLimit(size_t* value, CUlimit limit)
+{
+    REQUIRE_INIT();
+    const Context* c = current();
+    if (c == nullptr)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (value == nullptr || limit != CU_LIMIT_STACK_SIZE)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (const CUresult e = context_error(c); e != CUDA_SUCCESS)
+        return e;
+    *value = 1024;
+    return CUDA_SUCCESS;
+}
+
+// As the driver: the memory a memset node writes must be memory it knows
+// when the node is made (mapped, with access for some device), else
+// CUDA_ERROR_INVALID_VALUE; the node runs (and is checked again) at each
+// launch of the graph's exec.
+FAKE_EXPORT CUresult cuGraphAddMemsetNode(CUgraphNode* node, CUgraph graph, const CUgraphNode*,
+                                          size_t, const CUDA_MEMSET_NODE_PARAMS* params, CUcontext)
+{
+    REQUIRE_INIT();
+    if (graph == nullptr || params == nullptr || params->height != 1 ||
+        (params->elementSize != 1 && params->elementSize != 2 && params->elementSize != 4))
+        return CUDA_ERROR_INVALID_VALUE;
+    const size_t element = params->elementSize, count = params->width;
+    const CUdeviceptr dst = params->dst;
+    {
+        std::lock_guard<std::mutex> g(st().mutex);
+        if (illegal_address(dst, element * count, -1) != 0)
+            return CUDA_ERROR_INVALID_VALUE;
+    }
+    const uint64_t v = params->value;
+    reinterpret_cast<Graph*>(graph)->ops.push_back(
+        {"memset-node",
+         copy_us(),
+         [=] {
+             auto* p = reinterpret_cast<unsigned char*>(dst);
+             for (size_t i = 0; i < count; ++i)
+                 memcpy(p + i * element, &v, element);
+         },
+         {{reinterpret_cast<const void*>(dst), element * count}}});
+    if (node != nullptr)
+        *node = nullptr;
+    return CUDA_SUCCESS;
+}
+
 FAKE_EXPORT CUresult cuDeviceGetGraphMemAttribute(CUdevice dev, CUgraphMem_attribute attr,
                                                   void* value)
 {
@@ -1703,8 +1752,6 @@ FAKE_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t si
     const CUdevice dev = device ? prop->location.id : -1;
     if (device && (dev < 0 || dev >= st().device_count))
         return CUDA_ERROR_INVALID_DEVICE;
-    if (const Context* c = current(); c != nullptr && context_error(c) != CUDA_SUCCESS)
-        return context_error(c);  // a lost context makes no memory, as on a GPU
     std::lock_guard<std::mutex> g(st().mutex);
     // The handle's memory, wherever it gets mapped; sparse until written.
     const int fd = memfd_create(device ? "fakecuda-vmm" : "fakecuda-vmm-host", MFD_CLOEXEC);
@@ -2453,6 +2500,8 @@ const ProcRow kProcRows[] = {
     ROW("cuGraphDestroy", 10000, false, cuGraphDestroy),
     ROW("cuGraphCreate", 10000, false, cuGraphCreate),
     ROW("cuGraphAddMemAllocNode", 11040, false, cuGraphAddMemAllocNode),
+    ROW("cuGraphAddMemsetNode", 10000, false, cuGraphAddMemsetNode),
+    ROW("cuCtxGetLimit", 3010, false, cuCtxGetLimit),
     ROW("cuDeviceGetGraphMemAttribute", 11040, false, cuDeviceGetGraphMemAttribute),
     ROW("cuDeviceGraphMemTrim", 11040, false, cuDeviceGraphMemTrim),
     ROW("cuMemAlloc", 2000, false, cuMemAlloc),

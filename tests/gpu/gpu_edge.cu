@@ -47,6 +47,12 @@
 //       A kernel writes to reserved address space with nothing mapped (an
 //       illegal address: the context is lost), then a 64 MiB cudaMalloc.
 //       Prints "RESULT OK fault sync=E alloc=E" (the two errors).
+//   --mode graph-node --alloc-mib N --ready FILE --go GO
+//       Allocates N MiB, sets it to 0, writes FILE, waits for GO (meanwhile
+//       another process takes the GPU and this one's memory is swapped
+//       out), then makes a graph with one memset node (0x5a) on the buffer,
+//       launches it and reads the last byte back. Prints "RESULT OK graph
+//       node=E run=E byte=HEX".
 // Prints "gpu_edge: RESULT OK ..." when everything checked out.
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -422,6 +428,47 @@ int fault_then_alloc()
     return 0;
 }
 
+int graph_node(const char* ready, const char* go, long alloc_mib)
+{
+    auto add_memset = driver<decltype(&cuGraphAddMemsetNode)>("cuGraphAddMemsetNode", 10000);
+    auto get_current = driver<decltype(&cuCtxGetCurrent)>("cuCtxGetCurrent", 4000);
+    const size_t size = static_cast<size_t>(alloc_mib) << 20;
+    unsigned char* buffer = nullptr;
+    CHECK(cudaMalloc(&buffer, size));
+    CHECK(cudaMemset(buffer, 0, size));
+    CHECK(cudaDeviceSynchronize());
+    CUcontext ctx = nullptr;
+    CHECK_CU(get_current(&ctx));
+    touch(ready);
+    while (!exists(go))
+        usleep(10000);
+    cudaGraph_t graph = nullptr;
+    CHECK(cudaGraphCreate(&graph, 0));
+    CUDA_MEMSET_NODE_PARAMS p{};
+    p.dst = reinterpret_cast<CUdeviceptr>(buffer);
+    p.elementSize = 1;
+    p.width = size;
+    p.height = 1;
+    p.value = 0x5a;
+    CUgraphNode node = nullptr;
+    const CUresult added = add_memset(&node, reinterpret_cast<CUgraph>(graph), nullptr, 0, &p, ctx);
+    cudaError_t ran = cudaErrorNotReady;
+    unsigned char byte = 0;
+    if (added == CUDA_SUCCESS) {
+        cudaGraphExec_t exec = nullptr;
+        ran = cudaGraphInstantiate(&exec, graph, 0);
+        if (ran == cudaSuccess)
+            ran = cudaGraphLaunch(exec, nullptr);
+        if (ran == cudaSuccess)
+            ran = cudaDeviceSynchronize();
+        if (ran == cudaSuccess)
+            ran = cudaMemcpy(&byte, buffer + size - 1, 1, cudaMemcpyDeviceToHost);
+    }
+    printf("gpu_edge: RESULT OK graph node=%d run=%d byte=%02x\n", static_cast<int>(added),
+           static_cast<int>(ran), byte);
+    return 0;
+}
+
 int main(int argc, char** argv)
 {
     std::string mode;
@@ -467,6 +514,8 @@ int main(int argc, char** argv)
         return native_answers();
     if (mode == "fault-then-alloc")
         return fault_then_alloc();
+    if (mode == "graph-node")
+        return graph_node(ready, go, alloc_mib);
     fprintf(stderr, "gpu_edge: unknown --mode %s\n", mode.c_str());
     return 2;
 }

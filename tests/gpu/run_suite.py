@@ -431,6 +431,37 @@ class Runner:
         sticky error with the library as without it (not out of memory)."""
         self.same_answers("fault-then-alloc", "fault-then-alloc", "fault", ["sync=700"])
 
+    def graph_node_on_swapped_out(self):
+        """Issue 43, item 7: a graph memset node made on a buffer that is swapped
+        out (another process holds the oversubscribed GPU) is made once the
+        GPU and the memory are back, and the graph writes the buffer."""
+        name = "graph-node-on-swapped-out"
+        with tempfile.TemporaryDirectory(dir=self.a.out) as wd:
+            d = Daemon(self.a.nvshared, wd, ["--anti-thrashing", "auto", "--capacity", "1G"])
+            ready, go = os.path.join(wd, "ready"), os.path.join(wd, "go")
+            a = self.edge(d.sock, ["--mode", "graph-node", "--alloc-mib", "700", "--ready", ready,
+                                   "--go", go],
+                          {"NVSHARE_IDLE_RELEASE_MS": "1", "NVSHARE_DEBUG": "1"})
+            holding = False
+            if self.wait_file(ready, a):
+                holder, _ = self.start_work(d.sock, wd, "holder",
+                                            ["--bursts", "40", "--burst-us", "50000", "--gap-us",
+                                             "0", "--mem-mib", "700"],
+                                            {"NVSHARE_IDLE_RELEASE_MS": "0"})
+                holding = self.wait_holding(d.sock, holder)
+                time.sleep(0.5)  # a's swap-out follows its release
+            open(go, "w").close()
+            out = self.run_all([a], 120)[0]
+            if holding:
+                self.run_all([holder], 120)
+            rc = d.stop()
+            swapped = "swapped out " in out[1]
+            ok = (out[0] == 0 and holding and swapped and
+                  "RESULT OK graph node=0 run=0 byte=5a" in out[1] and rc == 0)
+            self.record(name, ok, f"holder held: {holding}; swapped out: {swapped}; " +
+                        " ".join(l for l in out[1].splitlines() if "RESULT" in l) +
+                        ("" if ok else " | " + out[1][-800:]))
+
     def contextless_stream_calls(self):
         """With no current context, a memset and a copy on an explicit stream
         wait for the lock that another process holds."""
@@ -808,6 +839,7 @@ def main():
         "free-during-capture": r.free_during_capture,
         "native-answers": r.native_answers,
         "fault-then-alloc": r.fault_then_alloc,
+        "graph-node-on-swapped-out": r.graph_node_on_swapped_out,
         "contextless-stream-calls": r.contextless_stream_calls,
         "failed-capture-releases-early": r.failed_capture_releases_early,
         "accounting-and-meminfo": r.accounting_on_the_real_driver,

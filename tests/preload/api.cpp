@@ -126,6 +126,8 @@ std::string fill_api(Api* api, const std::string& route, bool per_thread)
     set(&api->graph_create, get({"cuGraphCreate", 10000, "cuGraphCreate", "cuGraphCreate"}));
     set(&api->graph_add_mem_alloc_node,
         get({"cuGraphAddMemAllocNode", 11040, "cuGraphAddMemAllocNode", "cuGraphAddMemAllocNode"}));
+    set(&api->graph_add_memset_node,
+        get({"cuGraphAddMemsetNode", 10000, "cuGraphAddMemsetNode", "cuGraphAddMemsetNode"}));
     set(&api->mem_alloc_async,
         get({"cuMemAllocAsync", 11020, "cuMemAllocAsync", "cuMemAllocAsync_ptsz"}));
     set(&api->mem_free_async,

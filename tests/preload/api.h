@@ -49,6 +49,7 @@ struct Api {
     decltype(&cuGraphDestroy) graph_destroy = nullptr;
     decltype(&cuGraphCreate) graph_create = nullptr;
     decltype(&cuGraphAddMemAllocNode) graph_add_mem_alloc_node = nullptr;
+    decltype(&cuGraphAddMemsetNode) graph_add_memset_node = nullptr;
     decltype(&cuMemAllocAsync) mem_alloc_async = nullptr;
     decltype(&cuMemFreeAsync) mem_free_async = nullptr;
     decltype(&cuMemCreate) mem_create = nullptr;

@@ -38,6 +38,7 @@ bool fill_direct(Api* api, bool per_thread)
     api->ipc_get_mem_handle = &cuIpcGetMemHandle;
     api->graph_create = &cuGraphCreate;
     api->graph_add_mem_alloc_node = &cuGraphAddMemAllocNode;
+    api->graph_add_memset_node = &cuGraphAddMemsetNode;
     api->mem_get_handle_for_range = &cuMemGetHandleForAddressRange;
     api->pointer_get_attribute = &cuPointerGetAttribute;
     api->pointer_get_attributes = &cuPointerGetAttributes;

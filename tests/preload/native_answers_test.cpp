@@ -112,6 +112,37 @@ TEST(StreamOrderedFree, OfCuMemAllocMemoryFreesIt)
     EXPECT_GE(count_events(dir / "fake.log", p.pid(), "free vmm 67108864"), 2) << log;
 }
 
+// A graph node that names swapped-out memory, made while another process
+// holds the GPU: the driver looks the memory up when the node is made (it
+// answered CUDA_ERROR_INVALID_VALUE on a swapped-out chunk), so the call
+// waits for the GPU as work does; the graph then writes the memory.
+TEST(GraphNodes, AMemsetNodeOnSwappedOutMemoryIsMadeOnceTheMemoryIsBack)
+{
+    TempDir dir;
+    Daemon daemon(dir,
+                  {"--anti-thrashing", "auto", "--capacity", "128M", "--time-quantum", "10min"});
+    const std::string go_on = dir / "go-on";
+    Process a = start_client(dir, daemon.socket(),
+                             {{"--alloc", "80M", "--kernels", "1", "--pause-until", go_on,
+                               "--graph-memset-node", "--rounds", "2"},
+                              {{"NVSHARE_IDLE_RELEASE_MS", "1"}, {"NVSHARE_DEBUG", "1"}},
+                              false},
+                             "a");
+    ASSERT_TRUE(
+        wait_until([&] { return count_events(dir / "fake.log", a.pid(), "cuLaunchKernel") >= 1; }));
+    Process b =
+        start_client(dir, daemon.socket(),
+                     {{"--alloc", "80M", "--kernels", "1", "--hold-ms", "1500"}, {}, false}, "b");
+    ASSERT_TRUE(wait_until([&] {
+        return count_events(dir / "fake.log", b.pid(), "cuLaunchKernel") >= 1 &&
+               a.err().find("swapped out ") != std::string::npos;
+    })) << a.err();
+    touch(go_on);
+    expect_clean_exit(a);
+    expect_clean_exit(b);
+    EXPECT_EQ(line_of(a.out(), "graph-node="), "graph-node=0 graph-run=0 byte=5a") << a.err();
+}
+
 // After a fault the process's CUDA is gone: an allocation fails with the
 // sticky error, as the driver's cuMemAlloc does, not with "out of memory"
 // (the swap engine read every cuMemCreate failure as a full device).

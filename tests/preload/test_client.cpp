@@ -80,6 +80,11 @@ struct Options {
     // context is lost), then a 64 MiB allocation; prints
     // fault=CODE alloc-after-fault=CODE and exits 0.
     bool fault_then_alloc = false;
+    // --graph-memset-node: after --pause-until, a graph with one memset node
+    // (0x5a) on the last allocation is made, launched and waited for, and
+    // its first byte read back; prints graph-node=CODE graph-run=CODE
+    // byte=HEX.
+    bool graph_memset_node = false;
     bool peer_disable = false;
     std::string dlopen_copy;  // another libnvshare.so to dlopen and call into first
     int hold_ms = 0;
@@ -324,6 +329,35 @@ void fault_then_alloc()
     CUdeviceptr p = 0;
     const CUresult after = api.mem_alloc(&p, 64u << 20);
     printf("fault=%d alloc-after-fault=%d\n", static_cast<int>(fault), static_cast<int>(after));
+    fflush(stdout);
+}
+
+void graph_memset_node()
+{
+    CUgraph g = nullptr;
+    CHECK(api.graph_create(&g, 0));
+    CUDA_MEMSET_NODE_PARAMS params{};
+    params.dst = pointers.back();
+    params.elementSize = 1;
+    params.width = opt.alloc;
+    params.height = 1;
+    params.value = 0x5a;
+    CUgraphNode node = nullptr;
+    const CUresult added = api.graph_add_memset_node(&node, g, nullptr, 0, &params, context);
+    CUresult ran = CUDA_ERROR_NOT_READY;  // not run
+    unsigned char byte = 0;
+    if (added == CUDA_SUCCESS) {
+        CUgraphExec exec = nullptr;
+        ran = api.graph_instantiate(&exec, g, 0);
+        if (ran == CUDA_SUCCESS)
+            ran = api.graph_launch(exec, stream);
+        if (ran == CUDA_SUCCESS)
+            ran = api.stream_synchronize(stream);
+        if (ran == CUDA_SUCCESS)
+            ran = api.memcpy_dtoh(&byte, pointers.back() + opt.alloc - 1, 1);
+    }
+    printf("graph-node=%d graph-run=%d byte=%02x\n", static_cast<int>(added), static_cast<int>(ran),
+           byte);
     fflush(stdout);
 }
 
@@ -837,6 +871,8 @@ bool parse(int argc, char** argv)
             opt.free_async = true;
         else if (a == "--fault-then-alloc")
             opt.fault_then_alloc = true;
+        else if (a == "--graph-memset-node")
+            opt.graph_memset_node = true;
         else if (a == "--attrs")
             opt.attrs = true;
         else if (a == "--peer-kernel")
@@ -933,6 +969,8 @@ int main(int argc, char** argv)
     if (!opt.pause_until.empty()) {
         wait_for(opt.pause_until);
         attrs("paused");
+        if (opt.graph_memset_node)
+            graph_memset_node();
     }
     while (!opt.busy_until.empty() && !exists(opt.busy_until))
         run_round();
