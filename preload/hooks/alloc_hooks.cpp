@@ -191,17 +191,6 @@ CUresult allocate_async(CUdeviceptr* dptr, size_t bytes, CUstream stream, int pe
     return r;
 }
 
-template <typename Call>
-CUresult free_tracked(CUdeviceptr dptr, Call call)
-{
-    AllocTable::Entry e{};
-    const bool found = untrack(Table::Pointers, dptr, &e);
-    const CUresult r = call();
-    if (r != CUDA_SUCCESS && found)
-        retrack(Table::Pointers, e);
-    return r;
-}
-
 }  // namespace nvshare::preload::alloc
 
 // ---- exported wrappers ---------------------------------------------------------
@@ -278,19 +267,28 @@ CUresult free_swappable(CUdeviceptr dptr)
     return failed;  // the program's own sticky error, as cuMemFree reports it
 }
 
+// Frees memory the program allocated, with one look at the table: the swap
+// engine's as cuMemFree frees it, the rest by `call` (the driver), tracked
+// again where the driver refused.
+template <typename Call>
+CUresult free_device(CUdeviceptr dptr, Call call)
+{
+    nvshare::preload::AllocTable::Entry e{};
+    const bool found = untrack(Table::Pointers, dptr, &e);
+    if (found && e.swappable)
+        return free_swappable(dptr);
+    const CUresult r = call();
+    if (r != CUDA_SUCCESS && found)
+        retrack(Table::Pointers, e);
+    return r;
+}
+
 }  // namespace
 
 NVS_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
 {
     NVS_REQUIRE(real, cuMemFree_v2);
-    nvshare::preload::AllocTable::Entry e{};
-    const bool found = untrack(Table::Pointers, dptr, &e);
-    if (found && e.swappable)
-        return free_swappable(dptr);
-    const CUresult r = real(dptr);
-    if (r != CUDA_SUCCESS && found)
-        retrack(Table::Pointers, e);
-    return r;
+    return free_device(dptr, [&] { return real(dptr); });
 }
 
 NVS_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsigned int flags)
@@ -335,10 +333,7 @@ CUresult free_async(Real real, int /*per_thread*/, CUdeviceptr dptr, CUstream hS
     // cuMemAlloc memory freed in stream order (the driver accepts it): the
     // swap engine's is freed as cuMemFree frees it, once all the work that
     // may use it has ended, which the stream's order implies.
-    nvshare::preload::AllocTable::Entry e{};
-    if (swappable_at(dptr) && untrack(Table::Pointers, dptr, &e))
-        return free_swappable(dptr);
-    return free_tracked(dptr, [&] { return real(dptr, hStream); });
+    return free_device(dptr, [&] { return real(dptr, hStream); });
 }
 
 }  // namespace

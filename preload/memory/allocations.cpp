@@ -150,11 +150,6 @@ bool made_managed(uint64_t ptr)
     return pointer_entry(ptr).rewritten;
 }
 
-bool swappable_at(uint64_t ptr)
-{
-    return pointer_entry(ptr).swappable;
-}
-
 void note_graph_memory()
 {
     if (!g_graph_memory.exchange(true))

@@ -49,8 +49,6 @@ size_t managed_ranges(uint32_t gpu, Range* out, size_t max);
 // True if `ptr` is the start of an allocation the program asked for as
 // device memory and nvshare made managed or swappable.
 bool made_managed(uint64_t ptr);
-// True if `ptr` is the start of an allocation of the swap engine.
-bool swappable_at(uint64_t ptr);
 
 // Graph memory (allocation nodes, stream-ordered allocations made during
 // capture) lives in the driver's graph pool of each GPU from the graph's

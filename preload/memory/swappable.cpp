@@ -45,6 +45,8 @@ struct Record {
 
 // The allocations, oldest first (appended; a free closes the gap).
 Record** g_records = nullptr;
+// The same records by address (the second half of g_records' mapping).
+Record** g_by_address = nullptr;
 size_t g_count = 0;
 // Freed while a stream capture ran (no synchronisation allowed), in the
 // order freed: still mapped until the work queued before them has ended.
@@ -110,29 +112,72 @@ bool append(Record* r)
 {
     if (g_count == g_capacity) {
         const size_t n = g_capacity == 0 ? 256 : g_capacity * 2;
-        auto** fresh = static_cast<Record**>(map_pages(n * sizeof(Record*)));
+        auto** fresh = static_cast<Record**>(map_pages(2 * n * sizeof(Record*)));
         if (fresh == nullptr)
             return false;
         if (g_records != nullptr) {
             memcpy(fresh, g_records, g_count * sizeof(Record*));
-            munmap(g_records, g_capacity * sizeof(Record*));
+            memcpy(fresh + n, g_by_address, g_count * sizeof(Record*));
+            munmap(g_records, 2 * g_capacity * sizeof(Record*));
         }
         g_records = fresh;
+        g_by_address = fresh + n;
         g_capacity = n;
     }
-    g_records[g_count++] = r;
+    g_records[g_count] = r;
+    size_t at = g_count;  // reservations never overlap: the first above r
+    for (size_t lo = 0, hi = g_count; lo < hi;) {
+        const size_t mid = (lo + hi) / 2;
+        if (g_by_address[mid]->ptr > r->ptr)
+            at = hi = mid;
+        else
+            lo = mid + 1;
+    }
+    memmove(g_by_address + at + 1, g_by_address + at, (g_count - at) * sizeof(Record*));
+    g_by_address[at] = r;
+    g_count++;
     return true;
 }
 
-// Index of the record whose reservation holds `ptr`, or -1.
-long find_containing(CUdeviceptr ptr)
+// Position in g_by_address of the last record that starts at or below
+// `ptr`, or -1.
+long last_at_or_below(CUdeviceptr ptr)
 {
-    for (size_t i = 0; i < g_count; ++i) {
-        const Record* r = g_records[i];
-        if (ptr >= r->ptr && ptr - r->ptr < r->layout.reserved)
-            return static_cast<long>(i);
+    long found = -1;
+    for (size_t lo = 0, hi = g_count; lo < hi;) {
+        const size_t mid = (lo + hi) / 2;
+        if (g_by_address[mid]->ptr <= ptr) {
+            found = static_cast<long>(mid);
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
     }
-    return -1;
+    return found;
+}
+
+// The record whose reservation holds `ptr`, or nullptr: a binary search, so
+// that pointer queries cost the same however many allocations there are.
+Record* find_containing(CUdeviceptr ptr)
+{
+    const long at = last_at_or_below(ptr);
+    if (at < 0)
+        return nullptr;
+    Record* r = g_by_address[at];
+    return ptr - r->ptr < r->layout.reserved ? r : nullptr;
+}
+
+// Takes r out of both lists (the caller destroys or defers it).
+void remove(Record* r)
+{
+    const long at = last_at_or_below(r->ptr);
+    const auto a = static_cast<size_t>(at);
+    memmove(g_by_address + a, g_by_address + a + 1, (g_count - a - 1) * sizeof(Record*));
+    size_t i = 0;
+    while (g_records[i] != r)
+        ++i;
+    memmove(g_records + i, g_records + i + 1, (g_count - i - 1) * sizeof(Record*));
+    g_count--;
 }
 
 CUmemAllocationProp prop_for(CUmemLocationType type, int id)
@@ -623,14 +668,11 @@ CUresult allocate(CUdeviceptr* dptr, uint64_t bytes, uint32_t gpu, uint64_t* res
 bool free_allocation(CUdeviceptr ptr, bool later)
 {
     Lock lock;
-    const long i = find_containing(ptr);
-    if (i < 0 || g_records[i]->ptr != ptr)
+    Record* r = find_containing(ptr);
+    if (r == nullptr || r->ptr != ptr)
         return false;
-    Record* r = g_records[i];
     wait_unsynced(r->gpu);
-    memmove(g_records + i, g_records + i + 1,
-            (g_count - static_cast<size_t>(i) - 1) * sizeof(Record*));
-    g_count--;
+    remove(r);
     if (later && g_deferred_count < kMaxDeferred) {
         g_deferred[g_deferred_count++] = r;  // still mapped: work queued before may use it
         return true;
@@ -661,10 +703,10 @@ void finish_frees(size_t count)
 bool describe(CUdeviceptr ptr, Described* out)
 {
     Lock lock;
-    const long i = find_containing(ptr);
-    if (i < 0 || ptr - g_records[i]->ptr >= g_records[i]->bytes)
+    const Record* found = find_containing(ptr);
+    if (found == nullptr || ptr - found->ptr >= found->bytes)
         return false;
-    const Record& r = *g_records[i];
+    const Record& r = *found;
     *out = {r.ptr, r.bytes, kBufferIdBase + r.id, r.ordinal, r.context};
     return true;
 }
@@ -674,10 +716,10 @@ bool absent_at(CUdeviceptr ptr)
     if (g_absent.load(std::memory_order_relaxed) == 0)
         return false;
     Lock lock;
-    const long i = find_containing(ptr);
-    if (i < 0)
+    const Record* found = find_containing(ptr);
+    if (found == nullptr)
         return false;
-    const Record& r = *g_records[i];
+    const Record& r = *found;
     const uint64_t chunk = (ptr - r.ptr) / r.layout.chunk;
     return chunk < r.layout.count &&
            (r.chunks[chunk].where == Where::Absent || r.chunks[chunk].where == Where::Out);
@@ -1074,6 +1116,7 @@ void reset_after_fork()
     // The parent's allocations and events are not the child's.
     pthread_mutex_init(&g_mutex, nullptr);
     g_records = nullptr;
+    g_by_address = nullptr;
     g_count = g_capacity = 0;
     g_deferred_count = 0;
     g_absent.store(0);
