@@ -1,5 +1,5 @@
 // cuMemAlloc/cuMemAllocPitch become swappable memory of the swap engine
-// (memory/swappable.h) or managed allocations, so system memory backs what
+// (swap/swappable.h) or managed allocations, so system memory backs what
 // does not fit on the GPU; every allocation kind is accounted per GPU and
 // reported to nvshared (swappable and managed: pageable; async/pool/VMM:
 // pinned).
@@ -15,9 +15,9 @@
 #include "preload/memory/array_size.h"
 #include "preload/memory/contexts.h"
 #include "preload/memory/devices.h"
-#include "preload/memory/residency.h"
-#include "preload/memory/swap_plan.h"
-#include "preload/memory/swappable.h"
+#include "preload/swap/residency.h"
+#include "preload/swap/swap_plan.h"
+#include "preload/swap/swappable.h"
 
 namespace nvshare::preload::alloc {
 

@@ -19,7 +19,7 @@
 #include "preload/lock/lock.h"
 #include "preload/log.h"
 #include "preload/memory/allocations.h"
-#include "preload/memory/swappable.h"
+#include "preload/swap/swappable.h"
 
 namespace {
 

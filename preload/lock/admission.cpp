@@ -1,7 +1,7 @@
 #include "preload/lock/admission.h"
 
 #include "preload/lock/gate.h"
-#include "preload/memory/swappable.h"
+#include "preload/swap/swappable.h"
 
 namespace nvshare::preload::lock {
 

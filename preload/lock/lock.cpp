@@ -10,7 +10,7 @@
 #include "preload/log.h"
 #include "preload/memory/contexts.h"
 #include "preload/memory/devices.h"
-#include "preload/memory/swappable.h"
+#include "preload/swap/swappable.h"
 
 namespace nvshare::preload::lock {
 

@@ -21,8 +21,8 @@
 #include "preload/memory/allocations.h"
 #include "preload/memory/contexts.h"
 #include "preload/memory/devices.h"
-#include "preload/memory/residency.h"
-#include "preload/memory/swappable.h"
+#include "preload/swap/residency.h"
+#include "preload/swap/swappable.h"
 
 namespace nvshare::preload::client_thread {
 

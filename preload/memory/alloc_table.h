@@ -18,7 +18,7 @@ public:
         uint16_t state;  // 0 empty, 1 live, 2 deleted
         uint64_t seq;    // order of allocation: larger is newer
         bool rewritten;  // asked for as device memory, made managed or swappable by nvshare
-        bool swappable;  // memory of the swap engine (memory/swappable.h)
+        bool swappable;  // memory of the swap engine (swap/swappable.h)
     };
 
     AllocTable() = default;

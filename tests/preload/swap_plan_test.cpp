@@ -1,11 +1,11 @@
-// The swap engine's pure rules (preload/memory/swap_plan.h).
-#include "preload/memory/swap_plan.h"
+// The swap engine's pure rules (preload/swap/swap_plan.h).
+#include "preload/swap/swap_plan.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "preload/memory/host_budget.h"
+#include "preload/swap/host_budget.h"
 
 using namespace nvshare::preload::swap_plan;
 

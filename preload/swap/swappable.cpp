@@ -1,4 +1,4 @@
-#include "preload/memory/swappable.h"
+#include "preload/swap/swappable.h"
 
 #include <pthread.h>
 #include <sys/mman.h>
@@ -12,8 +12,8 @@
 #include "preload/log.h"
 #include "preload/memory/contexts.h"
 #include "preload/memory/devices.h"
-#include "preload/memory/host_memory.h"
-#include "preload/memory/swap_plan.h"
+#include "preload/swap/host_memory.h"
+#include "preload/swap/swap_plan.h"
 
 namespace nvshare::preload::swappable {
 

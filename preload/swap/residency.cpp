@@ -1,4 +1,4 @@
-#include "preload/memory/residency.h"
+#include "preload/swap/residency.h"
 
 #include <sys/mman.h>
 #include <time.h>
@@ -12,9 +12,9 @@
 #include "preload/memory/allocations.h"
 #include "preload/memory/contexts.h"
 #include "preload/memory/devices.h"
-#include "preload/memory/host_memory.h"
-#include "preload/memory/swap_plan.h"
-#include "preload/memory/swappable.h"
+#include "preload/swap/host_memory.h"
+#include "preload/swap/swap_plan.h"
+#include "preload/swap/swappable.h"
 
 namespace nvshare::preload::residency {
 

@@ -1,4 +1,4 @@
-#include "preload/memory/host_budget.h"
+#include "preload/swap/host_budget.h"
 
 #include <cstring>
 

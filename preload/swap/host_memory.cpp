@@ -1,4 +1,4 @@
-#include "preload/memory/host_memory.h"
+#include "preload/swap/host_memory.h"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -11,7 +11,7 @@
 #include "preload/clock.h"
 #include "preload/driver/base_glibc.h"
 #include "preload/driver/hook_table.h"
-#include "preload/memory/host_budget.h"
+#include "preload/swap/host_budget.h"
 
 namespace nvshare::preload::host_memory {
 

@@ -1,4 +1,4 @@
-#include "preload/memory/swap_plan.h"
+#include "preload/swap/swap_plan.h"
 
 namespace nvshare::preload::swap_plan {
 
