@@ -22,6 +22,7 @@
 #include "preload/swap/host_memory.h"
 #include "preload/swap/residency.h"
 #include "preload/swap/swappable.h"
+#include "preload/swap/tuning.h"
 
 namespace nvshare::preload::client {
 
@@ -43,22 +44,9 @@ constexpr uint64_t kInFlightNs = 1ull * 1000 * 1000;
 constexpr uint64_t kQuickCheckNs = 2ull * 1000 * 1000;
 // How often completion of a bulk prefetch is looked for.
 constexpr uint64_t kSwapPollNs = 2ull * 1000 * 1000;
-// How often a holder with memory in host memory asks whether the device
-// has room for it now.
-constexpr uint64_t kPromotePollNs = 200ull * 1000 * 1000;
-// How long memory of ours may wait in host memory for the room others are
-// asked to give back before we let go at an idle gap to make room.
-constexpr uint64_t kStrandedPatienceNs = 1000ull * 1000 * 1000;
-// Host memory made ahead, beyond nvshared's latest Shrink, while we wait.
-constexpr uint64_t kShrinkAhead = 2ull << 30;
-// A holder whose memory changed this recently is still allocating (a fill):
-// its host memory for the next switch waits (see prestage).
-constexpr uint64_t kSettleBeforePrestageNs = 250ull * 1000 * 1000;
 // An allocation that waits for room while our work cannot be drained (a
 // capture) is looked at again this often.
 constexpr uint64_t kRoomRetryNs = 20ull * 1000 * 1000;
-// The program's work waits at most this long for a swap-in to finish.
-constexpr uint64_t kSwapInGateLimitNs = 5ull * 1000 * 1000 * 1000;
 
 }  // namespace
 
@@ -273,7 +261,7 @@ void ClientLoop::on_grant(const proto::GrantPayload& g, uint64_t now)
         // Our data was evicted: kernels that ran now would fault it in page
         // by page, far slower than the bulk prefetch, and slow the prefetch
         // down. They wait for it instead.
-        s_.lock.await_swap_in(now + kSwapInGateLimitNs);
+        s_.lock.await_swap_in(now + tuning::kSwapInGateLimitNs);
     } else {
         open_gate();  // work proceeds while new data streams in behind it
     }
@@ -460,7 +448,7 @@ void ClientLoop::release_if_idle(uint64_t now)
     // letting go makes the other holder leave room, so a switch costs
     // nothing extra.
     const bool stranded_long =
-        s_.stranded_since != 0 && now - s_.stranded_since >= kStrandedPatienceNs;
+        s_.stranded_since != 0 && now - s_.stranded_since >= tuning::kStrandedPatienceNs;
     const uint64_t share =
         residency::switch_share_ns(s_.lock.oversubscribed(), s_.lock.keep_bytes());
     const uint64_t hold = stranded_long ? period : gaps_.hold_for(share, period);
@@ -631,10 +619,11 @@ void ClientLoop::prestage(uint64_t now)
     } else if (holds_contended) {
         s_.prestaging = residency::prestage_for_switch(all, s_.lock.keep_bytes());
     } else if (!s_.lock.holds() && s_.shrink_keep != UINT64_MAX) {
-        const uint64_t keep = s_.shrink_keep > kShrinkAhead ? s_.shrink_keep - kShrinkAhead : 0;
+        const uint64_t keep =
+            s_.shrink_keep > tuning::kShrinkAhead ? s_.shrink_keep - tuning::kShrinkAhead : 0;
         s_.prestaging = residency::prestage(all, keep);
     } else if (!s_.lock.holds() && s_.waits_oversubscribed) {
-        s_.prestaging = residency::prestage_ahead(all, kShrinkAhead);
+        s_.prestaging = residency::prestage_ahead(all, tuning::kShrinkAhead);
     } else {
         s_.prestaging = false;
     }
@@ -642,7 +631,7 @@ void ClientLoop::prestage(uint64_t now)
 
 uint64_t ClientLoop::prestage_at() const
 {
-    return s_.last_report + kSettleBeforePrestageNs;
+    return s_.last_report + tuning::kSettleBeforePrestageNs;
 }
 
 // While we hold the GPU, memory that found no room on the device moves there
@@ -656,7 +645,7 @@ void ClientLoop::promote(uint64_t now)
         s_.stranded_since = now;
     if (s_.lock.state() != HoldState::Holding || now < s_.next_promote_check)
         return;
-    s_.next_promote_check = now + kPromotePollNs;
+    s_.next_promote_check = now + tuning::kPromotePollNs;
     if (residency::stranded() == 0 || contexts::active_captures() > 0 ||
         !residency::room_for_stranded())
         return;

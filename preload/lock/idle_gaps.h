@@ -23,6 +23,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "preload/swap/tuning.h"
+
 namespace nvshare::preload {
 
 class IdleGaps {
@@ -36,15 +38,10 @@ public:
     // their 0 ms pauses pushed a 19 ms pause the holder had wrongly let go
     // in out of the latest two, and it let go again at the next one.
     static constexpr size_t kRecentShort = 2;
-    // The least an idle holder waits once its pauses have proved long. The
-    // program's next call may come just after its wait for the GPU returns
-    // (a check phase after the last step of a torch job): letting go at once
-    // raced that call and won, and each process's check phase took 3.3-4.1 s
-    // instead of 0.4 (H200, bench/README.md). A pause read as 0 ms says only
-    // that such pauses are too short to time.
-    static constexpr uint64_t kShortHoldFloorNs = 10ull * 1000 * 1000;
-    // How often, at least, an idle holder that others wait for looks again.
-    static constexpr uint64_t kPauseLookNs = 50ull * 1000 * 1000;
+    // The least an idle holder waits once its pauses have proved long, and
+    // how often, at least, it looks again while others wait (tuning.h).
+    static constexpr uint64_t kShortHoldFloorNs = tuning::kShortHoldFloorNs;
+    static constexpr uint64_t kPauseLookNs = tuning::kPauseLookNs;
 
     // The GPU is idle since `t` with nothing submitted after it. Later calls
     // in the same pause keep the earliest time.

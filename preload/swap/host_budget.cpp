@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "preload/swap/tuning.h"
+
 namespace nvshare::preload::host_budget {
 
 namespace {
@@ -45,14 +47,14 @@ Figures parse_meminfo(const char* text, size_t length)
 
 uint64_t reserve(uint64_t total)
 {
-    constexpr uint64_t kLeast = 1ull << 30;
-    return total / 32 > kLeast ? total / 32 : kLeast;
+    const uint64_t share = total / tuning::kHostReserveShare;
+    return share > tuning::kHostReserveLeast ? share : tuning::kHostReserveLeast;
 }
 
 bool low(const Figures& f)
 {
-    const uint64_t twice_reserve = 2 * reserve(f.total);
-    return f.known && f.available < (f.total / 8 > twice_reserve ? f.total / 8 : twice_reserve);
+    const uint64_t twice_reserve = 2 * reserve(f.total), share = f.total / tuning::kHostLowShare;
+    return f.known && f.available < (share > twice_reserve ? share : twice_reserve);
 }
 
 uint64_t pinnable(const Figures& f)
@@ -60,7 +62,7 @@ uint64_t pinnable(const Figures& f)
     if (!f.known)
         return UINT64_MAX;
     const uint64_t keep_free = reserve(f.total);
-    return f.available > keep_free ? (f.available - keep_free) / 4 : 0;
+    return f.available > keep_free ? (f.available - keep_free) / tuning::kHostPinShare : 0;
 }
 
 }  // namespace nvshare::preload::host_budget

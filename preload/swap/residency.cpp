@@ -15,6 +15,7 @@
 #include "preload/swap/host_memory.h"
 #include "preload/swap/swap_plan.h"
 #include "preload/swap/swappable.h"
+#include "preload/swap/tuning.h"
 
 namespace nvshare::preload::residency {
 
@@ -26,51 +27,6 @@ constexpr size_t kMaxRanges = 16384;
 // What stays of an allocation on eviction is kept in this unit (the GPU's
 // large page), so the moves stay page-aligned.
 constexpr uint64_t kKeepAlign = 2ull << 20;
-// Transfer rates assumed until this process has measured its own: what bulk
-// migration of managed memory reached on an H200 over PCIe 5 (bench/README.md).
-// Eviction is slower: the driver allocates the host pages as it goes.
-constexpr double kAssumedEvictRate = 16e9;
-constexpr double kAssumedSwapInRate = 48e9;
-// The swap engine's copies run at the bus's speed, about 50 GB/s each way
-// on PCIe 5 (bench/README.md, "Swap mechanisms"); assumed until measured.
-constexpr double kAssumedSwapEngineRate = 40e9;
-// Making the swap engine's host memory (host_memory.h: huge pages faulted in
-// by 8 threads, then registered) ran at ~13 GB/s on an H100 host; where fewer
-// cores or no huge pages are there it is slower (bench/README.md, "Pinning").
-constexpr double kAssumedPinRate = 10e9;
-// What the swap engine keeps on the GPU is less than nvshared allows by a
-// 32nd of the GPU's capacity, at most 2 GiB: nvshared counts allocations,
-// but every process's CUDA contexts and the driver take device memory too
-// (about 0.5 GiB a context on an H100). Without it the next holder found
-// ~1.3 GiB of its data without room on an H100 and ran it over the bus;
-// moving 2 GiB more costs ~40 ms each way.
-constexpr uint64_t kKeepHeadroomMax = 2ull << 30;
-constexpr uint64_t kKeepHeadroomShare = 32;
-// At a grant, memory that the previous holder or others asked to shrink
-// are still giving back (a process that just ended is freed by the driver
-// after its socket closed): the engine tries again until the room stops
-// growing for this long, at most kRoomWaitMaxNs, before it leaves chunks in
-// host memory (where they run over the bus until promoted). Shorter on a
-// GPU shared with others, whose memory may be what fills it.
-constexpr uint64_t kRoomWaitNs = 500ull * 1000 * 1000;
-constexpr uint64_t kSharedRoomWaitNs = 100ull * 1000 * 1000;
-constexpr uint64_t kRoomWaitMaxNs = 10ull * 1000 * 1000 * 1000;
-constexpr uint64_t kRoomPollNs = 20ull * 1000 * 1000;
-// A holder whose allocation waits for the room others give back waits longer
-// for it to grow: a process asked to shrink that has no host memory made
-// yet makes it group by group as it copies (about 1 GiB a group; 0.3-0.5 s
-// each on the H100's host while another process pinned memory).
-constexpr uint64_t kAwaitRoomNs = 2000ull * 1000 * 1000;
-// While room shows (the previous holder's swap-out frees a group about every
-// 20 ms at the bus's speed), it is looked for sooner.
-constexpr uint64_t kRoomPollFastNs = 2ull * 1000 * 1000;
-// Memory in host memory while we hold the GPU moves to the device once the
-// driver has this much free (more than one chunk, less than most waste).
-constexpr uint64_t kPromoteRoom = 128ull << 20;
-// Host memory made ahead of a swap-out in steps of this size, one chunk:
-// the client thread does nothing else meanwhile (~5 ms on an H100 host,
-// far longer where faulting memory in is slow).
-constexpr uint64_t kPrestageStep = 64ull << 20;
 
 struct GpuState {
     CUstream stream = nullptr;  // the library's own, created on first use
@@ -108,13 +64,13 @@ uint64_t keep_on_eviction(uint64_t allowed)
     return config().evict == Policy::On ? 0 : allowed;
 }
 
-// What the swap engine keeps on GPU `i` of `allowed` (kKeepHeadroomMax).
+// What the swap engine keeps on GPU `i` of `allowed` (tuning::kKeepHeadroomMax).
 uint64_t engine_keep(uint32_t i, uint64_t allowed)
 {
     if (allowed == UINT64_MAX)
         return allowed;  // nobody needs the room
-    const uint64_t share = devices::capacity(i) / kKeepHeadroomShare;
-    const uint64_t headroom = share < kKeepHeadroomMax ? share : kKeepHeadroomMax;
+    const uint64_t share = devices::capacity(i) / tuning::kKeepHeadroomShare;
+    const uint64_t headroom = share < tuning::kKeepHeadroomMax ? share : tuning::kKeepHeadroomMax;
     return allowed > headroom ? allowed - headroom : 0;
 }
 
@@ -248,7 +204,8 @@ uint64_t engine_swap_in(uint32_t i, uint64_t patience)
         swappable::give_back_kept_host(i);
         const bool last = now_ns() >= until;  // then what still waits goes to host memory
         if (!last) {
-            const timespec pause{0, static_cast<long>(grew ? kRoomPollFastNs : kRoomPollNs)};
+            const timespec pause{
+                0, static_cast<long>(grew ? tuning::kRoomPollFastNs : tuning::kRoomPollNs)};
             nanosleep(&pause, nullptr);
         }
         EngineMove again{i, true, engine_budget(i), {}, !last};
@@ -260,7 +217,7 @@ uint64_t engine_swap_in(uint32_t i, uint64_t patience)
         left = still;
         if (grew) {  // room grows: wait on
             const uint64_t later = now_ns() + patience;
-            until = later < first + kRoomWaitMaxNs ? later : first + kRoomWaitMaxNs;
+            until = later < first + tuning::kRoomWaitMaxNs ? later : first + tuning::kRoomWaitMaxNs;
         }
         add_round(m.moved, again.moved);
         waiting = !last;
@@ -367,7 +324,7 @@ bool on_grant(uint64_t gpus, bool oversubscribed, bool exclusive)
         const bool alone_or_given_room = exclusive || oversubscribed;
         swappable::set_shared_hold(i, !alone_or_given_room);
         g_room_gave_up[i].store(false, std::memory_order_relaxed);
-        engine_swap_in(i, alone_or_given_room ? kRoomWaitNs : kSharedRoomWaitNs);
+        engine_swap_in(i, alone_or_given_room ? tuning::kRoomWaitNs : tuning::kSharedRoomWaitNs);
         if (g.in_flight)
             continue;
         if (config().prefetch == Policy::Off || contexts::active_captures() > 0)
@@ -525,7 +482,7 @@ struct Prestage {
 void prestage_step(void* arg)
 {
     auto* p = static_cast<Prestage*>(arg);
-    p->more = swappable::prestage(p->index, p->keep, kPrestageStep);
+    p->more = swappable::prestage(p->index, p->keep, tuning::kPrestageStep);
 }
 
 // One step of host memory for the first GPU of `gpus` that needs one; the
@@ -587,7 +544,7 @@ void ask_room(void* arg)
     auto get = NVS_REAL(cuMemGetInfo_v2);
     size_t free = 0, total = 0;
     if (get != nullptr && get(&free, &total) == CUDA_SUCCESS)
-        static_cast<Room*>(arg)->some = free >= kPromoteRoom;
+        static_cast<Room*>(arg)->some = free >= tuning::kPromoteRoom;
 }
 
 }  // namespace
@@ -611,7 +568,7 @@ bool room_will_come(uint32_t i, uint64_t bytes)
 void await_room(uint64_t gpus)
 {
     for (uint32_t i = 0; i < devices::count(); ++i)
-        if ((gpus >> i & 1) != 0 && engine_swap_in(i, kAwaitRoomNs) != 0)
+        if ((gpus >> i & 1) != 0 && engine_swap_in(i, tuning::kAwaitRoomNs) != 0)
             g_room_gave_up[i].store(true, std::memory_order_relaxed);
 }
 
@@ -646,8 +603,8 @@ uint64_t switch_share_ns(bool oversubscribed, uint64_t keep_bytes)
         // The swap engine's memory stays first (as before_release keeps it).
         const uint64_t engine = swappable::device_bytes(i);
         const uint64_t engine_kept = engine_keep(i, keep);
-        const double pin =
-            static_cast<double>(swappable::unstaged_bytes(i, engine_kept)) / kAssumedPinRate;
+        const double pin = static_cast<double>(swappable::unstaged_bytes(i, engine_kept)) /
+                           tuning::kAssumedPinRate;
         pinning = pin > pinning ? pin : pinning;
         const uint64_t engine_moved = engine > engine_kept ? engine - engine_kept : 0;
         const uint64_t keep_left = keep > engine ? keep - engine : 0;
@@ -655,10 +612,10 @@ uint64_t switch_share_ns(bool oversubscribed, uint64_t keep_bytes)
                                 static_cast<int64_t>(swappable::total_bytes(i));
         const uint64_t m = managed > 0 ? static_cast<uint64_t>(managed) : 0;
         const double moved = static_cast<double>(m > keep_left ? m - keep_left : 0);
-        const double out = g.evict_rate.get(kAssumedEvictRate);
-        const double in = g.swap_in_rate.get(kAssumedSwapInRate);
-        const double engine_out = g.engine_out_rate.get(kAssumedSwapEngineRate);
-        const double engine_in = g.engine_in_rate.get(kAssumedSwapEngineRate);
+        const double out = g.evict_rate.get(tuning::kAssumedEvictRate);
+        const double in = g.swap_in_rate.get(tuning::kAssumedSwapInRate);
+        const double engine_out = g.engine_out_rate.get(tuning::kAssumedSwapEngineRate);
+        const double engine_in = g.engine_in_rate.get(tuning::kAssumedSwapEngineRate);
         const double engine_out_s = static_cast<double>(engine_moved) / engine_out;
         const double engine_in_s = static_cast<double>(engine_moved) / engine_in;
         // Where only the swap engine's memory moves, our copies out overlap

@@ -5,21 +5,13 @@
 
 #include <cstdint>
 
+#include "preload/swap/tuning.h"
+
 namespace nvshare::preload::swap_plan {
 
-// Physical chunks of this size at most, each at an address aligned to its
-// size: large enough that mapping costs vanish beside the copy, small enough
-// that what stays or moves is chosen finely and a chunk's copy overlaps the
-// next one's remapping (2 MiB chunks cost 300 ms per 8 GiB in cuMemSetAccess
-// and unmap; bench/README.md, "Swap mechanisms").
-inline constexpr uint64_t kMaxChunk = 64ull << 20;
-// On a GPU of at least kLargeChunkShare such chunks, chunks of up to this
-// size: granting access while copies run on the bus costs far more in small
-// chunks (on an H200, 9.4 ms per GiB in chunks of 64 MiB, 0.13-1.8 ms in
-// chunks of 512 MiB: `driver_probes.py access`, bench/README.md), and a
-// switch grants access to tens of GiB.
-inline constexpr uint64_t kLargeChunk = 512ull << 20;
-inline constexpr uint64_t kLargeChunkShare = 128;
+using tuning::kLargeChunk;
+using tuning::kLargeChunkShare;
+using tuning::kMaxChunk;
 
 // The largest chunk for a GPU with `physical_memory` bytes.
 uint64_t max_chunk_for(uint64_t physical_memory);

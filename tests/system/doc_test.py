@@ -458,10 +458,79 @@ def policy_errors(page, header):
     return errors
 
 
+# What libnvshare(8) says of the swap engine's tuning numbers
+# (preload/swap/tuning.h): the constant (or a product of two) and the phrase
+# that states it, with the value in group v and its unit in group u. Spaces
+# match any run of white space (the page wraps anywhere).
+ENGINE_STATEMENTS = [
+    ("kMaxChunk", r"physical chunks of at most (?P<v>\d+) (?P<u>MiB)"),
+    ("kLargeChunk", r"or (?P<v>\d+) (?P<u>MiB) on a GPU of \d+ GiB or more"),
+    ("kLargeChunk*kLargeChunkShare", r"MiB on a GPU of (?P<v>\d+) (?P<u>GiB) or more"),
+    ("kAssumedSwapEngineRate", r"it assumes (?P<v>\d+) (?P<u>GB/s) each way for swappable memory"),
+    ("kAssumedEvictRate", r"(?P<v>\d+) (?P<u>GB/s) out and \d+ GB/s in for managed memory"),
+    ("kAssumedSwapInRate", r"\d+ GB/s out and (?P<v>\d+) (?P<u>GB/s) in for managed memory"),
+    ("kAssumedPinRate", r"not yet made at (?P<v>\d+) (?P<u>GB/s)"),
+    ("kKeepHeadroomShare", r"keeps a (?P<v>\d+)(?:st|nd|rd|th) of the GPU's capacity"),
+    ("kKeepHeadroomMax", r"capacity \(at most (?P<v>\d+) (?P<u>GiB)\) less than nvshared allows"),
+    ("kRoomPollFastNs", r"tries again, every (?P<v>\d+) (?P<u>ms) while the room grows"),
+    ("kRoomPollNs", r"and every (?P<v>\d+) (?P<u>ms) while it does not"),
+    ("kRoomWaitNs", r"until it has not grown for (?P<v>[\d.]+) (?P<u>s), for at most"),
+    ("kRoomWaitMaxNs", r"for at most (?P<v>\d+) (?P<u>s)\. Only what still finds no room"),
+    ("kAwaitRoomNs", r"has not grown for (?P<v>\d+) (?P<u>s) goes to host memory"),
+    ("kPromotePollNs", r"asks the driver every (?P<v>\d+) (?P<u>ms) whether the GPU has room"),
+    ("kPromoteRoom", r"now \((?P<v>\d+) (?P<u>MiB) free\)"),
+    ("kStrandedPatienceNs", r"Where no room came for (?P<v>\d+) (?P<u>s)"),
+    ("kHostPinShare", r"each of at most a (?P<v>quarter) of what is"),
+    ("kHostReserveShare", r"a reserve of 1/(?P<v>\d+) of the host's memory"),
+    ("kHostReserveLeast", r"\(at least (?P<v>\d+) (?P<u>GiB)\), read again"),
+    ("kHostLowShare", r"while less than 1/(?P<v>\d+) of the host's"),
+    ("kSettleBeforePrestageNs", r"once it has not changed for (?P<v>\d+) (?P<u>ms)"),
+    ("kShrinkAhead", r"for (?P<v>\d+) (?P<u>GiB) beyond that"),
+    ("kSwapInGateLimitNs", r"waits for data the library evicted, at most (?P<v>\d+) (?P<u>s)"),
+    ("kShortHoldFloorNs", r"and at least (?P<v>\d+) (?P<u>ms), also when it has"),
+    ("kPauseLookNs", r"it looks at least every (?P<v>\d+) (?P<u>ms)"),
+]
+ENGINE_UNITS = {None: 1, "ms": 10**6, "s": 10**9, "MiB": 1 << 20, "GiB": 1 << 30, "GB/s": 10**9}
+ENGINE_WORDS = {"quarter": 4, "half": 2}
+
+
+def engine_constants(header):
+    """{name: value} of tuning.h's constants (nanoseconds, bytes, bytes/s, shares)."""
+    values = {}
+    for name, expr in re.findall(r"inline constexpr (?:uint64_t|double) (\w+) = ([^;]+);", header):
+        expr = re.sub(r"(\d)ull\b", r"\1", expr)
+        values[name] = eval(expr, {}, dict(values))  # pylint: disable=eval-used
+    return values
+
+
+def engine_value(values, name):
+    result = 1
+    for part in name.split("*"):
+        result *= values[part]
+    return result
+
+
+def engine_errors(page, header):
+    values, errors = engine_constants(header), []
+    for name, phrase in ENGINE_STATEMENTS:
+        m = re.search(phrase.replace(" ", r"\s+"), page)
+        if not m:
+            errors.append(f"libnvshare.8 no longer states {name} (looked for /{phrase}/)")
+            continue
+        v = m.group("v")
+        stated = ENGINE_WORDS[v] if v in ENGINE_WORDS else float(v)
+        stated *= ENGINE_UNITS[m.groupdict().get("u")]
+        if abs(stated - engine_value(values, name)) > 1e-6 * max(1, stated):
+            errors.append(f"libnvshare.8 says {' '.join(m.group(0).split())!r}, but "
+                          f"preload/swap/tuning.h's {name} is {engine_value(values, name):g}")
+    return errors
+
+
 def run_ranges():
     texts = range_sources()
     errors = range_errors(texts, texts["common/time_quantum.h"])
     errors += policy_errors(read_source("man/nvshared.8.scd"), read_source("daemon/turn_policy.h"))
+    errors += engine_errors(read_source("man/libnvshare.8.scd"), read_source("preload/swap/tuning.h"))
     for e in errors:
         print(e)
     if not errors:
@@ -617,6 +686,25 @@ def ranges_selftest():
                          policy)
         if changed == policy or not policy_errors(page, changed):
             print(f"FAIL: the ranges check does not notice {name} changed")
+            failures += 1
+    # The swap engine's tuning numbers, stated in libnvshare(8).
+    page, tuning = read_source("man/libnvshare.8.scd"), read_source("preload/swap/tuning.h")
+    if engine_errors(page, tuning):
+        print("note: libnvshare.8 already misstates the swap engine (see doc-ranges)")
+        return failures + 1
+    for name, phrase in ENGINE_STATEMENTS:
+        m = re.search(phrase.replace(" ", r"\s+"), page)
+        v = m.group("v")
+        other = "half" if v == "quarter" else str(float(v) + 1).removesuffix(".0")
+        wrong = page[:m.start("v")] + other + page[m.end("v"):]
+        if not engine_errors(wrong, tuning):
+            print(f"FAIL: the ranges check does not notice libnvshare.8 misstating {name}")
+            failures += 1
+        first = name.split("*")[0]
+        changed = re.sub(r"(inline constexpr (?:uint64_t|double) " + first + r" = )([^;]+);",
+                         lambda c: f"{c.group(1)}({c.group(2)}) * 2;", tuning)
+        if changed == tuning or not engine_errors(page, changed):
+            print(f"FAIL: the ranges check does not notice {first} changed")
             failures += 1
     return failures
 

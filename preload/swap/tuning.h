@@ -1,0 +1,125 @@
+// Every number the swap engine and its switch policy assume, in one place:
+// each with why it is what it is (the measurement behind it, in
+// bench/README.md) and the sentence of libnvshare(8) that states it. The
+// doc test (tests/system/doc_test.py, doc-ranges) holds the page to these
+// values: change one here and the page must say so.
+// Structural limits (table sizes, alignments) stay beside their code.
+#pragma once
+
+#include <cstdint>
+
+namespace nvshare::preload::tuning {
+
+inline constexpr uint64_t kMs = 1000ull * 1000;
+inline constexpr uint64_t kSec = 1000 * kMs;
+
+// ---- chunks (swap_plan) ----
+
+// "physical chunks of at most 64 MiB, or 512 MiB on a GPU of 64 GiB or
+// more". Large enough that mapping costs vanish beside the copy, small
+// enough that what stays or moves is chosen finely (2 MiB chunks cost
+// 300 ms per 8 GiB in cuMemSetAccess and unmap; "Swap mechanisms"). On a
+// GPU of at least kLargeChunkShare such chunks, granting access while the
+// bus copies costs far less in chunks of 512 MiB (0.13-1.8 ms per GiB
+// against 9.4 ms in chunks of 64 MiB on an H200: `driver_probes.py
+// access`).
+inline constexpr uint64_t kMaxChunk = 64ull << 20;
+inline constexpr uint64_t kLargeChunk = 512ull << 20;
+inline constexpr uint64_t kLargeChunkShare = 128;
+
+// ---- rates assumed until the process has measured its own ----
+
+// "it assumes 40 GB/s each way for swappable memory": the swap engine's
+// copies run at the bus's speed, about 50 GB/s each way on PCIe 5 ("Swap
+// mechanisms").
+inline constexpr double kAssumedSwapEngineRate = 40e9;
+// "16 GB/s out and 48 GB/s in for managed memory": bulk migration of
+// managed memory on an H200 over PCIe 5; eviction is slower, the driver
+// allocates host pages as it goes.
+inline constexpr double kAssumedEvictRate = 16e9;
+inline constexpr double kAssumedSwapInRate = 48e9;
+// "host memory not yet made at 10 GB/s": huge pages faulted in by 8
+// threads, then registered, ran at ~13 GB/s on an H100 host; slower with
+// fewer cores or no huge pages ("Pinning").
+inline constexpr double kAssumedPinRate = 10e9;
+
+// ---- what stays on the GPU ----
+
+// "keeps a 32nd of the GPU's capacity (at most 2 GiB) less than nvshared
+// allows": nvshared counts allocations, but every process's CUDA contexts
+// and the driver take device memory too (about 0.5 GiB a context); without
+// it the next holder found ~1.3 GiB of its data without room on an H100.
+// Moving 2 GiB more costs ~40 ms each way.
+inline constexpr uint64_t kKeepHeadroomShare = 32;
+inline constexpr uint64_t kKeepHeadroomMax = 2ull << 30;
+
+// ---- waiting for room at a grant ----
+
+// "tries again, every 2 ms while the room grows ... and every 20 ms while it
+// does not, until it has not grown for 0.5 s, for at most 10 s": the
+// previous holder remaps a group about every 20 ms at the bus's speed, and
+// a process that just ended is freed by the driver after its socket
+// closed. Shorter on a GPU shared with others, whose memory may be what
+// fills it.
+inline constexpr uint64_t kRoomPollFastNs = 2 * kMs;
+inline constexpr uint64_t kRoomPollNs = 20 * kMs;
+inline constexpr uint64_t kRoomWaitNs = 500 * kMs;
+inline constexpr uint64_t kSharedRoomWaitNs = 100 * kMs;
+inline constexpr uint64_t kRoomWaitMaxNs = 10 * kSec;
+// "once the room has not grown for 2 s goes to host memory": an allocation
+// of a holder waits longer, since a process asked to shrink that has no
+// host memory made yet makes it group by group as it copies (0.3-0.5 s a
+// group of about 1 GiB on the H100's host while another process pinned).
+inline constexpr uint64_t kAwaitRoomNs = 2 * kSec;
+
+// ---- memory in host memory while holding ----
+
+// "asks the driver every 200 ms whether the GPU has room now (128 MiB
+// free)": more than one chunk, less than most waste.
+inline constexpr uint64_t kPromotePollNs = 200 * kMs;
+inline constexpr uint64_t kPromoteRoom = 128ull << 20;
+// "Where no room came for 1 s, such a process also gives the GPU back at
+// its next idle pause".
+inline constexpr uint64_t kStrandedPatienceNs = 1 * kSec;
+
+// ---- host memory made ahead ----
+
+// A step of host memory made ahead of a swap-out: one chunk, since the
+// client thread does nothing else meanwhile (~5 ms on an H100 host).
+inline constexpr uint64_t kPrestageStep = 64ull << 20;
+// "once it has not changed for 250 ms": a holder whose memory changed this
+// recently is still allocating (a fill), and a step between its
+// allocations would hold up the next one's wait for room.
+inline constexpr uint64_t kSettleBeforePrestageNs = 250 * kMs;
+// "for 2 GiB beyond that": host memory made ahead, beyond nvshared's
+// latest Shrink, while the process waits.
+inline constexpr uint64_t kShrinkAhead = 2ull << 30;
+
+// ---- the host's memory (host_budget) ----
+
+// "each of at most a quarter of what is available above a reserve of 1/32
+// of the host's memory (at least 1 GiB)": up to four processes may pin at
+// the same moment, and pinning past what the host has brings the OOM
+// killer. "while less than 1/8 of the host's memory (at least twice the
+// reserve) is available": the host runs low.
+inline constexpr uint64_t kHostPinShare = 4;
+inline constexpr uint64_t kHostReserveShare = 32;
+inline constexpr uint64_t kHostReserveLeast = 1ull << 30;
+inline constexpr uint64_t kHostLowShare = 8;
+
+// ---- the program's work after a grant ----
+
+// "The program's work waits for data the library evicted, at most 5 s".
+inline constexpr uint64_t kSwapInGateLimitNs = 5 * kSec;
+
+// ---- an idle holder (idle_gaps) ----
+
+// "and at least 10 ms, also when it has none": the program's next call may
+// come just after its wait for the GPU returns, and letting go at once
+// raced that call.
+inline constexpr uint64_t kShortHoldFloorNs = 10 * kMs;
+// "it looks at least every 50 ms": work that resumes and pauses again
+// during a long hold is seen, and the new pause timed from where it began.
+inline constexpr uint64_t kPauseLookNs = 50 * kMs;
+
+}  // namespace nvshare::preload::tuning
