@@ -128,10 +128,12 @@ proto::Priority settle_priority(const std::vector<PriorityRule>& rules, const Pr
     }
     if (asked == proto::Priority::Unset)
         return best != nullptr ? best->priority : proto::Priority::Normal;
-    // Like nice: anyone may ask for less than the rules give, not for more.
-    if (best != nullptr && higher(asked, best->priority))
-        return best->priority;
-    return asked;
+    // Like nice: anyone may ask for less than the rules give, not for more;
+    // without a rule, a class above normal is root's alone to take.
+    const proto::Priority ceiling = best != nullptr ? best->priority
+                                    : who.uid == 0  ? proto::Priority::Interactive
+                                                    : proto::Priority::Normal;
+    return higher(asked, ceiling) ? ceiling : asked;
 }
 
 }  // namespace nvshare::daemon

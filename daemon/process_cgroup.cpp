@@ -1,7 +1,11 @@
 #include "daemon/process_cgroup.h"
 
+#include <dirent.h>
+#include <sys/stat.h>
+
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 namespace nvshare::daemon {
 
@@ -65,6 +69,49 @@ std::string process_cgroup_path(pid_t pid)
     std::ostringstream text;
     text << in.rdbuf();
     return cgroup_path(text.str());
+}
+
+std::string_view root_owned_prefix(std::string_view path, const CgroupOwner& owner_of)
+{
+    size_t end = 0;  // of the trusted prefix
+    while (end < path.size()) {
+        const size_t next = path.find('/', end + 1);
+        const size_t stop = next == std::string_view::npos ? path.size() : next;
+        const std::optional<uid_t> owner = owner_of(path.substr(0, stop));
+        if (!owner || *owner != 0)
+            break;
+        end = stop;
+    }
+    return path.substr(0, end);
+}
+
+std::string root_owned_cgroup(std::string_view path)
+{
+    if (path.empty())
+        return {};
+    // The hierarchy the path came from (cgroup_path): the unified one, the
+    // name=systemd one, else a v1 controller's, each mounted below
+    // /sys/fs/cgroup (or, on a unified host, that mount itself).
+    std::vector<std::string> mounts = {"/sys/fs/cgroup/unified", "/sys/fs/cgroup",
+                                       "/sys/fs/cgroup/systemd"};
+    if (DIR* d = opendir("/sys/fs/cgroup"); d != nullptr) {
+        while (const dirent* e = readdir(d))
+            if (e->d_name[0] != '.')
+                mounts.push_back(std::string("/sys/fs/cgroup/") + e->d_name);
+        closedir(d);
+    }
+    for (const std::string& mount : mounts) {
+        struct stat st {};
+        const std::string whole = mount + std::string(path);
+        if (stat(whole.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+            continue;
+        return std::string(root_owned_prefix(path, [&](std::string_view part) {
+            struct stat s {};
+            const std::string dir = mount + std::string(part);
+            return stat(dir.c_str(), &s) == 0 ? std::optional<uid_t>(s.st_uid) : std::nullopt;
+        }));
+    }
+    return {};
 }
 
 }  // namespace nvshare::daemon

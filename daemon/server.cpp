@@ -685,8 +685,10 @@ void Server::on_hello(Connection& c, const proto::Hello& hello)
                     printable_utf8(cgroup_name(cgroup))};
     info.command = printable_utf8(process_command_line(c.peer.pid));
     const std::vector<uint32_t> groups = peer_groups(c.fd, c.peer.gid);
+    // Unit rules see only the part of the path a user cannot have made.
+    const std::string trusted = options_.priority_rules.empty() ? "" : root_owned_cgroup(cgroup);
     info.priority =
-        settle_priority(options_.priority_rules, {c.peer.uid, groups, cgroup}, hello.priority);
+        settle_priority(options_.priority_rules, {c.peer.uid, groups, trusted}, hello.priority);
     if (!scheduler_.connect(c.serial, info, gpus)) {
         fail(c, proto::ErrorCode::Refused, "cannot register");
         return;

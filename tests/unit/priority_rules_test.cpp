@@ -113,15 +113,20 @@ TEST(PriorityRuleParse, MalformedRulesSayWhatIsValid)
     }
 }
 
-TEST(PrioritySettle, WithoutRulesNormalOrWhatIsAsked)
+TEST(PrioritySettle, WithoutARuleNormalIsTheMostAUserMayAskFor)
 {
     EXPECT_EQ(settle({}), Priority::Normal);
-    EXPECT_EQ(settle({}, Priority::Interactive), Priority::Interactive);
+    // Issue 47: a class above normal is granted by a rule, not taken.
+    EXPECT_EQ(settle({}, Priority::Interactive), Priority::Normal);
     EXPECT_EQ(settle({}, Priority::Batch), Priority::Batch);
     // Rules that do not match are as good as none.
     const auto others = rules({"user:bob=batch", "group:1234=batch", "unit:other.service=batch"});
     EXPECT_EQ(settle(others), Priority::Normal);
-    EXPECT_EQ(settle(others, Priority::Interactive), Priority::Interactive);
+    EXPECT_EQ(settle(others, Priority::Interactive), Priority::Normal);
+    // Root, who writes the rules, takes what it asks for.
+    const std::vector<uint32_t> none;
+    EXPECT_EQ(settle({}, Priority::Interactive, {0, none, ""}), Priority::Interactive);
+    EXPECT_EQ(settle(others, Priority::Interactive, {0, none, ""}), Priority::Interactive);
 }
 
 TEST(PrioritySettle, TheMostSpecificMatchingRuleWins)

@@ -5,6 +5,7 @@
 
 using nvshare::daemon::cgroup_path;
 using nvshare::daemon::process_cgroup_path;
+using nvshare::daemon::root_owned_prefix;
 using nvshare::daemon::short_cgroup;
 
 TEST(ProcessCgroup, UnifiedHierarchyNamesTheContainer)
@@ -50,4 +51,26 @@ TEST(ProcessCgroup, ReadsALiveProcessAndNotAGoneOne)
     const std::string mine = process_cgroup_path(getpid());
     EXPECT_TRUE(mine.empty() || mine.front() == '/') << mine;
     EXPECT_EQ(process_cgroup_path(-1), "");
+}
+
+// Issue 47: unit rules see only what root made. A user's delegated subtree
+// (user@UID.service and below) is theirs to name as they please.
+TEST(ProcessCgroup, TheRootOwnedPrefixEndsWhereADelegatedSubtreeBegins)
+{
+    const auto owners = [](std::string_view path) -> std::optional<uid_t> {
+        if (path == "/user.slice" || path == "/user.slice/user-1000.slice" ||
+            path == "/system.slice" || path == "/system.slice/jupyter.service")
+            return 0;
+        if (path.starts_with("/user.slice/user-1000.slice/user@1000.service"))
+            return 1000;
+        return std::nullopt;  // gone, or unknown
+    };
+    EXPECT_EQ(
+        root_owned_prefix("/user.slice/user-1000.slice/user@1000.service/app.slice/jupyter.service",
+                          owners),
+        "/user.slice/user-1000.slice");
+    EXPECT_EQ(root_owned_prefix("/system.slice/jupyter.service", owners),
+              "/system.slice/jupyter.service");
+    EXPECT_EQ(root_owned_prefix("/machine.slice/libpod-1.scope", owners), "");
+    EXPECT_EQ(root_owned_prefix("", owners), "");
 }
