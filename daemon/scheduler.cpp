@@ -44,11 +44,19 @@ std::optional<GpuIndex> Scheduler::ensure_gpu(const GpuDescription& description)
         gpus_[g].listed_by_host = true;
         if (gpus_[g].description.name.empty())
             gpus_[g].description.name = description.name;
+        if (description.physical_memory != 0) {  // before any client: nothing to refresh
+            gpus_[g].description.physical_memory = description.physical_memory;
+            gpus_[g].memory_confirmed = true;
+            if (capacity_follows_physical(g))
+                gpus_[g].capacity = description.physical_memory;
+        }
         return g;
     }
     const auto g = add_gpu(description);
-    if (g)
+    if (g) {
         gpus_[*g].listed_by_host = true;
+        gpus_[*g].memory_confirmed = description.physical_memory != 0;
+    }
     return g;
 }
 
@@ -67,15 +75,12 @@ std::optional<GpuIndex> Scheduler::claim_gpu(const GpuDescription& description, 
         auto& d = gpus_[g].description;
         if (d.name.empty())
             d.name = description.name;
-        // Every client of a GPU sees the same size, so a disagreement is a
-        // mistake or a lie: the smaller figure is the careful one.
-        if (d.physical_memory == 0 || claimed < d.physical_memory) {
-            d.physical_memory = claimed;
-            if (capacity_follows_physical(g)) {
-                gpus_[g].capacity = claimed;
-                refresh_exclusive(now);
-            }
-        }
+        // A GPU's size is a fact of the host (NVML, at discovery) or of
+        // root's word; a user's claim only stands in until one of those
+        // comes, and only the first: a later one, smaller or larger, would
+        // let a user set what every other process sees (issue 47).
+        if (!gpus_[g].memory_confirmed && (uid == 0 || d.physical_memory == 0))
+            set_physical_memory(g, claimed, uid == 0, now);
         return g;
     }
     if (uid != 0) {
@@ -95,7 +100,18 @@ std::optional<GpuIndex> Scheduler::claim_gpu(const GpuDescription& description, 
         return std::nullopt;
     }
     gpus_[*g].named_by = uid;
+    gpus_[*g].memory_confirmed = uid == 0;
     return g;
+}
+
+void Scheduler::set_physical_memory(GpuIndex g, uint64_t bytes, bool confirmed, TimePoint now)
+{
+    gpus_[g].description.physical_memory = bytes;
+    gpus_[g].memory_confirmed = confirmed;
+    if (capacity_follows_physical(g)) {
+        gpus_[g].capacity = bytes;
+        refresh_exclusive(now);
+    }
 }
 
 std::optional<GpuIndex> Scheduler::add_gpu(const GpuDescription& description)

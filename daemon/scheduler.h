@@ -49,7 +49,10 @@ struct GpuDescription {
 
 struct Gpu {
     GpuDescription description;
-    bool listed_by_host = false;       // from the driver's GPU list, not a client
+    bool listed_by_host = false;  // from the driver's GPU list, not a client
+    // Its memory size is the host's (NVML) or a root client's: what clients
+    // claim changes it no more (claim_gpu).
+    bool memory_confirmed = false;
     std::optional<uint32_t> named_by;  // else: the uid whose client first named it
     uint64_t capacity = 0;             // bytes the scheduler lets clients use together
     std::vector<ClientId> holders;
@@ -95,13 +98,14 @@ public:
     explicit Scheduler(SchedulerSettings settings = {});
 
     // ---- GPUs -----------------------------------------------------------
-    // Finds or adds a GPU the host lists (trusted); nullopt when kMaxGpus
-    // are known already.
+    // Finds or adds a GPU the host lists (trusted, its memory size too where
+    // given: NVML's); nullopt when kMaxGpus are known already.
     std::optional<GpuIndex> ensure_gpu(const GpuDescription& description);
     // Finds or adds a GPU named in the Hello of a client of user `uid`. Its
-    // claims are bounded and can only make the daemon more careful: a claimed
-    // memory size outside [kMinGpuMemory, kMaxReportedBytes] is refused, and
-    // a smaller size than the one known lowers it (a larger one is ignored).
+    // claims are bounded: a claimed memory size outside [kMinGpuMemory,
+    // kMaxReportedBytes] is refused; the size stands only where nothing
+    // better is known: a root client's claim sets it for good unless the
+    // host gave it, another user's only while no size is known at all.
     // A GPU the host does not list counts against the user's
     // kMaxUnlistedGpusPerUser. `refusal` says why when nullopt is returned.
     std::optional<GpuIndex> claim_gpu(const GpuDescription& description, uint32_t uid,
@@ -225,6 +229,8 @@ private:
     ClientRecord* find(ClientId id);
     std::optional<GpuIndex> add_gpu(const GpuDescription& description);
     bool capacity_follows_physical(GpuIndex gpu) const;
+    // A GPU's memory size (and its capacity, where none is configured).
+    void set_physical_memory(GpuIndex g, uint64_t bytes, bool confirmed, TimePoint now);
     GpuSet compute_exclusive() const;
     GpuSet compute_soft() const;
     GpuSet scheduled() const { return exclusive_ | soft_; }

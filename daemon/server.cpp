@@ -18,6 +18,7 @@
 #include "common/uuid.h"
 #include "daemon/gpu_discovery.h"
 #include "daemon/log.h"
+#include "daemon/nvml.h"
 #include "daemon/peer_groups.h"
 #include "daemon/printable_text.h"
 #include "daemon/priority_rules.h"
@@ -125,9 +126,14 @@ bool Server::init()
     sd_event_set_watchdog(event_, 1);
 
     // Known GPUs get stable indices now; others are added as clients name them.
-    for (const auto& gpu : discover_gpus(options_.gpu_info_dir))
+    // Their memory sizes come from NVML where the host has it, never from
+    // what clients claim.
+    for (auto gpu : discover_gpus(options_.gpu_info_dir)) {
+        gpu.physical_memory = nvml_total_memory(gpu.uuid).value_or(0);
         if (scheduler_.ensure_gpu(gpu))
-            NVS_INFO("GPU %s: %s", gpu.uuid.c_str(), gpu.name.c_str());
+            NVS_INFO("GPU %s: %s%s", gpu.uuid.c_str(), gpu.name.c_str(),
+                     gpu.physical_memory != 0 ? ", memory from NVML" : "");
+    }
 
     if (!open_listener())
         return false;

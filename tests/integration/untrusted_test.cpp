@@ -302,6 +302,38 @@ TEST(Untrusted, ImplausibleGpuMemoryIsRefusedAndALargerClaimChangesNothing)
     b.proceed();
 }
 
+// Issue 47: with the host's NVML, a GPU's size is the host's: another user
+// claiming 256 MiB (or 8 TiB) changes neither its size nor its capacity, and
+// so nothing any other process sees.
+TEST(Untrusted, AClaimChangesNothingOfTheSizeTheHostReports)
+{
+    require_root();
+    TempDir info;
+    char uuid[kUuidTextSize];
+    format_gpu_uuid(test_gpu(0, 0).uuid, uuid);
+    std::filesystem::create_directory(info / "0000:01:00.0");
+    std::ofstream(info / "0000:01:00.0/information")
+        << "Model: \t\t Test GPU\nGPU UUID: \t " << uuid << "\n";
+    Daemon d;
+    Daemon::Config config;
+    config.args = {"--gpu-info-dir", info.path()};
+    config.env = {{"LD_LIBRARY_PATH", getenv("NVSHARE_TEST_FAKENVML_DIR")},
+                  {"FAKENVML_MEMORY", std::string(uuid) + "=" + std::to_string(16 * kGiB)}};
+    ASSERT_TRUE(d.start(config));
+    EXPECT_NE(d.log().find("memory from NVML"), std::string::npos) << d.log();
+    for (const uint64_t lie : {uint64_t{256} << 20, uint64_t{1} << 43}) {
+        AsUser liar(kNobody, [&](FILE* out, int stop) {
+            auto c = registered(d.socket(), "liar", {test_gpu(0, lie)});
+            fprintf(out, "%s\n", c ? "welcome" : "refused");
+            wait_for_stop(stop);
+        });
+        ASSERT_EQ(liar.line(), "welcome");
+        const auto gpu = Daemon::gpu_by_number(d.status(), 0);
+        EXPECT_EQ(gpu["physical_memory"], 16 * kGiB) << lie;
+        EXPECT_EQ(gpu["capacity"], 16 * kGiB) << lie;
+    }
+}
+
 TEST(Untrusted, MemoryReportThatWouldWrapIsRefused)
 {
     Daemon d;

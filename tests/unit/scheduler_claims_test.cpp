@@ -36,29 +36,45 @@ TEST(SchedulerClaims, ImplausibleGpuMemoryIsRefused)
     EXPECT_TRUE(claim(s, "GPU-b", kMinGpuMemory));
 }
 
-TEST(SchedulerClaims, ASmallerClaimLowersAndALargerOneChangesNothing)
+// Issue 47: a user's claim sets a GPU's size only while nothing is known;
+// a later one, smaller or larger, changes nothing; root's word or the host's
+// (NVML, at discovery) settles it.
+TEST(SchedulerClaims, AUsersClaimStandsInOnlyUntilRootOrTheHostSaysTheSize)
 {
     Scheduler s;
     const auto g = claim(s, "GPU-a", 8 * GiB * 1024);
     ASSERT_TRUE(g);
     EXPECT_EQ(s.gpus()[*g].capacity, 8 * GiB * 1024);
-    EXPECT_EQ(claim(s, "GPU-a", 16 * GiB), g);
+    EXPECT_EQ(claim(s, "GPU-a", GiB / 4), g);  // another user's smaller claim
+    EXPECT_EQ(s.gpus()[*g].description.physical_memory, 8 * GiB * 1024);
+    EXPECT_EQ(claim(s, "GPU-a", 16 * GiB, 0), g);  // root's
     EXPECT_EQ(s.gpus()[*g].description.physical_memory, 16 * GiB);
     EXPECT_EQ(s.gpus()[*g].capacity, 16 * GiB);
-    EXPECT_EQ(claim(s, "GPU-a", 80 * GiB), g);
-    EXPECT_EQ(s.gpus()[*g].description.physical_memory, 16 * GiB);
-    EXPECT_EQ(s.gpus()[*g].capacity, 16 * GiB);
+    for (const uint64_t lie : {GiB / 4, 80 * GiB}) {
+        EXPECT_EQ(claim(s, "GPU-a", lie), g);
+        EXPECT_EQ(s.gpus()[*g].description.physical_memory, 16 * GiB);
+        EXPECT_EQ(s.gpus()[*g].capacity, 16 * GiB);
+    }
 }
 
-TEST(SchedulerClaims, AConfiguredCapacityIsKeptWhenTheClaimLowers)
+TEST(SchedulerClaims, TheHostsSizeIsKeptWhateverAnyClientClaims)
 {
     Scheduler s;
-    s.set_capacity_override("GPU-a", 12 * GiB);
-    const auto g = claim(s, "GPU-a", 80 * GiB);
+    const auto g = s.ensure_gpu({"GPU-a", "listed", 16 * GiB});
     ASSERT_TRUE(g);
-    claim(s, "GPU-a", 16 * GiB);
-    EXPECT_EQ(s.gpus()[*g].description.physical_memory, 16 * GiB);
-    EXPECT_EQ(s.gpus()[*g].capacity, 12 * GiB);
+    EXPECT_EQ(s.gpus()[*g].capacity, 16 * GiB);
+    for (const uint32_t uid : {1000u, 0u})
+        for (const uint64_t lie : {GiB / 4, 80 * GiB}) {
+            EXPECT_EQ(claim(s, "GPU-a", lie, uid), g);
+            EXPECT_EQ(s.gpus()[*g].description.physical_memory, 16 * GiB);
+            EXPECT_EQ(s.gpus()[*g].capacity, 16 * GiB);
+        }
+    // A GPU the host lists without a size (no NVML): claims as above.
+    const auto h = s.ensure_gpu({"GPU-b", "listed", 0});
+    ASSERT_TRUE(h);
+    EXPECT_EQ(claim(s, "GPU-b", 24 * GiB), h);
+    EXPECT_EQ(claim(s, "GPU-b", GiB / 4), h);
+    EXPECT_EQ(s.gpus()[*h].description.physical_memory, 24 * GiB);
 }
 
 TEST(SchedulerClaims, OneUserAddsAtMostFourGpusTheHostDoesNotList)
