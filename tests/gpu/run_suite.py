@@ -462,6 +462,29 @@ class Runner:
                         " ".join(l for l in out[1].splitlines() if "RESULT" in l) +
                         ("" if ok else " | " + out[1][-800:]))
 
+    def nvml_memory(self):
+        """Issue 47: nvshared takes each listed GPU's memory size from NVML at
+        start, before any client has named it: the status shows what nvidia-smi
+        says, before and after a client. (A lying client: the integration
+        suite's Untrusted.AClaimChangesNothingOfTheSizeTheHostReports.)"""
+        name = "nvml-memory"
+        smi = subprocess.run(["nvidia-smi", "--query-gpu=uuid,memory.total",
+                              "--format=csv,noheader,nounits"], capture_output=True, text=True)
+        want = {l.split(",")[0].strip(): int(l.split(",")[1]) for l in smi.stdout.splitlines()
+                if "," in l}
+        with tempfile.TemporaryDirectory(dir=self.a.out) as wd:
+            d = Daemon(self.a.nvshared, wd, ["--anti-thrashing", "auto"])
+            before = {g["uuid"]: g["physical_memory"] >> 20 for g in query_status(d.sock)["gpus"]}
+            out = self.run_all([self.edge(d.sock, ["--mode", "meminfo"])], 60)[0]
+            after = {g["uuid"]: g["physical_memory"] >> 20 for g in query_status(d.sock)["gpus"]}
+            rc = d.stop()
+            with open(os.path.join(wd, "nvshared.log")) as f:
+                logged = "memory from NVML" in f.read()
+            ok = (logged and want and before == want and after == want and out[0] == 0 and
+                  rc == 0)
+            self.record(name, ok, f"nvidia-smi MiB {want}; nvshared at start {before}, after a "
+                                  f"client {after}; logged {logged}; daemon exit {rc}")
+
     def contextless_stream_calls(self):
         """With no current context, a memset and a copy on an explicit stream
         wait for the lock that another process holds."""
@@ -840,6 +863,7 @@ def main():
         "native-answers": r.native_answers,
         "fault-then-alloc": r.fault_then_alloc,
         "graph-node-on-swapped-out": r.graph_node_on_swapped_out,
+        "nvml-memory": r.nvml_memory,
         "contextless-stream-calls": r.contextless_stream_calls,
         "failed-capture-releases-early": r.failed_capture_releases_early,
         "accounting-and-meminfo": r.accounting_on_the_real_driver,
