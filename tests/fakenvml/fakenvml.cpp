@@ -7,13 +7,14 @@
 
 #define FAKE_EXPORT extern "C" __attribute__((visibility("default")))
 
-struct FakeNvmlMemory {
-    unsigned long long total, free, used;
+struct FakeNvmlMemory {  // nvmlMemory_v2_t
+    unsigned int version;
+    unsigned long long total, reserved, free, used;
 };
 
 FAKE_EXPORT int nvmlInit_v2();
 FAKE_EXPORT int nvmlDeviceGetHandleByUUID(const char* uuid, void** device);
-FAKE_EXPORT int nvmlDeviceGetMemoryInfo(void* device, FakeNvmlMemory* memory);
+FAKE_EXPORT int nvmlDeviceGetMemoryInfo_v2(void* device, FakeNvmlMemory* memory);
 
 namespace {
 
@@ -46,12 +47,15 @@ FAKE_EXPORT int nvmlDeviceGetHandleByUUID(const char* uuid, void** device)
     return 0;
 }
 
-FAKE_EXPORT int nvmlDeviceGetMemoryInfo(void* device, FakeNvmlMemory* memory)
+// The size given is what CUDA would report; the driver's reserve (512 MiB
+// here) comes on top, as on a real GPU.
+FAKE_EXPORT int nvmlDeviceGetMemoryInfo_v2(void* device, FakeNvmlMemory* memory)
 {
-    if (device == nullptr || memory == nullptr)
+    if (device == nullptr || memory == nullptr || memory->version != (sizeof *memory | 2u << 24))
         return 2;  // NVML_ERROR_INVALID_ARGUMENT
-    memory->total = size_of(static_cast<const char*>(device));
-    memory->free = memory->total;
+    memory->reserved = 512ull << 20;
+    memory->total = size_of(static_cast<const char*>(device)) + memory->reserved;
+    memory->free = memory->total - memory->reserved;
     memory->used = 0;
     return 0;
 }

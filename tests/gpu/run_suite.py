@@ -465,13 +465,15 @@ class Runner:
     def nvml_memory(self):
         """Issue 47: nvshared takes each listed GPU's memory size from NVML at
         start, before any client has named it: the status shows what nvidia-smi
-        says, before and after a client. (A lying client: the integration
+        says (total less reserved), before and after a client. (A lying client: the integration
         suite's Untrusted.AClaimChangesNothingOfTheSizeTheHostReports.)"""
         name = "nvml-memory"
-        smi = subprocess.run(["nvidia-smi", "--query-gpu=uuid,memory.total",
+        # What CUDA reports as the total: memory.total less what the driver
+        # reserves for itself (NVML's v2 memory figures; 615 MiB on an H200).
+        smi = subprocess.run(["nvidia-smi", "--query-gpu=uuid,memory.total,memory.reserved",
                               "--format=csv,noheader,nounits"], capture_output=True, text=True)
-        want = {l.split(",")[0].strip(): int(l.split(",")[1]) for l in smi.stdout.splitlines()
-                if "," in l}
+        want = {f[0].strip(): int(f[1]) - int(f[2]) for f in
+                (l.split(",") for l in smi.stdout.splitlines()) if len(f) == 3}
         with tempfile.TemporaryDirectory(dir=self.a.out) as wd:
             d = Daemon(self.a.nvshared, wd, ["--anti-thrashing", "auto"])
             before = {g["uuid"]: g["physical_memory"] >> 20 for g in query_status(d.sock)["gpus"]}
