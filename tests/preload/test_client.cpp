@@ -355,7 +355,10 @@ void graph_memset_node()
             ran = api.stream_synchronize(stream);
         if (ran == CUDA_SUCCESS)
             ran = api.memcpy_dtoh(&byte, pointers.back() + opt.alloc - 1, 1);
+        if (exec != nullptr)
+            CHECK(api.graph_exec_destroy(exec));
     }
+    CHECK(api.graph_destroy(g));
     printf("graph-node=%d graph-run=%d byte=%02x\n", static_cast<int>(added), static_cast<int>(ran),
            byte);
     fflush(stdout);
