@@ -28,6 +28,21 @@ using std::chrono::seconds;
 // next swap-out ahead.
 constexpr const char* kMadeAhead = "host memory for the next swap-out from GPU 0 is ready";
 
+// Whether the test runs at the speed its timings assume. Under ThreadSanitizer
+// the library's threads run 5 to 15 times slower (one holder spent 1.3 s
+// faulting in host memory it makes in 0.1 s otherwise), so a 300 ms hold or
+// pause no longer falls where the test puts it, and which switch copies what
+// is left to chance. There the swap engine's tests check what must hold at
+// any speed (every byte of data, no fault, kernels never overlap, no race);
+// the shape of a switch (what overlaps, what was made ahead, that a swap-in
+// happened at all) is checked by the normal and ASan passes.
+constexpr bool kTimingsHold =
+#if defined(__SANITIZE_THREAD__)
+    false;
+#else
+    true;
+#endif
+
 // Two clients that set up (register, allocate, report memory), wait at a
 // barrier, and are released together, so their GPU work would overlap unless
 // the library keeps them apart.
@@ -1710,7 +1725,9 @@ TEST(SwapEngine, SwapsChunksOutAndInAndKeepsTheData)
     }
     EXPECT_GT(out, 0u) << status.dump();
     EXPECT_EQ(out % (222ull << 20), 0u) << status.dump();
-    EXPECT_GT(in, 0u) << status.dump();
+    if (kTimingsHold) {
+        EXPECT_GT(in, 0u) << status.dump();
+    }
     // The program's kernels take turns (the engine's copies may overlap: a
     // releaser swaps out after it lets go).
     EXPECT_FALSE(
@@ -1723,13 +1740,17 @@ TEST(SwapEngine, SwapsChunksOutAndInAndKeepsTheData)
     EXPECT_EQ(events_of_both(dir, p, "prefetch to"), 0) << read_text(dir / "fake.log");
     // A swap-in grants access to the chunks it maps in one call for the
     // four of them (222 MiB), where a call per chunk gave 64 MiB each.
-    EXPECT_GE(events_of_both(dir, p, "access 232783872"), 1) << read_text(dir / "fake.log");
+    if (in > 0) {
+        EXPECT_GE(events_of_both(dir, p, "access 232783872"), 1) << read_text(dir / "fake.log");
+    }
     // The first holder made that host memory during its 1 s of work while
     // the other waited, before its swap-out (pinning costs ~10 times the
     // copy).
-    EXPECT_TRUE(p.a.err().find(kMadeAhead) != std::string::npos ||
-                p.b.err().find(kMadeAhead) != std::string::npos)
-        << p.a.err() << p.b.err();
+    if (kTimingsHold) {
+        EXPECT_TRUE(p.a.err().find(kMadeAhead) != std::string::npos ||
+                    p.b.err().find(kMadeAhead) != std::string::npos)
+            << p.a.err() << p.b.err();
+    }
 }
 
 // On a GPU of 64 GiB or more the engine's chunks are of 512 MiB, each mapped
@@ -1772,6 +1793,8 @@ TEST(SwapEngine, TheNextHolderCopiesInWhileTheReleaserCopiesOut)
                                       {"FAKECUDA_COPY_US", "40000"}});
     const auto work = read_work(dir / "fake.log");
     EXPECT_FALSE(overlapped(work_named(work, "cuLaunch"), p.a.pid(), p.b.pid()));
+    if (!kTimingsHold)
+        return;
     EXPECT_TRUE(overlapped(work_named(work, "cuMemcpyAsync"), p.a.pid(), p.b.pid()))
         << read_text(dir / "fake.log") << p.a.err() << p.b.err();
     EXPECT_EQ(events_of_both(dir, p, "alloc vmm-host"), 0) << read_text(dir / "fake.log");
