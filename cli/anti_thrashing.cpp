@@ -37,16 +37,16 @@ int run_anti_thrashing(const GlobalOptions& options, const std::vector<std::stri
     }
     return with_bus(options, "setting the anti-thrashing mode", [&options, &args](BusClient& bus) {
         if (options.gpu.empty()) {
-            bus.manager().AntiThrashing(args[0]);
+            bus.manager().SetAntiThrashing(args[0], kNoInteraction);
             return kOk;
         }
         const auto path = bus.find_gpu(options.gpu);
         if (!path)
             return kNotFound;
         bus.gpu_object(*path)
-            ->setProperty("AntiThrashing")
+            ->callMethod("SetAntiThrashing")
             .onInterface(kGpuInterface)
-            .toValue(args[0]);
+            .withArguments(args[0], kNoInteraction);
         return kOk;
     });
 }

@@ -87,6 +87,12 @@ int report_bus_error(const sdbus::Error& e, const std::string& action,
                 action.c_str(), message.c_str());
         return kAccessDenied;
     }
+    if (name == "org.freedesktop.DBus.Error.LimitsExceeded") {
+        // nvshared's per-user limits (its message says which, and when to
+        // try again).
+        fprintf(stderr, "nvsharectl: %s: %s\n", action.c_str(), message.c_str());
+        return kAccessDenied;
+    }
     if (name == "org.freedesktop.DBus.Error.InvalidArgs") {
         fprintf(stderr, "nvsharectl: %s: %s\n", action.c_str(), message.c_str());
         return kUsage;

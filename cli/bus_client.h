@@ -19,6 +19,9 @@ inline constexpr const char* kBusName = "org.nvshare.Scheduler1";
 inline constexpr const char* kManagerPath = "/org/nvshare/Scheduler1";
 inline constexpr const char* kManagerInterface = "org.nvshare.Scheduler1.Manager";
 inline constexpr const char* kGpuInterface = "org.nvshare.Scheduler1.Gpu";
+// The Set* methods' "interactive" argument: nvsharectl runs no polkit
+// authentication agent, so polkit must answer without asking the user.
+inline constexpr bool kNoInteraction = false;
 
 // Object path -> interface -> property -> value, as GetManagedObjects says.
 using ManagedObjects =

@@ -27,7 +27,10 @@ int run_set_capacity(const GlobalOptions& options, const std::vector<std::string
         const auto path = bus.find_gpu(args[0]);
         if (!path)
             return kNotFound;
-        bus.gpu_object(*path)->setProperty("Capacity").onInterface(kGpuInterface).toValue(*size);
+        bus.gpu_object(*path)
+            ->callMethod("SetCapacity")
+            .onInterface(kGpuInterface)
+            .withArguments(*size, kNoInteraction);
         return kOk;
     });
 }

@@ -28,16 +28,16 @@ int run_set_tq(const GlobalOptions& options, const std::vector<std::string>& arg
     const auto usec = static_cast<uint64_t>(tq->count());
     return with_bus(options, "setting the time quantum", [&options, usec](BusClient& bus) {
         if (options.gpu.empty()) {
-            bus.manager().TimeQuantumUSec(usec);
+            bus.manager().SetTimeQuantum(usec, kNoInteraction);
             return kOk;
         }
         const auto path = bus.find_gpu(options.gpu);
         if (!path)
             return kNotFound;
         bus.gpu_object(*path)
-            ->setProperty("TimeQuantumUSec")
+            ->callMethod("SetTimeQuantum")
             .onInterface(kGpuInterface)
-            .toValue(usec);
+            .withArguments(usec, kNoInteraction);
         return kOk;
     });
 }

@@ -14,48 +14,106 @@ namespace nvshare::daemon {
 
 namespace {
 
-constexpr const char* kAccessDenied = "org.freedesktop.DBus.Error.AccessDenied";
 constexpr const char* kInvalidArgs = "org.freedesktop.DBus.Error.InvalidArgs";
 constexpr const char* kFailed = "org.freedesktop.DBus.Error.Failed";
 constexpr const char* kNoSuchClient = "org.nvshare.Scheduler1.Error.NoSuchClient";
 constexpr const char* kNotHolding = "org.nvshare.Scheduler1.Error.NotHolding";
 
 // A setting the settings home refused, as the D-Bus error the caller gets.
+sdbus::Error error_of(const Refusal& refusal)
+{
+    return sdbus::Error(refusal.why == Refusal::Why::Invalid ? kInvalidArgs : kFailed,
+                        refusal.message);
+}
+
 void refuse(const std::optional<Refusal>& refusal)
 {
     if (refusal)
-        throw sdbus::Error(refusal->why == Refusal::Why::Invalid ? kInvalidArgs : kFailed,
-                           refusal->message);
+        throw error_of(*refusal);
 }
 
-// Root may write at once; anyone else needs polkit's yes for the action the
-// request needs (daemon/authorization.h). The caller's uid comes from the bus
-// driver (a trusted source), fetched with one synchronous call: only writes
-// pay for it.
-void authorize(sdbus::IObject& object, PolkitAuthority& polkit, Request request, const char* what)
+// What SettingsControl's setters throw from their authorization step when
+// the value is valid and new: the caller must be asked about first.
+struct NeedsAuthorization {};
+
+// A setting changed through a method: checked at once (an invalid value, or
+// the current one, is answered without asking anybody), then authorized
+// asynchronously, then checked and applied again (the state may have
+// changed while polkit answered). `set` is one of SettingsControl's setters
+// bound to its value.
+using Setter = std::function<std::optional<Refusal>(const SettingsControl::Authorize&)>;
+
+void change_setting(sdbus::IObject& object, BusAuthorizer& authorizer, sdbus::Result<>&& result,
+                    bool interactive, const char* what, Setter set)
+{
+    try {
+        if (auto refused = set([] { throw NeedsAuthorization{}; }))
+            result.returnError(error_of(*refused));
+        else
+            result.returnResults();
+        return;
+    } catch (const NeedsAuthorization&) {
+    }
+    auto reply = std::make_shared<sdbus::Result<>>(std::move(result));
+    authorizer.authorize(object.getCurrentlyProcessedMessage()->getSender(),
+                         {Operation::ChangeSettings}, interactive, what,
+                         [reply, set](const sdbus::Error* refusal) {
+                             if (refusal != nullptr) {
+                                 reply->returnError(*refusal);
+                             } else if (auto refused = set([] {})) {
+                                 reply->returnError(error_of(*refused));
+                             } else {
+                                 reply->returnResults();
+                             }
+                         });
+}
+
+// Writing a property is for root: a property setter must answer before it
+// returns, so it cannot wait for polkit. The writer's uid comes from the bus
+// driver (a trusted source) in one synchronous call.
+void root_only(sdbus::IObject& object, BusAuthorizer& authorizer, const char* property,
+               const char* method)
 {
     const auto message = object.getCurrentlyProcessedMessage();
-    const std::string sender = message->getSender();
+    uid_t uid = kUnknownUid;
     try {
-        request.caller = message->getCredsUid();
+        uid = message->getCredsUid();
     } catch (const sdbus::Error& e) {
-        NVS_WARN("cannot tell who sent %s: %s", message->getMemberName().c_str(),
-                 e.getMessage().c_str());
+        NVS_WARN("cannot tell who wrote %s: %s", property, e.getMessage().c_str());
     }
-    const auto action = required_action(request);
-    if (!action)
+    if (uid == 0)
         return;
-    const int uid = static_cast<int>(request.caller);
-    std::string detail;
-    const Verdict verdict = polkit.check(sender, *action, detail);
-    if (verdict == Verdict::Allowed) {
-        NVS_NOTICE("uid %d allowed by polkit (%.*s): %s", uid, static_cast<int>(action->size()),
-                   action->data(), what);
-        return;
-    }
-    const std::string refusal = denial_message(what, *action, verdict, detail);
-    NVS_NOTICE("refused uid %d: %s", uid, refusal.c_str());
-    throw sdbus::Error(kAccessDenied, refusal);
+    throw authorizer.refuse(uid, std::string("writing ") + property + " is for root; others call " +
+                                     method + ", which asks polkit (as nvsharectl does)");
+}
+
+// Runs `answer` once the caller's status budget (shared with the lock
+// socket's status queries) allows; else replies LimitsExceeded.
+template <typename Value, typename Answer>
+void within_status_rate(sdbus::IObject& object, BusAuthorizer& authorizer, Server& server,
+                        sdbus::Result<Value>&& result, Answer answer)
+{
+    auto reply = std::make_shared<sdbus::Result<Value>>(std::move(result));
+    authorizer.caller_uid(
+        object.getCurrentlyProcessedMessage()->getSender(),
+        [reply, &server, answer](std::optional<uid_t> uid, const sdbus::Error* error) {
+            if (!uid) {
+                reply->returnError(
+                    error != nullptr ? *error : sdbus::Error(kFailed, "cannot tell who is asking"));
+                return;
+            }
+            const auto now = Clock::now();
+            const Duration wait = server.status_wait(*uid, now);
+            if (wait != Duration::zero()) {
+                const auto ms = std::chrono::ceil<std::chrono::milliseconds>(wait).count();
+                reply->returnError(
+                    sdbus::Error(kLimitsExceeded, "status queries of uid " + std::to_string(*uid) +
+                                                      " exceed their rate; try again in " +
+                                                      std::to_string(ms) + " ms"));
+                return;
+            }
+            reply->returnResults(answer(now));
+        });
 }
 
 }  // namespace
@@ -68,11 +126,11 @@ std::string gpu_object_path(GpuIndex gpu)
 // ---- manager --------------------------------------------------------------------
 
 ManagerObject::ManagerObject(sdbus::IConnection& connection, Server& server,
-                             SettingsControl& control, PolkitAuthority& polkit)
+                             SettingsControl& control, BusAuthorizer& authorizer)
     : AdaptorInterfaces(connection, kManagerPath),
       server_(server),
       control_(control),
-      polkit_(polkit)
+      authorizer_(authorizer)
 {
     registerAdaptor();
 }
@@ -82,7 +140,7 @@ ManagerObject::~ManagerObject()
     unregisterAdaptor();
 }
 
-std::vector<ManagerObject::ClientRow> ManagerObject::ListClients()
+std::vector<ManagerObject::ClientRow> ManagerObject::client_rows() const
 {
     const auto now = Clock::now();
     std::vector<ClientRow> out;
@@ -94,30 +152,71 @@ std::vector<ManagerObject::ClientRow> ManagerObject::ListClients()
     return out;
 }
 
-std::string ManagerObject::GetStatus()
+void ManagerObject::ListClients(sdbus::Result<std::vector<ClientRow>>&& result)
 {
-    // No size bound here: a D-Bus message may carry far more than a frame.
-    return status_text(server_.scheduler(), server_.connection_count(), Clock::now(), SIZE_MAX);
+    within_status_rate(getObject(), authorizer_, server_, std::move(result),
+                       [this](TimePoint) { return client_rows(); });
 }
 
-void ManagerObject::RevokeClient(const uint64_t& id)
+void ManagerObject::GetStatus(sdbus::Result<std::string>&& result)
+{
+    within_status_rate(getObject(), authorizer_, server_, std::move(result),
+                       [this](TimePoint now) { return server_.status_document(now); });
+}
+
+void ManagerObject::RevokeClient(sdbus::Result<>&& result, uint64_t id)
 {
     const auto* client = server_.scheduler().client(id);
-    if (client == nullptr)
-        throw sdbus::Error(kNoSuchClient, "no client with id " + std::to_string(id));
+    if (client == nullptr) {
+        result.returnError(sdbus::Error(kNoSuchClient, "no client with id " + std::to_string(id)));
+        return;
+    }
+    auto reply = std::make_shared<sdbus::Result<>>(std::move(result));
     // The owner is the uid the lock socket saw (SO_PEERCRED), not a claim.
-    authorize(getObject(), polkit_, {Operation::Revoke, kUnknownUid, client->info.uid},
-              "revoking a client's lock");
-    NVS_NOTICE("revoking the lock of client %llu on request", static_cast<unsigned long long>(id));
-    if (!server_.revoke(id))
-        throw sdbus::Error(kNotHolding, "client " + std::to_string(id) + " holds no lock");
+    authorizer_.authorize(
+        getObject().getCurrentlyProcessedMessage()->getSender(),
+        {Operation::Revoke, kUnknownUid, client->info.uid}, false, "revoking a client's lock",
+        [this, reply, id](const sdbus::Error* refusal) {
+            if (refusal != nullptr) {
+                reply->returnError(*refusal);
+                return;
+            }
+            // Looked up again: it may have gone while polkit answered.
+            if (server_.scheduler().client(id) == nullptr) {
+                reply->returnError(
+                    sdbus::Error(kNoSuchClient, "no client with id " + std::to_string(id)));
+                return;
+            }
+            NVS_NOTICE("revoking the lock of client %llu on request",
+                       static_cast<unsigned long long>(id));
+            if (!server_.revoke(id)) {
+                reply->returnError(
+                    sdbus::Error(kNotHolding, "client " + std::to_string(id) + " holds no lock"));
+                return;
+            }
+            reply->returnResults();
+        });
 }
 
-void ManagerObject::ResetSettings()
+void ManagerObject::ResetSettings(sdbus::Result<>&& result)
 {
-    refuse(control_.reset([this] {
-        authorize(getObject(), polkit_, {Operation::ChangeSettings}, "resetting nvshare settings");
-    }));
+    change_setting(getObject(), authorizer_, std::move(result), false, "resetting nvshare settings",
+                   [this](const SettingsControl::Authorize& a) { return control_.reset(a); });
+}
+
+void ManagerObject::SetTimeQuantum(sdbus::Result<>&& result, uint64_t usec, bool interactive)
+{
+    change_setting(getObject(), authorizer_, std::move(result), interactive,
+                   "changing nvshare settings", [this, usec](const SettingsControl::Authorize& a) {
+                       return control_.set_time_quantum(usec, a);
+                   });
+}
+
+void ManagerObject::SetAntiThrashing(sdbus::Result<>&& result, std::string mode, bool interactive)
+{
+    change_setting(
+        getObject(), authorizer_, std::move(result), interactive, "changing nvshare settings",
+        [this, mode](const SettingsControl::Authorize& a) { return control_.set_mode(mode, a); });
 }
 
 std::string ManagerObject::Version()
@@ -133,7 +232,7 @@ uint64_t ManagerObject::TimeQuantumUSec()
 void ManagerObject::TimeQuantumUSec(const uint64_t& value)
 {
     refuse(control_.set_time_quantum(value, [this] {
-        authorize(getObject(), polkit_, {Operation::ChangeSettings}, "changing nvshare settings");
+        root_only(getObject(), authorizer_, "TimeQuantumUSec", "SetTimeQuantum");
     }));
 }
 
@@ -145,7 +244,7 @@ std::string ManagerObject::AntiThrashing()
 void ManagerObject::AntiThrashing(const std::string& value)
 {
     refuse(control_.set_mode(value, [this] {
-        authorize(getObject(), polkit_, {Operation::ChangeSettings}, "changing nvshare settings");
+        root_only(getObject(), authorizer_, "AntiThrashing", "SetAntiThrashing");
     }));
 }
 
@@ -162,11 +261,11 @@ uint32_t ManagerObject::ClientCount()
 // ---- GPUs -----------------------------------------------------------------------
 
 GpuObject::GpuObject(sdbus::IConnection& connection, Server& server, SettingsControl& control,
-                     PolkitAuthority& polkit, GpuIndex index)
+                     BusAuthorizer& authorizer, GpuIndex index)
     : AdaptorInterfaces(connection, gpu_object_path(index)),
       server_(server),
       control_(control),
-      polkit_(polkit),
+      authorizer_(authorizer),
       index_(index)
 {
     registerAdaptor();
@@ -205,9 +304,8 @@ uint64_t GpuObject::Capacity()
 
 void GpuObject::Capacity(const uint64_t& value)
 {
-    refuse(control_.set_capacity(index_, value, [this] {
-        authorize(getObject(), polkit_, {Operation::ChangeSettings}, "changing nvshare settings");
-    }));
+    refuse(control_.set_capacity(
+        index_, value, [this] { root_only(getObject(), authorizer_, "Capacity", "SetCapacity"); }));
 }
 
 uint64_t GpuObject::TimeQuantumUSec()
@@ -218,7 +316,7 @@ uint64_t GpuObject::TimeQuantumUSec()
 void GpuObject::TimeQuantumUSec(const uint64_t& value)
 {
     refuse(control_.set_gpu_time_quantum(index_, value, [this] {
-        authorize(getObject(), polkit_, {Operation::ChangeSettings}, "changing nvshare settings");
+        root_only(getObject(), authorizer_, "TimeQuantumUSec", "SetTimeQuantum");
     }));
 }
 
@@ -235,7 +333,7 @@ std::string GpuObject::AntiThrashing()
 void GpuObject::AntiThrashing(const std::string& value)
 {
     refuse(control_.set_gpu_mode(index_, value, [this] {
-        authorize(getObject(), polkit_, {Operation::ChangeSettings}, "changing nvshare settings");
+        root_only(getObject(), authorizer_, "AntiThrashing", "SetAntiThrashing");
     }));
 }
 
@@ -244,11 +342,35 @@ bool GpuObject::OwnAntiThrashing()
     return server_.scheduler().gpu_modes().contains(gpu().description.uuid);
 }
 
-void GpuObject::ResetSettings()
+void GpuObject::ResetSettings(sdbus::Result<>&& result)
 {
-    refuse(control_.reset_gpu(index_, [this] {
-        authorize(getObject(), polkit_, {Operation::ChangeSettings}, "resetting nvshare settings");
-    }));
+    change_setting(
+        getObject(), authorizer_, std::move(result), false, "resetting nvshare settings",
+        [this](const SettingsControl::Authorize& a) { return control_.reset_gpu(index_, a); });
+}
+
+void GpuObject::SetCapacity(sdbus::Result<>&& result, uint64_t bytes, bool interactive)
+{
+    change_setting(getObject(), authorizer_, std::move(result), interactive,
+                   "changing nvshare settings", [this, bytes](const SettingsControl::Authorize& a) {
+                       return control_.set_capacity(index_, bytes, a);
+                   });
+}
+
+void GpuObject::SetTimeQuantum(sdbus::Result<>&& result, uint64_t usec, bool interactive)
+{
+    change_setting(getObject(), authorizer_, std::move(result), interactive,
+                   "changing nvshare settings", [this, usec](const SettingsControl::Authorize& a) {
+                       return control_.set_gpu_time_quantum(index_, usec, a);
+                   });
+}
+
+void GpuObject::SetAntiThrashing(sdbus::Result<>&& result, std::string mode, bool interactive)
+{
+    change_setting(getObject(), authorizer_, std::move(result), interactive,
+                   "changing nvshare settings", [this, mode](const SettingsControl::Authorize& a) {
+                       return control_.set_gpu_mode(index_, mode, a);
+                   });
 }
 
 uint64_t GpuObject::RequestedMemory()

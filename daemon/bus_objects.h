@@ -1,15 +1,18 @@
 // The objects nvshared puts on the system bus, implementing the adaptors
-// generated from dbus/org.nvshare.Scheduler1.xml. Getters read the Scheduler;
-// writes check that the value is valid and that the caller is root or
-// authorized by polkit, then go through SettingsControl. All of it runs on the daemon's loop
-// thread.
+// generated from dbus/org.nvshare.Scheduler1.xml. Getters read the Scheduler.
+// The Set* methods, ResetSettings and RevokeClient check the request, ask
+// BusAuthorizer (asynchronously) and reply once it answered, checking the
+// request again before it goes through SettingsControl or the Server;
+// property writes are for root. All of it runs on the daemon's loop thread
+// and none of it waits there, but for a property write's one call to the
+// bus driver (the writer's uid).
 #pragma once
 
 #include <sdbus-c++/sdbus-c++.h>
 
 #include <memory>
 
-#include "daemon/polkit.h"
+#include "daemon/bus_authorizer.h"
 #include "daemon/server.h"
 #include "daemon/settings_control.h"
 #include "dbus/scheduler1-adaptor.h"
@@ -25,16 +28,19 @@ class ManagerObject final
                                       sdbus::Properties_adaptor, sdbus::ObjectManager_adaptor> {
 public:
     ManagerObject(sdbus::IConnection& connection, Server& server, SettingsControl& control,
-                  PolkitAuthority& polkit);
+                  BusAuthorizer& authorizer);
     ~ManagerObject();
 
 private:
     using ClientRow = sdbus::Struct<uint64_t, int32_t, uint32_t, std::string, std::string,
                                     std::vector<uint32_t>, uint64_t, uint64_t, uint64_t>;
-    std::vector<ClientRow> ListClients() override;
-    std::string GetStatus() override;
-    void RevokeClient(const uint64_t& id) override;
-    void ResetSettings() override;
+    void SetTimeQuantum(sdbus::Result<>&& result, uint64_t usec, bool interactive) override;
+    void SetAntiThrashing(sdbus::Result<>&& result, std::string mode, bool interactive) override;
+    void ListClients(sdbus::Result<std::vector<ClientRow>>&& result) override;
+    void GetStatus(sdbus::Result<std::string>&& result) override;
+    void RevokeClient(sdbus::Result<>&& result, uint64_t id) override;
+    void ResetSettings(sdbus::Result<>&& result) override;
+    std::vector<ClientRow> client_rows() const;
     std::string Version() override;
     uint64_t TimeQuantumUSec() override;
     void TimeQuantumUSec(const uint64_t& value) override;
@@ -45,7 +51,7 @@ private:
 
     Server& server_;
     SettingsControl& control_;
-    PolkitAuthority& polkit_;
+    BusAuthorizer& authorizer_;
 };
 
 class GpuObject final
@@ -53,7 +59,7 @@ class GpuObject final
                                       sdbus::Properties_adaptor, sdbus::ManagedObject_adaptor> {
 public:
     GpuObject(sdbus::IConnection& connection, Server& server, SettingsControl& control,
-              PolkitAuthority& polkit, GpuIndex index);
+              BusAuthorizer& authorizer, GpuIndex index);
     ~GpuObject();
 
 private:
@@ -72,7 +78,10 @@ private:
     std::string AntiThrashing() override;
     void AntiThrashing(const std::string& value) override;
     bool OwnAntiThrashing() override;
-    void ResetSettings() override;
+    void ResetSettings(sdbus::Result<>&& result) override;
+    void SetCapacity(sdbus::Result<>&& result, uint64_t bytes, bool interactive) override;
+    void SetTimeQuantum(sdbus::Result<>&& result, uint64_t usec, bool interactive) override;
+    void SetAntiThrashing(sdbus::Result<>&& result, std::string mode, bool interactive) override;
     uint64_t RequestedMemory() override;
     bool Serializing() override;
     std::vector<uint64_t> Holders() override;
@@ -81,7 +90,7 @@ private:
 
     Server& server_;
     SettingsControl& control_;
-    PolkitAuthority& polkit_;
+    BusAuthorizer& authorizer_;
     GpuIndex index_;
 };
 

@@ -13,6 +13,8 @@ namespace {
 
 constexpr const char* kManagerInterface = "org.nvshare.Scheduler1.Manager";
 constexpr const char* kGpuInterface = "org.nvshare.Scheduler1.Gpu";
+// Bus messages handled per round of the daemon's loop.
+constexpr int kMessagesPerRound = 32;
 
 }  // namespace
 
@@ -41,9 +43,9 @@ BusService::BusService(Server& server, SettingsControl& control,
     : server_(server),
       control_(control),
       connection_(std::move(connection)),
-      polkit_(std::make_unique<PolkitAuthority>(*connection_))
+      authorizer_(std::make_unique<BusAuthorizer>(*connection_))
 {
-    manager_ = std::make_unique<ManagerObject>(*connection_, server_, control_, *polkit_);
+    manager_ = std::make_unique<ManagerObject>(*connection_, server_, control_, *authorizer_);
     manager_sent_ = manager_values();
 }
 
@@ -99,15 +101,23 @@ void BusService::process()
     if (broken_)
         return;
     try {
-        // Drain fully: a synchronous call inside a handler (the credentials
-        // lookup, polkit) can pull further messages into sd-bus's queue.
-        while (connection_->processPendingRequest()) {
-        }
+        // At most kMessagesPerRound messages, so that a flood of bus calls
+        // leaves the lock's sockets their turn in the loop; what is left in
+        // sd-bus's queue (a synchronous call inside a handler can pull
+        // messages into it that the socket no longer shows) is taken up at
+        // once in the next round (the timer below).
+        int handled = 0;
+        while (handled < kMessagesPerRound && connection_->processPendingRequest())
+            ++handled;
+        const bool more = handled == kMessagesPerRound;
         // What sd-bus waits for changes (POLLOUT while it has output queued,
         // a timeout while a reply is pending): follow it every time.
         const auto poll = connection_->getEventLoopPollData();
         sd_event_source_set_io_events(io_source_, static_cast<uint32_t>(poll.events));
-        if (poll.timeout_usec == UINT64_MAX) {
+        if (more) {
+            sd_event_source_set_time(timer_source_, 0);
+            sd_event_source_set_enabled(timer_source_, SD_EVENT_ONESHOT);
+        } else if (poll.timeout_usec == UINT64_MAX) {
             sd_event_source_set_enabled(timer_source_, SD_EVENT_OFF);
         } else {
             sd_event_source_set_time(timer_source_, poll.timeout_usec);
@@ -214,7 +224,7 @@ void BusService::on_state_changed()
             // A GPU the daemon has just met: it gets its object now.
             try {
                 gpus_.push_back(
-                    std::make_unique<GpuObject>(*connection_, server_, control_, *polkit_, g));
+                    std::make_unique<GpuObject>(*connection_, server_, control_, *authorizer_, g));
             } catch (const sdbus::Error& e) {
                 NVS_WARN("cannot put GPU %u on the bus (%s)", g, e.getMessage().c_str());
                 return;  // tried again at the next change

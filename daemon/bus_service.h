@@ -64,7 +64,7 @@ private:
     Server& server_;
     SettingsControl& control_;
     std::unique_ptr<sdbus::IConnection> connection_;
-    std::unique_ptr<PolkitAuthority> polkit_;  // for writes by others than root
+    std::unique_ptr<BusAuthorizer> authorizer_;  // callers' uids and polkit's verdicts
     std::unique_ptr<ManagerObject> manager_;
     std::vector<std::unique_ptr<GpuObject>> gpus_;
     // What the last signals said, to emit only what changed.

@@ -501,15 +501,33 @@ void Server::process_input(Connection& c)
     c.in.erase(c.in.begin(), c.in.begin() + static_cast<ptrdiff_t>(std::min(off, c.in.size())));
 }
 
+Duration Server::status_wait(uint32_t uid, TimePoint now)
+{
+    if (uid == 0)
+        return Duration::zero();
+    auto it = status_budget_.try_emplace(uid, kStatusPerSecond, kStatusBurst).first;
+    if (it->second.take(now))
+        return Duration::zero();
+    return std::max(it->second.wait(now), Duration(1));
+}
+
+const std::string& Server::status_document(TimePoint now)
+{
+    if (status_stale_ || now - status_rendered_at_ > kStatusMaxAge) {
+        status_text_ = status_text(scheduler_, connections_.size(), now, proto::kMaxStatusPayload);
+        status_rendered_at_ = now;
+        status_stale_ = false;
+    }
+    return status_text_;
+}
+
 bool Server::status_allowed(Connection& c, TimePoint now)
 {
-    if (c.peer.uid == 0)
-        return true;
-    auto it = status_budget_.try_emplace(c.peer.uid, kStatusPerSecond, kStatusBurst).first;
-    if (it->second.take(now))
+    const Duration wait = status_wait(c.peer.uid, now);
+    if (wait == Duration::zero())
         return true;
     c.paused = true;
-    c.resume_at = now + it->second.wait(now);
+    c.resume_at = now + wait;
     update_io_events(c);
     arm_connection_timer(c);
     return false;
@@ -517,15 +535,10 @@ bool Server::status_allowed(Connection& c, TimePoint now)
 
 void Server::send_status(Connection& c, TimePoint now)
 {
-    if (status_stale_ || now - status_rendered_at_ > kStatusMaxAge) {
-        status_text_ = status_text(scheduler_, connections_.size(), now, proto::kMaxStatusPayload);
-        status_rendered_at_ = now;
-        status_stale_ = false;
-    }
-    const auto length = static_cast<uint32_t>(status_text_.size());
+    const std::string& text = status_document(now);
+    const auto length = static_cast<uint32_t>(text.size());
     if (uint8_t* room = frame_room(c, proto::frame_size(length))) {
-        proto::encode(proto::MsgType::Status, status_text_.data(), length, room,
-                      proto::frame_size(length));
+        proto::encode(proto::MsgType::Status, text.data(), length, room, proto::frame_size(length));
         flush(c);
     }
 }

@@ -83,6 +83,13 @@ public:
     // Called after every batch of changes (client events, timers, settings).
     void set_state_observer(std::function<void()> observer) { observer_ = std::move(observer); }
     size_t connection_count() const { return connections_.size(); }
+    // Status queries share one rate per user and one rendered document,
+    // whichever way they come (the lock socket, D-Bus). status_wait: zero
+    // when `uid` may query now (a query is charged), else how long until it
+    // may; root always may. status_document: the rendered status, made again
+    // only when the state changed or it is older than 100 ms.
+    Duration status_wait(uint32_t uid, TimePoint now);
+    const std::string& status_document(TimePoint now);
     // What happens to clients and settings, as the journal records it.
     void set_event_observer(std::function<void(const Event&)> observer)
     {

@@ -26,6 +26,20 @@ public:
         return true;
     }
 
+    // Whether take() would succeed now (nothing taken).
+    bool available(Clock::time_point now)
+    {
+        refill(now);
+        return tokens_ >= 1.0;
+    }
+
+    // Whether the bucket is back to its burst (as if never used).
+    bool full(Clock::time_point now)
+    {
+        refill(now);
+        return tokens_ >= burst_;
+    }
+
     // How long from `now` until take() succeeds.
     Clock::duration wait(Clock::time_point now)
     {

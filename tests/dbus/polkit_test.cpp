@@ -9,12 +9,17 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
+#include <systemd/sd-bus.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <thread>
 
 #include "common/lock_client.h"
 #include "tests/support/files.h"
@@ -105,6 +110,149 @@ private:
     int stop_ = -1;
     uint64_t id_ = 0;
 };
+
+// Bus calls as nobody, as fast as the bus takes them, from `processes`
+// processes (nice 19, so that the machine's CPUs stay with the daemons
+// under test; what is measured is whether nvshared's loop waits), each with
+// up to 16 calls in flight, until destruction. Each call is `member` of the
+// manager, with the signature and one argument given.
+class Flood {
+public:
+    struct Tally {
+        uint64_t calls = 0, ok = 0, limits = 0, denied = 0, other = 0;
+    };
+
+    Flood(int processes, const char* member, const char* signature, uint64_t argument)
+    {
+        for (int i = 0; i < processes; ++i) {
+            int report[2];
+            if (pipe(report) != 0)
+                throw std::runtime_error("pipe failed");
+            const pid_t pid = fork();
+            if (pid < 0)
+                throw std::runtime_error("fork failed");
+            if (pid == 0) {
+                close(report[0]);
+                Tally t;
+                if (setpriority(PRIO_PROCESS, 0, 19) == 0 && setgroups(0, nullptr) == 0 &&
+                    setgid(kNobody) == 0 && setuid(kNobody) == 0)
+                    t = run(member, signature, argument);
+                if (write(report[1], &t, sizeof t) != sizeof t)
+                    _exit(1);
+                _exit(0);
+            }
+            close(report[1]);
+            children_.push_back({pid, report[0]});
+        }
+    }
+    ~Flood() { (void)stop(); }
+    Flood(const Flood&) = delete;
+    Flood& operator=(const Flood&) = delete;
+
+    // Stops every process and adds up what their calls got.
+    Tally stop()
+    {
+        Tally all;
+        for (auto& [pid, fd] : children_) {
+            kill(pid, SIGTERM);
+            Tally t;
+            if (read(fd, &t, sizeof t) == sizeof t) {
+                all.calls += t.calls;
+                all.ok += t.ok;
+                all.limits += t.limits;
+                all.denied += t.denied;
+                all.other += t.other;
+            }
+            close(fd);
+            waitpid(pid, nullptr, 0);
+        }
+        children_.clear();
+        return all;
+    }
+
+private:
+    static volatile sig_atomic_t stopping;
+
+    static Tally run(const char* member, const char* signature, uint64_t argument)
+    {
+        signal(SIGTERM, [](int) { stopping = 1; });
+        Tally t;
+        sd_bus* bus = nullptr;
+        if (sd_bus_open_system(&bus) < 0)
+            return t;
+        struct State {
+            Tally* t;
+            int in_flight;
+        } state{&t, 0};
+        auto done = [](sd_bus_message* m, void* data, sd_bus_error*) -> int {
+            auto* st = static_cast<State*>(data);
+            --st->in_flight;
+            const sd_bus_error* e = sd_bus_message_get_error(m);
+            if (e == nullptr)
+                ++st->t->ok;
+            else if (strcmp(e->name, "org.freedesktop.DBus.Error.LimitsExceeded") == 0)
+                ++st->t->limits;
+            else if (strcmp(e->name, "org.freedesktop.DBus.Error.AccessDenied") == 0)
+                ++st->t->denied;
+            else
+                ++st->t->other;
+            return 0;
+        };
+        while (!stopping) {
+            while (state.in_flight < 16 && !stopping) {
+                sd_bus_message* m = nullptr;
+                if (sd_bus_message_new_method_call(bus, &m, kName, kManager, kManagerIface,
+                                                   member) < 0)
+                    break;
+                if (signature[0] == 't')
+                    sd_bus_message_append(m, "t", argument);
+                if (sd_bus_call_async(bus, nullptr, m, done, &state, 10'000'000) >= 0) {
+                    ++state.in_flight;
+                    ++t.calls;
+                }
+                sd_bus_message_unref(m);
+            }
+            while (sd_bus_process(bus, nullptr) > 0) {
+            }
+            sd_bus_wait(bus, 100'000);
+        }
+        sd_bus_flush_close_unref(bus);
+        return t;
+    }
+
+    std::vector<std::pair<pid_t, int>> children_;
+};
+volatile sig_atomic_t Flood::stopping = 0;
+
+// The times from one root client's Released to the other's Grant, in
+// microseconds, over `rounds` hand-overs of GPU 0 (anti-thrashing on: they
+// take turns). `a` holds the lock when called, and again after an even
+// number of rounds.
+std::vector<double> handovers(LockClient& a, LockClient& b, int rounds)
+{
+    std::vector<double> us;
+    LockClient* holder = &a;
+    LockClient* next = &b;
+    for (int i = 0; i < rounds; ++i) {
+        if (!next->request(1))
+            break;
+        std::this_thread::sleep_for(10ms);  // queued behind the holder
+        const auto start = std::chrono::steady_clock::now();
+        if (!holder->release(1) || !next->expect(MsgType::Grant, 10s))
+            break;
+        us.push_back(
+            std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+                .count());
+        std::swap(holder, next);
+    }
+    return us;
+}
+
+double median(std::vector<double> v)
+{
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v[v.size() / 2];
+}
 
 class PolkitTest : public ::testing::Test {
 protected:
@@ -247,6 +395,22 @@ TEST_F(PolkitTest, ARuleForAGroupLetsItsMembersChangeSettings)
     auto r = ctl({"set-tq", "5s"}, true);
     EXPECT_EQ(r.status, 0) << r.err;
     EXPECT_EQ(get(kManager, kManagerIface, "TimeQuantumUSec"), "t 5000000");
+    // Writing the property is still root's: a property write cannot wait
+    // for polkit.
+    r = run(as_nobody({"busctl", "--system", "set-property", kName, kManager, kManagerIface,
+                       "TimeQuantumUSec", "t", "6000000"}));
+    EXPECT_NE(r.status, 0);
+    EXPECT_NE(r.err.find("Access denied"), std::string::npos) << r.err;
+    EXPECT_NE(
+        daemon->log().find("refused uid 65534: writing TimeQuantumUSec is for root; others call "
+                           "SetTimeQuantum"),
+        std::string::npos)
+        << daemon->log();
+    EXPECT_EQ(get(kManager, kManagerIface, "TimeQuantumUSec"), "t 5000000");
+    r = run(as_nobody({"busctl", "--system", "call", kName, kGpu0, kGpuIface, "SetTimeQuantum",
+                       "tb", "3000000", "false"}));
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(get(kGpu0, kGpuIface, "TimeQuantumUSec"), "t 3000000");
     r = ctl({"anti-thrashing", "off"}, true);
     EXPECT_EQ(r.status, 0) << r.err;
     EXPECT_EQ(get(kManager, kManagerIface, "AntiThrashing"), "s \"off\"");
@@ -347,6 +511,108 @@ TEST_F(PolkitTest, AHungPolkitdDelaysOnlyOthersAndOnlyBriefly)
     ASSERT_TRUE(a.request(1));
     EXPECT_TRUE(a.expect(MsgType::Grant, 10s));
     kill(polkitd->pid(), SIGCONT);
+}
+
+// A flood of refused bus calls (or of status queries) from another user
+// leaves the lock served at its usual speed: polkit is asked asynchronously,
+// a caller refused too often is refused without asking, and the bus gets
+// at most 32 messages per round of the loop. `stop_polkitd`: polkitd does
+// not answer at all (each check waits for the 5 s timeout).
+struct FloodCase {
+    const char* member;
+    const char* signature;
+    bool stop_polkitd;
+};
+
+class PolkitFloodTest : public PolkitTest {
+protected:
+    static constexpr int kRounds = 100;  // 10 ms apart: the flood lasts over a second
+
+    // Hand-over latencies of two root clients without and then with the
+    // flood, and what the flood's calls got.
+    void measure(const FloodCase& f)
+    {
+        ASSERT_NO_FATAL_FAILURE(start_polkitd());
+        ASSERT_NO_FATAL_FAILURE(start_daemon());
+        auto a = root_client("alpha");
+        auto b = root_client("beta");
+        ASSERT_TRUE(a.request(1));
+        ASSERT_TRUE(a.expect(MsgType::Grant, 10s));
+        const auto quiet = handovers(a, b, kRounds);
+        ASSERT_EQ(quiet.size(), size_t{kRounds});
+        if (f.stop_polkitd) {
+            ASSERT_EQ(kill(polkitd->pid(), SIGSTOP), 0);
+        }
+        // The id of a root client: nobody may not revoke it.
+        const uint64_t id = std::stoull(get(kGpu0, kGpuIface, "Holders").substr(5));
+        Flood flood(4, f.member, f.signature, id);
+        std::this_thread::sleep_for(500ms);  // the flood under way
+        const auto start = std::chrono::steady_clock::now();
+        const auto loaded = handovers(a, b, kRounds);
+        const double flood_s =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        tally = flood.stop();
+        if (f.stop_polkitd)
+            kill(polkitd->pid(), SIGCONT);
+        ASSERT_EQ(loaded.size(), size_t{kRounds});
+        quiet_median = median(quiet);
+        loaded_median = median(loaded);
+        loaded_max = *std::max_element(loaded.begin(), loaded.end());
+        printf(
+            "hand-over median %.0f us quiet, %.0f us (max %.0f us) under %llu calls of %s in "
+            "%.1f s: %llu ok, %llu limits exceeded, %llu denied, %llu other\n",
+            quiet_median, loaded_median, loaded_max, static_cast<unsigned long long>(tally.calls),
+            f.member, flood_s, static_cast<unsigned long long>(tally.ok),
+            static_cast<unsigned long long>(tally.limits),
+            static_cast<unsigned long long>(tally.denied),
+            static_cast<unsigned long long>(tally.other));
+        // The lock's usual speed: twice the quiet median, with 2 ms for a
+        // machine whose CPUs the flood's bus traffic shares.
+        EXPECT_LE(loaded_median, 2 * quiet_median + 2000.0);
+        EXPECT_LE(loaded_max, 100'000.0);
+        EXPECT_GT(tally.calls, 100u);
+    }
+
+    // Lines the daemon logged refusing nobody.
+    size_t refusal_lines() const
+    {
+        const std::string log = daemon->log();
+        size_t n = 0;
+        for (size_t at = log.find("refused uid 65534"); at != std::string::npos;
+             at = log.find("refused uid 65534", at + 1))
+            ++n;
+        return n;
+    }
+
+    Flood::Tally tally;
+    double quiet_median = 0, loaded_median = 0, loaded_max = 0;
+};
+
+TEST_F(PolkitFloodTest, RefusedRevokesLeaveTheLockServed)
+{
+    ASSERT_NO_FATAL_FAILURE(measure({"RevokeClient", "t", false}));
+    // polkit said no 10 times; the rest were refused without asking it.
+    EXPECT_GE(tally.denied, 10u);
+    EXPECT_GT(tally.limits, tally.denied);
+    // Logged at most once a second (the flood lasts a few seconds).
+    EXPECT_LE(refusal_lines(), 12u) << daemon->log();
+}
+
+TEST_F(PolkitFloodTest, RefusedRevokesLeaveTheLockServedWhilePolkitdHangs)
+{
+    ASSERT_NO_FATAL_FAILURE(measure({"RevokeClient", "t", true}));
+    // Four checks wait for polkit (its timeout, 5 s); the rest are refused
+    // at once.
+    EXPECT_GT(tally.limits, 100u);
+    EXPECT_LE(refusal_lines(), 12u) << daemon->log();
+}
+
+TEST_F(PolkitFloodTest, StatusQueriesLeaveTheLockServed)
+{
+    ASSERT_NO_FATAL_FAILURE(measure({"GetStatus", "", false}));
+    // The socket's rate, 20 a second after a burst of 20, holds here too.
+    EXPECT_GT(tally.limits, 0u);
+    EXPECT_LE(tally.ok, 20u + 20u * 10u);
 }
 
 }  // namespace
