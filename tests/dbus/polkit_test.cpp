@@ -569,7 +569,9 @@ protected:
         // The lock's usual speed: twice the quiet median, with 2 ms for a
         // machine whose CPUs the flood's bus traffic shares.
         EXPECT_LE(loaded_median, 2 * quiet_median + 2000.0);
-        EXPECT_LE(loaded_max, 100'000.0);
+        // No stall: before, one refused call waited for polkit in the loop
+        // (up to its 5 s timeout), and status floods stalled it for 3 s.
+        EXPECT_LE(loaded_max, 1'000'000.0);
         EXPECT_GT(tally.calls, 100u);
     }
 
