@@ -35,6 +35,9 @@ namespace {
 // let it grow the daemon's memory.
 constexpr size_t kMaxOutBuffer = 256 * 1024;
 
+// Connections accepted per round of the loop: a storm of connections
+// leaves the lock's clients their turn.
+constexpr int kAcceptsPerRound = 16;
 // A connection must say Hello (or be done with its status query) this soon.
 constexpr auto kHelloDeadline = std::chrono::seconds(5);
 // Status queries of one user other than root: on average, and at once.
@@ -342,7 +345,10 @@ int Server::on_idle_timer(sd_event_source*, uint64_t, void* self)
 
 void Server::accept_clients()
 {
-    for (;;) {
+    // At most kAcceptsPerRound: the listener stays readable while more wait,
+    // and the loop takes them up in its next round, after the clients'
+    // messages that came meanwhile.
+    for (int round = 0; round < kAcceptsPerRound; ++round) {
         const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
             if (errno == EINTR || errno == ECONNABORTED)

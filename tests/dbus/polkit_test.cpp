@@ -23,6 +23,7 @@
 
 #include "common/lock_client.h"
 #include "tests/support/files.h"
+#include "tests/support/handover.h"
 #include "tests/support/private_bus.h"
 #include "tests/support/programs.h"
 #include "tests/support/test_gpu.h"
@@ -223,36 +224,6 @@ private:
     std::vector<std::pair<pid_t, int>> children_;
 };
 volatile sig_atomic_t Flood::stopping = 0;
-
-// The times from one root client's Released to the other's Grant, in
-// microseconds, over `rounds` hand-overs of GPU 0 (anti-thrashing on: they
-// take turns). `a` holds the lock when called, and again after an even
-// number of rounds.
-std::vector<double> handovers(LockClient& a, LockClient& b, int rounds)
-{
-    std::vector<double> us;
-    LockClient* holder = &a;
-    LockClient* next = &b;
-    for (int i = 0; i < rounds; ++i) {
-        if (!next->request(1))
-            break;
-        std::this_thread::sleep_for(10ms);  // queued behind the holder
-        const auto start = std::chrono::steady_clock::now();
-        if (!holder->release(1) || !next->expect(MsgType::Grant, 10s))
-            break;
-        us.push_back(
-            std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
-                .count());
-        std::swap(holder, next);
-    }
-    return us;
-}
-
-double median(std::vector<double> v)
-{
-    std::sort(v.begin(), v.end());
-    return v.empty() ? 0.0 : v[v.size() / 2];
-}
 
 class PolkitTest : public ::testing::Test {
 protected:

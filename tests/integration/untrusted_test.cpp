@@ -2,10 +2,13 @@
 // nothing one sends or owns may end the daemon, decide what others get, or
 // lock them out. Each test is an attack seen on an earlier nvshared (issue
 // 19), made by a raw client, most of them as another user.
+#include <fcntl.h>
 #include <grp.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,12 +18,14 @@
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <thread>
 
 #include "common/lock_client.h"
 #include "common/uuid.h"
 #include "tests/integration/frames.h"
 #include "tests/integration/test_client.h"
 #include "tests/support/daemon.h"
+#include "tests/support/handover.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/test_gpu.h"
 
@@ -493,6 +498,65 @@ TEST(Untrusted, StatusFloodIsRateLimitedAndOthersAreServed)
     // eight in flight as it ended); before the limit this was thousands.
     EXPECT_GE(answered, 20);
     EXPECT_LE(answered, 20 + 20 * seconds + 8) << "in " << seconds << " s";
+}
+
+// Another user opens connections in bursts of 2,000 and closes them, as
+// fast as the socket takes them (at the same CPU priority as the daemon):
+// the daemon accepts at most 16 per round of its loop, so the lock still
+// changes hands at its usual speed (before, it accepted every waiting
+// connection at once: a median hand-over of 384 ms, 0.9 s at most).
+TEST(Untrusted, ConnectionStormsLeaveTheLockServed)
+{
+    require_root();
+    Daemon d;
+    ASSERT_TRUE(d.start({"--anti-thrashing", "on"}));
+    auto a = registered(d.socket(), "alpha", {test_gpu(1, 16 * kGiB)});
+    auto b = registered(d.socket(), "beta", {test_gpu(1, 16 * kGiB)});
+    ASSERT_TRUE(a && b);
+    ASSERT_TRUE(a->request(1));
+    ASSERT_TRUE(a->expect(MsgType::Grant, kTimeout));
+    const auto quiet = handovers(*a, *b, 100);
+    ASSERT_EQ(quiet.size(), 100u);
+
+    AsUser storm(kNobody, [&](FILE* out, int stop) {
+        fcntl(stop, F_SETFL, O_NONBLOCK);
+        sockaddr_un addr{};
+        addr.sun_family = AF_UNIX;
+        snprintf(addr.sun_path, sizeof addr.sun_path, "%s", d.socket().c_str());
+        uint64_t made = 0;
+        char byte;
+        std::vector<int> fds;
+        while (read(stop, &byte, 1) < 0 && errno == EAGAIN) {
+            for (int i = 0; i < 2000; ++i) {
+                const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+                if (fd < 0)
+                    break;
+                if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+                    fds.push_back(fd);
+                    ++made;
+                } else {
+                    close(fd);
+                }
+            }
+            for (int fd : fds)
+                close(fd);
+            fds.clear();
+        }
+        fprintf(out, "%llu\n", static_cast<unsigned long long>(made));
+    });
+    std::this_thread::sleep_for(300ms);  // the storm under way
+    const auto loaded = handovers(*a, *b, 100);
+    storm.finish();
+    const uint64_t made = std::stoull("0" + storm.line());
+    ASSERT_EQ(loaded.size(), 100u);
+    const double loaded_max = *std::max_element(loaded.begin(), loaded.end());
+    printf(
+        "hand-over median %.0f us quiet, %.0f us (max %.0f us) under a storm of %llu "
+        "connections\n",
+        median(quiet), median(loaded), loaded_max, static_cast<unsigned long long>(made));
+    EXPECT_GT(made, 2000u);
+    EXPECT_LE(median(loaded), 2 * median(quiet) + 2000.0);
+    EXPECT_LE(loaded_max, 1'000'000.0);
 }
 
 // ---- files
