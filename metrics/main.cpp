@@ -17,6 +17,7 @@
 #include "common/write_all.h"
 #include "metrics/gpu_labels.h"
 #include "metrics/render.h"
+#include "metrics/status_cache.h"
 
 namespace {
 
@@ -24,13 +25,15 @@ constexpr size_t kMaxRequestHead = 8192;
 constexpr int kRequestTimeoutMs = 5000;
 
 const char kUsage[] =
-    "Usage: nvshare-metrics [--socket PATH] [--http]\n"
+    "Usage: nvshare-metrics [--socket PATH] [--http] [--cache-dir DIR]\n"
     "Print nvshared's per-user, per-GPU usage and per-GPU state as Prometheus\n"
     "metrics.\n"
     "\n"
     "  --socket PATH  nvshared's lock socket (default " NVSHARE_DEFAULT_SOCKET
     ")\n"
     "  --http         answer one HTTP request read from stdin, on stdout\n"
+    "  --cache-dir DIR  share nvshared's status with the scrapes that come\n"
+    "                 together, through DIR (at most 1 s old)\n"
     "  --help         show this help\n";
 
 // The request's head (up to the blank line), bounded in size and time.
@@ -59,6 +62,7 @@ int main(int argc, char** argv)
 {
     std::string socket = NVSHARE_DEFAULT_SOCKET;
     bool http = false;
+    std::string cache_dir;
     for (int i = 1; i < argc; ++i) {
         const std::string arg = argv[i];
         if (arg == "--http") {
@@ -67,6 +71,10 @@ int main(int argc, char** argv)
             socket = argv[++i];
         } else if (arg.rfind("--socket=", 0) == 0) {
             socket = arg.substr(9);
+        } else if (arg == "--cache-dir" && i + 1 < argc) {
+            cache_dir = argv[++i];
+        } else if (arg.rfind("--cache-dir=", 0) == 0) {
+            cache_dir = arg.substr(12);
         } else if (arg == "--help" || arg == "-h") {
             fputs(kUsage, stdout);
             return 0;
@@ -77,7 +85,7 @@ int main(int argc, char** argv)
     }
     const std::string head = http ? read_head() : "";
     std::string error;
-    const std::string text = nvshare::LockClient::query_status(socket, &error);
+    const std::string text = nvshare::metrics::shared_status(cache_dir, socket, &error);
     nlohmann::json status;
     if (text.empty())
         fprintf(stderr, "nvshare-metrics: cannot reach nvshared at %s: %s\n", socket.c_str(),

@@ -338,6 +338,34 @@ def check_reload(a):
         a.run(["systemctl", "reload", UNIT], ok=False)
 
 
+SCRAPES = r"""
+import concurrent.futures, socket, sys
+def scrape(_):
+    s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=20)
+    s.sendall(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n")
+    data = b""
+    while chunk := s.recv(65536):
+        data += chunk
+    return b"\nnvshare_up 1\n" in data
+with concurrent.futures.ThreadPoolExecutor(12) as pool:
+    print(sum(pool.map(scrape, range(48))))
+"""
+
+
+def check_metrics_scrapes(a):
+    """48 scrapes, 12 at a time, through nvshare-metrics.socket: every one
+    sees nvshared, the instances sharing its answer in their runtime
+    directory as one dynamic user."""
+    a.run(["systemctl", "enable", "--now", "nvshare-metrics.socket"])
+    listen = a.prop("nvshare-metrics.socket", "Listen")  # "127.0.0.1:9445 (Stream)"
+    port = re.search(r":(\d+) ", listen).group(1)
+    up = a.out(["python3", "-c", SCRAPES, port], timeout=120)
+    if up != "48":
+        raise Failed(f"{up} of 48 scrapes saw nvshared")
+    a.run(["test", "-f", "/run/nvshare-metrics/status.json"])
+    log("48 of 48 scrapes saw nvshared; /run/nvshare-metrics/status.json kept")
+
+
 def check_uninstall(a):
     """The README's uninstall command (the last check): nothing of nvshare
     runs, is listed or is left installed, and programs start without a word
@@ -375,6 +403,7 @@ CHECKS = [
     ("journal-priorities", check_journal_priorities),
     ("security", check_security),
     ("reload", check_reload),
+    ("metrics-scrapes", check_metrics_scrapes),
     ("uninstall", check_uninstall),  # last: it takes nvshare away
 ]
 
