@@ -55,11 +55,14 @@ struct ClientInfo {
     ClientInfo() = default;
     // The cgroup is the server's to find; tests and tools name the rest.
     ClientInfo(int32_t pid_, uint32_t uid_, std::string comm_, std::string cgroup_ = {})
-        : pid(pid_), uid(uid_), comm(std::move(comm_)), cgroup(std::move(cgroup_))
+        : pid(pid_), uid(uid_), principal(uid_), comm(std::move(comm_)), cgroup(std::move(cgroup_))
     {
     }
     int32_t pid = 0;
     uint32_t uid = 0;
+    // Who it is charged to for fairness and usage: its uid, or the owner of
+    // the subordinate uid it is (principals.h). Never root's exemptions.
+    uint32_t principal = 0;
     std::string comm;
     std::string cgroup;   // its container or unit (process_cgroup.h); may be empty
     std::string command;  // its command line (process_command.h); may be empty

@@ -7,6 +7,7 @@
 #include "daemon/config_file.h"
 #include "daemon/log.h"
 #include "daemon/options.h"
+#include "daemon/principals_file.h"
 #include "daemon/server.h"
 #include "daemon/settings_control.h"
 #include "daemon/state_store.h"
@@ -51,10 +52,11 @@ int main(int argc, char** argv)
     Server server(options);
     if (!server.init())
         return 1;
+    server.set_principals(load_principals());
     SettingsControl control(server, std::move(store), configured, std::move(runtime));
     // SIGHUP, systemctl reload: the config file again; one that cannot be
     // read leaves every setting as it is.
-    server.set_reload_handler([&configure, &control, &defaults] {
+    server.set_reload_handler([&configure, &control, &defaults, &server] {
         Options next;
         if (!configure(&next)) {
             NVS_WARN("reload: %s cannot be read; the settings stay as they were",
@@ -62,6 +64,7 @@ int main(int argc, char** argv)
             return;
         }
         control.reload(std::move(next));
+        server.set_principals(load_principals());
         NVS_NOTICE("reloaded %s", defaults.config_path.c_str());
     });
 #if NVSHARE_HAVE_DBUS

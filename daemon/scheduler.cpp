@@ -61,7 +61,8 @@ std::optional<GpuIndex> Scheduler::ensure_gpu(const GpuDescription& description)
 }
 
 std::optional<GpuIndex> Scheduler::claim_gpu(const GpuDescription& description, uint32_t uid,
-                                             TimePoint now, std::string* refusal)
+                                             uint32_t principal, TimePoint now,
+                                             std::string* refusal)
 {
     const uint64_t claimed = description.physical_memory;
     if (claimed < kMinGpuMemory || claimed > kMaxReportedBytes) {
@@ -86,10 +87,10 @@ std::optional<GpuIndex> Scheduler::claim_gpu(const GpuDescription& description, 
     if (uid != 0) {
         size_t named = 0;
         for (const Gpu& gpu : gpus_)
-            named += !gpu.listed_by_host && gpu.named_by == uid;
+            named += !gpu.listed_by_host && gpu.named_by == principal;
         if (named >= kMaxUnlistedGpusPerUser) {
             *refusal = description.uuid + " is not a GPU the host lists, and user " +
-                       std::to_string(uid) + " has named " + std::to_string(named) +
+                       std::to_string(principal) + " has named " + std::to_string(named) +
                        " such GPUs already";
             return std::nullopt;
         }
@@ -99,7 +100,7 @@ std::optional<GpuIndex> Scheduler::claim_gpu(const GpuDescription& description, 
         *refusal = "too many GPUs on this host";
         return std::nullopt;
     }
-    gpus_[*g].named_by = uid;
+    gpus_[*g].named_by = principal;
     gpus_[*g].memory_confirmed = uid == 0;
     return g;
 }
@@ -669,7 +670,7 @@ void Scheduler::refresh_exclusive(TimePoint now)
 void Scheduler::enqueue(ClientRecord& c)
 {
     wait_dirty_ |= c.wanted;
-    const Bucket bucket{c.info.uid, policy::class_rank(c.info.priority)};
+    const Bucket bucket{c.info.principal, policy::class_rank(c.info.priority)};
     for_each_gpu(c.wanted, [&](GpuIndex g) {
         queues_[g].waiting.insert({c.sequence, c.id});
         queues_[g].buckets[bucket].insert({c.sequence, c.id});
@@ -680,7 +681,7 @@ void Scheduler::enqueue(ClientRecord& c)
 void Scheduler::dequeue(ClientRecord& c)
 {
     wait_dirty_ |= c.wanted;  // the places behind it move up
-    const Bucket bucket{c.info.uid, policy::class_rank(c.info.priority)};
+    const Bucket bucket{c.info.principal, policy::class_rank(c.info.priority)};
     for_each_gpu(c.wanted, [&](GpuIndex g) {
         queues_[g].waiting.erase({c.sequence, c.id});
         auto it = queues_[g].buckets.find(bucket);
@@ -709,7 +710,7 @@ std::optional<ClientId> Scheduler::head(GpuIndex gpu, TimePoint now) const
     OrderKey best_key{};
     for (const auto& [bucket, waiters] : buckets) {
         const ClientRecord& c = clients_.at(waiters.begin()->second);
-        const OrderKey k = order_key(c, shares_.held(c.info.uid, now), now);
+        const OrderKey k = order_key(c, shares_.held(c.info.principal, now), now);
         if (!best || k < best_key) {
             best = c.id;
             best_key = k;
@@ -734,7 +735,7 @@ std::vector<ClientId> Scheduler::ordered(GpuIndex gpu, TimePoint now) const
         keyed.reserve(ids.size());
         for (ClientId id : ids) {
             const ClientRecord& c = clients_.at(id);
-            keyed.push_back({order_key(c, held.at(c.info.uid), now), id});
+            keyed.push_back({order_key(c, held.at(c.info.principal), now), id});
         }
         std::sort(keyed.begin(), keyed.end());
         for (size_t i = 0; i < keyed.size(); ++i)
@@ -785,7 +786,7 @@ size_t Scheduler::share_cap(uint32_t uid, GpuIndex gpu) const
 {
     std::map<uint32_t, size_t> others;
     for (ClientId h : gpus_[gpu].holders) {
-        const uint32_t u = clients_.at(h).info.uid;
+        const uint32_t u = clients_.at(h).info.principal;
         if (u != uid)
             others[u]++;
     }
@@ -801,8 +802,8 @@ bool Scheduler::may_join(const ClientRecord& c, GpuIndex gpu, TimePoint now) con
         return false;
     size_t mine = 0;
     for (ClientId h : gpus_[gpu].holders)
-        mine += clients_.at(h).info.uid == c.info.uid;
-    return mine < share_cap(c.info.uid, gpu);
+        mine += clients_.at(h).info.principal == c.info.principal;
+    return mine < share_cap(c.info.principal, gpu);
 }
 
 // Beyond its user's share: more of its user's processes, granted before it,
@@ -812,10 +813,10 @@ bool Scheduler::over_share(const ClientRecord& c, GpuIndex gpu) const
     size_t before = 0;
     for (ClientId h : gpus_[gpu].holders) {
         const ClientRecord& o = clients_.at(h);
-        before += o.id != c.id && o.info.uid == c.info.uid &&
+        before += o.id != c.id && o.info.principal == c.info.principal &&
                   std::tie(o.granted_at, o.id) < std::tie(c.granted_at, c.id);
     }
-    return before >= share_cap(c.info.uid, gpu);
+    return before >= share_cap(c.info.principal, gpu);
 }
 
 bool Scheduler::wanted_by_others(const ClientRecord& c, TimePoint now) const
@@ -959,7 +960,7 @@ bool Scheduler::contended(const ClientRecord& c) const
     for_each_gpu(c.held & exclusive_, [&](GpuIndex g) { any |= !queues_[g].waiting.empty(); });
     for_each_gpu(c.held & soft_, [&](GpuIndex g) {
         for (const auto& [bucket, waiters] : queues_[g].buckets)
-            any |= bucket.first == c.info.uid;
+            any |= bucket.first == c.info.principal;
         any |= over_share(c, g);
     });
     return any;
@@ -994,7 +995,7 @@ void Scheduler::grant(ClientRecord& c, TimePoint now)
     c.contended_since.reset();
     if (c.contended_sent)
         c.contended_since = now;
-    shares_.hold_began(c.info.uid, now);
+    shares_.hold_began(c.info.principal, now);
     push(ActionKind::Grant, c, c.held);
     actions_.back().bounded = c.bounded_sent;
     // Joined a group turn: it shares the GPU with those already there.
@@ -1029,7 +1030,7 @@ GpuSet Scheduler::end_hold(ClientRecord& c, GpuSet gpus, TimePoint now)
     c.held &= ~gpus;
     if (c.held == 0) {
         c.held_total += now - c.granted_at;
-        shares_.hold_ended(c.info.uid, c.granted_at, now);
+        shares_.hold_ended(c.info.principal, c.granted_at, now);
         c.phase = Phase::Idle;
         holding_--;
         c.drop_sent = false;

@@ -107,9 +107,15 @@ public:
     // better is known: a root client's claim sets it for good unless the
     // host gave it, another user's only while no size is known at all.
     // A GPU the host does not list counts against the user's
-    // kMaxUnlistedGpusPerUser. `refusal` says why when nullopt is returned.
+    // kMaxUnlistedGpusPerUser (`principal`'s: principals.h). `refusal` says
+    // why when nullopt is returned.
     std::optional<GpuIndex> claim_gpu(const GpuDescription& description, uint32_t uid,
-                                      TimePoint now, std::string* refusal);
+                                      uint32_t principal, TimePoint now, std::string* refusal);
+    std::optional<GpuIndex> claim_gpu(const GpuDescription& description, uint32_t uid,
+                                      TimePoint now, std::string* refusal)
+    {
+        return claim_gpu(description, uid, uid, now, refusal);
+    }
     // Capacity for GPUs not yet seen: by UUID, else the default, else physical.
     void set_capacity_override(const std::string& uuid, uint64_t bytes);
     void set_default_capacity(std::optional<uint64_t> bytes);

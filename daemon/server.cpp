@@ -377,9 +377,10 @@ void Server::accept_clients()
             continue;
         }
         c->hello_deadline = Clock::now() + kHelloDeadline;
+        c->principal = principals_.of(c->peer.uid);
         Connection& ref = *c;
         connections_.emplace(c->serial, std::move(c));
-        ++connections_per_uid_[ref.peer.uid];
+        ++connections_per_principal_[ref.principal];
         status_stale_ = true;
         if (!admit(ref))
             continue;
@@ -399,10 +400,15 @@ bool Server::admit(Connection& c)
         fail(c, proto::ErrorCode::Refused, "too many clients");
         return false;
     }
-    const size_t mine = connections_per_uid_[c.peer.uid];
+    const size_t mine = connections_per_principal_[c.principal];
     if (mine > options_.max_clients_per_user) {
+        const std::string who = c.principal == c.peer.uid
+                                    ? "user " + std::to_string(c.peer.uid)
+                                    : "user " + std::to_string(c.principal) +
+                                          " (whose subordinate uid " + std::to_string(c.peer.uid) +
+                                          " this is)";
         fail(c, proto::ErrorCode::Refused,
-             "user " + std::to_string(c.peer.uid) + " has " + std::to_string(mine - 1) +
+             who + " has " + std::to_string(mine - 1) +
                  " connections already, the most one user may have (--max-clients-per-user)");
         return false;
     }
@@ -511,7 +517,7 @@ Duration Server::status_wait(uint32_t uid, TimePoint now)
 {
     if (uid == 0)
         return Duration::zero();
-    auto it = status_budget_.try_emplace(uid, kStatusPerSecond, kStatusBurst).first;
+    auto it = status_budget_.try_emplace(principals_.of(uid), kStatusPerSecond, kStatusBurst).first;
     if (it->second.take(now))
         return Duration::zero();
     return std::max(it->second.wait(now), Duration(1));
@@ -692,7 +698,7 @@ void Server::on_hello(Connection& c, const proto::Hello& hello)
         std::string refusal;
         const auto index =
             scheduler_.claim_gpu({text, printable_utf8(g.name, sizeof g.name), g.physical_memory},
-                                 c.peer.uid, Clock::now(), &refusal);
+                                 c.peer.uid, c.principal, Clock::now(), &refusal);
         if (!index) {
             fail(c, proto::ErrorCode::Refused, refusal);
             return;
@@ -708,6 +714,7 @@ void Server::on_hello(Connection& c, const proto::Hello& hello)
     const std::string cgroup = process_cgroup_path(c.peer.pid);
     ClientInfo info{c.peer.pid, c.peer.uid, printable_utf8(hello.comm, sizeof hello.comm),
                     printable_utf8(cgroup_name(cgroup))};
+    info.principal = c.principal;
     info.command = printable_utf8(process_command_line(c.peer.pid));
     const std::vector<uint32_t> groups = peer_groups(c.fd, c.peer.gid);
     // Unit rules see only the part of the path a user cannot have made.
@@ -1094,9 +1101,9 @@ void Server::destroy(Connection& c)
         scheduler_.disconnect(c.serial, Clock::now());
     }
     status_stale_ = true;
-    if (auto it = connections_per_uid_.find(c.peer.uid);
-        it != connections_per_uid_.end() && --it->second == 0)
-        connections_per_uid_.erase(it);
+    if (auto it = connections_per_principal_.find(c.principal);
+        it != connections_per_principal_.end() && --it->second == 0)
+        connections_per_principal_.erase(it);
     sd_event_source_disable_unref(c.source);
     sd_event_source_disable_unref(c.timer);
     sd_event_source_disable_unref(c.exit_watch);

@@ -18,6 +18,7 @@
 #include "daemon/journal.h"
 #include "daemon/notify.h"
 #include "daemon/options.h"
+#include "daemon/principals.h"
 #include "daemon/scheduler.h"
 #include "daemon/token_bucket.h"
 
@@ -29,7 +30,8 @@ struct Connection {
     Server* server = nullptr;  // for the event callback, which gets only this
     uint64_t serial = 0;       // also the ClientId once registered
     int fd = -1;
-    ucred peer{};  // from SO_PEERCRED: who the client really is
+    ucred peer{};            // from SO_PEERCRED: who the client really is
+    uint32_t principal = 0;  // who it is charged to (principals.h)
     sd_event_source* source = nullptr;
     std::vector<uint8_t> in;
     std::vector<uint8_t> out;
@@ -83,7 +85,10 @@ public:
     // Called after every batch of changes (client events, timers, settings).
     void set_state_observer(std::function<void()> observer) { observer_ = std::move(observer); }
     size_t connection_count() const { return connections_.size(); }
-    // Status queries share one rate per user and one rendered document,
+    // Who subordinate uids are charged to, from /etc/subuid (at start and
+    // on reload); connections made before keep what they were charged to.
+    void set_principals(Principals principals) { principals_ = std::move(principals); }
+    // Status queries share one rate per user (principal) and one rendered document,
     // whichever way they come (the lock socket, D-Bus). status_wait: zero
     // when `uid` may query now (a query is charged), else how long until it
     // may; root always may. status_document: the rendered status, made again
@@ -179,8 +184,9 @@ private:
     std::string status_line_sent_;
     TimePoint status_line_sent_at_{};
     sd_event_source* status_line_timer_ = nullptr;
-    std::map<uint32_t, size_t> connections_per_uid_;
-    std::map<uint32_t, TokenBucket> status_budget_;  // by uid; root has none
+    Principals principals_;
+    std::map<uint32_t, size_t> connections_per_principal_;
+    std::map<uint32_t, TokenBucket> status_budget_;  // by principal; root has none
     // The rendered status, kept until the state changes or it ages.
     std::string status_text_;
     TimePoint status_rendered_at_{};

@@ -56,7 +56,7 @@ Usage contribution(const ClientRecord& c, GpuIndex g, TimePoint now)
 void UsageLedger::retire(const ClientRecord& c, TimePoint now)
 {
     for (GpuIndex g : c.gpus)
-        retired_[{g, c.info.uid}].add(contribution(c, g, now));
+        retired_[{g, c.info.principal}].add(contribution(c, g, now));
 }
 
 std::map<UsageKey, Usage> UsageLedger::totals(const std::map<ClientId, ClientRecord>& live,
@@ -68,7 +68,7 @@ std::map<UsageKey, Usage> UsageLedger::totals(const std::map<ClientId, ClientRec
             Usage u = contribution(c, g, now);
             u.clients = 1;
             u.waiting = c.phase == Phase::Waiting && (c.wanted & gpu_bit(g)) != 0 ? 1 : 0;
-            totals[{g, c.info.uid}].add(u);
+            totals[{g, c.info.principal}].add(u);
         }
     }
     return totals;

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "common/lock_client.h"
 #include "common/codec.h"
+#include "common/lock_client.h"
 
 namespace nvshare::test {
 

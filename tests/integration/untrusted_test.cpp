@@ -22,6 +22,7 @@
 
 #include "common/lock_client.h"
 #include "common/uuid.h"
+#include "tests/integration/as_user.h"
 #include "tests/integration/frames.h"
 #include "tests/integration/test_client.h"
 #include "tests/support/daemon.h"
@@ -37,17 +38,6 @@ using proto::MsgType;
 constexpr uint64_t kGiB = uint64_t{1} << 30;
 constexpr uid_t kNobody = 65534;
 
-// A raw client that has said Hello and got its Welcome.
-std::optional<LockClient> registered(const std::string& socket, const std::string& comm,
-                                     const std::vector<GpuSpec>& gpus)
-{
-    LockClient c;
-    std::string error;
-    if (!c.connect(socket, &error) || !c.hello(comm, gpus) || !c.expect(MsgType::Welcome, kTimeout))
-        return std::nullopt;
-    return c;
-}
-
 // The Error frame a client got (its code and text), or nullopt.
 std::optional<std::pair<uint32_t, std::string>> error_of(LockClient& c, Millis timeout = kTimeout)
 {
@@ -55,75 +45,6 @@ std::optional<std::pair<uint32_t, std::string>> error_of(LockClient& c, Millis t
     if (!f)
         return std::nullopt;
     return std::make_pair(f->as<proto::ErrorFixed>().code, f->text(sizeof(proto::ErrorFixed)));
-}
-
-// Runs `body` in a child process as `uid` (the test runs as root); the child
-// writes its findings to `report` and exits when `stop` reaches EOF.
-class AsUser {
-public:
-    AsUser(uid_t uid, const std::function<void(FILE* report, int stop)>& body)
-    {
-        int report[2], stop[2];
-        EXPECT_EQ(pipe(report), 0);
-        EXPECT_EQ(pipe(stop), 0);
-        pid_ = fork();
-        if (pid_ == 0) {
-            close(report[0]);
-            close(stop[1]);
-            if (setgroups(0, nullptr) < 0 || setgid(uid) < 0 || setuid(uid) < 0)
-                _exit(99);
-            FILE* out = fdopen(report[1], "w");
-            setvbuf(out, nullptr, _IOLBF, 0);
-            body(out, stop[0]);
-            fclose(out);
-            _exit(0);
-        }
-        close(report[1]);
-        close(stop[0]);
-        report_ = fdopen(report[0], "r");
-        stop_ = stop[1];
-    }
-    ~AsUser()
-    {
-        finish();
-        if (report_ != nullptr)
-            fclose(report_);
-    }
-    // The child's next line of report ("" at EOF).
-    std::string line()
-    {
-        char buf[512];
-        if (fgets(buf, sizeof buf, report_) == nullptr)
-            return "";
-        std::string s(buf);
-        if (!s.empty() && s.back() == '\n')
-            s.pop_back();
-        return s;
-    }
-    void finish()
-    {
-        if (stop_ >= 0) {
-            close(stop_);
-            stop_ = -1;
-        }
-        if (pid_ > 0) {
-            waitpid(pid_, nullptr, 0);
-            pid_ = -1;
-        }
-    }
-
-private:
-    pid_t pid_ = -1;
-    FILE* report_ = nullptr;
-    int stop_ = -1;
-};
-
-// Blocks until the parent closes `stop`.
-void wait_for_stop(int stop)
-{
-    char c;
-    while (read(stop, &c, 1) > 0) {
-    }
 }
 
 void require_root()
@@ -287,7 +208,7 @@ TEST(Untrusted, ImplausibleGpuMemoryIsRefusedAndALargerClaimChangesNothing)
     // clients' smaller figure wins, and two 12 GiB jobs on a 16 GiB GPU take
     // turns.
     AsUser big(kNobody, [&](FILE* out, int stop) {
-        auto c = registered(d.socket(), "big", {test_gpu(0, uint64_t{1} << 43)});
+        auto c = welcomed(d.socket(), "big", {test_gpu(0, uint64_t{1} << 43)});
         fprintf(out, "%s\n", c ? "welcome" : "refused");
         wait_for_stop(stop);
     });
@@ -328,7 +249,7 @@ TEST(Untrusted, AClaimChangesNothingOfTheSizeTheHostReports)
     EXPECT_NE(d.log().find("memory from NVML"), std::string::npos) << d.log();
     for (const uint64_t lie : {uint64_t{256} << 20, uint64_t{1} << 43}) {
         AsUser liar(kNobody, [&](FILE* out, int stop) {
-            auto c = registered(d.socket(), "liar", {test_gpu(0, lie)});
+            auto c = welcomed(d.socket(), "liar", {test_gpu(0, lie)});
             fprintf(out, "%s\n", c ? "welcome" : "refused");
             wait_for_stop(stop);
         });
@@ -348,7 +269,7 @@ TEST(Untrusted, MemoryReportThatWouldWrapIsRefused)
     ASSERT_TRUE(d.wait_status([](const nlohmann::json& s) {
                      return Daemon::gpu_by_number(s, 0)["requested_memory"] == 24 * kGiB;
                  }).is_object());
-    auto liar = registered(d.socket(), "liar", {test_gpu(0, 16 * kGiB)});
+    auto liar = welcomed(d.socket(), "liar", {test_gpu(0, 16 * kGiB)});
     ASSERT_TRUE(liar);
     // 2^64 - 24 GiB: added to the others' 24 GiB, it once wrapped to 0.
     ASSERT_TRUE(liar->report_memory(0, 0 - 24 * kGiB));
@@ -367,7 +288,7 @@ TEST(Untrusted, SwapTimeClaimStretchesTheQuantumOnlyToTheCeiling)
     Daemon d;
     ASSERT_TRUE(d.start({"--anti-thrashing", "on", "--time-quantum", "300ms", "--quantum-ceiling",
                          "1s", "--grace", "20s"}));
-    auto holder = registered(d.socket(), "holder", {test_gpu(0, 16 * kGiB)});
+    auto holder = welcomed(d.socket(), "holder", {test_gpu(0, 16 * kGiB)});
     ASSERT_TRUE(holder);
     ASSERT_TRUE(holder->request(1));
     ASSERT_TRUE(holder->expect(MsgType::Grant, kTimeout));
@@ -409,8 +330,8 @@ TEST(Untrusted, MadeUpGpusDoNotFillTheTable)
         std::vector<LockClient> held;
         int refused = 0;
         for (int i = 0; i < 64; ++i) {
-            auto c = registered(d.socket(), "fake",
-                                {test_gpu(static_cast<uint8_t>(100 + i), 16 * kGiB)});
+            auto c =
+                welcomed(d.socket(), "fake", {test_gpu(static_cast<uint8_t>(100 + i), 16 * kGiB)});
             if (c)
                 held.push_back(std::move(*c));
             else
@@ -422,8 +343,8 @@ TEST(Untrusted, MadeUpGpusDoNotFillTheTable)
     EXPECT_EQ(attacker.line(), "4 60") << "made-up GPUs accepted, refused";
     // Another user's clients: the host's GPU, and one GPU of their own.
     AsUser other(1001, [&](FILE* out, int stop) {
-        auto real = registered(d.socket(), "real", {test_gpu(0, 16 * kGiB)});
-        auto own = registered(d.socket(), "own", {test_gpu(7, 16 * kGiB)});
+        auto real = welcomed(d.socket(), "real", {test_gpu(0, 16 * kGiB)});
+        auto own = welcomed(d.socket(), "own", {test_gpu(7, 16 * kGiB)});
         fprintf(out, "%s %s\n", real ? "welcome" : "refused", own ? "welcome" : "refused");
         wait_for_stop(stop);
     });
@@ -446,7 +367,7 @@ TEST(Untrusted, StatusOfTwoThousandClientsArrivesWhole)
     ASSERT_TRUE(d.start());
     std::vector<LockClient> clients;
     for (int i = 0; i < 2000; ++i) {
-        auto c = registered(d.socket(), "client" + std::to_string(i), {test_gpu(0, 16 * kGiB)});
+        auto c = welcomed(d.socket(), "client" + std::to_string(i), {test_gpu(0, 16 * kGiB)});
         ASSERT_TRUE(c) << "client " << i;
         clients.push_back(std::move(*c));
     }
@@ -510,8 +431,8 @@ TEST(Untrusted, ConnectionStormsLeaveTheLockServed)
     require_root();
     Daemon d;
     ASSERT_TRUE(d.start({"--anti-thrashing", "on"}));
-    auto a = registered(d.socket(), "alpha", {test_gpu(1, 16 * kGiB)});
-    auto b = registered(d.socket(), "beta", {test_gpu(1, 16 * kGiB)});
+    auto a = welcomed(d.socket(), "alpha", {test_gpu(1, 16 * kGiB)});
+    auto b = welcomed(d.socket(), "beta", {test_gpu(1, 16 * kGiB)});
     ASSERT_TRUE(a && b);
     ASSERT_TRUE(a->request(1));
     ASSERT_TRUE(a->expect(MsgType::Grant, kTimeout));
