@@ -483,7 +483,7 @@ void Scheduler::disconnect(ClientId id, TimePoint now)
     }
     const GpuSet registered = c->registered();
     const int rank = policy::class_rank(c->info.priority);
-    usage_.retire(*c, now);
+    usage_.retire(*c, clients_, now);
     if (c->deadline)
         deadlines_.erase({*c->deadline, id});
     clients_.erase(id);

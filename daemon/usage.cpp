@@ -1,5 +1,9 @@
 #include "daemon/usage.h"
 
+#include <algorithm>
+#include <set>
+#include <vector>
+
 #include "daemon/client.h"
 
 namespace nvshare::daemon {
@@ -53,16 +57,46 @@ Usage contribution(const ClientRecord& c, GpuIndex g, TimePoint now)
 
 }  // namespace
 
-void UsageLedger::retire(const ClientRecord& c, TimePoint now)
+void UsageLedger::retire(const ClientRecord& c, const std::map<ClientId, ClientRecord>& live,
+                         TimePoint now)
 {
-    for (GpuIndex g : c.gpus)
-        retired_[{g, c.info.principal}].add(contribution(c, g, now));
+    for (GpuIndex g : c.gpus) {
+        Record& r = retired_[{g, c.info.principal}];
+        r.usage.add(contribution(c, g, now));
+        r.last_retired = now;
+    }
+    expire(live, now);
+}
+
+void UsageLedger::expire(const std::map<ClientId, ClientRecord>& live, TimePoint now)
+{
+    std::set<uint32_t> present;
+    for (const auto& [id, c] : live)
+        present.insert(c.info.principal);
+    std::vector<std::pair<TimePoint, UsageKey>> idle;
+    for (auto it = retired_.begin(); it != retired_.end();) {
+        if (present.contains(it->first.uid)) {
+            ++it;
+        } else if (now - it->second.last_retired > kUsageKeep) {
+            it = retired_.erase(it);
+        } else {
+            idle.emplace_back(it->second.last_retired, it->first);
+            ++it;
+        }
+    }
+    if (retired_.size() <= kMaxUsageRecords)
+        return;
+    std::sort(idle.begin(), idle.end());
+    for (size_t i = 0; i < idle.size() && retired_.size() > kMaxUsageRecords; ++i)
+        retired_.erase(idle[i].second);
 }
 
 std::map<UsageKey, Usage> UsageLedger::totals(const std::map<ClientId, ClientRecord>& live,
                                               TimePoint now) const
 {
-    auto totals = retired_;
+    std::map<UsageKey, Usage> totals;
+    for (const auto& [key, r] : retired_)
+        totals[key] = r.usage;
     for (const auto& [id, c] : live) {
         for (GpuIndex g : c.gpus) {
             Usage u = contribution(c, g, now);

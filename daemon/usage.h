@@ -39,15 +39,30 @@ struct Usage {
     void add(const Usage& other);
 };
 
+// How long the counts of a user with no client stay, and how many users'
+// counts stay at most (the least recently active go first): the status and
+// the metrics stay bounded however many uids ever connected. A user whose
+// counts went starts from zero, which Prometheus takes as a counter reset.
+inline constexpr Duration kUsageKeep = std::chrono::hours(24);
+inline constexpr size_t kMaxUsageRecords = 4096;
+
 class UsageLedger {
 public:
-    // A client leaves: its counters stay in the totals.
-    void retire(const ClientRecord& client, TimePoint now);
+    // A client leaves: its counters stay in the totals. `live`: the clients
+    // that stay, whose users' counts do not expire.
+    void retire(const ClientRecord& client, const std::map<ClientId, ClientRecord>& live,
+                TimePoint now);
     std::map<UsageKey, Usage> totals(const std::map<ClientId, ClientRecord>& live,
                                      TimePoint now) const;
+    size_t records() const { return retired_.size(); }
 
 private:
-    std::map<UsageKey, Usage> retired_;
+    struct Record {
+        Usage usage;
+        TimePoint last_retired{};
+    };
+    void expire(const std::map<ClientId, ClientRecord>& live, TimePoint now);
+    std::map<UsageKey, Record> retired_;
 };
 
 }  // namespace nvshare::daemon

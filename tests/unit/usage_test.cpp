@@ -85,4 +85,47 @@ TEST(Usage, RevocationsAndDropsAreCounted)
     EXPECT_EQ(at(u, g, 1001).revocations, 0u);
 }
 
+// A user with no client keeps their counts for kUsageKeep; another user's
+// live clients keep theirs whatever the time.
+TEST(Usage, CountsOfUsersWithNoClientExpireAfterADay)
+{
+    Scheduler s(SchedulerSettings{Mode::On, 30s, 10s});
+    const GpuIndex g = *s.ensure_gpu({"GPU-0", "test", 80 * GiB});
+    TimePoint t{};
+    ASSERT_TRUE(s.connect(1, {1, 1000, "gone"}, {g}));
+    ASSERT_TRUE(s.connect(2, {2, 1001, "stays"}, {g}));
+    s.request(1, gpu_bit(g), t);
+    s.disconnect(1, t + 1s);
+    // A later departure, within the day: user 1000's counts stay.
+    ASSERT_TRUE(s.connect(3, {3, 1002, "brief"}, {g}));
+    s.disconnect(3, t + 23h);
+    EXPECT_EQ(at(s.usage(t + 23h), g, 1000).grants, 1u);
+    // After a day without a client of user 1000, the next departure takes
+    // its counts away; user 1001's live client keeps its series.
+    ASSERT_TRUE(s.connect(4, {4, 1002, "brief"}, {g}));
+    s.disconnect(4, t + 25h);
+    const auto u = s.usage(t + 25h);
+    EXPECT_FALSE(u.contains({g, 1000}));
+    EXPECT_TRUE(u.contains({g, 1001}));
+    EXPECT_TRUE(u.contains({g, 1002}));
+}
+
+// However many users ever came, at most kMaxUsageRecords records of users
+// with no client stay: the least recently active go first.
+TEST(Usage, TheRecordsOfUsersWithNoClientAreBounded)
+{
+    Scheduler s(SchedulerSettings{Mode::On, 30s, 10s});
+    const GpuIndex g = *s.ensure_gpu({"GPU-0", "test", 80 * GiB});
+    TimePoint t{};
+    const uint32_t users = static_cast<uint32_t>(kMaxUsageRecords) + 100;
+    for (uint32_t i = 0; i < users; ++i) {
+        ASSERT_TRUE(s.connect(i + 1, {static_cast<int32_t>(i + 1), 10000 + i, "x"}, {g}));
+        s.disconnect(i + 1, t + std::chrono::seconds(i));
+    }
+    const auto u = s.usage(t + std::chrono::seconds(users));
+    EXPECT_LE(u.size(), kMaxUsageRecords + 1);
+    EXPECT_FALSE(u.contains({g, 10000}));             // the first ones went
+    EXPECT_TRUE(u.contains({g, 10000 + users - 1}));  // the last stays
+}
+
 }  // namespace
