@@ -35,6 +35,12 @@ namespace {
 // let it grow the daemon's memory.
 constexpr size_t kMaxOutBuffer = 256 * 1024;
 
+// A peer that leaves what was sent to it unread this long is disconnected
+// (a status it asked for and never reads would stay in memory for good).
+constexpr auto kUnreadLimit = std::chrono::seconds(10);
+// What one user's connections may leave unread before that user's next
+// status query waits (a status of up to 64 MiB still goes, one at a time).
+constexpr size_t kMaxUnreadPerPrincipal = size_t{4} << 20;
 // Connections accepted per round of the loop: a storm of connections
 // leaves the lock's clients their turn.
 constexpr int kAcceptsPerRound = 16;
@@ -296,7 +302,12 @@ int Server::on_connection_timer(sd_event_source*, uint64_t, void* conn)
         s->after_change();
         return 0;
     }
-    if (!c->registered && !c->closing && !c->dead && now >= c->hello_deadline) {
+    if (!c->dead && c->out_sent < c->out.size() && now >= c->read_progress + kUnreadLimit) {
+        NVS_WARN("client %llu (pid %d) left %zu bytes unread for %lld s; disconnecting",
+                 static_cast<unsigned long long>(c->serial), c->peer.pid,
+                 c->out.size() - c->out_sent, static_cast<long long>(kUnreadLimit.count()));
+        s->mark_dead(*c);
+    } else if (!c->registered && !c->closing && !c->dead && now >= c->hello_deadline) {
         s->fail(*c, proto::ErrorCode::BadOrder,
                 "no Hello within " + std::to_string(kHelloDeadline.count()) + " s");
     } else if (c->paused && now >= c->resume_at && !c->dead) {
@@ -424,6 +435,10 @@ void Server::arm_connection_timer(Connection& c)
         at = c.hello_deadline;
     if (c.paused)
         at = at ? std::min(*at, c.resume_at) : c.resume_at;
+    if (c.out_sent < c.out.size()) {
+        const TimePoint unread = c.read_progress + kUnreadLimit;
+        at = at ? std::min(*at, unread) : unread;
+    }
     if (!at) {
         sd_event_source_set_enabled(c.timer, SD_EVENT_OFF);
         return;
@@ -533,9 +548,22 @@ const std::string& Server::status_document(TimePoint now)
     return status_text_;
 }
 
+size_t Server::unread_of(uint32_t principal) const
+{
+    size_t unread = 0;
+    for (const auto& [serial, c] : connections_)
+        if (c->principal == principal)
+            unread += c->out.size() - c->out_sent;
+    return unread;
+}
+
 bool Server::status_allowed(Connection& c, TimePoint now)
 {
-    const Duration wait = status_wait(c.peer.uid, now);
+    // What the user's connections left unread counts against them: the
+    // next status waits until they read it (or are disconnected for not).
+    const Duration wait = c.peer.uid != 0 && unread_of(c.principal) >= kMaxUnreadPerPrincipal
+                              ? Duration(std::chrono::milliseconds(100))
+                              : status_wait(c.peer.uid, now);
     if (wait == Duration::zero())
         return true;
     c.paused = true;
@@ -794,6 +822,8 @@ void Server::send(Connection& c, proto::MsgType type, const Payload& payload)
 
 void Server::flush(Connection& c)
 {
+    const size_t pending_before = c.out.size() - c.out_sent;
+    const size_t sent_before = c.out_sent;
     while (c.out_sent < c.out.size()) {
         const ssize_t n =
             ::send(c.fd, c.out.data() + c.out_sent, c.out.size() - c.out_sent, MSG_NOSIGNAL);
@@ -804,6 +834,12 @@ void Server::flush(Connection& c)
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && errno == EAGAIN) {
+            // The peer's buffer is full: the unread clock starts, or starts
+            // again where it read some.
+            if (pending_before == 0 || c.out_sent != sent_before) {
+                c.read_progress = Clock::now();
+                arm_connection_timer(c);
+            }
             update_io_events(c);
             return;
         }

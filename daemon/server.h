@@ -36,6 +36,10 @@ struct Connection {
     std::vector<uint8_t> in;
     std::vector<uint8_t> out;
     size_t out_sent = 0;
+    // While part of `out` waits for the peer to read: when it last read
+    // some (or when that began). A peer that reads nothing for
+    // kUnreadLimit is disconnected.
+    TimePoint read_progress{};
     bool registered = false;
     bool closing = false;  // stop reading; close once `out` is flushed
     bool dead = false;     // close at the next reap
@@ -122,6 +126,8 @@ private:
     // False (the connection paused until its user's rate allows) when a
     // StatusQuery must wait; root is never paused.
     bool status_allowed(Connection& c, TimePoint now);
+    // Bytes `principal`'s connections have not read yet.
+    size_t unread_of(uint32_t principal) const;
     void send_status(Connection& c, TimePoint now);
     void arm_connection_timer(Connection& c);
     void update_io_events(Connection& c);

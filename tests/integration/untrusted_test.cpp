@@ -480,6 +480,68 @@ TEST(Untrusted, ConnectionStormsLeaveTheLockServed)
     EXPECT_LE(loaded_max, 1'000'000.0);
 }
 
+// The daemon's resident memory, in KiB.
+long rss_kib(pid_t pid)
+{
+    std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+    std::string line;
+    while (std::getline(status, line))
+        if (line.rfind("VmRSS:", 0) == 0)
+            return std::stol(line.substr(6));
+    return -1;
+}
+
+// Another user's 64 connections each ask for a status of about 0.5 MiB and
+// never read it (issue 47: 28 uids doing so drove nvshared to 1.74 GB).
+// What one user's connections left unread makes their next status wait
+// (from 4 MiB on), and a connection that reads nothing for 10 s is
+// disconnected, its buffer freed.
+TEST(Untrusted, StatusesLeftUnreadAreBoundedAndDropped)
+{
+    require_root();
+    rlimit files{};
+    getrlimit(RLIMIT_NOFILE, &files);
+    files.rlim_cur = files.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &files);
+    if (files.rlim_cur < 2500)
+        GTEST_SKIP() << "the open-files limit (" << files.rlim_cur << ") is below 2500";
+    Daemon d;
+    ASSERT_TRUE(d.start());
+    std::vector<LockClient> clients;
+    for (int i = 0; i < 1000; ++i) {
+        auto c = welcomed(d.socket(), "client-with-a-long-name-" + std::to_string(i),
+                          {test_gpu(0, 16 * kGiB)});
+        ASSERT_TRUE(c) << "client " << i;
+        clients.push_back(std::move(*c));
+    }
+    std::string error;
+    const size_t status_size = LockClient::query_status(d.socket(), &error).size();
+    ASSERT_GT(status_size, size_t{400} << 10) << error;
+    const long before = rss_kib(d.pid());
+    AsUser hoarder(kNobody, [&](FILE* out, int stop) {
+        std::vector<LockClient> conns(64);
+        for (auto& c : conns) {
+            c.connect(d.socket(), &error);
+            c.send(MsgType::StatusQuery, nullptr, 0);
+        }
+        fprintf(out, "asked\n");
+        wait_for_stop(stop);  // never reading
+    });
+    ASSERT_EQ(hoarder.line(), "asked");
+    std::this_thread::sleep_for(2s);
+    const long growth_kib = rss_kib(d.pid()) - before;
+    printf("status of %zu KiB; 64 asked and unread: the daemon grew by %ld KiB\n",
+           status_size >> 10, growth_kib);
+    // About 4 MiB left unread, the status in progress and the allocator's
+    // slack (before: every status, 27 MiB).
+    EXPECT_LT(growth_kib, 4 * 1024 + 2 * static_cast<long>(status_size >> 10) + 4096);
+    // Within the unread limit and a round of the timers, they are gone.
+    EXPECT_TRUE(wait_until(
+        [&] { return d.log().find("bytes unread for 10 s; disconnecting") != std::string::npos; },
+        20s))
+        << d.log();
+}
+
 // ---- files
 // -----------------------------------------------------------------------------------------
 
