@@ -93,6 +93,8 @@ struct ClientRecord {
     std::map<GpuIndex, WaitFacts> wait_sent;
 
     Phase phase = Phase::Idle;
+    // When it last registered, asked for a GPU or let go (its last use).
+    TimePoint last_active{};
     GpuSet wanted = 0;  // while Waiting
     uint64_t sequence = 0;
     TimePoint waiting_since{};

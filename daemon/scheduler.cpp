@@ -300,15 +300,19 @@ std::vector<Action> Scheduler::take_actions()
 
 std::optional<TimePoint> Scheduler::next_deadline() const
 {
-    if (deadlines_.empty())
-        return std::nullopt;
-    return deadlines_.begin()->first;
+    std::optional<TimePoint> next = run_ahead_recheck_;
+    if (!deadlines_.empty())
+        next = std::min(next.value_or(TimePoint::max()), deadlines_.begin()->first);
+    return next;
 }
 
 // ---- client events ---------------------------------------------------------------
 
-bool Scheduler::connect(ClientId id, ClientInfo info, std::vector<GpuIndex> gpus)
+bool Scheduler::connect(ClientId id, ClientInfo info, std::vector<GpuIndex> gpus,
+                        std::optional<TimePoint> now)
 {
+    if (now)
+        now_ = std::max(now_, *now);
     if (clients_.count(id) != 0)
         return false;
     for (GpuIndex g : gpus)
@@ -318,6 +322,7 @@ bool Scheduler::connect(ClientId id, ClientInfo info, std::vector<GpuIndex> gpus
     c.id = id;
     c.info = std::move(info);
     c.gpus = std::move(gpus);
+    c.last_active = now_;
     const GpuSet registered = c.registered();
     const int rank = policy::class_rank(c.info.priority);
     clients_.emplace(id, std::move(c));
@@ -336,6 +341,7 @@ void Scheduler::request(ClientId id, GpuSet gpus, TimePoint now)
     gpus &= c != nullptr ? c->registered() : 0;
     if (gpus == 0)
         return tick(now);  // every event looks at the time-dependent order
+    c->last_active = now;
     GpuSet freed = 0;
     if (c->phase == Phase::Holding) {
         if ((gpus & ~c->held) == 0) {
@@ -381,6 +387,7 @@ void Scheduler::release(ClientId id, GpuSet gpus, TimePoint now)
     ClientRecord* c = find(id);
     if (c == nullptr)
         return;
+    c->last_active = now;
     if (c->phase == Phase::Waiting && (c->wanted & gpus) != 0) {
         const GpuSet wanted = c->wanted;
         dequeue(*c);
@@ -1193,13 +1200,29 @@ void Scheduler::publish_shrinks()
     });
 }
 
-bool Scheduler::should_bound(const ClientRecord& c) const
+bool Scheduler::should_bound(const ClientRecord& c)
 {
     const int own = policy::class_rank(c.info.priority);
     bool higher = false;
     for_each_gpu(c.held & exclusive_, [&](GpuIndex g) {
         const auto& classes = queues_[g].classes;
-        higher |= !classes.empty() && classes.begin()->first < own;
+        if (classes.empty() || classes.begin()->first >= own)
+            return;  // nobody of a higher class is registered here
+        for (ClientId id : queues_[g].members) {
+            const ClientRecord& m = clients_.at(id);
+            if (policy::class_rank(m.info.priority) >= own)
+                continue;
+            if (m.phase != Phase::Idle) {
+                higher = true;
+                continue;
+            }
+            const TimePoint until = m.last_active + policy::kHigherClassIdleRelease;
+            if (now_ < until) {
+                higher = true;
+                // Looked at again when it has been idle for long enough.
+                run_ahead_recheck_ = std::min(run_ahead_recheck_.value_or(until), until);
+            }
+        }
     });
     return higher;
 }
@@ -1208,6 +1231,8 @@ bool Scheduler::should_bound(const ClientRecord& c) const
 // being asked to let go), and those that had one may need to hear it is over.
 void Scheduler::publish_run_ahead()
 {
+    if (run_ahead_recheck_ && *run_ahead_recheck_ <= now_)
+        run_ahead_recheck_.reset();  // made again below where still due
     const GpuSet look = exclusive_ | bounded_gpus_;
     bounded_gpus_ = 0;
     for_each_gpu(look, [&](GpuIndex g) {

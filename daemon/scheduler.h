@@ -137,8 +137,10 @@ public:
     const SchedulerSettings& settings() const { return settings_; }
 
     // ---- client events ---------------------------------------------------
-    // Returns false if the id is in use or a GPU index is unknown.
-    bool connect(ClientId id, ClientInfo info, std::vector<GpuIndex> gpus);
+    // Returns false if the id is in use or a GPU index is unknown. `now`:
+    // when it registered (else the latest event's time).
+    bool connect(ClientId id, ClientInfo info, std::vector<GpuIndex> gpus,
+                 std::optional<TimePoint> now = std::nullopt);
     // A Request replaces what the client holds or waits for: holding some GPUs
     // while waiting for others is never allowed, so multi-GPU clients cannot
     // deadlock each other.
@@ -303,7 +305,7 @@ private:
     // class is registered there (then it keeps its queued work short, so
     // that it can let go quickly), where that changed.
     void publish_run_ahead();
-    bool should_bound(const ClientRecord& c) const;
+    bool should_bound(const ClientRecord& c);
     void try_heads(GpuSet freed, TimePoint now);
     void notify_contention(GpuSet gpus, TimePoint now);
     // Tells each client of `gpu` the pinned memory of the others where it
@@ -331,6 +333,9 @@ private:
     GpuSet wait_dirty_ = 0;    // GPUs for publish_waits() to look at
     GpuSet room_dirty_ = 0;    // GPUs for publish_shrinks() to look at
     GpuSet bounded_gpus_ = 0;  // GPUs with a holder told to keep its queued work short
+    // When an idle higher-class process stops bounding a holder's run-ahead
+    // (kHigherClassIdleRelease after its last use).
+    std::optional<TimePoint> run_ahead_recheck_;
     size_t holding_ = 0;
     size_t waiting_ = 0;
     uint64_t next_sequence_ = 1;

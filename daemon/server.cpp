@@ -749,7 +749,7 @@ void Server::on_hello(Connection& c, const proto::Hello& hello)
     const std::string trusted = options_.priority_rules.empty() ? "" : root_owned_cgroup(cgroup);
     info.priority =
         settle_priority(options_.priority_rules, {c.peer.uid, groups, trusted}, hello.priority);
-    if (!scheduler_.connect(c.serial, info, gpus)) {
+    if (!scheduler_.connect(c.serial, info, gpus, Clock::now())) {
         fail(c, proto::ErrorCode::Refused, "cannot register");
         return;
     }

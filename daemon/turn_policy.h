@@ -25,6 +25,12 @@ inline constexpr Duration kInteractivePreempt = std::chrono::milliseconds(250);
 // How long a process may run alongside others beyond its user's fair share
 // of a GPU whose memory fits (switching there costs only the handoff).
 inline constexpr Duration kShareRebalance = std::chrono::seconds(1);
+// A process of a higher class keeps a GPU's lower-class holder's queued
+// work short (RunAhead) while it waits, holds, or used the GPU this
+// recently (registered or asked for it, or let go): a notebook between
+// cells goes on counting; one idle for longer no longer slows the holder,
+// and its next request waits once for what the holder queued.
+inline constexpr Duration kHigherClassIdleRelease = std::chrono::minutes(5);
 // Held time counts for the order between users with this half-life.
 inline constexpr Duration kUsageHalfLife = std::chrono::seconds(60);
 // A process that is still allocating at its start keeps others from joining

@@ -32,7 +32,7 @@ protected:
     {
         ClientInfo info{static_cast<int32_t>(id), uid, "c"};
         info.priority = priority;
-        ASSERT_TRUE(s_.connect(id, info, on));
+        ASSERT_TRUE(s_.connect(id, info, on, now_));
     }
     void advance(Duration d)
     {
@@ -420,6 +420,35 @@ TEST_F(PolicyOnTest, AHolderBelowARegisteredHigherClassBoundsItsRunAhead)
     request(4);
     actions();
     EXPECT_EQ(run_ahead_.size(), 2u) << "the interactive holder is the highest class";
+}
+
+// A higher-class process that has not used the GPU for
+// kHigherClassIdleRelease no longer bounds the holder (issue 47: an idle
+// interactive registration kept every lower-class holder bounded for as long
+// as it stayed connected); its next request bounds it again.
+TEST_F(PolicyOnTest, AnIdleHigherClassStopsBoundingTheHolder)
+{
+    gpus(1);
+    client(1, 1000, Priority::Batch);
+    request(1);
+    client(2, 1001, Priority::Interactive);
+    actions();
+    EXPECT_EQ(run_ahead_, V{"1:bounded"});
+    // The scheduler wants to look again when client 2 has been idle long enough.
+    ASSERT_TRUE(s_.next_deadline());
+    EXPECT_LE(*s_.next_deadline(), now_ + nvshare::daemon::policy::kHigherClassIdleRelease);
+    advance(nvshare::daemon::policy::kHigherClassIdleRelease - 1s);
+    s_.tick(now_);
+    actions();
+    EXPECT_EQ(run_ahead_, V{"1:bounded"}) << "not idle long enough yet";
+    advance(2s);
+    s_.tick(now_);
+    actions();
+    EXPECT_EQ(run_ahead_, (V{"1:bounded", "1:free"}));
+    request(2);  // it comes back: the holder is bounded again while it waits
+    actions();
+    EXPECT_EQ(run_ahead_.front(), "1:bounded");
+    EXPECT_EQ(run_ahead_.at(2), "1:bounded");
 }
 
 TEST_F(PolicyOnTest, AHoldStartsBoundedWhenAHigherClassIsAlreadyHere)
