@@ -6,7 +6,6 @@
 // /usr and /etc are never changed. Callers other than root run as nobody.
 #include <grp.h>
 #include <gtest/gtest.h>
-#include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
@@ -24,6 +23,7 @@
 #include "common/lock_client.h"
 #include "tests/support/files.h"
 #include "tests/support/handover.h"
+#include "tests/support/mount_namespace.h"
 #include "tests/support/private_bus.h"
 #include "tests/support/programs.h"
 #include "tests/support/test_gpu.h"
@@ -595,15 +595,11 @@ int main(int argc, char** argv)
 {
     ::testing::InitGoogleTest(&argc, argv);
     using nvshare::test::g_skip;
-    // A mount namespace for the whole program, entered while it has one
-    // thread, with nothing propagating back to the host.
-    if (geteuid() != 0)
-        g_skip = "needs root: for a private mount namespace and to run polkitd";
-    else if (access(nvshare::test::kPolkitd, X_OK) != 0)
+    // polkitd's directories are mounted over in a namespace of our own.
+    if (access(nvshare::test::kPolkitd, X_OK) != 0)
         g_skip = std::string(nvshare::test::kPolkitd) +
                  " is missing (Debian package polkitd; .ci/install-deps --tests installs it)";
-    else if (unshare(CLONE_NEWNS) != 0 ||
-             mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
-        g_skip = std::string("no private mount namespace: ") + strerror(errno);
+    else
+        g_skip = nvshare::test::enter_private_mount_namespace();
     return RUN_ALL_TESTS();
 }

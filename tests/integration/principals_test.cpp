@@ -5,7 +5,6 @@
 // /etc/subuid there; nvshared, its child, reads that one. The host's
 // /etc/subuid is never changed.
 #include <gtest/gtest.h>
-#include <sched.h>
 #include <sys/mount.h>
 #include <unistd.h>
 
@@ -19,6 +18,7 @@
 #include "tests/integration/test_client.h"
 #include "tests/support/daemon.h"
 #include "tests/support/files.h"
+#include "tests/support/mount_namespace.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/test_gpu.h"
 
@@ -159,14 +159,11 @@ int main(int argc, char** argv)
 {
     ::testing::InitGoogleTest(&argc, argv);
     using nvshare::test::g_skip;
-    // A mount namespace for the whole program, entered while it has one
-    // thread, with nothing propagating back to the host.
-    if (geteuid() != 0)
-        g_skip = "needs root: for a private mount namespace and other users' clients";
-    else if (access(nvshare::test::kSubuid, F_OK) != 0)
+    // The tests' subuid files need a mount namespace (and root, for other
+    // users' clients).
+    if (access(nvshare::test::kSubuid, F_OK) != 0)
         g_skip = "no /etc/subuid to mount a test one over";
-    else if (unshare(CLONE_NEWNS) != 0 ||
-             mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
-        g_skip = std::string("no private mount namespace: ") + strerror(errno);
+    else
+        g_skip = nvshare::test::enter_private_mount_namespace();
     return RUN_ALL_TESTS();
 }

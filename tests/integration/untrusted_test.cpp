@@ -355,14 +355,20 @@ TEST(Untrusted, MadeUpGpusDoNotFillTheTable)
 // ---- status
 // --------------------------------------------------------------------------------------
 
-TEST(Untrusted, StatusOfTwoThousandClientsArrivesWhole)
+// Raises this process's open-files limit to its hard limit, and returns it.
+rlim_t raise_open_files()
 {
     rlimit files{};
     getrlimit(RLIMIT_NOFILE, &files);
     files.rlim_cur = files.rlim_max;
     setrlimit(RLIMIT_NOFILE, &files);
-    if (files.rlim_cur < 4500)
-        GTEST_SKIP() << "the open-files limit (" << files.rlim_cur << ") is below 4500";
+    return files.rlim_cur;
+}
+
+TEST(Untrusted, StatusOfTwoThousandClientsArrivesWhole)
+{
+    if (const auto limit = raise_open_files(); limit < 4500)
+        GTEST_SKIP() << "the open-files limit (" << limit << ") is below 4500";
     Daemon d;
     ASSERT_TRUE(d.start());
     std::vector<LockClient> clients;
@@ -499,12 +505,8 @@ long rss_kib(pid_t pid)
 TEST(Untrusted, StatusesLeftUnreadAreBoundedAndDropped)
 {
     require_root();
-    rlimit files{};
-    getrlimit(RLIMIT_NOFILE, &files);
-    files.rlim_cur = files.rlim_max;
-    setrlimit(RLIMIT_NOFILE, &files);
-    if (files.rlim_cur < 2500)
-        GTEST_SKIP() << "the open-files limit (" << files.rlim_cur << ") is below 2500";
+    if (const auto limit = raise_open_files(); limit < 2500)
+        GTEST_SKIP() << "the open-files limit (" << limit << ") is below 2500";
     Daemon d;
     ASSERT_TRUE(d.start());
     std::vector<LockClient> clients;
