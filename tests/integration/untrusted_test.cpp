@@ -228,6 +228,18 @@ TEST(Untrusted, ImplausibleGpuMemoryIsRefusedAndALargerClaimChangesNothing)
     b.proceed();
 }
 
+// A --gpu-info-dir in which the host lists one GPU, test_gpu(0)'s, as the
+// NVIDIA driver's /proc files do; returns its UUID.
+std::string list_host_gpu(const TempDir& info)
+{
+    char uuid[kUuidTextSize];
+    format_gpu_uuid(test_gpu(0, 0).uuid, uuid);
+    std::filesystem::create_directory(info / "0000:01:00.0");
+    std::ofstream(info / "0000:01:00.0/information")
+        << "Model: \t\t Test GPU\nGPU UUID: \t " << uuid << "\n";
+    return uuid;
+}
+
 // Issue 47: with the host's NVML, a GPU's size is the host's: another user
 // claiming 256 MiB (or 8 TiB) changes neither its size nor its capacity, and
 // so nothing any other process sees.
@@ -235,11 +247,7 @@ TEST(Untrusted, AClaimChangesNothingOfTheSizeTheHostReports)
 {
     require_root();
     TempDir info;
-    char uuid[kUuidTextSize];
-    format_gpu_uuid(test_gpu(0, 0).uuid, uuid);
-    std::filesystem::create_directory(info / "0000:01:00.0");
-    std::ofstream(info / "0000:01:00.0/information")
-        << "Model: \t\t Test GPU\nGPU UUID: \t " << uuid << "\n";
+    const std::string uuid = list_host_gpu(info);
     Daemon d;
     Daemon::Config config;
     config.args = {"--gpu-info-dir", info.path()};
@@ -319,11 +327,7 @@ TEST(Untrusted, MadeUpGpusDoNotFillTheTable)
 {
     require_root();
     TempDir info;
-    char uuid[kUuidTextSize];
-    format_gpu_uuid(test_gpu(0, 0).uuid, uuid);
-    std::filesystem::create_directory(info / "0000:01:00.0");
-    std::ofstream(info / "0000:01:00.0/information")
-        << "Model: \t\t Test GPU\nGPU UUID: \t " << uuid << "\n";
+    list_host_gpu(info);
     Daemon d;
     ASSERT_TRUE(d.start({"--gpu-info-dir", info.path()}));
     AsUser attacker(kNobody, [&](FILE* out, int stop) {
