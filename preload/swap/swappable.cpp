@@ -734,8 +734,10 @@ bool open_if_mapped(void (*open)())
     // memory is: held back, the program would wait for good.
     bool mapped = true;
     if (g_absent.load(std::memory_order_relaxed) != 0) {
-        for (uint32_t gpu = 0; gpu < devices::kMaxGpus; ++gpu)
-            for_each_chunk(gpu, [&](Record& r, uint32_t i) {
+        // Every record once, whatever its GPU.
+        for (size_t k = g_count; k-- > 0;) {
+            Record& r = *g_records[k];
+            for (uint32_t i = 0; i < r.layout.count; ++i) {
                 Chunk& c = r.chunks[i];
                 if (c.where == Where::Absent && !place_on_device(r, i) && !place_on_host(r, i))
                     log_warn("no memory for %llu bytes at %#llx, neither on GPU %d nor on the host",
@@ -743,8 +745,8 @@ bool open_if_mapped(void (*open)())
                              static_cast<unsigned long long>(r.ptr + r.layout.offset_of(i)),
                              r.ordinal);
                 mapped &= c.where == Where::Device || c.where == Where::Host || g_sticky;
-                return true;
-            });
+            }
+        }
     }
     if (!mapped)
         return false;
