@@ -947,6 +947,10 @@ void Server::dispatch_actions()
                                (a.oversubscribed ? proto::kGrantOversubscribed : 0u);
         switch (a.kind) {
             case ActionKind::Grant: {
+                // Its hold ended in the same batch (the client's own
+                // Released came after its Request): nothing to grant now.
+                if (client->phase != Phase::Holding || (client->held & a.gpus) != a.gpus)
+                    break;
                 const proto::GrantPayload p{local, flags | (a.bounded ? proto::kGrantBounded : 0u),
                                             a.contended ? proto::keep_to_wire(a.keep) : 0};
                 const bool waited_long = events_.not_waiting(a.client);

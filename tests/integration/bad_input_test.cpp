@@ -285,11 +285,12 @@ TEST_F(BadInput, ManyFramesInOneWriteWork)
         frame(MsgType::Request, mask_payload(0b10)) + frame(MsgType::StatusQuery) +
         frame(MsgType::Released, mask_payload(0b10)) + frame(MsgType::StatusQuery);
     ASSERT_TRUE(c.send_raw(bytes.data(), bytes.size()));
-    // Welcome comes first. The scheduler's answers (Grant) are sent once the
-    // whole batch is read, so they may follow Status answers of the same batch.
+    // Welcome comes first. The scheduler's answers are sent once the whole
+    // batch is read: by then the client's own Released has ended the hold,
+    // so no Grant comes after it (issue 47: one did).
     std::vector<MsgType> types;
     std::vector<std::string> statuses;
-    while (types.size() < 4) {
+    while (statuses.size() < 2) {
         const auto f = c.receive(kTimeout);
         ASSERT_TRUE(f);
         if (f->type == MsgType::Contended)
@@ -298,8 +299,10 @@ TEST_F(BadInput, ManyFramesInOneWriteWork)
         if (f->type == MsgType::Status)
             statuses.push_back(f->text());
     }
+    while (const auto f = c.receive(std::chrono::milliseconds(300)))
+        types.push_back(f->type);
     EXPECT_EQ(types[0], MsgType::Welcome);
-    EXPECT_EQ(std::count(types.begin(), types.end(), MsgType::Grant), 1);
+    EXPECT_EQ(std::count(types.begin(), types.end(), MsgType::Grant), 0);
     ASSERT_EQ(statuses.size(), 2u);
     const auto first = nlohmann::json::parse(statuses[0]);
     const auto second = nlohmann::json::parse(statuses[1]);
