@@ -580,12 +580,18 @@ uint64_t Scheduler::keep_allowance(const ClientRecord& c, GpuSet gpus) const
     for_each_gpu(gpus, [&](GpuIndex g) {
         if (!oversubscribed(g))
             return;
+        // Room for whoever goes next: the order's head (class, the user's
+        // held time, arrival), the one the grant will go to.
         const ClientRecord* next = nullptr;
-        for (const auto& [seq, id] : queues_[g].waiting)
-            if (id != c.id) {
-                next = &clients_.at(id);
-                break;
-            }
+        if (const auto h = head(g, now_); h && *h != c.id) {
+            next = &clients_.at(*h);
+        } else {
+            for (ClientId id : ordered(g, now_))
+                if (id != c.id) {
+                    next = &clients_.at(id);
+                    break;
+                }
+        }
         if (next == nullptr)
             return;  // nobody to make room for
         uint64_t need = 0;

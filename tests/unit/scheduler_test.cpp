@@ -651,6 +651,39 @@ TEST_F(SchedulerTest, DropTellsHowMuchMayStayBesideTheNextHolder)
     EXPECT_EQ(keep_of(ActionKind::Contended), 5 * GiB / 2);
 }
 
+// The room a Drop leaves is for the waiter that goes next by the order
+// (class, then the user's held time, then arrival), not for the first to
+// arrive (issue 46: it was computed for the first by arrival).
+TEST_F(SchedulerTest, DropLeavesRoomForTheWaiterThatGoesNext)
+{
+    s_.set_mode(Mode::Auto, now_);
+    gpu(0, 12 * GiB);
+    client(1);
+    ClientInfo big{2, 1001, "big"};
+    big.priority = nvshare::proto::Priority::Batch;
+    ClientInfo small{3, 1002, "small"};
+    small.priority = nvshare::proto::Priority::Interactive;
+    ASSERT_TRUE(s_.connect(2, big, {0}));
+    ASSERT_TRUE(s_.connect(3, small, {0}));
+    s_.report_memory(1, 0, {8 * GiB, 0}, now_);
+    s_.report_memory(2, 0, {10 * GiB, 0}, now_);
+    s_.report_memory(3, 0, {5 * GiB, 0}, now_);  // does not fit beside 1's 8
+    ASSERT_TRUE(s_.serializing(0));
+    s_.request(1, gpu_bit(0), now_);
+    (void)s_.take_actions();
+    advance(1s);
+    s_.request(2, gpu_bit(0), now_);  // first to arrive
+    advance(1ms);
+    s_.request(3, gpu_bit(0), now_);  // goes next
+    ASSERT_EQ(s_.queue(0).front(), 3u);
+    uint64_t keep = 0;
+    for (const Action& a : s_.take_actions())
+        if (a.kind == ActionKind::Drop || a.kind == ActionKind::Contended)
+            keep = a.keep;
+    // 12 GiB less 3's 5 GiB: 1 may keep 7 GiB (for 2, it was 2 GiB).
+    EXPECT_EQ(keep, 7 * GiB);
+}
+
 // Granted while others wait: the Grant itself says what may stay.
 TEST_F(SchedulerTest, ContendedGrantCarriesTheKeep)
 {
