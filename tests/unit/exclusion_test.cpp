@@ -8,35 +8,20 @@
 
 #include <string>
 
+#include "tests/support/files.h"
+#include "tests/support/temp_dir.h"
+
 namespace {
 
-class TempDir {
-public:
-    TempDir()
-    {
-        char tmpl[] = "/tmp/nvshare-exclusion-XXXXXX";
-        path_ = mkdtemp(tmpl);
-    }
-    ~TempDir()
-    {
-        unlink((path_ + "/list").c_str());
-        unlink((path_ + "/fifo").c_str());
-        rmdir(path_.c_str());
-    }
-    std::string write(const std::string& text) const
-    {
-        const std::string file = path_ + "/list";
-        const int fd = open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        EXPECT_GE(fd, 0);
-        EXPECT_EQ(::write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
-        close(fd);
-        return file;
-    }
-    const std::string& path() const { return path_; }
+using nvshare::test::TempDir;
 
-private:
-    std::string path_;
-};
+// `text` as the exclusion list "list" in `dir`; returns its path.
+std::string write_list(const TempDir& dir, const std::string& text)
+{
+    const std::string file = dir / "list";
+    nvshare::test::write_text(file, text);
+    return file;
+}
 
 }  // namespace
 
@@ -121,7 +106,7 @@ TEST(ExclusionList, DefaultPathIsUnderTheConfigDirectory)
 TEST(ExclusionList, LoadsTheFile)
 {
     TempDir dir;
-    const std::string file = dir.write("# c\nblender\n/usr/bin/Xorg\n");
+    const std::string file = write_list(dir, "# c\nblender\n/usr/bin/Xorg\n");
     char buf[256];
     EXPECT_EQ(nvshare_load_exclusion_list(file.c_str(), buf, sizeof buf), 26u);
     EXPECT_STREQ(buf, "# c\nblender\n/usr/bin/Xorg\n");
@@ -145,14 +130,15 @@ TEST(ExclusionList, MissingOrSpecialFilesReadAsEmpty)
 TEST(ExclusionList, TooLongListLosesOnlyItsIncompleteLastLine)
 {
     TempDir dir;
-    const std::string file = dir.write("alpha\nbeta\ngamma-long-entry\n");
+    const std::string file = write_list(dir, "alpha\nbeta\ngamma-long-entry\n");
     char buf[16];  // holds "alpha\nbeta\ngamm"
     EXPECT_EQ(nvshare_load_exclusion_list(file.c_str(), buf, sizeof buf), 11u);
     EXPECT_STREQ(buf, "alpha\nbeta\n");
     EXPECT_FALSE(nvshare_is_excluded(nullptr, "gamm", buf));
     // Exactly fitting content is kept whole.
     char exact[12];
-    EXPECT_EQ(nvshare_load_exclusion_list(dir.write("alpha\nbeta\n").c_str(), exact, sizeof exact),
-              11u);
+    EXPECT_EQ(
+        nvshare_load_exclusion_list(write_list(dir, "alpha\nbeta\n").c_str(), exact, sizeof exact),
+        11u);
     EXPECT_STREQ(exact, "alpha\nbeta\n");
 }
