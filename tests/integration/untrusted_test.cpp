@@ -369,6 +369,18 @@ rlim_t raise_open_files()
     return files.rlim_cur;
 }
 
+// `count` clients of GPU 0 named `prefix` and their number, registered
+// and kept in `clients` (a status of that many).
+void register_clients(const Daemon& d, int count, const std::string& prefix,
+                      std::vector<LockClient>& clients)
+{
+    for (int i = 0; i < count; ++i) {
+        auto c = welcomed(d.socket(), prefix + std::to_string(i), {test_gpu(0, 16 * kGiB)});
+        ASSERT_TRUE(c) << "client " << i;
+        clients.push_back(std::move(*c));
+    }
+}
+
 TEST(Untrusted, StatusOfTwoThousandClientsArrivesWhole)
 {
     if (const auto limit = raise_open_files(); limit < 4500)
@@ -376,11 +388,7 @@ TEST(Untrusted, StatusOfTwoThousandClientsArrivesWhole)
     Daemon d;
     ASSERT_TRUE(d.start());
     std::vector<LockClient> clients;
-    for (int i = 0; i < 2000; ++i) {
-        auto c = welcomed(d.socket(), "client" + std::to_string(i), {test_gpu(0, 16 * kGiB)});
-        ASSERT_TRUE(c) << "client " << i;
-        clients.push_back(std::move(*c));
-    }
+    ASSERT_NO_FATAL_FAILURE(register_clients(d, 2000, "client", clients));
     std::string error;
     const std::string text = LockClient::query_status(d.socket(), &error);
     ASSERT_FALSE(text.empty()) << error;
@@ -490,17 +498,6 @@ TEST(Untrusted, ConnectionStormsLeaveTheLockServed)
     EXPECT_LE(loaded_max, 1'000'000.0);
 }
 
-// The daemon's resident memory, in KiB.
-long rss_kib(pid_t pid)
-{
-    std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-    std::string line;
-    while (std::getline(status, line))
-        if (line.rfind("VmRSS:", 0) == 0)
-            return std::stol(line.substr(6));
-    return -1;
-}
-
 // Another user's 64 connections each ask for a status of about 0.5 MiB and
 // never read it (issue 47: 28 uids doing so drove nvshared to 1.74 GB).
 // What one user's connections left unread makes their next status wait
@@ -514,16 +511,11 @@ TEST(Untrusted, StatusesLeftUnreadAreBoundedAndDropped)
     Daemon d;
     ASSERT_TRUE(d.start());
     std::vector<LockClient> clients;
-    for (int i = 0; i < 1000; ++i) {
-        auto c = welcomed(d.socket(), "client-with-a-long-name-" + std::to_string(i),
-                          {test_gpu(0, 16 * kGiB)});
-        ASSERT_TRUE(c) << "client " << i;
-        clients.push_back(std::move(*c));
-    }
+    ASSERT_NO_FATAL_FAILURE(register_clients(d, 1000, "client-with-a-long-name-", clients));
     std::string error;
     const size_t status_size = LockClient::query_status(d.socket(), &error).size();
     ASSERT_GT(status_size, size_t{400} << 10) << error;
-    const long before = rss_kib(d.pid());
+    const long before = static_cast<long>(resident_kib(d.pid()));
     AsUser hoarder(kNobody, [&](FILE* out, int stop) {
         std::vector<LockClient> conns(64);
         for (auto& c : conns) {
@@ -541,7 +533,7 @@ TEST(Untrusted, StatusesLeftUnreadAreBoundedAndDropped)
     (void)before;
     printf("status of %zu KiB; RSS not compared in an AddressSanitizer build\n", status_size >> 10);
 #else
-    const long growth_kib = rss_kib(d.pid()) - before;
+    const long growth_kib = static_cast<long>(resident_kib(d.pid())) - before;
     printf("status of %zu KiB; 64 asked and unread: the daemon grew by %ld KiB\n",
            status_size >> 10, growth_kib);
     // About 4 MiB left unread, the status in progress and the allocator's
