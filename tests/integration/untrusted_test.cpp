@@ -494,7 +494,10 @@ TEST(Untrusted, ConnectionStormsLeaveTheLockServed)
         "connections\n",
         median(quiet), median(loaded), loaded_max, static_cast<unsigned long long>(made));
     EXPECT_GT(made, 2000u);
-    EXPECT_LE(median(loaded), 2 * median(quiet) + 2000.0);
+    // The storm runs at the daemon's priority on the same CPUs, with the
+    // rest of the suite beside it: 10 ms for what it takes of them (a loaded
+    // 2-core CI machine saw 2.5 ms; the daemon before: 384 ms).
+    EXPECT_LE(median(loaded), 2 * median(quiet) + 10000.0);
     EXPECT_LE(loaded_max, 1'000'000.0);
 }
 
