@@ -30,8 +30,14 @@ struct SwapStats {
 
 struct MemoryUse {
     uint64_t managed = 0;  // pageable
-    uint64_t pinned = 0;   // never evicted
-    uint64_t total() const { return managed + pinned; }
+    uint64_t pinned = 0;   // never evicted, as the client reported it
+    // The part of `pinned` others are told of and make room for: all of it
+    // for a client of root, else what the host confirms (the GPU memory
+    // NVML counts for the process: Scheduler::confirm_memory). The rest
+    // counts for the client's own scheduling alone.
+    uint64_t confirmed_pinned = 0;
+    uint64_t total() const { return managed + pinned; }             // its own view
+    uint64_t shared() const { return managed + confirmed_pinned; }  // everybody else's
 };
 
 enum class Phase { Idle, Waiting, Holding };
@@ -76,6 +82,9 @@ struct ClientRecord {
     ClientInfo info;
     std::vector<GpuIndex> gpus;  // in the client's Hello order: local index -> GpuIndex
     std::map<GpuIndex, MemoryUse> memory;
+    // What the host confirms of its memory on each GPU (NVML's figure for
+    // the process), where it was asked; confirmed_pinned is bounded by it.
+    std::map<GpuIndex, uint64_t> host_confirms;
     std::optional<TimePoint> grew_at;  // when its memory last grew (on any GPU)
     std::map<GpuIndex, SwapStats> swaps;
     std::map<GpuIndex, Duration> last_swap_in;  // its own latest bulk swap-in

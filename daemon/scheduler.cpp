@@ -417,8 +417,9 @@ bool Scheduler::report_memory(ClientId id, GpuIndex gpu, MemoryUse use, TimePoin
     ClientRecord* c = find(id);
     if (c == nullptr || (c->registered() & gpu_bit(gpu)) == 0)
         return true;
-    MemoryUse& slot = c->memory[gpu];
-    if (use.total() > slot.total() && use.total() >= policy::kStartupGrowthFrom) {
+    const auto was = c->memory.find(gpu);
+    if (use.total() > (was == c->memory.end() ? 0 : was->second.total()) &&
+        use.total() >= policy::kStartupGrowthFrom) {
         const bool first_growth = !c->grew_at && c->first_granted_at;
         c->grew_at = now;
         // Its first allocation moves its settle time earlier (settled_at):
@@ -427,10 +428,51 @@ bool Scheduler::report_memory(ClientId id, GpuIndex gpu, MemoryUse use, TimePoin
             for (auto& [other_id, other] : clients_)
                 update_deadline(other);
     }
+    set_memory(*c, gpu, use, now);
+    return true;
+}
+
+void Scheduler::confirm_memory(ClientId id, GpuIndex gpu, std::optional<uint64_t> bytes,
+                               TimePoint now)
+{
+    now_ = std::max(now_, now);
+    ClientRecord* c = find(id);
+    if (c == nullptr || (c->registered() & gpu_bit(gpu)) == 0)
+        return;
+    if (bytes)
+        c->host_confirms[gpu] = *bytes;
+    else
+        c->host_confirms.erase(gpu);
+    const auto m = c->memory.find(gpu);
+    if (m != c->memory.end())
+        set_memory(*c, gpu, m->second, now);
+}
+
+uint64_t Scheduler::unconfirmed_on(const ClientRecord& c, GpuIndex gpu)
+{
+    const auto m = c.memory.find(gpu);
+    return m != c.memory.end() ? m->second.pinned - m->second.confirmed_pinned : 0;
+}
+
+void Scheduler::set_memory(ClientRecord& c, GpuIndex gpu, MemoryUse use, TimePoint now)
+{
+    // No process pins more than the GPU has; swappable memory may exceed
+    // it (held in host memory), and above the GPU's size it changes nothing
+    // for others.
+    if (const uint64_t size = gpus_[gpu].description.physical_memory; size != 0)
+        use.pinned = std::min(use.pinned, size);
+    if (c.info.uid == 0) {
+        use.confirmed_pinned = use.pinned;
+    } else {
+        const auto host = c.host_confirms.find(gpu);
+        use.confirmed_pinned =
+            host == c.host_confirms.end() ? 0 : std::min(use.pinned, host->second);
+    }
+    MemoryUse& slot = c.memory[gpu];
     // Bounded reports from at most a million clients: no sum can wrap.
-    queues_[gpu].requested = queues_[gpu].requested - slot.total() + use.total();
-    const bool pinned_changed = slot.pinned != use.pinned;
-    queues_[gpu].pinned = queues_[gpu].pinned - slot.pinned + use.pinned;
+    queues_[gpu].requested = queues_[gpu].requested - slot.shared() + use.shared();
+    const bool pinned_changed = slot.confirmed_pinned != use.confirmed_pinned;
+    queues_[gpu].pinned = queues_[gpu].pinned - slot.confirmed_pinned + use.confirmed_pinned;
     slot = use;
     room_dirty_ |= gpu_bit(gpu);
     if (pinned_changed)
@@ -442,7 +484,6 @@ bool Scheduler::report_memory(ClientId id, GpuIndex gpu, MemoryUse use, TimePoin
         try_heads(gpu_bit(gpu), now);  // room may have appeared
     }
     tick(now);
-    return true;
 }
 
 bool Scheduler::report_swaps(ClientId id, GpuIndex gpu, const SwapStats& stats, TimePoint now)
@@ -485,8 +526,8 @@ void Scheduler::disconnect(ClientId id, TimePoint now)
         dequeue(*c);
     }
     for (const auto& [g, m] : c->memory) {
-        queues_[g].requested -= m.total();
-        queues_[g].pinned -= m.pinned;
+        queues_[g].requested -= m.shared();
+        queues_[g].pinned -= m.confirmed_pinned;
     }
     const GpuSet registered = c->registered();
     const int rank = policy::class_rank(c->info.priority);
@@ -563,7 +604,8 @@ void Scheduler::publish_unpageable(GpuIndex gpu)
         if (c == nullptr)
             continue;
         const auto own = c->memory.find(gpu);
-        const uint64_t others = q.pinned - (own == c->memory.end() ? 0 : own->second.pinned);
+        const uint64_t others =
+            q.pinned - (own == c->memory.end() ? 0 : own->second.confirmed_pinned);
         uint64_t& sent = c->unpageable_sent[gpu];
         if ((others > sent ? others - sent : sent - others) < proto::kUnpageableStep)
             continue;
@@ -601,12 +643,12 @@ uint64_t Scheduler::keep_allowance(const ClientRecord& c, GpuSet gpus) const
             if (m == o.memory.end())
                 continue;
             if (&o == &c) {
-                need += m->second.pinned;
+                need += m->second.pinned;  // its own claim, confirmed or not
                 own = m->second.managed;
             } else if (&o == next || (o.held & gpu_bit(g)) != 0) {
-                need += m->second.total();
+                need += m->second.shared();
             } else {
-                need += m->second.pinned;
+                need += m->second.confirmed_pinned;
                 const auto k = o.kept.find(g);
                 if (k != o.kept.end())
                     need += std::min(k->second, m->second.managed);
@@ -928,7 +970,7 @@ bool Scheduler::joins_group(const ClientRecord& c, GpuIndex gpu, TimePoint now) 
     // newcomer still growing long after its start).
     if (now < short_of_room_until(gpu))
         return false;
-    return holders_need(gpu) + managed_on(c, gpu) <= gpus_[gpu].capacity;
+    return holders_need(gpu) + managed_on(c, gpu) + unconfirmed_on(c, gpu) <= gpus_[gpu].capacity;
 }
 
 TimePoint Scheduler::short_of_room_until(GpuIndex gpu) const
@@ -954,8 +996,10 @@ void Scheduler::keep_holders_that_fit(GpuIndex gpu, TimePoint now)
         if (h->drop_sent && groups)
             continue;  // leaving already
         const uint64_t mine = managed_on(*h, gpu);
-        // The first keeps it; with group turns, the next ones while they fit.
-        full |= !first && (!groups || need + mine > gpus_[gpu].capacity);
+        // The first keeps it; with group turns, the next ones while they
+        // fit (each with its own unconfirmed pinned memory, which others do
+        // not make room for).
+        full |= !first && (!groups || need + mine + unconfirmed_on(*h, gpu) > gpus_[gpu].capacity);
         first = false;
         if (full)
             send_drop(*h, now, true);

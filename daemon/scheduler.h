@@ -146,8 +146,15 @@ public:
     // deadlock each other.
     void request(ClientId id, GpuSet gpus, TimePoint now);
     void release(ClientId id, GpuSet gpus, TimePoint now);
-    // False, changing nothing, for a report past the bounds above.
+    // False, changing nothing, for a report past the bounds above. Pinned
+    // memory is bounded by the GPU's size, and only its confirmed part
+    // (MemoryUse::confirmed_pinned) changes what others are told or get;
+    // the rest counts for the client's own fit alone.
     bool report_memory(ClientId id, GpuIndex gpu, MemoryUse use, TimePoint now);
+    // What the host confirms of the client's memory on `gpu` (NVML's count
+    // for its process); nullopt: the host can no longer say. A client of
+    // root needs none.
+    void confirm_memory(ClientId id, GpuIndex gpu, std::optional<uint64_t> bytes, TimePoint now);
     bool report_swaps(ClientId id, GpuIndex gpu, const SwapStats& stats, TimePoint now);
     void disconnect(ClientId id, TimePoint now);
     // Takes the lock away from a holder now. False if it holds nothing.
@@ -218,8 +225,10 @@ private:
     struct GpuQueue {
         std::set<QueueKey> waiting;
         std::map<Bucket, std::set<QueueKey>> buckets;
-        uint64_t requested = 0;  // memory reported by the GPU's clients
-        uint64_t pinned = 0;     // the pinned part of it
+        // Memory reported by the GPU's clients as others see it
+        // (MemoryUse::shared), and its pinned part (confirmed).
+        uint64_t requested = 0;
+        uint64_t pinned = 0;
         std::set<ClientId> members;
         std::map<int, size_t> classes;  // members by class rank
         // The latest Shrink round: the room it asked of all who keep memory
@@ -235,6 +244,10 @@ private:
     TimePoint short_of_room_until(GpuIndex gpu) const;
 
     ClientRecord* find(ClientId id);
+    // A client's memory on a GPU changed, as reported or as confirmed.
+    void set_memory(ClientRecord& c, GpuIndex gpu, MemoryUse use, TimePoint now);
+    // The part of its pinned memory the host did not confirm.
+    static uint64_t unconfirmed_on(const ClientRecord& c, GpuIndex gpu);
     std::optional<GpuIndex> add_gpu(const GpuDescription& description);
     bool capacity_follows_physical(GpuIndex gpu) const;
     // A GPU's memory size (and its capacity, where none is configured).

@@ -105,7 +105,8 @@ TEST(SchedulerClaims, ReportsPastTheBoundsAreRefusedAndChangeNothing)
     EXPECT_FALSE(s.report_memory(2, *g, {0, kMaxReportedBytes + 1}, t0));
     EXPECT_EQ(s.requested_memory(*g), 12 * GiB);
     EXPECT_TRUE(s.report_memory(2, *g, {kMaxReportedBytes, kMaxReportedBytes}, t0));
-    EXPECT_EQ(s.requested_memory(*g), 12 * GiB + 2 * kMaxReportedBytes);
+    // Its pinned part, unconfirmed, counts for itself alone.
+    EXPECT_EQ(s.requested_memory(*g), 12 * GiB + kMaxReportedBytes);
     EXPECT_TRUE(s.report_memory(2, *g, {0, 0}, t0));
     EXPECT_EQ(s.requested_memory(*g), 12 * GiB);
 
@@ -137,6 +138,61 @@ TEST(SchedulerClaims, ASwapInClaimStretchesOnlyTheClaimantsQuantumUpToTheCeiling
     ASSERT_EQ(s.client(2)->phase, Phase::Holding);
     EXPECT_EQ(s.quantum_for(*s.client(2)), 300ms);
     EXPECT_EQ(s.next_deadline(), t0 + 300ms);
+}
+
+// The pinned memory others are told of, as the last Unpageable actions for
+// each client said (client -> bytes).
+std::map<ClientId, uint64_t> told(Scheduler& s)
+{
+    std::map<ClientId, uint64_t> out;
+    for (const Action& a : s.take_actions())
+        if (a.kind == ActionKind::Unpageable)
+            out[a.client] = a.others_pinned;
+    return out;
+}
+
+// Issue 47: a user's claim of pinned memory reaches others only as far as
+// the host (NVML) confirms it: claiming 15 GiB of a 16 GiB GPU once made
+// every other process's free memory read 0 and forced turns.
+TEST(SchedulerClaims, PinnedMemoryCountsForOthersOnlyAsFarAsTheHostConfirms)
+{
+    Scheduler s(SchedulerSettings{Mode::Auto, 30s, 10s});
+    const auto g = s.ensure_gpu({"GPU-a", "t", 16 * GiB});
+    ASSERT_TRUE(s.connect(1, {1, 1000, "honest"}, {*g}));
+    ASSERT_TRUE(s.connect(2, {2, 1001, "liar"}, {*g}));
+    ASSERT_TRUE(s.report_memory(1, *g, {4 * GiB, 0}, t0));
+    (void)s.take_actions();
+    ASSERT_TRUE(s.report_memory(2, *g, {0, 15 * GiB}, t0));
+    EXPECT_EQ(told(s), (std::map<ClientId, uint64_t>{}));
+    EXPECT_EQ(s.requested_memory(*g), 4 * GiB);
+    EXPECT_FALSE(s.serializing(*g));
+    EXPECT_EQ(s.client(2)->memory.at(*g).pinned, 15 * GiB);  // its own view keeps it
+
+    s.confirm_memory(2, *g, 2 * GiB, t0);  // what NVML counts for its process
+    EXPECT_EQ(told(s), (std::map<ClientId, uint64_t>{{1, 2 * GiB}}));
+    EXPECT_EQ(s.requested_memory(*g), 6 * GiB);
+    s.confirm_memory(2, *g, 15 * GiB, t0);
+    EXPECT_EQ(told(s), (std::map<ClientId, uint64_t>{{1, 15 * GiB}}));
+    EXPECT_TRUE(s.serializing(*g));
+    s.confirm_memory(2, *g, std::nullopt, t0);  // NVML can no longer say
+    EXPECT_EQ(told(s), (std::map<ClientId, uint64_t>{{1, 0}}));
+    EXPECT_FALSE(s.serializing(*g));
+}
+
+// Root's clients need no confirmation; nobody's pinned memory counts for
+// more than the GPU has.
+TEST(SchedulerClaims, RootsPinnedMemoryCountsAndNoClaimExceedsTheGpu)
+{
+    Scheduler s;
+    const auto g = s.ensure_gpu({"GPU-a", "t", 16 * GiB});
+    ASSERT_TRUE(s.connect(1, {1, 1000, "user"}, {*g}));
+    ASSERT_TRUE(s.connect(2, {2, 0, "root"}, {*g}));
+    (void)s.take_actions();
+    ASSERT_TRUE(s.report_memory(2, *g, {0, 3 * GiB}, t0));
+    EXPECT_EQ(told(s), (std::map<ClientId, uint64_t>{{1, 3 * GiB}}));
+    ASSERT_TRUE(s.report_memory(2, *g, {0, kMaxReportedBytes}, t0));
+    EXPECT_EQ(told(s), (std::map<ClientId, uint64_t>{{1, 16 * GiB}}));
+    EXPECT_EQ(s.requested_memory(*g), 16 * GiB);
 }
 
 }  // namespace

@@ -28,6 +28,12 @@ protected:
     {
         ASSERT_TRUE(s_.connect(id, {static_cast<int32_t>(id), 1000, "c"}, gpus));
     }
+    // The host (NVML) confirms up to `bytes` of client `id`'s memory on
+    // GPU 0: its pinned memory counts for others.
+    void host_confirms(ClientId id, uint64_t bytes = 80 * GiB)
+    {
+        s_.confirm_memory(id, 0, bytes, now_);
+    }
     void advance(Duration d)
     {
         now_ += d;
@@ -464,6 +470,7 @@ TEST_F(SchedulerTest, AutoSerializesOnlyWhileMemoryExceedsCapacity)
     gpu(0, 80 * GiB);
     client(1);
     client(2);
+    host_confirms(2);
     s_.report_memory(1, 0, {30 * GiB, 0}, now_);
     s_.report_memory(2, 0, {30 * GiB, 0}, now_);
     EXPECT_FALSE(s_.serializing(0));
@@ -567,6 +574,29 @@ TEST_F(SchedulerTest, AWaiterJoinsAGroupOnceItsHoldersHaveStarted)
     EXPECT_EQ(actions(), V{"C2"});
 }
 
+// Pinned memory the host does not confirm counts for its sender's own fit
+// (issue 47): with it, a waiter does not join a group it would not fit.
+TEST_F(SchedulerTest, UnconfirmedPinnedMemoryCountsForItsSendersOwnFit)
+{
+    for (const bool pins : {false, true}) {
+        SCOPED_TRACE(pins);
+        s_ = Scheduler(SchedulerSettings{Mode::On, 30s, 10s});
+        auto_clients(80 * GiB, 3, 30 * GiB);  // 90 GiB: group turns
+        s_.report_memory(2, 0, {30 * GiB, pins ? 25 * GiB : 0}, now_);
+        s_.request(3, gpu_bit(0), now_);  // 3 has run before
+        advance(2s);
+        s_.release(3, gpu_bit(0), now_);
+        (void)actions();
+        s_.request(1, gpu_bit(0), now_);
+        s_.request(2, gpu_bit(0), now_);
+        EXPECT_EQ(actions(), V{"G1"});
+        advance(policy::kStartupSettle);
+        // 30 + 30 fit in 80; with 2's 25 GiB pinned besides, they do not.
+        EXPECT_EQ(actions(), pins ? V{"C1"} : (V{"C1", "G2"}));
+        EXPECT_EQ(s_.requested_memory(0), 90 * GiB) << "others do not count it";
+    }
+}
+
 // Nor does it join holders that wait for room (a Shrink round less than
 // kGrowthRound ago): it would wait for the same room.
 TEST_F(SchedulerTest, AWaiterJoinsNoGroupThatWaitsForRoom)
@@ -613,6 +643,7 @@ TEST_F(SchedulerTest, DropTellsHowMuchMayStayBesideTheNextHolder)
     client(1);
     client(2);
     client(3);
+    host_confirms(2);
     s_.report_memory(1, 0, {8 * GiB, 0}, now_);
     s_.report_memory(2, 0, {6 * GiB, 1 * GiB}, now_);  // 7 GiB, of which 1 pinned
     s_.report_memory(3, 0, {11 * GiB / 2, 0}, now_);   // too much to join 2 (group turns)
@@ -1092,6 +1123,7 @@ TEST_F(SchedulerTest, TellsEachClientWhatTheOthersPin)
     gpu(0, 80 * GiB);
     client(1);
     client(2);
+    host_confirms(1);
     EXPECT_EQ(unpageable(), U{});  // nobody pins anything yet
     s_.report_memory(1, 0, {8 * GiB, 2 * GiB}, now_);
     EXPECT_EQ(unpageable(), (U{{2, 2 * GiB}}));  // not 1: its own pinning is not news
@@ -1101,6 +1133,7 @@ TEST_F(SchedulerTest, TellsEachClientWhatTheOthersPin)
     EXPECT_EQ(unpageable(), U{});  // under a MiB: not worth a message
     client(3);
     EXPECT_EQ(unpageable(), (U{{3, 2 * GiB + 4096}}));  // told at once on arrival
+    host_confirms(3);
     s_.report_memory(3, 0, {0, 1 * GiB}, now_);
     EXPECT_EQ(unpageable(), (U{{1, 1 * GiB}, {2, 3 * GiB + 4096}}));
     s_.disconnect(1, now_);
