@@ -11,6 +11,7 @@ ClientFacts client_facts(const Scheduler& scheduler, const ClientRecord& c, Time
     for (const auto& [g, m] : c.memory) {
         f.memory += m.total();
         f.pinned += m.pinned;
+        f.confirmed_pinned += m.confirmed_pinned;
     }
     f.held = held_so_far(c, now);
     f.waited = waited_so_far(c, now);

@@ -10,12 +10,13 @@
 namespace nvshare::daemon {
 
 struct ClientFacts {
-    const char* state = "";   // phase_name(): "idle", "waiting", "holding"
-    uint64_t memory = 0;      // reported, all its GPUs, pinned included
-    uint64_t pinned = 0;      // the part that is never evicted
-    Duration held{};          // so far, the running hold included
-    Duration waited{};        // so far, the running wait included
-    Duration quantum_left{};  // zero unless it holds
+    const char* state = "";         // phase_name(): "idle", "waiting", "holding"
+    uint64_t memory = 0;            // reported, all its GPUs, pinned included
+    uint64_t pinned = 0;            // the part that is never evicted
+    uint64_t confirmed_pinned = 0;  // the part of that others see (MemoryUse)
+    Duration held{};                // so far, the running hold included
+    Duration waited{};              // so far, the running wait included
+    Duration quantum_left{};        // zero unless it holds
     // Its best place (1 = next) among the GPUs it waits for, and why it waits
     // there, as the scheduler last told it; 0 and "" unless it waits.
     uint64_t wait_place = 0;

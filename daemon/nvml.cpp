@@ -2,6 +2,10 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
+#include <memory>
+#include <new>
+
 namespace nvshare::daemon {
 
 namespace {
@@ -21,10 +25,21 @@ struct NvmlMemoryV2 {
     unsigned long long used;
 };
 constexpr unsigned int kNvmlMemoryV2 = sizeof(NvmlMemoryV2) | 2u << 24;
+// nvmlProcessInfo_t as nvmlDeviceGetComputeRunningProcesses_v3 fills it;
+// usedGpuMemory is all ones where NVML cannot tell (NVML_VALUE_NOT_AVAILABLE).
+struct NvmlProcessInfo {
+    unsigned int pid;
+    unsigned long long used;
+    unsigned int gpu_instance;
+    unsigned int compute_instance;
+};
+constexpr NvmlReturn kNvmlInsufficientSize = 7;
+constexpr unsigned long long kNvmlNotAvailable = ~0ull;
 
 struct Nvml {
     NvmlReturn (*by_uuid)(const char*, NvmlDevice*) = nullptr;
     NvmlReturn (*memory)(NvmlDevice, NvmlMemoryV2*) = nullptr;
+    NvmlReturn (*processes)(NvmlDevice, unsigned int*, NvmlProcessInfo*) = nullptr;
     bool ready = false;
 };
 
@@ -38,6 +53,8 @@ const Nvml& nvml()
         auto init = reinterpret_cast<NvmlReturn (*)()>(dlsym(lib, "nvmlInit_v2"));
         n.by_uuid = reinterpret_cast<decltype(n.by_uuid)>(dlsym(lib, "nvmlDeviceGetHandleByUUID"));
         n.memory = reinterpret_cast<decltype(n.memory)>(dlsym(lib, "nvmlDeviceGetMemoryInfo_v2"));
+        n.processes = reinterpret_cast<decltype(n.processes)>(
+            dlsym(lib, "nvmlDeviceGetComputeRunningProcesses_v3"));
         n.ready = init != nullptr && n.by_uuid != nullptr && n.memory != nullptr && init() == 0;
         return n;
     }();
@@ -56,6 +73,36 @@ std::optional<uint64_t> nvml_total_memory(const std::string& uuid)
         memory.total <= memory.reserved)
         return std::nullopt;
     return memory.total - memory.reserved;
+}
+
+std::optional<std::map<int32_t, uint64_t>> nvml_process_memory(const std::string& uuid)
+{
+    const Nvml& n = nvml();
+    NvmlDevice device = nullptr;
+    if (!n.ready || n.processes == nullptr || n.by_uuid(uuid.c_str(), &device) != 0)
+        return std::nullopt;
+    // Processes come and go between the calls: ask again with room for
+    // those that came, a few times.
+    unsigned int room = 64;
+    for (int attempt = 0; attempt < 4; ++attempt) {
+        std::unique_ptr<NvmlProcessInfo[]> infos(new (std::nothrow) NvmlProcessInfo[room]);
+        if (!infos)
+            return std::nullopt;
+        unsigned int count = room;
+        const NvmlReturn r = n.processes(device, &count, infos.get());
+        if (r == kNvmlInsufficientSize) {
+            room = std::max(room * 2, count + 16);
+            continue;
+        }
+        if (r != 0 || count > room)
+            return std::nullopt;
+        std::map<int32_t, uint64_t> used;
+        for (unsigned int i = 0; i < count; ++i)
+            if (infos[i].used != kNvmlNotAvailable)
+                used[static_cast<int32_t>(infos[i].pid)] += infos[i].used;
+        return used;
+    }
+    return std::nullopt;
 }
 
 }  // namespace nvshare::daemon

@@ -80,6 +80,7 @@ Server::Server(Options options) : options_(std::move(options)), scheduler_(optio
 
 Server::~Server()
 {
+    memory_watch_.reset();  // its thread and event source go first
     for (auto& [serial, c] : connections_) {
         sd_event_source_disable_unref(c->source);
         sd_event_source_disable_unref(c->timer);
@@ -143,6 +144,13 @@ bool Server::init()
             NVS_INFO("GPU %s: %s%s", gpu.uuid.c_str(), gpu.name.c_str(),
                      gpu.physical_memory != 0 ? ", memory from NVML" : "");
     }
+
+    // What NVML confirms of clients' pinned memory, read off the loop.
+    memory_watch_ = std::make_unique<MemoryWatch>(nvml_process_memory);
+    if (!memory_watch_->start(event_, [this](const MemoryWatch::Readings& readings) {
+            on_memory_readings(readings);
+        }))
+        return false;
 
     if (!open_listener())
         return false;
@@ -664,12 +672,55 @@ bool Server::on_memory(Connection& c, const ClientRecord& client, const proto::M
         fail(c, proto::ErrorCode::BadValue, "memory report for unknown GPU index");
         return false;
     }
-    if (!scheduler_.report_memory(c.serial, client.gpus[m.gpu], {m.managed_bytes, m.pinned_bytes},
-                                  now)) {
+    const GpuIndex gpu = client.gpus[m.gpu];
+    if (!scheduler_.report_memory(c.serial, gpu, {m.managed_bytes, m.pinned_bytes}, now)) {
         fail(c, proto::ErrorCode::BadValue, "memory report out of bounds");
         return false;
     }
+    // Pinned memory of a user other than root counts for others once NVML
+    // confirms it: watch the GPU.
+    if (m.pinned_bytes != 0 && client.info.uid != 0 && memory_watch_ &&
+        watched_gpus_.insert(scheduler_.gpus()[gpu].description.uuid).second)
+        memory_watch_->watch(watched_gpus_);
     return true;
+}
+
+void Server::on_memory_readings(const MemoryWatch::Readings& readings)
+{
+    const TimePoint now = Clock::now();
+    const auto& gpus = scheduler_.gpus();
+    std::set<std::string> watched;
+    std::vector<std::tuple<ClientId, GpuIndex, std::optional<uint64_t>>> changes;
+    for (const auto& [id, c] : scheduler_.clients()) {
+        if (c.info.uid == 0)
+            continue;
+        for (const auto& [g, use] : c.memory) {
+            if (use.pinned != 0)
+                watched.insert(gpus[g].description.uuid);
+            const auto r = readings.find(gpus[g].description.uuid);
+            if (r == readings.end())
+                continue;
+            // A process NVML does not list has no memory there it confirms.
+            std::optional<uint64_t> confirmed;
+            if (r->second) {
+                const auto p = r->second->find(c.info.pid);
+                confirmed = p == r->second->end() ? 0 : p->second;
+            }
+            const auto was = c.host_confirms.find(g);
+            const std::optional<uint64_t> before =
+                was == c.host_confirms.end() ? std::nullopt : std::optional<uint64_t>(was->second);
+            if (before != confirmed)
+                changes.emplace_back(id, g, confirmed);
+        }
+    }
+    for (const auto& [id, g, confirmed] : changes)
+        scheduler_.confirm_memory(id, g, confirmed, now);
+    if (watched != watched_gpus_) {
+        watched_gpus_ = std::move(watched);
+        memory_watch_->watch(watched_gpus_);
+    }
+    if (!changes.empty())
+        after_change();
 }
 
 bool Server::on_stats(Connection& c, const ClientRecord& client, const proto::StatsPayload& st,

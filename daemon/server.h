@@ -11,11 +11,13 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "common/codec.h"
 #include "daemon/journal.h"
+#include "daemon/memory_watch.h"
 #include "daemon/notify.h"
 #include "daemon/options.h"
 #include "daemon/principals.h"
@@ -137,6 +139,9 @@ private:
                    TimePoint now);
     bool on_stats(Connection& c, const ClientRecord& client, const proto::StatsPayload& st,
                   TimePoint now);
+    // What NVML confirms of the pinned memory of clients of users other
+    // than root (MemoryWatch), handed to the scheduler.
+    void on_memory_readings(const MemoryWatch::Readings& readings);
     void on_request(Connection& c, const ClientRecord& client, GpuSet gpus, TimePoint now);
     void on_released(const ClientRecord& client, GpuSet gpus, TimePoint now);
     void fail(Connection& c, proto::ErrorCode code, const std::string& message);
@@ -198,6 +203,8 @@ private:
     TimePoint status_rendered_at_{};
     bool status_stale_ = true;
     EventLog events_;
+    std::unique_ptr<MemoryWatch> memory_watch_;
+    std::set<std::string> watched_gpus_;  // the GPUs it reads (UUIDs)
 };
 
 }  // namespace nvshare::daemon

@@ -1,7 +1,13 @@
 // A stand-in for libnvidia-ml.so.1 (NVML) in tests: the GPUs and memory
 // sizes named by FAKENVML_MEMORY ("UUID=BYTES[,UUID=BYTES...]"); nvmlInit_v2
-// fails when it is unset, as on a host without the driver.
+// fails when it is unset, as on a host without the driver. The compute
+// processes of each GPU come from the file FAKENVML_PROCESSES names, read at
+// every call (lines "UUID PID BYTES"; a GPU it does not name has none), each
+// call taking FAKENVML_PROCESSES_DELAY_MS (a driver slow to answer).
+#include <unistd.h>
+
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -15,6 +21,14 @@ struct FakeNvmlMemory {  // nvmlMemory_v2_t
 FAKE_EXPORT int nvmlInit_v2();
 FAKE_EXPORT int nvmlDeviceGetHandleByUUID(const char* uuid, void** device);
 FAKE_EXPORT int nvmlDeviceGetMemoryInfo_v2(void* device, FakeNvmlMemory* memory);
+
+struct FakeNvmlProcess {  // nvmlProcessInfo_t (v2/v3)
+    unsigned int pid;
+    unsigned long long usedGpuMemory;
+    unsigned int gpuInstanceId, computeInstanceId;
+};
+FAKE_EXPORT int nvmlDeviceGetComputeRunningProcesses_v3(void* device, unsigned int* count,
+                                                        FakeNvmlProcess* infos);
 
 namespace {
 
@@ -58,4 +72,31 @@ FAKE_EXPORT int nvmlDeviceGetMemoryInfo_v2(void* device, FakeNvmlMemory* memory)
     memory->free = memory->total - memory->reserved;
     memory->used = 0;
     return 0;
+}
+
+FAKE_EXPORT int nvmlDeviceGetComputeRunningProcesses_v3(void* device, unsigned int* count,
+                                                        FakeNvmlProcess* infos)
+{
+    if (device == nullptr || count == nullptr)
+        return 2;  // NVML_ERROR_INVALID_ARGUMENT
+    if (const char* delay = getenv("FAKENVML_PROCESSES_DELAY_MS"))
+        usleep(static_cast<useconds_t>(strtoul(delay, nullptr, 10) * 1000));
+    const char* path = getenv("FAKENVML_PROCESSES");
+    FILE* f = path != nullptr ? fopen(path, "r") : nullptr;
+    unsigned int n = 0;
+    char uuid[128];
+    unsigned int pid = 0;
+    unsigned long long bytes = 0;
+    while (f != nullptr && fscanf(f, "%127s %u %llu", uuid, &pid, &bytes) == 3) {
+        if (strcmp(uuid, static_cast<const char*>(device)) != 0)
+            continue;
+        if (n < *count && infos != nullptr)
+            infos[n] = FakeNvmlProcess{pid, bytes, ~0u, ~0u};
+        ++n;
+    }
+    if (f != nullptr)
+        fclose(f);
+    const bool fits = n <= *count;
+    *count = n;
+    return fits ? 0 : 7;  // NVML_ERROR_INSUFFICIENT_SIZE
 }

@@ -268,6 +268,106 @@ TEST(Untrusted, AClaimChangesNothingOfTheSizeTheHostReports)
     }
 }
 
+// A daemon that sees GPU 0 through the fake NVML as a 16 GiB GPU whose
+// compute processes are listed in `processes`, read at every call that
+// takes `delay_ms`.
+Daemon::Config nvml_config(const TempDir& info, const std::string& uuid,
+                           const std::string& processes, const std::string& mode, int delay_ms = 0)
+{
+    Daemon::Config config;
+    config.args = {"--gpu-info-dir", info.path(), "--anti-thrashing", mode};
+    config.env = {{"LD_LIBRARY_PATH", getenv("NVSHARE_TEST_FAKENVML_DIR")},
+                  {"FAKENVML_MEMORY", uuid + "=" + std::to_string(16 * kGiB)},
+                  {"FAKENVML_PROCESSES", processes},
+                  {"FAKENVML_PROCESSES_DELAY_MS", std::to_string(delay_ms)}};
+    return config;
+}
+
+// Another user reports `pinned` bytes of pinned memory on GPU 0 and says
+// its pid; it stays until the test ends.
+std::unique_ptr<AsUser> pinning_liar(const Daemon& d, uint64_t pinned)
+{
+    return std::make_unique<AsUser>(kNobody, [&d, pinned](FILE* out, int stop) {
+        auto c = welcomed(d.socket(), "liar", {test_gpu(0, 16 * kGiB)});
+        fprintf(out, "%d\n", c && c->report_memory(0, 0, pinned) ? getpid() : 0);
+        wait_for_stop(stop);
+    });
+}
+
+// Issue 47: another user claiming 15 GiB of pinned memory on a 16 GiB GPU
+// made every other process's free memory read 0 (and 8 TiB forced turns).
+// Now others are told of it only as far as the host's NVML counts memory
+// for the process, and no claim counts for more than the GPU.
+TEST(Untrusted, PinnedMemoryReachesOthersOnlyAsFarAsNvmlConfirmsIt)
+{
+    require_root();
+    TempDir info;
+    const std::string uuid = list_host_gpu(info);
+    const std::string processes = info / "processes";
+    std::ofstream(processes).flush();
+    Daemon d;
+    ASSERT_TRUE(d.start(nvml_config(info, uuid, processes, "auto")));
+    auto honest = welcomed(d.socket(), "honest", {test_gpu(0, 16 * kGiB)});
+    ASSERT_TRUE(honest);
+    int pid = 0;
+    auto liar_of = [&](const nlohmann::json& s) {
+        for (const auto& c : s["clients"])
+            if (c["pid"] == pid)
+                return c;
+        return nlohmann::json();
+    };
+    std::unique_ptr<AsUser> liar;
+    for (const uint64_t lie : {uint64_t{1} << 43, 15 * kGiB}) {
+        liar = pinning_liar(d, lie);
+        pid = std::stoi("0" + liar->line());
+        ASSERT_GT(pid, 0);
+        // Two rounds of the daemon's NVML reading (one a second) and more.
+        EXPECT_FALSE(honest->expect(MsgType::Unpageable, 2500ms)) << "told of " << lie;
+        const auto status = d.status();
+        EXPECT_EQ(liar_of(status)["pinned_memory"], std::min(lie, 16 * kGiB));
+        EXPECT_EQ(liar_of(status)["confirmed_pinned_memory"], 0u);
+        EXPECT_EQ(Daemon::gpu_by_number(status, 0)["requested_memory"], 0u);
+        EXPECT_EQ(Daemon::gpu_by_number(status, 0)["serializing"], false);
+    }
+
+    // NVML counts 1 GiB for its process: that much is confirmed.
+    std::ofstream(processes) << uuid << " " << pid << " " << kGiB << "\n";
+    const auto told = honest->expect(MsgType::Unpageable, 5s);
+    ASSERT_TRUE(told);
+    EXPECT_EQ(told->as<proto::UnpageablePayload>().others_pinned_bytes, kGiB);
+    EXPECT_EQ(liar_of(d.status())["confirmed_pinned_memory"], kGiB);
+}
+
+// NVML is read off the event loop: a driver that takes 3 s to list a GPU's
+// processes delays no hand-over of the lock.
+TEST(Untrusted, ASlowNvmlDelaysNoHandOver)
+{
+    require_root();
+    TempDir info;
+    const std::string uuid = list_host_gpu(info);
+    Daemon d;
+    ASSERT_TRUE(d.start(nvml_config(info, uuid, info / "processes", "on", 3000)));
+    auto a = welcomed(d.socket(), "alpha", {test_gpu(0, 16 * kGiB)});
+    auto b = welcomed(d.socket(), "beta", {test_gpu(0, 16 * kGiB)});
+    ASSERT_TRUE(a && b);
+    ASSERT_TRUE(a->request(1));
+    ASSERT_TRUE(a->expect(MsgType::Grant, kTimeout));
+    const auto quiet = handovers(*a, *b, 50);
+    ASSERT_EQ(quiet.size(), 50u);
+    const auto liar = pinning_liar(d, kGiB);  // the daemon starts reading NVML
+    ASSERT_GT(std::stoi("0" + liar->line()), 0);
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto slow = handovers(*a, *b, 200);
+    const auto took = std::chrono::steady_clock::now() - t0;
+    ASSERT_EQ(slow.size(), 200u);
+    const double slowest = *std::max_element(slow.begin(), slow.end());
+    printf("hand-over median %.0f us quiet, %.0f us (max %.0f us) while NVML answers in 3 s\n",
+           median(quiet), median(slow), slowest);
+    EXPECT_GE(took, 1s) << "the hand-overs did not overlap a reading";
+    EXPECT_LE(median(slow), 2 * median(quiet) + 10000.0);
+    EXPECT_LE(slowest, 500'000.0);
+}
+
 TEST(Untrusted, MemoryReportThatWouldWrapIsRefused)
 {
     Daemon d;

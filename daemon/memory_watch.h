@@ -1,0 +1,63 @@
+// What the host confirms of each process's GPU memory: NVML's per-process
+// counts (nvml_process_memory) for the GPUs asked for, read every
+// kMemoryWatchInterval on a thread of its own and handed to the event loop
+// through an eventfd. Reading asks the driver, which can take long on a GPU
+// in trouble; the loop never waits for it and keeps the latest readings.
+#pragma once
+
+#include <systemd/sd-event.h>
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "daemon/scheduler_types.h"
+
+namespace nvshare::daemon {
+
+// How stale a confirmation may be: a process's pinned memory that grows is
+// shown to others at most this much later (nvshared(8), LIMITS).
+inline constexpr Duration kMemoryWatchInterval = std::chrono::seconds(1);
+
+class MemoryWatch {
+public:
+    using Counts = std::map<int32_t, uint64_t>;  // pid -> bytes
+    // One GPU's counts; nullopt where the host cannot say.
+    using Reader = std::function<std::optional<Counts>(const std::string& uuid)>;
+    using Readings = std::map<std::string, std::optional<Counts>>;  // by GPU UUID
+
+    explicit MemoryWatch(Reader reader, Duration interval = kMemoryWatchInterval);
+    ~MemoryWatch();  // stops the thread and waits for it
+    MemoryWatch(const MemoryWatch&) = delete;
+    MemoryWatch& operator=(const MemoryWatch&) = delete;
+
+    // Calls `deliver` on `event`'s loop with each round's readings. False
+    // (logged) when the eventfd or the thread cannot be made.
+    bool start(sd_event* event, std::function<void(Readings)> deliver);
+    // The GPUs to read from now on; none: the thread sleeps.
+    void watch(std::set<std::string> uuids);
+
+private:
+    static int on_ready(sd_event_source* s, int fd, uint32_t revents, void* self);
+    void run();
+
+    Reader reader_;
+    Duration interval_;
+    std::function<void(Readings)> deliver_;
+    sd_event_source* source_ = nullptr;
+    int ready_fd_ = -1;
+    std::thread thread_;
+    std::mutex mutex_;
+    std::condition_variable wake_;
+    bool stop_ = false;                // under mutex_
+    std::set<std::string> uuids_;      // under mutex_
+    std::optional<Readings> pending_;  // under mutex_: read, not yet delivered
+};
+
+}  // namespace nvshare::daemon
