@@ -51,10 +51,10 @@ def query_status(path):
 
 
 class Daemon:
-    def __init__(self, binary, workdir, args):
+    def __init__(self, binary, workdir, args, prefix=()):
         self.sock = os.path.join(workdir, "nvshare.sock")
         self.log = open(os.path.join(workdir, "nvshared.log"), "w")
-        self.proc = subprocess.Popen([binary, "--socket", self.sock, "-v"] + args,
+        self.proc = subprocess.Popen(list(prefix) + [binary, "--socket", self.sock, "-v"] + args,
                                      stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.time() + 10
         while time.time() < deadline:
@@ -487,6 +487,51 @@ class Runner:
             self.record(name, ok, f"nvidia-smi MiB {want}; nvshared at start {before}, after a "
                                   f"client {after}; logged {logged}; daemon exit {rc}")
 
+    def nvml_confirms_pinned(self):
+        """Issue 47: another user's pinned memory counts for others only as far
+        as NVML confirms it. gpu_edge's accounting mode (1,120 MiB pinned: an
+        array, graph memory, plain memory) run as nobody, an honest process:
+        nvshared confirms all it reported within seconds, no more than
+        nvidia-smi counts for its pid. nvshared runs as the unit runs
+        it: root with no capability at all and no new privileges."""
+        name = "nvml-confirms-pinned"
+        with tempfile.TemporaryDirectory(dir=self.a.out) as wd:
+            os.chmod(wd, 0o777)
+            d = Daemon(self.a.nvshared, wd, ["--anti-thrashing", "auto"],
+                       ["setpriv", "--bounding-set=-all", "--inh-caps=-all", "--no-new-privs"])
+            ready, go = os.path.join(wd, "ready"), os.path.join(wd, "go")
+            a = subprocess.Popen(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                                  self.a.edge, "--mode", "accounting", "--ready", ready, "--go",
+                                  go, "--plain-mib", "1024"],
+                                 env=self.env(d.sock, extra={"NVSHARE_MANAGED": "0"}),
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            seen, smi = None, {}
+            if self.wait_file(ready, a):
+                t0 = time.time()
+                while time.time() - t0 < 15 and a.poll() is None:
+                    seen = self.client_of(d.sock, a.pid) or seen
+                    if seen and seen["pinned_memory"] >= (1120 << 20) and \
+                            seen["confirmed_pinned_memory"] >= seen["pinned_memory"]:
+                        break
+                    time.sleep(0.1)
+                q = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,used_memory",
+                                    "--format=csv,noheader,nounits"], capture_output=True,
+                                   text=True)
+                smi = {int(f[0]): int(f[1]) << 20 for f in
+                       (l.split(",") for l in q.stdout.splitlines()) if len(f) == 2}
+            open(go, "w").close()
+            out = a.communicate(timeout=60)[0]
+            rc = d.stop()
+            confirmed = seen["confirmed_pinned_memory"] if seen else 0
+            pinned = seen["pinned_memory"] if seen else 0
+            used = smi.get(a.pid, 0)
+            ok = (a.returncode == 0 and rc == 0 and seen is not None and seen["uid"] == 65534 and
+                  pinned >= (1120 << 20) and confirmed == pinned and confirmed <= used)
+            self.record(name, ok, f"reported pinned {pinned >> 20} MiB, confirmed "
+                                  f"{confirmed >> 20} MiB, nvidia-smi {used >> 20} MiB for pid "
+                                  f"{a.pid} (all: {smi}); exit {a.returncode}, daemon {rc}" +
+                        ("" if ok else " | " + out[-300:]))
+
     def contextless_stream_calls(self):
         """With no current context, a memset and a copy on an explicit stream
         wait for the lock that another process holds."""
@@ -866,6 +911,7 @@ def main():
         "fault-then-alloc": r.fault_then_alloc,
         "graph-node-on-swapped-out": r.graph_node_on_swapped_out,
         "nvml-memory": r.nvml_memory,
+        "nvml-confirms-pinned": r.nvml_confirms_pinned,
         "contextless-stream-calls": r.contextless_stream_calls,
         "failed-capture-releases-early": r.failed_capture_releases_early,
         "accounting-and-meminfo": r.accounting_on_the_real_driver,
