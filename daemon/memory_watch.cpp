@@ -5,47 +5,88 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
+#include <system_error>
+#include <thread>
 #include <utility>
 
 #include "daemon/log.h"
 
 namespace nvshare::daemon {
 
+struct MemoryWatch::Shared {
+    std::mutex mutex;
+    std::condition_variable wake;
+    bool stop = false;                // under mutex
+    std::set<std::string> uuids;      // under mutex
+    std::optional<Readings> pending;  // under mutex: read, not yet delivered
+    int ready_fd = -1;                // the loop's eventfd; closed by the last owner
+
+    ~Shared()
+    {
+        if (ready_fd >= 0)
+            close(ready_fd);
+    }
+};
+
+void MemoryWatch::run(const std::shared_ptr<Shared>& shared, const Reader& reader,
+                      Duration interval)
+{
+    std::unique_lock<std::mutex> lock(shared->mutex);
+    for (;;) {
+        shared->wake.wait(lock, [&] { return shared->stop || !shared->uuids.empty(); });
+        if (shared->stop)
+            return;
+        const std::set<std::string> uuids = shared->uuids;
+        lock.unlock();
+        Readings readings;
+        for (const std::string& uuid : uuids)
+            readings[uuid] = reader(uuid);
+        lock.lock();
+        if (shared->stop)
+            return;
+        shared->pending = std::move(readings);
+        const uint64_t one = 1;
+        (void)!write(shared->ready_fd, &one, sizeof one);  // fails only when already signalled
+        if (shared->wake.wait_for(lock, interval, [&] { return shared->stop; }))
+            return;
+    }
+}
+
 MemoryWatch::MemoryWatch(Reader reader, Duration interval)
-    : reader_(std::move(reader)), interval_(interval)
+    : reader_(std::move(reader)), interval_(interval), shared_(std::make_shared<Shared>())
 {
 }
 
 MemoryWatch::~MemoryWatch()
 {
     {
-        std::lock_guard<std::mutex> lock(mutex_);
-        stop_ = true;
+        std::lock_guard<std::mutex> lock(shared_->mutex);
+        shared_->stop = true;
     }
-    wake_.notify_all();
-    if (thread_.joinable())
-        thread_.join();
+    shared_->wake.notify_all();
     sd_event_source_disable_unref(source_);
-    if (ready_fd_ >= 0)
-        close(ready_fd_);
 }
 
-bool MemoryWatch::start(sd_event* event, std::function<void(Readings)> deliver)
+bool MemoryWatch::start(sd_event* event, std::function<void(const Readings&)> deliver)
 {
     deliver_ = std::move(deliver);
-    ready_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (ready_fd_ < 0) {
+    shared_->ready_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (shared_->ready_fd < 0) {
         NVS_ERROR("cannot make the memory watch's eventfd: %s", strerror(errno));
         return false;
     }
-    const int r = sd_event_add_io(event, &source_, ready_fd_, EPOLLIN, on_ready, this);
+    const int r = sd_event_add_io(event, &source_, shared_->ready_fd, EPOLLIN, on_ready, this);
     if (r < 0) {
         NVS_ERROR("cannot watch the memory watch's eventfd: %s", strerror(-r));
         return false;
     }
     try {
-        thread_ = std::thread([this] { run(); });
+        std::thread([shared = shared_, reader = reader_, interval = interval_] {
+            run(shared, reader, interval);
+        }).detach();
     } catch (const std::system_error& e) {
         NVS_ERROR("cannot start the memory watch: %s", e.what());
         return false;
@@ -57,33 +98,12 @@ void MemoryWatch::watch(std::set<std::string> uuids)
 {
     bool wake = false;
     {
-        std::lock_guard<std::mutex> lock(mutex_);
-        wake = uuids_.empty() && !uuids.empty();
-        uuids_ = std::move(uuids);
+        std::lock_guard<std::mutex> lock(shared_->mutex);
+        wake = shared_->uuids.empty() && !uuids.empty();
+        shared_->uuids = std::move(uuids);
     }
     if (wake)
-        wake_.notify_all();
-}
-
-void MemoryWatch::run()
-{
-    std::unique_lock<std::mutex> lock(mutex_);
-    for (;;) {
-        wake_.wait(lock, [&] { return stop_ || !uuids_.empty(); });
-        if (stop_)
-            return;
-        const std::set<std::string> uuids = uuids_;
-        lock.unlock();
-        Readings readings;
-        for (const std::string& uuid : uuids)
-            readings[uuid] = reader_(uuid);
-        lock.lock();
-        pending_ = std::move(readings);
-        const uint64_t one = 1;
-        (void)!write(ready_fd_, &one, sizeof one);  // fails only when already signalled
-        if (wake_.wait_for(lock, interval_, [&] { return stop_; }))
-            return;
-    }
+        shared_->wake.notify_all();
 }
 
 int MemoryWatch::on_ready(sd_event_source*, int fd, uint32_t, void* self)
@@ -93,11 +113,11 @@ int MemoryWatch::on_ready(sd_event_source*, int fd, uint32_t, void* self)
     (void)!read(fd, &count, sizeof count);
     std::optional<Readings> readings;
     {
-        std::lock_guard<std::mutex> lock(w->mutex_);
-        readings.swap(w->pending_);
+        std::lock_guard<std::mutex> lock(w->shared_->mutex);
+        readings.swap(w->shared_->pending);
     }
     if (readings)
-        w->deliver_(std::move(*readings));
+        w->deliver_(*readings);
     return 0;
 }
 

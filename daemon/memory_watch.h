@@ -2,20 +2,19 @@
 // counts (nvml_process_memory) for the GPUs asked for, read every
 // kMemoryWatchInterval on a thread of its own and handed to the event loop
 // through an eventfd. Reading asks the driver, which can take long on a GPU
-// in trouble; the loop never waits for it and keeps the latest readings.
+// in trouble; the loop never waits for it and keeps the latest readings,
+// and stopping does not wait for a reading under way either.
 #pragma once
 
 #include <systemd/sd-event.h>
 
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <mutex>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
-#include <thread>
 
 #include "daemon/scheduler_types.h"
 
@@ -33,31 +32,29 @@ public:
     using Readings = std::map<std::string, std::optional<Counts>>;  // by GPU UUID
 
     explicit MemoryWatch(Reader reader, Duration interval = kMemoryWatchInterval);
-    ~MemoryWatch();  // stops the thread and waits for it
+    // Stops the thread without waiting for it: a reading under way ends on
+    // its own, and nothing of it reaches the loop.
+    ~MemoryWatch();
     MemoryWatch(const MemoryWatch&) = delete;
     MemoryWatch& operator=(const MemoryWatch&) = delete;
 
     // Calls `deliver` on `event`'s loop with each round's readings. False
     // (logged) when the eventfd or the thread cannot be made.
-    bool start(sd_event* event, std::function<void(Readings)> deliver);
+    bool start(sd_event* event, std::function<void(const Readings&)> deliver);
     // The GPUs to read from now on; none: the thread sleeps.
     void watch(std::set<std::string> uuids);
 
 private:
+    struct Shared;  // what the thread and the loop share
+    // The thread: reads the GPUs asked for every `interval` until stopped.
+    static void run(const std::shared_ptr<Shared>& shared, const Reader& reader, Duration interval);
     static int on_ready(sd_event_source* s, int fd, uint32_t revents, void* self);
-    void run();
 
     Reader reader_;
     Duration interval_;
-    std::function<void(Readings)> deliver_;
+    std::function<void(const Readings&)> deliver_;
     sd_event_source* source_ = nullptr;
-    int ready_fd_ = -1;
-    std::thread thread_;
-    std::mutex mutex_;
-    std::condition_variable wake_;
-    bool stop_ = false;                // under mutex_
-    std::set<std::string> uuids_;      // under mutex_
-    std::optional<Readings> pending_;  // under mutex_: read, not yet delivered
+    std::shared_ptr<Shared> shared_;
 };
 
 }  // namespace nvshare::daemon
