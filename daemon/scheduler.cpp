@@ -111,7 +111,7 @@ void Scheduler::set_physical_memory(GpuIndex g, uint64_t bytes, bool confirmed, 
     gpus_[g].memory_confirmed = confirmed;
     if (capacity_follows_physical(g)) {
         gpus_[g].capacity = bytes;
-        refresh_exclusive(now);
+        refresh_turns(now);
     }
 }
 
@@ -129,9 +129,9 @@ std::optional<GpuIndex> Scheduler::add_gpu(const GpuDescription& description)
         gpu.capacity = description.physical_memory;
     gpus_.push_back(std::move(gpu));
     queues_.emplace_back();
-    // A new GPU has no clients yet; only `on` mode makes it exclusive.
-    exclusive_ = compute_exclusive();
-    soft_ = compute_soft();
+    // A new GPU has no clients yet: its mode alone says how it is shared.
+    turns_.push_back(Turns::Free);
+    update_turns();
     return static_cast<GpuIndex>(gpus_.size() - 1);
 }
 
@@ -157,7 +157,7 @@ void Scheduler::set_capacity(GpuIndex gpu, uint64_t bytes, TimePoint now)
         return;
     gpus_[gpu].capacity = bytes;
     capacity_overrides_[gpus_[gpu].description.uuid] = bytes;
-    refresh_exclusive(now);
+    refresh_turns(now);
     tick(now);
 }
 
@@ -166,7 +166,7 @@ void Scheduler::set_mode(Mode mode, TimePoint now)
     now_ = std::max(now_, now);
     settings_.mode = mode;
     wait_dirty_ = ~GpuSet{0};  // the reason waiters are given follows the mode
-    refresh_exclusive(now);
+    refresh_turns(now);
     tick(now);
 }
 
@@ -190,7 +190,7 @@ void Scheduler::set_gpu_mode(const std::string& uuid, std::optional<Mode> mode, 
     else
         mode_overrides_.erase(uuid);
     wait_dirty_ = ~GpuSet{0};
-    refresh_exclusive(now);
+    refresh_turns(now);
     tick(now);
 }
 
@@ -262,14 +262,30 @@ uint64_t Scheduler::requested_memory(GpuIndex gpu) const
     return gpu < queues_.size() ? queues_[gpu].requested : 0;
 }
 
-bool Scheduler::serializing(GpuIndex gpu) const
+Turns Scheduler::turns(GpuIndex gpu) const
 {
-    return (exclusive_ & gpu_bit(gpu)) != 0;
+    return gpu < turns_.size() ? turns_[gpu] : Turns::Free;
 }
 
-bool Scheduler::taking_turns_softly(GpuIndex gpu) const
+bool Scheduler::serializing(GpuIndex gpu) const
 {
-    return (soft_ & gpu_bit(gpu)) != 0;
+    switch (turns(gpu)) {
+        case Turns::Strict:
+        case Turns::Groups:
+            return true;
+        case Turns::Free:
+        case Turns::Soft:
+            return false;
+    }
+    return false;
+}
+
+GpuSet Scheduler::gpus_with(std::initializer_list<Turns> styles) const
+{
+    GpuSet s = 0;
+    for (Turns t : styles)
+        s |= gpus_by_turns_[static_cast<size_t>(t)];
+    return s;
 }
 
 std::vector<ClientId> Scheduler::queue(GpuIndex gpu) const
@@ -279,7 +295,7 @@ std::vector<ClientId> Scheduler::queue(GpuIndex gpu) const
 
 std::optional<WaitFacts> Scheduler::wait_facts(ClientId id, GpuIndex gpu) const
 {
-    if (gpu >= queues_.size() || (scheduled() & gpu_bit(gpu)) == 0)
+    if (turns(gpu) == Turns::Free)
         return std::nullopt;
     const std::vector<ClientId> order = ordered(gpu, now_);
     for (uint32_t i = 0; i < order.size(); ++i)
@@ -477,9 +493,9 @@ void Scheduler::set_memory(ClientRecord& c, GpuIndex gpu, MemoryUse use, TimePoi
     room_dirty_ |= gpu_bit(gpu);
     if (pinned_changed)
         publish_unpageable(gpu);
-    const GpuSet was_exclusive = exclusive_;
-    refresh_exclusive(now);
-    if ((was_exclusive & exclusive_ & gpu_bit(gpu)) != 0) {
+    const GpuSet was_serialized = gpus_with({Turns::Strict, Turns::Groups});
+    refresh_turns(now);
+    if ((was_serialized & gpus_with({Turns::Strict, Turns::Groups}) & gpu_bit(gpu)) != 0) {
         keep_holders_that_fit(gpu, now);
         try_heads(gpu_bit(gpu), now);  // room may have appeared
     }
@@ -542,9 +558,9 @@ void Scheduler::disconnect(ClientId id, TimePoint now)
         publish_unpageable(g);
     });
     update_holder_deadlines(affected);
-    const GpuSet before = exclusive_;
-    refresh_exclusive(now);
-    if (before == exclusive_)
+    const GpuSet before = gpus_with({Turns::Strict, Turns::Groups});
+    refresh_turns(now);
+    if (before == gpus_with({Turns::Strict, Turns::Groups}))
         try_heads(affected, now);
     tick(now);
 }
@@ -579,7 +595,7 @@ bool Scheduler::oversubscribed_set(GpuSet gpus) const
 void Scheduler::push(ActionKind kind, const ClientRecord& c, GpuSet gpus, Duration grace)
 {
     Action a{kind, c.id, gpus};
-    a.exclusive = (gpus & exclusive_) == gpus;
+    a.exclusive = (gpus & gpus_with({Turns::Strict, Turns::Groups})) == gpus;
     a.contended = kind == ActionKind::Contended || c.contended_sent;
     a.oversubscribed = oversubscribed_set(gpus);
     a.grace = grace;
@@ -682,44 +698,44 @@ Duration Scheduler::quantum_for(const ClientRecord& c) const
     const Duration own =
         std::max(base, std::min(ceiling, std::min(swap, ceiling) * kQuantumPerSwap));
     // A waiter of a higher class cuts it short.
-    return policy::preempted_quantum(own, c.info.priority,
-                                     best_waiting_class(c.held & scheduled()));
+    return policy::preempted_quantum(
+        own, c.info.priority,
+        best_waiting_class(c.held & gpus_with({Turns::Soft, Turns::Groups, Turns::Strict})));
 }
 
-GpuSet Scheduler::compute_exclusive() const
+Turns Scheduler::turns_for(GpuIndex g) const
 {
-    GpuSet s = 0;
-    for (GpuIndex g = 0; g < gpus_.size(); ++g) {
-        const Mode mode = mode_of(g);
-        const bool excl =
-            mode == Mode::On || (mode == Mode::Auto && queues_[g].requested > gpus_[g].capacity);
-        if (excl)
-            s |= gpu_bit(g);
+    switch (mode_of(g)) {
+        case Mode::Off:
+            return Turns::Free;
+        case Mode::On:
+            return Turns::Strict;
+        case Mode::Auto:
+            return queues_[g].requested > gpus_[g].capacity ? Turns::Groups : Turns::Soft;
     }
-    return s;
+    return Turns::Strict;
 }
 
-GpuSet Scheduler::compute_soft() const
+GpuSet Scheduler::update_turns()
 {
-    GpuSet s = 0;
-    for (GpuIndex g = 0; g < gpus_.size(); ++g)
-        if (mode_of(g) == Mode::Auto && queues_[g].requested <= gpus_[g].capacity)
-            s |= gpu_bit(g);
-    return s;
+    const GpuSet serialized = gpus_with({Turns::Strict, Turns::Groups});
+    gpus_by_turns_ = {};
+    for (GpuIndex g = 0; g < gpus_.size(); ++g) {
+        turns_[g] = turns_for(g);
+        gpus_by_turns_[static_cast<size_t>(turns_[g])] |= gpu_bit(g);
+    }
+    return gpus_with({Turns::Strict, Turns::Groups}) & ~serialized;
 }
 
-void Scheduler::refresh_exclusive(TimePoint now)
+void Scheduler::refresh_turns(TimePoint now)
 {
-    const GpuSet e = compute_exclusive();
-    const GpuSet soft = compute_soft();
-    if (e == exclusive_ && soft == soft_)
+    const auto before = gpus_by_turns_;
+    const GpuSet became_serialized = update_turns();
+    if (gpus_by_turns_ == before)
         return;
-    const GpuSet became_exclusive = e & ~exclusive_;
-    exclusive_ = e;
-    soft_ = soft;
     wait_dirty_ = ~GpuSet{0};
     room_dirty_ = ~GpuSet{0};
-    reschedule_all(now, became_exclusive);
+    reschedule_all(now, became_serialized);
 }
 
 void Scheduler::enqueue(ClientRecord& c)
@@ -877,11 +893,11 @@ bool Scheduler::over_share(const ClientRecord& c, GpuIndex gpu) const
 bool Scheduler::wanted_by_others(const ClientRecord& c, TimePoint now) const
 {
     bool any = false;
-    for_each_gpu(c.held & scheduled(), [&](GpuIndex g) {
-        if ((soft_ & gpu_bit(g)) == 0) {
+    for_each_gpu(c.held & gpus_with({Turns::Soft, Turns::Groups, Turns::Strict}), [&](GpuIndex g) {
+        if (turns(g) != Turns::Soft) {
             // In a group turn, one still starting is told once it has
             // started: what it placed would otherwise have to move again.
-            any |= !queues_[g].waiting.empty() && !(takes_group_turns(g) && starting(c, now));
+            any |= !queues_[g].waiting.empty() && !(turns(g) == Turns::Groups && starting(c, now));
             return;
         }
         // Softly, nobody hands over while a process there is still
@@ -904,7 +920,7 @@ bool Scheduler::wanted_by_others(const ClientRecord& c, TimePoint now) const
 
 void Scheduler::admit(GpuSet gpus, TimePoint now)
 {
-    for_each_gpu(gpus & soft_, [&](GpuIndex g) {
+    for_each_gpu(gpus & gpus_with({Turns::Soft}), [&](GpuIndex g) {
         for (ClientId id : ordered(g, now)) {
             ClientRecord& w = clients_.at(id);
             if (w.phase != Phase::Waiting)
@@ -917,36 +933,33 @@ void Scheduler::admit(GpuSet gpus, TimePoint now)
     });
 }
 
-// First come, first served: a waiter may take its exclusive GPUs only when
+// First come, first served: a waiter may take its GPUs taken in turns only when
 // they are free and nobody who came earlier wants them. (An earlier waiter
 // either got them, or still waits and so holds its place.) This is what
 // keeps multi-GPU requests from starving or deadlocking.
 bool Scheduler::grantable(const ClientRecord& c, TimePoint now) const
 {
     bool ok = true;
-    for_each_gpu(c.wanted & scheduled(), [&](GpuIndex g) {
-        if (!ok)
-            return;
-        if (gpus_[g].holders.empty() && head(g, now) == c.id)
-            return;  // its turn
-        ok = (soft_ & gpu_bit(g)) != 0 ? may_join(c, g, now) : joins_group(c, g, now);
-    });
+    for_each_gpu(c.wanted & gpus_with({Turns::Soft, Turns::Groups, Turns::Strict}),
+                 [&](GpuIndex g) {
+                     if (!ok)
+                         return;
+                     if (gpus_[g].holders.empty() && head(g, now) == c.id)
+                         return;  // its turn
+                     switch (turns(g)) {
+                         case Turns::Soft:
+                             ok = may_join(c, g, now);
+                             break;
+                         case Turns::Groups:
+                             ok = joins_group(c, g, now);
+                             break;
+                         case Turns::Free:
+                         case Turns::Strict:
+                             ok = false;
+                             break;
+                     }
+                 });
     return ok;
-}
-
-bool Scheduler::takes_group_turns(GpuIndex gpu) const
-{
-    return (exclusive_ & gpu_bit(gpu)) != 0 && mode_of(gpu) == Mode::Auto;
-}
-
-GpuSet Scheduler::group_turns() const
-{
-    GpuSet s = 0;
-    for_each_gpu(exclusive_, [&](GpuIndex g) {
-        if (takes_group_turns(g))
-            s |= gpu_bit(g);
-    });
-    return s;
 }
 
 uint64_t Scheduler::holders_need(GpuIndex gpu) const
@@ -959,7 +972,7 @@ uint64_t Scheduler::holders_need(GpuIndex gpu) const
 
 bool Scheduler::joins_group(const ClientRecord& c, GpuIndex gpu, TimePoint now) const
 {
-    if (!takes_group_turns(gpu) || head(gpu, now) != c.id)
+    if (turns(gpu) != Turns::Groups || head(gpu, now) != c.id)
         return false;
     // What a holder still starting will use is not known yet.
     for (ClientId h : gpus_[gpu].holders)
@@ -989,7 +1002,7 @@ void Scheduler::keep_holders_that_fit(GpuIndex gpu, TimePoint now)
     std::stable_sort(
         holders.begin(), holders.end(),
         [](const ClientRecord* a, const ClientRecord* b) { return a->granted_at < b->granted_at; });
-    const bool groups = takes_group_turns(gpu);
+    const bool groups = turns(gpu) == Turns::Groups;
     uint64_t need = queues_[gpu].pinned;
     bool first = true, full = false;
     for (ClientRecord* h : holders) {
@@ -1014,8 +1027,9 @@ void Scheduler::keep_holders_that_fit(GpuIndex gpu, TimePoint now)
 bool Scheduler::contended(const ClientRecord& c) const
 {
     bool any = false;
-    for_each_gpu(c.held & exclusive_, [&](GpuIndex g) { any |= !queues_[g].waiting.empty(); });
-    for_each_gpu(c.held & soft_, [&](GpuIndex g) {
+    for_each_gpu(c.held & gpus_with({Turns::Strict, Turns::Groups}),
+                 [&](GpuIndex g) { any |= !queues_[g].waiting.empty(); });
+    for_each_gpu(c.held & gpus_with({Turns::Soft}), [&](GpuIndex g) {
         for (const auto& [bucket, waiters] : queues_[g].buckets)
             any |= bucket.first == c.info.principal;
         any |= over_share(c, g);
@@ -1061,7 +1075,7 @@ void Scheduler::grant(ClientRecord& c, TimePoint now)
     update_deadline(c);
     // Joined others softly: once it has started they are told, so that they
     // hand over at the end of their burst, and their share may have changed.
-    for_each_gpu(c.held & soft_, [&](GpuIndex g) {
+    for_each_gpu(c.held & gpus_with({Turns::Soft}), [&](GpuIndex g) {
         for (ClientId h : gpus_[g].holders) {
             if (h == c.id)
                 continue;
@@ -1095,7 +1109,7 @@ GpuSet Scheduler::end_hold(ClientRecord& c, GpuSet gpus, TimePoint now)
         c.contended_since.reset();
     }
     update_deadline(c);
-    update_holder_deadlines(gpus & soft_);  // shares moved
+    update_holder_deadlines(gpus & gpus_with({Turns::Soft}));  // shares moved
     return gpus;
 }
 
@@ -1144,7 +1158,7 @@ WaitFacts Scheduler::facts_at(GpuIndex gpu, uint32_t place) const
 // reason does, so only the GPUs marked since the last call are looked at.
 void Scheduler::publish_waits()
 {
-    const GpuSet dirty = wait_dirty_ & scheduled();
+    const GpuSet dirty = wait_dirty_ & gpus_with({Turns::Soft, Turns::Groups, Turns::Strict});
     wait_dirty_ = 0;
     for_each_gpu(dirty, [&](GpuIndex g) {
         if (g >= queues_.size())
@@ -1254,7 +1268,7 @@ bool Scheduler::should_bound(const ClientRecord& c)
 {
     const int own = policy::class_rank(c.info.priority);
     bool higher = false;
-    for_each_gpu(c.held & exclusive_, [&](GpuIndex g) {
+    for_each_gpu(c.held & gpus_with({Turns::Strict, Turns::Groups}), [&](GpuIndex g) {
         const auto& classes = queues_[g].classes;
         if (classes.empty() || classes.begin()->first >= own)
             return;  // nobody of a higher class is registered here
@@ -1283,7 +1297,7 @@ void Scheduler::publish_run_ahead()
 {
     if (run_ahead_recheck_ && *run_ahead_recheck_ <= now_)
         run_ahead_recheck_.reset();  // made again below where still due
-    const GpuSet look = exclusive_ | bounded_gpus_;
+    const GpuSet look = gpus_with({Turns::Strict, Turns::Groups}) | bounded_gpus_;
     bounded_gpus_ = 0;
     for_each_gpu(look, [&](GpuIndex g) {
         for (ClientId h : gpus_[g].holders) {
@@ -1304,7 +1318,7 @@ void Scheduler::publish_run_ahead()
 // GPUs were freed or a waiter left: the first waiter of each such GPU may now go.
 void Scheduler::try_heads(GpuSet freed, TimePoint now)
 {
-    for_each_gpu(freed & exclusive_, [&](GpuIndex g) {
+    for_each_gpu(freed & gpus_with({Turns::Strict, Turns::Groups}), [&](GpuIndex g) {
         const auto first = head(g, now);
         if (!first)
             return;
@@ -1315,11 +1329,11 @@ void Scheduler::try_heads(GpuSet freed, TimePoint now)
     admit(freed, now);
 }
 
-// Tell holders of exclusive GPUs that somebody waits, once per grant, so that
+// Tell holders of GPUs taken in turns that somebody waits, once per grant, so that
 // an idle holder hands over at once instead of at the end of its quantum.
 void Scheduler::notify_contention(GpuSet gpus, TimePoint now)
 {
-    for_each_gpu(gpus & scheduled(), [&](GpuIndex g) {
+    for_each_gpu(gpus & gpus_with({Turns::Soft, Turns::Groups, Turns::Strict}), [&](GpuIndex g) {
         for (ClientId h : gpus_[g].holders) {
             ClientRecord& holder = clients_.at(h);
             tell_contended(holder, now);
@@ -1334,7 +1348,7 @@ void Scheduler::tell_contended(ClientRecord& c, TimePoint now)
         return;
     c.contended_sent = true;
     c.contended_since = now;
-    push(ActionKind::Contended, c, c.held & scheduled());
+    push(ActionKind::Contended, c, c.held & gpus_with({Turns::Soft, Turns::Groups, Turns::Strict}));
 }
 
 std::optional<TimePoint> Scheduler::quantum_end(const ClientRecord& c) const
@@ -1344,7 +1358,7 @@ std::optional<TimePoint> Scheduler::quantum_end(const ClientRecord& c) const
     TimePoint end = c.granted_at + quantum_for(c);
     // Past its user's share it hands over soon: switching costs only the
     // handoff while memory fits.
-    for_each_gpu(c.held & soft_, [&](GpuIndex g) {
+    for_each_gpu(c.held & gpus_with({Turns::Soft}), [&](GpuIndex g) {
         if (over_share(c, g))
             end = std::min(end, c.granted_at + policy::kShareRebalance);
     });
@@ -1362,7 +1376,7 @@ void Scheduler::update_deadline(ClientRecord& c)
         }
         // Told that others want its GPUs once the holders there started.
         if (!c.contended_sent) {
-            for_each_gpu(c.held & (soft_ | group_turns()), [&](GpuIndex g) {
+            for_each_gpu(c.held & gpus_with({Turns::Soft, Turns::Groups}), [&](GpuIndex g) {
                 for (ClientId h : gpus_[g].holders) {
                     const TimePoint at = settled_time(clients_.at(h));
                     if (at > now_ && (!want || at < *want))
@@ -1372,14 +1386,14 @@ void Scheduler::update_deadline(ClientRecord& c)
         }
     } else if (c.phase == Phase::Waiting) {
         // When it may join the holders of a GPU taken in turns softly.
-        for_each_gpu(c.wanted & soft_, [&](GpuIndex g) {
+        for_each_gpu(c.wanted & gpus_with({Turns::Soft}), [&](GpuIndex g) {
             const TimePoint at = join_time(c, g, now_);
             if (at > now_ && (!want || at < *want))
                 want = at;
         });
         // When the holders of a GPU taken in group turns have started and
         // have their room.
-        for_each_gpu(c.wanted & group_turns(), [&](GpuIndex g) {
+        for_each_gpu(c.wanted & gpus_with({Turns::Groups}), [&](GpuIndex g) {
             TimePoint at = short_of_room_until(g);
             for (ClientId h : gpus_[g].holders)
                 at = std::max(at, settled_time(clients_.at(h)));
@@ -1404,11 +1418,12 @@ void Scheduler::update_holder_deadlines(GpuSet gpus)
     });
 }
 
-// The set of exclusive GPUs changed (mode, capacity or reported memory):
+// A GPU's turn style changed (mode, capacity or reported memory):
 // look at everybody.
-void Scheduler::reschedule_all(TimePoint now, GpuSet became_exclusive)
+void Scheduler::reschedule_all(TimePoint now, GpuSet became_serialized)
 {
-    for_each_gpu(exclusive_, [&](GpuIndex g) { keep_holders_that_fit(g, now); });
+    for_each_gpu(gpus_with({Turns::Strict, Turns::Groups}),
+                 [&](GpuIndex g) { keep_holders_that_fit(g, now); });
 
     std::vector<ClientRecord*> waiters;
     for (auto& [id, c] : clients_)
@@ -1425,8 +1440,9 @@ void Scheduler::reschedule_all(TimePoint now, GpuSet became_exclusive)
         if (c.phase == Phase::Holding) {
             // One told while its GPU was shared learns that it now takes
             // turns there (its allocations may then wait for room).
-            if (c.contended_sent && !c.drop_sent && (c.held & became_exclusive) != 0)
-                push(ActionKind::Contended, c, c.held & scheduled());
+            if (c.contended_sent && !c.drop_sent && (c.held & became_serialized) != 0)
+                push(ActionKind::Contended, c,
+                     c.held & gpus_with({Turns::Soft, Turns::Groups, Turns::Strict}));
             tell_contended(c, now);
         }
         update_deadline(c);
@@ -1444,7 +1460,7 @@ void Scheduler::tick(TimePoint now)
     for (GpuIndex g = 0; g < gpus_.size(); ++g)
         if (gpus_[g].holders.empty() && !queues_[g].waiting.empty())
             idle |= gpu_bit(g);
-    try_heads(idle & scheduled(), now);
+    try_heads(idle & gpus_with({Turns::Soft, Turns::Groups, Turns::Strict}), now);
     while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
         const ClientId id = deadlines_.begin()->second;
         deadlines_.erase(deadlines_.begin());

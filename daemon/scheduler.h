@@ -3,8 +3,10 @@
 // clock of its own, so tests drive it exhaustively and deterministically.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <set>
@@ -46,6 +48,18 @@ struct GpuDescription {
     std::string name;
     uint64_t physical_memory = 0;
 };
+
+// How the clients of a GPU share it, from its mode and their memory
+// (Scheduler::turns_for; one owner: update_turns).
+enum class Turns : uint8_t {
+    Free,    // off: they all run at once, unscheduled
+    Soft,    // auto, their memory fits: turns at the end of bursts, and a
+             // waiter joins the holders when waiting would cost more
+    Groups,  // auto, their memory exceeds the capacity: turns of groups
+             // whose memory fits together
+    Strict,  // on: one holder at a time
+};
+inline constexpr size_t kTurnStyles = 4;
 
 struct Gpu {
     GpuDescription description;
@@ -174,12 +188,11 @@ public:
     const std::map<ClientId, ClientRecord>& clients() const { return clients_; }
     const ClientRecord* client(ClientId id) const;
     uint64_t requested_memory(GpuIndex gpu) const;
-    // Whether clients of this GPU currently take turns rather than run together.
+    // How the clients of this GPU share it now (Turns), and whether that
+    // is one holder or one group at a time (Strict or Groups): what the
+    // status and the bus call serializing.
+    Turns turns(GpuIndex gpu) const;
     bool serializing(GpuIndex gpu) const;
-    // Auto mode while its memory fits: clients take turns at the end of
-    // their bursts, but a waiter runs alongside when waiting would cost more
-    // (policy::join_after) and its user's share allows it.
-    bool taking_turns_softly(GpuIndex gpu) const;
     bool oversubscribed(GpuIndex gpu) const;
     // The longest a client may hold while others wait: the quantum of its
     // GPUs, but at least kQuantumPerSwap times its own latest swap-in on the
@@ -252,9 +265,13 @@ private:
     bool capacity_follows_physical(GpuIndex gpu) const;
     // A GPU's memory size (and its capacity, where none is configured).
     void set_physical_memory(GpuIndex g, uint64_t bytes, bool confirmed, TimePoint now);
-    GpuSet compute_exclusive() const;
-    GpuSet compute_soft() const;
-    GpuSet scheduled() const { return exclusive_ | soft_; }
+    // The turn style of a GPU from its mode and memory.
+    Turns turns_for(GpuIndex g) const;
+    // The GPUs of these styles.
+    GpuSet gpus_with(std::initializer_list<Turns> styles) const;
+    // Works every GPU's style out again; returns the GPUs that now serialize
+    // and did not before.
+    GpuSet update_turns();
     // The order of waiters: (rank, user's held time, sequence).
     using OrderKey = std::tuple<int, double, uint64_t>;
     OrderKey order_key(const ClientRecord& c, double user_held, TimePoint now) const;
@@ -283,14 +300,11 @@ private:
     // oversubscribed GPU, what fits beside the next waiter's memory and what
     // everybody else keeps there (pinned memory, what others left behind).
     uint64_t keep_allowance(const ClientRecord& c, GpuSet gpus) const;
-    void refresh_exclusive(TimePoint now);
+    // The styles again, and what follows where one changed.
+    void refresh_turns(TimePoint now);
     void enqueue(ClientRecord& c);
     void dequeue(ClientRecord& c);
     bool grantable(const ClientRecord& c, TimePoint now) const;
-    // Auto mode takes an oversubscribed GPU in turns of groups: processes
-    // whose memory fits together run together in a turn.
-    bool takes_group_turns(GpuIndex gpu) const;
-    GpuSet group_turns() const;  // the GPUs that do
     // The memory that must stay on `gpu` for its holders: theirs, and the
     // pinned memory of every client of the GPU.
     uint64_t holders_need(GpuIndex gpu) const;
@@ -328,7 +342,7 @@ private:
     std::optional<TimePoint> quantum_end(const ClientRecord& c) const;
     void update_deadline(ClientRecord& c);
     void update_holder_deadlines(GpuSet gpus);
-    void reschedule_all(TimePoint now, GpuSet became_exclusive);
+    void reschedule_all(TimePoint now, GpuSet became_serialized);
 
     SchedulerSettings settings_;
     std::vector<Gpu> gpus_;
@@ -339,9 +353,9 @@ private:
     std::optional<uint64_t> default_capacity_;
     std::map<ClientId, ClientRecord> clients_;
     std::set<std::pair<TimePoint, ClientId>> deadlines_;
-    GpuSet exclusive_ = 0;  // GPUs whose clients take turns
-    GpuSet soft_ = 0;       // GPUs whose clients take turns softly (taking_turns_softly)
-    TimePoint now_{};       // the latest time an event brought
+    std::vector<Turns> turns_;  // parallel to gpus_
+    std::array<GpuSet, kTurnStyles> gpus_by_turns_{};
+    TimePoint now_{};  // the latest time an event brought
     policy::UserShares shares_;
     GpuSet wait_dirty_ = 0;    // GPUs for publish_waits() to look at
     GpuSet room_dirty_ = 0;    // GPUs for publish_shrinks() to look at

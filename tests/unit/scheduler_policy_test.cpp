@@ -225,7 +225,7 @@ TEST_F(PolicyTest, BurstyClientsTakeTurnsAtTheEndOfABurst)
     request(2);
     EXPECT_EQ(actions(), (V{"G1", "C1"}));
     EXPECT_EQ(reasons_, V{"2:turns"});
-    EXPECT_TRUE(s_.taking_turns_softly(0));
+    EXPECT_EQ(s_.turns(0), Turns::Soft);
     advance(1500ms);
     release(1);  // 1's burst is over: 2 goes
     EXPECT_EQ(actions(), V{"G2"});

@@ -1060,8 +1060,7 @@ TEST(SchedulerProperties, InvariantsHoldUnderRandomEvents)
                 anybody_waits = true;
                 bool blocked = false;
                 for (GpuIndex g = 0; g < gpus; ++g)
-                    if ((cl.wanted & gpu_bit(g)) &&
-                        (s.serializing(g) || s.taking_turns_softly(g)) &&
+                    if ((cl.wanted & gpu_bit(g)) && s.turns(g) != Turns::Free &&
                         (!s.gpus()[g].holders.empty() || s.queue(g).front() != cid))
                         blocked = true;
                 ASSERT_TRUE(blocked)
@@ -1076,7 +1075,7 @@ TEST(SchedulerProperties, InvariantsHoldUnderRandomEvents)
             // than another user present there, beyond the ones being
             // rebalanced (their quantum ends within policy::kShareRebalance).
             for (GpuIndex g = 0; g < gpus; ++g) {
-                if (!s.taking_turns_softly(g))
+                if (s.turns(g) != Turns::Soft)
                     continue;
                 std::map<uint32_t, std::vector<const ClientRecord*>> by_user;
                 for (ClientId h : s.gpus()[g].holders)
