@@ -1,7 +1,8 @@
 // The I/O shell of nvshared: one sd-event loop that accepts clients on the
 // lock socket, turns their frames into scheduler events and the scheduler's
-// actions into frames. Single-threaded, non-blocking; all decisions are the
-// Scheduler's.
+// actions into frames. One thread, never blocking; all decisions are the
+// Scheduler's. (NVML's per-process readings come from memory_watch's own
+// thread, through the loop.)
 #pragma once
 
 #include <sys/socket.h>
