@@ -592,8 +592,8 @@ void ClientLoop::request_lock(uint64_t now)
 }
 
 // While we hold an oversubscribed GPU that others wait for, the host memory
-// our next swap-out copies into (for a next holder as big as we are, as the
-// switch's cost counts it) is made ahead, a step at a time, while the
+// our next swap-outs copy into (for a next holder as big as we are: a
+// starting one asks for room as it grows) is made ahead, a step at a time, while the
 // program's work runs: pinning it costs ~10 times the copy. Likewise, while
 // we wait for an oversubscribed GPU, for kShrinkAhead of what we left there
 // (beyond what nvshared asked for, if it did): a holder that grows asks us

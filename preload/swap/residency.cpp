@@ -74,7 +74,8 @@ uint64_t engine_keep(uint32_t i, uint64_t allowed)
     return allowed > headroom ? allowed - headroom : 0;
 }
 
-// What a switch leaves on GPU `i` (swap_plan::keep_beside_as_big).
+// What the host memory made ahead of a switch leaves on GPU `i`
+// (swap_plan::keep_beside_as_big).
 uint64_t keep_beside_as_big(uint32_t i, uint64_t keep_bytes)
 {
     return swap_plan::keep_beside_as_big(keep_bytes, devices::capacity(i), devices::used(i));
@@ -424,7 +425,7 @@ void before_release(uint64_t gpus, bool oversubscribed, uint64_t keep_bytes, uin
             swappable::let_go(i);
             continue;
         }
-        uint64_t keep = keep_on_eviction(keep_beside_as_big(i, keep_bytes));
+        uint64_t keep = keep_on_eviction(keep_bytes);
         // The swap engine's memory first: it moves at the bus's speed.
         EngineMove e{i, false, engine_keep(i, keep), {}};
         if (contexts::with_device_context(devices::at(i).ordinal, engine_move, &e) && e.ran) {
@@ -599,7 +600,7 @@ uint64_t switch_share_ns(bool oversubscribed, uint64_t keep_bytes)
     double most = 0, pinning = 0;
     for (uint32_t i = 0; i < devices::count(); ++i) {
         const GpuState& g = g_gpus[i];
-        const uint64_t keep = keep_on_eviction(keep_beside_as_big(i, keep_bytes));
+        const uint64_t keep = keep_on_eviction(keep_bytes);
         // The swap engine's memory stays first (as before_release keeps it).
         const uint64_t engine = swappable::device_bytes(i);
         const uint64_t engine_kept = engine_keep(i, keep);

@@ -29,8 +29,8 @@ void now_exclusive(uint64_t gpus);
 // for it, at most until `deadline_ns` (CLOCK_MONOTONIC). The newest
 // allocations, up to `keep_bytes` per GPU, stay: nvshared says how much fits
 // beside the next holder, so only the excess moves (NVSHARE_EVICT=1 evicts
-// everything); but no more than leaves the next holder as much room as we
-// use, as switch_share_ns counts it.
+// everything), as switch_share_ns counts it. A next holder that grows
+// afterwards asks for the rest (Shrink).
 void before_release(uint64_t gpus, bool oversubscribed, uint64_t keep_bytes, uint64_t deadline_ns);
 
 // Whether before_release on `gpus` would move the swap engine's memory
@@ -46,9 +46,9 @@ bool swaps_out_after_release(uint64_t gpus, bool oversubscribed);
 // the speed of pinning host memory. True while more steps remain.
 bool prestage(uint64_t gpus, uint64_t keep_bytes);
 // The same while this process holds an oversubscribed GPU that others wait
-// for: for the switch that switch_share_ns counts (the next holder taken to
-// need as much room as we use), so that what the cost counts is ready when
-// the pauses make a switch pay.
+// for: for a next holder taken to need as much room as we use (more than
+// the switch itself moves where nvshared knows it smaller), so that the
+// room a starting next holder asks for later moves at the bus's speed.
 bool prestage_for_switch(uint64_t gpus, uint64_t keep_bytes);
 // The same for the last `bytes` of what the process has on each GPU: one
 // that waits its turn on an oversubscribed GPU can then give that much room

@@ -56,12 +56,16 @@ struct BackingFacts {
 // (which would waste most of a chunk), and where the engine cannot run.
 Backing choose_backing(const BackingFacts& f);
 
-// What a switch leaves on a GPU of `capacity` where this process uses `own`:
-// what nvshared allows (`allowed`; UINT64_MAX: nobody needs the room), but
-// no more than leaves the next holder as much room as we use. nvshared
-// counts the next holder's memory as it is now; one that is still
-// allocating (a program starting) needs more when it runs, and letting go
-// too early costs both sides a swap each way.
+// How much of what this process uses (`own`) on a GPU of `capacity` to
+// make host memory ahead for: what nvshared allows to stay (`allowed`;
+// UINT64_MAX: nobody needs the room), but no more than leaves a next holder
+// as much room as we use. nvshared counts the next holder's memory as it is
+// now; one still allocating (a program starting) asks for more room later
+// (Shrink), and that room then moves at the bus's speed into host memory
+// made ahead. A switch itself leaves what nvshared allows: taking the next
+// holder to be as big as us would make a large holder move far more than a
+// smaller one needs at every switch, and count a switch too dear to let go
+// in pauses it would fit.
 uint64_t keep_beside_as_big(uint64_t allowed, uint64_t capacity, uint64_t own);
 
 // The rate a kind of move reaches, for the cost of the next one: the better
