@@ -23,6 +23,11 @@ Scenarios (--only picks some):
                 (8) steps of ~--gpu-s (0.5) s GPU work over its whole working
                 set and --cpu-s (1.0) s of busy CPU; each checks its data
   torch-triple  the same with three processes at --ratio3 (1.25)
+  torch-unequal two PyTorch processes of working sets 2:1, together
+                --ratio-unequal (1.06) x the card, the same steps and passes
+                (the smaller one's GPU work is half as long); no bound (the
+                bound takes equal jobs): nvshare against sequential, the
+                longer job alone (in sequential) and --lib-before
   emulated      two share_job processes of 16 GiB, 6 bursts of ~2 s GPU and
                 2 s busy CPU, under nvshared --capacity 24G (oversubscription
                 emulated: the card has room for both); serialized and nvshare
@@ -98,7 +103,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from policy_bench import (Bench, BenchError, Stop, Watcher, finish, run_scenarios,  # noqa: E402
                           set_pdeathsig, tail)
 
-SCENARIOS = ("torch-pair", "torch-triple", "emulated")
+SCENARIOS = ("torch-pair", "torch-triple", "torch-unequal", "emulated")
 CONFIGS = ("plain", "sequential", "serialized", "nvshare")
 ALL_CONFIGS = CONFIGS + ("before",)  # before: only with --lib-before
 REPEATED = ("serialized", "nvshare", "before")  # run --repeats / --torch-repeats times
@@ -603,6 +608,54 @@ class OversubBench(Bench):
     def torch_triple(self):
         self.torch_scenario("torch-triple", 3, self.a.ratio3)
 
+    def torch_unequal(self):
+        p = self.p
+        name = "torch-unequal"
+        info = self.torch_info()
+        card = self.card_mib()
+        extra = []
+        if p["torch_ws_mib"]:  # --quick, or a size given: --capacity emulates the ratio
+            big = p["torch_ws_mib"]
+            small = big // 2
+            eff_card = int((big + small) / self.a.ratio_unequal)
+            if eff_card < big + 256:
+                raise BenchError(f"{name}: --capacity {eff_card}M would not hold the larger job")
+            extra = ["--capacity", f"{eff_card}M"]
+        else:
+            total = self.a.ratio_unequal * card
+            big, small, eff_card = int(total * 2 / 3), int(total / 3), card
+        host = host_mem_mib()
+        if big + small > card + host // 2 or big + 1024 > card:
+            raise BenchError(f"{name}: refused: {big} + {small} MiB against the card's {card} "
+                             f"MiB and half the host's {host} MiB; lower the ratio")
+        passes = max(1, round(p["gpu_s"] * 1000 / (info["ms_per_gib_pass"] * big / 1024)))
+        ctx = 0 if extra else (info["total_bytes"] - info["free_bytes"]) // MIB
+        excess = max(0, big + small + 2 * ctx - eff_card) * MIB
+        switch, switch_ovl, rates = self.switch_costs(excess)
+        jobs = [[self.a.python, self.a.torch_job, "--ws-mib", ws, "--passes", passes,
+                 "--steps", p["steps"], "--cpu-s", p["cpu_s"]] for ws in (big, small)]
+        row = {"processes": 2, "ratio": self.a.ratio_unequal, "card_mib": card,
+               "ws_mib": [big, small], "passes": passes, "steps": p["steps"],
+               "gpu_step_s_est": passes * info["ms_per_gib_pass"] * big / 1024 / 1000,
+               "cpu_s": p["cpu_s"], "capacity_mib": eff_card if extra else None,
+               "context_mib": ctx, "excess_mib": excess // MIB, "switch_s": switch,
+               "switch_overlapped_s": switch_ovl, "rates": rates, "configs": {}}
+        self.results["scenarios"][name] = row
+        print(f"{name}: {big} + {small} MiB = {(big + small) / eff_card:.3f} x "
+              f"{'--capacity' if extra else 'the card'} {eff_card} MiB; {p['steps']} steps of "
+              f"{passes} passes + {p['cpu_s']:.2f} s busy CPU; a switch moves "
+              f"{excess / 2 ** 30:.2f} GiB each way ({rates['text']})", flush=True)
+        for cfg in self.configs():
+            reps = self.a.torch_repeats if cfg in REPEATED else 1
+            row["configs"][cfg] = self.run_repeated(cfg, jobs, reps, extra)
+            self.write()
+        alone = [j.get("wall_s") for r in row["configs"].get("sequential", {}).get("runs", [])
+                 for j in r.get("jobs", []) if j.get("error") is None]
+        row["longer_alone_s"] = max(alone) if alone else None
+        nv = row["configs"].get("nvshare", {}).get("wall_s")
+        row["nvshare_vs_longer_alone"] = ratio(nv, row["longer_alone_s"])
+        self.finish_row(row, name)
+
     def emulated(self):
         p = self.p
         ws, cap, n = p["emu_ws_mib"], p["emu_capacity_mib"], p["emu_bursts"]
@@ -690,6 +743,9 @@ def print_table(name, r):
              f", nvshare/before {fmt(r.get('nvshare_vs_before'), '.3f')}")
           + ("  (swap figures: the last run's)" if any(
               len(v["runs"]) > 1 for v in r["configs"].values()) else ""), flush=True)
+    if r.get("nvshare_vs_longer_alone") is not None:
+        print(f"  nvshare / the longer job alone ({r['longer_alone_s']:.2f} s): "
+              f"{r['nvshare_vs_longer_alone']:.3f}")
 
 
 def main():
@@ -714,6 +770,8 @@ def main():
     ap.add_argument("--out", default="oversub_bench.json")
     ap.add_argument("--ratio", type=float, default=1.15, help="torch-pair: memory / card")
     ap.add_argument("--ratio3", type=float, default=1.25, help="torch-triple: memory / card")
+    ap.add_argument("--ratio-unequal", type=float, default=1.06,
+                    help="torch-unequal: memory of both / card")
     ap.add_argument("--card-gib", type=float, help="the card's memory (default: measured)")
     ap.add_argument("--swap-gbs", type=float,
                     help="the bound's transfer rate each way, GB/s (default: measured on the "
