@@ -53,12 +53,22 @@ FAKE_EXPORT int nvmlInit_v2()
     return getenv("FAKENVML_MEMORY") != nullptr ? 0 : 9;  // NVML_ERROR_DRIVER_NOT_LOADED
 }
 
+// One handle per GPU for the process's life, as NVML's are: a handle made
+// at every call would leak (the sanitizer builds fail on leaks at exit).
 FAKE_EXPORT int nvmlDeviceGetHandleByUUID(const char* uuid, void** device)
 {
-    if (uuid == nullptr || device == nullptr || size_of(uuid) == 0)
+    static char handles[16][128];
+    if (uuid == nullptr || device == nullptr || size_of(uuid) == 0 ||
+        strlen(uuid) >= sizeof handles[0])
         return 6;  // NVML_ERROR_NOT_FOUND
-    *device = strdup(uuid);
-    return 0;
+    for (char* h : handles)
+        if (h[0] == '\0' || strcmp(h, uuid) == 0) {
+            if (h[0] == '\0')
+                strcpy(h, uuid);
+            *device = h;
+            return 0;
+        }
+    return 6;  // more GPUs than a test names
 }
 
 // The size given is what CUDA would report; the driver's reserve (512 MiB
