@@ -130,7 +130,6 @@ std::optional<GpuIndex> Scheduler::add_gpu(const GpuDescription& description)
     gpus_.push_back(std::move(gpu));
     queues_.emplace_back();
     // A new GPU has no clients yet: its mode alone says how it is shared.
-    turns_.push_back(Turns::Free);
     update_turns();
     return static_cast<GpuIndex>(gpus_.size() - 1);
 }
@@ -264,7 +263,12 @@ uint64_t Scheduler::requested_memory(GpuIndex gpu) const
 
 Turns Scheduler::turns(GpuIndex gpu) const
 {
-    return gpu < turns_.size() ? turns_[gpu] : Turns::Free;
+    if (gpu >= gpus_.size())
+        return Turns::Free;  // not a GPU it knows
+    for (size_t t = 0; t < kTurnStyles; ++t)
+        if ((gpus_by_turns_[t] & gpu_bit(gpu)) != 0)
+            return static_cast<Turns>(t);
+    return Turns::Free;
 }
 
 bool Scheduler::serializing(GpuIndex gpu) const
@@ -493,9 +497,9 @@ void Scheduler::set_memory(ClientRecord& c, GpuIndex gpu, MemoryUse use, TimePoi
     room_dirty_ |= gpu_bit(gpu);
     if (pinned_changed)
         publish_unpageable(gpu);
-    const GpuSet was_serialized = gpus_with({Turns::Strict, Turns::Groups});
+    const GpuSet was_serialized = serialized_gpus();
     refresh_turns(now);
-    if ((was_serialized & gpus_with({Turns::Strict, Turns::Groups}) & gpu_bit(gpu)) != 0) {
+    if ((was_serialized & serialized_gpus() & gpu_bit(gpu)) != 0) {
         keep_holders_that_fit(gpu, now);
         try_heads(gpu_bit(gpu), now);  // room may have appeared
     }
@@ -558,9 +562,9 @@ void Scheduler::disconnect(ClientId id, TimePoint now)
         publish_unpageable(g);
     });
     update_holder_deadlines(affected);
-    const GpuSet before = gpus_with({Turns::Strict, Turns::Groups});
+    const GpuSet before = serialized_gpus();
     refresh_turns(now);
-    if (before == gpus_with({Turns::Strict, Turns::Groups}))
+    if (before == serialized_gpus())
         try_heads(affected, now);
     tick(now);
 }
@@ -595,7 +599,7 @@ bool Scheduler::oversubscribed_set(GpuSet gpus) const
 void Scheduler::push(ActionKind kind, const ClientRecord& c, GpuSet gpus, Duration grace)
 {
     Action a{kind, c.id, gpus};
-    a.exclusive = (gpus & gpus_with({Turns::Strict, Turns::Groups})) == gpus;
+    a.exclusive = (gpus & serialized_gpus()) == gpus;
     a.contended = kind == ActionKind::Contended || c.contended_sent;
     a.oversubscribed = oversubscribed_set(gpus);
     a.grace = grace;
@@ -698,9 +702,8 @@ Duration Scheduler::quantum_for(const ClientRecord& c) const
     const Duration own =
         std::max(base, std::min(ceiling, std::min(swap, ceiling) * kQuantumPerSwap));
     // A waiter of a higher class cuts it short.
-    return policy::preempted_quantum(
-        own, c.info.priority,
-        best_waiting_class(c.held & gpus_with({Turns::Soft, Turns::Groups, Turns::Strict})));
+    return policy::preempted_quantum(own, c.info.priority,
+                                     best_waiting_class(c.held & scheduled_gpus()));
 }
 
 Turns Scheduler::turns_for(GpuIndex g) const
@@ -718,13 +721,11 @@ Turns Scheduler::turns_for(GpuIndex g) const
 
 GpuSet Scheduler::update_turns()
 {
-    const GpuSet serialized = gpus_with({Turns::Strict, Turns::Groups});
+    const GpuSet serialized = serialized_gpus();
     gpus_by_turns_ = {};
-    for (GpuIndex g = 0; g < gpus_.size(); ++g) {
-        turns_[g] = turns_for(g);
-        gpus_by_turns_[static_cast<size_t>(turns_[g])] |= gpu_bit(g);
-    }
-    return gpus_with({Turns::Strict, Turns::Groups}) & ~serialized;
+    for (GpuIndex g = 0; g < gpus_.size(); ++g)
+        gpus_by_turns_[static_cast<size_t>(turns_for(g))] |= gpu_bit(g);
+    return serialized_gpus() & ~serialized;
 }
 
 void Scheduler::refresh_turns(TimePoint now)
@@ -893,7 +894,7 @@ bool Scheduler::over_share(const ClientRecord& c, GpuIndex gpu) const
 bool Scheduler::wanted_by_others(const ClientRecord& c, TimePoint now) const
 {
     bool any = false;
-    for_each_gpu(c.held & gpus_with({Turns::Soft, Turns::Groups, Turns::Strict}), [&](GpuIndex g) {
+    for_each_gpu(c.held & scheduled_gpus(), [&](GpuIndex g) {
         if (turns(g) != Turns::Soft) {
             // In a group turn, one still starting is told once it has
             // started: what it placed would otherwise have to move again.
@@ -940,25 +941,24 @@ void Scheduler::admit(GpuSet gpus, TimePoint now)
 bool Scheduler::grantable(const ClientRecord& c, TimePoint now) const
 {
     bool ok = true;
-    for_each_gpu(c.wanted & gpus_with({Turns::Soft, Turns::Groups, Turns::Strict}),
-                 [&](GpuIndex g) {
-                     if (!ok)
-                         return;
-                     if (gpus_[g].holders.empty() && head(g, now) == c.id)
-                         return;  // its turn
-                     switch (turns(g)) {
-                         case Turns::Soft:
-                             ok = may_join(c, g, now);
-                             break;
-                         case Turns::Groups:
-                             ok = joins_group(c, g, now);
-                             break;
-                         case Turns::Free:
-                         case Turns::Strict:
-                             ok = false;
-                             break;
-                     }
-                 });
+    for_each_gpu(c.wanted & scheduled_gpus(), [&](GpuIndex g) {
+        if (!ok)
+            return;
+        if (gpus_[g].holders.empty() && head(g, now) == c.id)
+            return;  // its turn
+        switch (turns(g)) {
+            case Turns::Soft:
+                ok = may_join(c, g, now);
+                break;
+            case Turns::Groups:
+                ok = joins_group(c, g, now);
+                break;
+            case Turns::Free:
+            case Turns::Strict:
+                ok = false;
+                break;
+        }
+    });
     return ok;
 }
 
@@ -1027,7 +1027,7 @@ void Scheduler::keep_holders_that_fit(GpuIndex gpu, TimePoint now)
 bool Scheduler::contended(const ClientRecord& c) const
 {
     bool any = false;
-    for_each_gpu(c.held & gpus_with({Turns::Strict, Turns::Groups}),
+    for_each_gpu(c.held & serialized_gpus(),
                  [&](GpuIndex g) { any |= !queues_[g].waiting.empty(); });
     for_each_gpu(c.held & gpus_with({Turns::Soft}), [&](GpuIndex g) {
         for (const auto& [bucket, waiters] : queues_[g].buckets)
@@ -1158,7 +1158,7 @@ WaitFacts Scheduler::facts_at(GpuIndex gpu, uint32_t place) const
 // reason does, so only the GPUs marked since the last call are looked at.
 void Scheduler::publish_waits()
 {
-    const GpuSet dirty = wait_dirty_ & gpus_with({Turns::Soft, Turns::Groups, Turns::Strict});
+    const GpuSet dirty = wait_dirty_ & scheduled_gpus();
     wait_dirty_ = 0;
     for_each_gpu(dirty, [&](GpuIndex g) {
         if (g >= queues_.size())
@@ -1268,7 +1268,7 @@ bool Scheduler::should_bound(const ClientRecord& c)
 {
     const int own = policy::class_rank(c.info.priority);
     bool higher = false;
-    for_each_gpu(c.held & gpus_with({Turns::Strict, Turns::Groups}), [&](GpuIndex g) {
+    for_each_gpu(c.held & serialized_gpus(), [&](GpuIndex g) {
         const auto& classes = queues_[g].classes;
         if (classes.empty() || classes.begin()->first >= own)
             return;  // nobody of a higher class is registered here
@@ -1297,7 +1297,7 @@ void Scheduler::publish_run_ahead()
 {
     if (run_ahead_recheck_ && *run_ahead_recheck_ <= now_)
         run_ahead_recheck_.reset();  // made again below where still due
-    const GpuSet look = gpus_with({Turns::Strict, Turns::Groups}) | bounded_gpus_;
+    const GpuSet look = serialized_gpus() | bounded_gpus_;
     bounded_gpus_ = 0;
     for_each_gpu(look, [&](GpuIndex g) {
         for (ClientId h : gpus_[g].holders) {
@@ -1318,7 +1318,7 @@ void Scheduler::publish_run_ahead()
 // GPUs were freed or a waiter left: the first waiter of each such GPU may now go.
 void Scheduler::try_heads(GpuSet freed, TimePoint now)
 {
-    for_each_gpu(freed & gpus_with({Turns::Strict, Turns::Groups}), [&](GpuIndex g) {
+    for_each_gpu(freed & serialized_gpus(), [&](GpuIndex g) {
         const auto first = head(g, now);
         if (!first)
             return;
@@ -1333,7 +1333,7 @@ void Scheduler::try_heads(GpuSet freed, TimePoint now)
 // an idle holder hands over at once instead of at the end of its quantum.
 void Scheduler::notify_contention(GpuSet gpus, TimePoint now)
 {
-    for_each_gpu(gpus & gpus_with({Turns::Soft, Turns::Groups, Turns::Strict}), [&](GpuIndex g) {
+    for_each_gpu(gpus & scheduled_gpus(), [&](GpuIndex g) {
         for (ClientId h : gpus_[g].holders) {
             ClientRecord& holder = clients_.at(h);
             tell_contended(holder, now);
@@ -1348,7 +1348,7 @@ void Scheduler::tell_contended(ClientRecord& c, TimePoint now)
         return;
     c.contended_sent = true;
     c.contended_since = now;
-    push(ActionKind::Contended, c, c.held & gpus_with({Turns::Soft, Turns::Groups, Turns::Strict}));
+    push(ActionKind::Contended, c, c.held & scheduled_gpus());
 }
 
 std::optional<TimePoint> Scheduler::quantum_end(const ClientRecord& c) const
@@ -1422,8 +1422,7 @@ void Scheduler::update_holder_deadlines(GpuSet gpus)
 // look at everybody.
 void Scheduler::reschedule_all(TimePoint now, GpuSet became_serialized)
 {
-    for_each_gpu(gpus_with({Turns::Strict, Turns::Groups}),
-                 [&](GpuIndex g) { keep_holders_that_fit(g, now); });
+    for_each_gpu(serialized_gpus(), [&](GpuIndex g) { keep_holders_that_fit(g, now); });
 
     std::vector<ClientRecord*> waiters;
     for (auto& [id, c] : clients_)
@@ -1441,8 +1440,7 @@ void Scheduler::reschedule_all(TimePoint now, GpuSet became_serialized)
             // One told while its GPU was shared learns that it now takes
             // turns there (its allocations may then wait for room).
             if (c.contended_sent && !c.drop_sent && (c.held & became_serialized) != 0)
-                push(ActionKind::Contended, c,
-                     c.held & gpus_with({Turns::Soft, Turns::Groups, Turns::Strict}));
+                push(ActionKind::Contended, c, c.held & scheduled_gpus());
             tell_contended(c, now);
         }
         update_deadline(c);
@@ -1460,7 +1458,7 @@ void Scheduler::tick(TimePoint now)
     for (GpuIndex g = 0; g < gpus_.size(); ++g)
         if (gpus_[g].holders.empty() && !queues_[g].waiting.empty())
             idle |= gpu_bit(g);
-    try_heads(idle & gpus_with({Turns::Soft, Turns::Groups, Turns::Strict}), now);
+    try_heads(idle & scheduled_gpus(), now);
     while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
         const ClientId id = deadlines_.begin()->second;
         deadlines_.erase(deadlines_.begin());

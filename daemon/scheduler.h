@@ -267,8 +267,11 @@ private:
     void set_physical_memory(GpuIndex g, uint64_t bytes, bool confirmed, TimePoint now);
     // The turn style of a GPU from its mode and memory.
     Turns turns_for(GpuIndex g) const;
-    // The GPUs of these styles.
+    // The GPUs of these styles; those taken one holder or group at a time
+    // (Strict, Groups); those taken in turns of any kind (all but Free).
     GpuSet gpus_with(std::initializer_list<Turns> styles) const;
+    GpuSet serialized_gpus() const { return gpus_with({Turns::Strict, Turns::Groups}); }
+    GpuSet scheduled_gpus() const { return gpus_with({Turns::Soft, Turns::Groups, Turns::Strict}); }
     // Works every GPU's style out again; returns the GPUs that now serialize
     // and did not before.
     GpuSet update_turns();
@@ -353,7 +356,7 @@ private:
     std::optional<uint64_t> default_capacity_;
     std::map<ClientId, ClientRecord> clients_;
     std::set<std::pair<TimePoint, ClientId>> deadlines_;
-    std::vector<Turns> turns_;  // parallel to gpus_
+    // The GPUs of each turn style (Turns as index); each GPU in one.
     std::array<GpuSet, kTurnStyles> gpus_by_turns_{};
     TimePoint now_{};  // the latest time an event brought
     policy::UserShares shares_;
