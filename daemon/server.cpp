@@ -31,6 +31,13 @@ namespace nvshare::daemon {
 
 namespace {
 
+// Whether a client's pinned memory needs NVML's confirmation: that of a
+// user other than root does (Scheduler::confirm_memory).
+bool needs_confirming(const ClientInfo& client, uint64_t pinned)
+{
+    return client.uid != 0 && pinned != 0;
+}
+
 // A client that lets this much pile up unread is stuck; drop it rather than
 // let it grow the daemon's memory.
 constexpr size_t kMaxOutBuffer = 256 * 1024;
@@ -679,7 +686,7 @@ bool Server::on_memory(Connection& c, const ClientRecord& client, const proto::M
     }
     // Pinned memory of a user other than root counts for others once NVML
     // confirms it: watch the GPU.
-    if (m.pinned_bytes != 0 && client.info.uid != 0 && memory_watch_ &&
+    if (needs_confirming(client.info, m.pinned_bytes) && memory_watch_ &&
         watched_gpus_.insert(scheduler_.gpus()[gpu].description.uuid).second)
         memory_watch_->watch(watched_gpus_);
     return true;
@@ -693,9 +700,9 @@ void Server::on_memory_readings(const MemoryWatch::Readings& readings)
     std::vector<std::tuple<ClientId, GpuIndex, std::optional<uint64_t>>> changes;
     for (const auto& [id, c] : scheduler_.clients()) {
         if (c.info.uid == 0)
-            continue;
+            continue;  // confirmed whole
         for (const auto& [g, use] : c.memory) {
-            if (use.pinned != 0)
+            if (needs_confirming(c.info, use.pinned))
                 watched.insert(gpus[g].description.uuid);
             const auto r = readings.find(gpus[g].description.uuid);
             if (r == readings.end())
