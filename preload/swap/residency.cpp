@@ -57,21 +57,10 @@ bool wanted(Policy policy, bool auto_says)
     return policy == Policy::On || (policy == Policy::Auto && auto_says);
 }
 
-// What an eviction leaves on the GPU: what nvshared allows, unless
-// NVSHARE_EVICT=1 says to evict everything.
-uint64_t keep_on_eviction(uint64_t allowed)
+// What stays on GPU `i` when we let go with `allowed` (swap_plan).
+swap_plan::Kept kept_on(uint32_t i, uint64_t allowed)
 {
-    return config().evict == Policy::On ? 0 : allowed;
-}
-
-// What the swap engine keeps on GPU `i` of `allowed` (tuning::kKeepHeadroomMax).
-uint64_t engine_keep(uint32_t i, uint64_t allowed)
-{
-    if (allowed == UINT64_MAX)
-        return allowed;  // nobody needs the room
-    const uint64_t share = devices::capacity(i) / tuning::kKeepHeadroomShare;
-    const uint64_t headroom = share < tuning::kKeepHeadroomMax ? share : tuning::kKeepHeadroomMax;
-    return allowed > headroom ? allowed - headroom : 0;
+    return swap_plan::kept_at_release(allowed, devices::capacity(i), config().evict == Policy::On);
 }
 
 // What the host memory made ahead of a switch leaves on GPU `i`
@@ -425,9 +414,10 @@ void before_release(uint64_t gpus, bool oversubscribed, uint64_t keep_bytes, uin
             swappable::let_go(i);
             continue;
         }
-        uint64_t keep = keep_on_eviction(keep_bytes);
+        const swap_plan::Kept kept = kept_on(i, keep_bytes);
+        uint64_t keep = kept.total;
         // The swap engine's memory first: it moves at the bus's speed.
-        EngineMove e{i, false, engine_keep(i, keep), {}};
+        EngineMove e{i, false, kept.engine, {}};
         if (contexts::with_device_context(devices::at(i).ordinal, engine_move, &e) && e.ran) {
             note_engine_move(g, e.moved, false);
             if (e.moved.bytes != 0) {
@@ -496,7 +486,7 @@ bool prestage_each(uint64_t gpus, KeepOf keep_of)
     for (uint32_t i = 0; i < devices::count(); ++i) {
         if ((gpus >> i & 1) == 0 || swappable::total_bytes(i) == 0)
             continue;
-        Prestage p{i, engine_keep(i, keep_on_eviction(keep_of(i)))};
+        Prestage p{i, kept_on(i, keep_of(i)).engine};
         if (contexts::with_device_context(devices::at(i).ordinal, prestage_step, &p) && p.more)
             return true;
     }
@@ -600,10 +590,11 @@ uint64_t switch_share_ns(bool oversubscribed, uint64_t keep_bytes)
     double most = 0, pinning = 0;
     for (uint32_t i = 0; i < devices::count(); ++i) {
         const GpuState& g = g_gpus[i];
-        const uint64_t keep = keep_on_eviction(keep_bytes);
+        const swap_plan::Kept kept = kept_on(i, keep_bytes);
+        const uint64_t keep = kept.total;
         // The swap engine's memory stays first (as before_release keeps it).
         const uint64_t engine = swappable::device_bytes(i);
-        const uint64_t engine_kept = engine_keep(i, keep);
+        const uint64_t engine_kept = kept.engine;
         const double pin = static_cast<double>(swappable::unstaged_bytes(i, engine_kept)) /
                            tuning::kAssumedPinRate;
         pinning = pin > pinning ? pin : pinning;

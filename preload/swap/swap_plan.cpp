@@ -37,6 +37,19 @@ Backing choose_backing(const BackingFacts& f)
     return Backing::Swappable;
 }
 
+Kept kept_at_release(uint64_t allowed, uint64_t capacity, bool evict_all)
+{
+    if (evict_all)
+        return {0, 0};
+    if (allowed == UINT64_MAX)
+        return {allowed, allowed};
+    // Every process's contexts and the driver take device memory beside
+    // what nvshared counts (tuning::kKeepHeadroomShare).
+    const uint64_t share = capacity / tuning::kKeepHeadroomShare;
+    const uint64_t headroom = share < tuning::kKeepHeadroomMax ? share : tuning::kKeepHeadroomMax;
+    return {allowed, allowed > headroom ? allowed - headroom : 0};
+}
+
 uint64_t keep_beside_as_big(uint64_t allowed, uint64_t capacity, uint64_t own)
 {
     if (allowed == UINT64_MAX)

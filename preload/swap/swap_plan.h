@@ -56,6 +56,17 @@ struct BackingFacts {
 // (which would waste most of a chunk), and where the engine cannot run.
 Backing choose_backing(const BackingFacts& f);
 
+// What stays on a GPU of `capacity` bytes when the process lets go there
+// and nvshared allows `allowed` bytes of its movable memory to stay
+// (UINT64_MAX: nobody needs the room). The one place that decides it: the
+// release, the cost of a switch and the host memory made ahead all ask it.
+// `evict_all`: NVSHARE_EVICT=1, nothing stays.
+struct Kept {
+    uint64_t total = 0;   // of all movable memory (the swap engine's first)
+    uint64_t engine = 0;  // of the swap engine's: `total` less the headroom
+};
+Kept kept_at_release(uint64_t allowed, uint64_t capacity, bool evict_all);
+
 // How much of what this process uses (`own`) on a GPU of `capacity` to
 // make host memory ahead for: what nvshared allows to stay (`allowed`;
 // UINT64_MAX: nobody needs the room), but no more than leaves a next holder

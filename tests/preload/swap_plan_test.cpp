@@ -143,6 +143,27 @@ TEST(SwapPlan, KeepLeavesANextHolderAsMuchRoomAsWeUse)
     EXPECT_EQ(keep_beside_as_big(UINT64_MAX, 512 * MiB, 384 * MiB), UINT64_MAX);
 }
 
+// What stays at a release, decided in one place: what nvshared allows, the
+// swap engine's part less the headroom for contexts and the driver (1/32 of
+// the GPU, at most 2 GiB); nothing with NVSHARE_EVICT=1; everything where
+// nobody needs the room.
+TEST(SwapPlan, WhatStaysAtAReleaseIsTheAllowanceLessTheHeadroom)
+{
+    constexpr uint64_t GiB = 1ull << 30;
+    const auto small = kept_at_release(10 * GiB, 16 * GiB, false);
+    EXPECT_EQ(small.total, 10 * GiB);
+    EXPECT_EQ(small.engine, 10 * GiB - 512 * MiB);
+    const auto large = kept_at_release(100 * GiB, 141 * GiB, false);
+    EXPECT_EQ(large.engine, 98 * GiB);  // the headroom's ceiling
+    EXPECT_EQ(kept_at_release(256 * MiB, 16 * GiB, false).engine, 0u);
+    const auto all = kept_at_release(10 * GiB, 16 * GiB, true);
+    EXPECT_EQ(all.total, 0u);
+    EXPECT_EQ(all.engine, 0u);
+    const auto nobody = kept_at_release(UINT64_MAX, 16 * GiB, false);
+    EXPECT_EQ(nobody.total, UINT64_MAX);
+    EXPECT_EQ(nobody.engine, UINT64_MAX);
+}
+
 // The better of the last two moves of 1 GiB or more, the assumed rate
 // standing in for the move before the first: one slow move does not set the
 // rate alone, a bus slow every time shows from the second move on.
