@@ -44,9 +44,6 @@ constexpr uint64_t kInFlightNs = 1ull * 1000 * 1000;
 constexpr uint64_t kQuickCheckNs = 2ull * 1000 * 1000;
 // How often completion of a bulk prefetch is looked for.
 constexpr uint64_t kSwapPollNs = 2ull * 1000 * 1000;
-// An allocation that waits for room while our work cannot be drained (a
-// capture) is looked at again this often.
-constexpr uint64_t kRoomRetryNs = 20ull * 1000 * 1000;
 
 }  // namespace
 
@@ -193,11 +190,8 @@ bool ClientLoop::handle(proto::MsgType type, const uint8_t* p, uint32_t length, 
             if (w.gpu >= s_.gpu_count)
                 return false;
             wait_.waiting(w, now);
-            if (w.reason == static_cast<uint32_t>(proto::WaitReason::Oversubscribed) &&
-                !s_.waits_oversubscribed) {
-                s_.waits_oversubscribed = true;
-                s_.prestaging = true;  // the holder may ask us for room
-            }
+            if (w.reason == static_cast<uint32_t>(proto::WaitReason::Oversubscribed))
+                s_.switching.waits_oversubscribed();
             return true;
         }
         case MsgType::Contended: {
@@ -208,7 +202,7 @@ bool ClientLoop::handle(proto::MsgType type, const uint8_t* p, uint32_t length, 
                 residency::now_exclusive(c.gpus);
                 log_debug("the GPUs we hold are taken in turns now: others wait for them");
             }
-            s_.prestaging = true;  // what may stay has changed
+            s_.switching.contended();
             return true;
         }
         case MsgType::Shrink: {
@@ -248,10 +242,7 @@ void ClientLoop::on_grant(const proto::GrantPayload& g, uint64_t now)
     // Before the gate opens, so that the first submission is bounded too.
     gate_set_bounded((g.flags & proto::kGrantBounded) != 0);
     s_.lock.granted(g);
-    s_.prestaging = true;
-    s_.room_wanted = false;  // the grant's swap-in gives the memory
-    s_.shrink_keep = UINT64_MAX;
-    s_.waits_oversubscribed = false;
+    s_.switching.granted();
     s_.next_idle_check = now + config().idle_release_ms * 1000000ull;
     s_.quiet_since = now;
     mailbox::clear_want();
@@ -301,8 +292,7 @@ void ClientLoop::shrink(uint64_t gpus, uint64_t keep_bytes)
     }
     residency::before_release(gpus & all, true, keep_bytes, now_ns() + kEvictLimitNs);
     report_stats();
-    s_.shrink_keep = keep_bytes;
-    s_.prestaging = true;  // the holder may grow on: make host memory ahead
+    s_.switching.shrunk(keep_bytes);
 }
 
 void ClientLoop::on_revoked()
@@ -443,15 +433,9 @@ void ClientLoop::release_if_idle(uint64_t now)
     if (s_.lock.state() != HoldState::Holding || !s_.lock.contended() || period == 0 ||
         now < s_.next_idle_check)
         return;
-    // Memory that found no room on the device runs over the bus. nvshared
-    // asks the others to make room (Shrink); where none came for a while,
-    // letting go makes the other holder leave room, so a switch costs
-    // nothing extra.
-    const bool stranded_long =
-        s_.stranded_since != 0 && now - s_.stranded_since >= tuning::kStrandedPatienceNs;
     const uint64_t share =
         residency::switch_share_ns(s_.lock.oversubscribed(), s_.lock.keep_bytes());
-    const uint64_t hold = stranded_long ? period : gaps_.hold_for(share, period);
+    const uint64_t hold = s_.switching.idle_hold(facts(now), gaps_.hold_for(share, period), period);
     // A process that lets go sooner than the period is watched closely, so
     // that the end of its burst is seen when it comes, not up to two periods
     // later.
@@ -522,16 +506,16 @@ void ClientLoop::yield_if_asked(uint64_t now)
 // the others to shrink), take the room as it shows, then let the work go on.
 void ClientLoop::make_room_if_asked(uint64_t now)
 {
-    s_.room_wanted |= mailbox::take_room();
-    if (!s_.room_wanted || s_.lock.state() != HoldState::Holding || now < s_.next_room_try)
-        return;  // not holding: the next grant gives the memory
+    if (mailbox::take_room())
+        s_.switching.room_wanted();
+    if (!s_.switching.room_due(facts(now)))
+        return;
     report_memory(now, true);
     // Memory in host memory may move too: nothing of ours may run on it.
-    if (!quiesce(now_ns() + kIdleDrainLimitNs)) {
-        s_.next_room_try = now_ns() + kRoomRetryNs;  // a capture, or stuck work
-        return;
-    }
-    s_.room_wanted = false;
+    const bool quiet = quiesce(now_ns() + kIdleDrainLimitNs);
+    s_.switching.room_tried(quiet, now_ns());
+    if (!quiet)
+        return;  // a capture, or stuck work: tried again later
     residency::await_room(all_gpus());
     report_stats();
     open_gate();
@@ -556,7 +540,7 @@ void ClientLoop::report_memory(uint64_t now, bool requesting)
         s_.last_graph_check = now;
         alloc::refresh_graph_memory();
     }
-    if (!requesting && now - s_.last_report < kReportPeriodNs)
+    if (!requesting && now - s_.switching.memory_changed_at() < kReportPeriodNs)
         return;
     bool sent = false;
     for (uint32_t i = 0; i < s_.gpu_count; ++i) {
@@ -569,10 +553,8 @@ void ClientLoop::report_memory(uint64_t now, bool requesting)
         conn_.send(proto::MsgType::Memory, r);
         sent = true;
     }
-    if (sent) {
-        s_.last_report = now;
-        s_.prestaging = true;  // new memory may need host memory made ahead
-    }
+    if (sent)
+        s_.switching.memory_changed(now);
 }
 
 void ClientLoop::request_lock(uint64_t now)
@@ -591,63 +573,60 @@ void ClientLoop::request_lock(uint64_t now)
     }
 }
 
-// While we hold an oversubscribed GPU that others wait for, the host memory
-// our next swap-outs copy into (for a next holder as big as we are: a
-// starting one asks for room as it grows) is made ahead, a step at a time, while the
-// program's work runs: pinning it costs ~10 times the copy. Likewise, while
-// we wait for an oversubscribed GPU, for kShrinkAhead of what we left there
-// (beyond what nvshared asked for, if it did): a holder that grows asks us
-// for room, and its work runs over the bus until we give it. Neither while
-// the host runs low on memory: then what it has left goes to the swap-outs
-// that give room (a holder that made its own ahead down to the reserve left
-// the others none, on an H200 host of 125 GiB). A
-// holder still allocating makes none yet: each step holds up its next
-// allocation's wait for room, and its pinning slows that of those who give
-// the room (on an H200, a newcomer's 1 GiB allocations took 0.5-1 s each
-// while it pinned for its own next switch).
+swap::Facts ClientLoop::facts(uint64_t now) const
+{
+    swap::Facts f;
+    f.now = now;
+    switch (s_.lock.state()) {
+        case HoldState::Idle:
+        case HoldState::Requested:
+            f.hold = swap::Hold::None;
+            break;
+        case HoldState::SwappingIn:
+        case HoldState::Draining:
+            f.hold = swap::Hold::Moving;
+            break;
+        case HoldState::Holding:
+            f.hold = swap::Hold::Running;
+            break;
+    }
+    f.contended = s_.lock.contended();
+    f.oversubscribed = s_.lock.oversubscribed();
+    f.stranded = f.hold == swap::Hold::Running ? residency::stranded() : 0;
+    f.captures = contexts::active_captures() > 0;
+    return f;  // host_low only where prestaging asks for it
+}
+
+// One step of host memory made ahead, as the switch policy says.
 void ClientLoop::prestage(uint64_t now)
 {
-    if (!s_.prestaging)
+    swap::Facts f = facts(now);
+    if (!s_.switching.prestage_pending(f))
         return;
+    f.host_low = host_memory::host_low();
+    const swap::PrestageStep step = s_.switching.prestage(f);
     const uint64_t all = all_gpus();
-    const bool holds_contended =
-        s_.lock.state() == HoldState::Holding && s_.lock.contended() && s_.lock.oversubscribed();
-    if (holds_contended && now < prestage_at())
-        return;  // timeout_ms comes back for it
-    if (host_memory::host_low()) {
-        s_.prestaging = false;  // the swap-outs that give room come first
-    } else if (holds_contended) {
-        s_.prestaging = residency::prestage_for_switch(all, s_.lock.keep_bytes());
-    } else if (!s_.lock.holds() && s_.shrink_keep != UINT64_MAX) {
-        const uint64_t keep =
-            s_.shrink_keep > tuning::kShrinkAhead ? s_.shrink_keep - tuning::kShrinkAhead : 0;
-        s_.prestaging = residency::prestage(all, keep);
-    } else if (!s_.lock.holds() && s_.waits_oversubscribed) {
-        s_.prestaging = residency::prestage_ahead(all, tuning::kShrinkAhead);
-    } else {
-        s_.prestaging = false;
+    switch (step.kind) {
+        case swap::Prestage::None:
+            return;
+        case swap::Prestage::ForSwitch:
+            s_.switching.prestaged(residency::prestage_for_switch(all, s_.lock.keep_bytes()));
+            return;
+        case swap::Prestage::ToKeep:
+            s_.switching.prestaged(residency::prestage(all, step.bytes));
+            return;
+        case swap::Prestage::Ahead:
+            s_.switching.prestaged(residency::prestage_ahead(all, step.bytes));
+            return;
     }
 }
 
-uint64_t ClientLoop::prestage_at() const
-{
-    return s_.last_report + tuning::kSettleBeforePrestageNs;
-}
-
-// While we hold the GPU, memory that found no room on the device moves there
-// as soon as the driver has room (the previous holder, or one that ended,
-// gave it back): the program's work is held back and drained meanwhile.
+// Memory that found no room on the device moves there when the policy says
+// to look and the driver has room: the program's work is held back and
+// drained meanwhile.
 void ClientLoop::promote(uint64_t now)
 {
-    if (s_.lock.state() != HoldState::Holding || residency::stranded() == 0)
-        s_.stranded_since = 0;
-    else if (s_.stranded_since == 0)
-        s_.stranded_since = now;
-    if (s_.lock.state() != HoldState::Holding || now < s_.next_promote_check)
-        return;
-    s_.next_promote_check = now + tuning::kPromotePollNs;
-    if (residency::stranded() == 0 || contexts::active_captures() > 0 ||
-        !residency::room_for_stranded())
+    if (!s_.switching.promote_due(facts(now)) || !residency::room_for_stranded())
         return;
     if (quiesce(now_ns() + kIdleDrainLimitNs))
         residency::promote();
@@ -658,6 +637,7 @@ void ClientLoop::work(uint64_t now)
 {
     if (!s_.welcomed)
         return;
+    s_.switching.observe(facts(now));
     finish_drop(now);
     yield_if_asked(now);
     make_room_if_asked(now);
@@ -690,12 +670,7 @@ int ClientLoop::timeout_ms(uint64_t now) const
         consider(s_.next_idle_check);
     if (residency::busy())
         consider(now + kSwapPollNs);
-    if (s_.prestaging && (s_.lock.state() == HoldState::Holding || !s_.lock.holds()))
-        consider(s_.lock.holds() ? prestage_at() : now);  // the next step
-    if (s_.lock.state() == HoldState::Holding && residency::stranded() != 0)
-        consider(s_.next_promote_check);
-    if (s_.lock.state() == HoldState::Holding && s_.room_wanted)
-        consider(s_.next_room_try);
+    consider(s_.switching.next_wake(facts(now)));
     if (s_.lock.state() == HoldState::SwappingIn)
         consider(*s_.lock.deadline());
     const auto notice = wait_.next_notice();
@@ -703,7 +678,7 @@ int ClientLoop::timeout_ms(uint64_t now) const
         consider(*notice);
     for (uint32_t i = 0; i < s_.gpu_count; ++i)
         if (devices::at(i).dirty.load())
-            consider(s_.last_report + kReportPeriodNs);
+            consider(s_.switching.memory_changed_at() + kReportPeriodNs);
     if (alloc::graph_memory_in_use() && s_.gpu_count != 0)
         consider(s_.last_graph_check + kGraphPollNs);
     if (next == UINT64_MAX)

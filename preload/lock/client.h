@@ -12,6 +12,7 @@
 #include "preload/lock/holding.h"
 #include "preload/lock/idle_gaps.h"
 #include "preload/lock/wait_announcer.h"
+#include "preload/swap/switch_policy.h"
 
 namespace nvshare::preload::client {
 
@@ -24,21 +25,11 @@ struct Session {
     uint64_t connected_at = 0;
     uint64_t next_idle_check = 0;
     uint64_t quiet_since = 0;  // when ACTIVE was last cleared: no work submitted since
-    uint64_t last_report = 0;
     uint64_t last_graph_check = 0;
     uint32_t revoke_cause = 0;  // from the RevokeCause before a Revoked
-    // Host memory for the next swap-out may still be made ahead
-    // (residency::prestage): set by a grant and by contention.
-    bool prestaging = false;
-    // The latest Shrink's keep while we do not hold the GPU (UINT64_MAX: none).
-    uint64_t shrink_keep = UINT64_MAX;
-    // We wait for a GPU whose memory is oversubscribed (a Waiting notice
-    // said so), since our latest grant.
-    bool waits_oversubscribed = false;
-    uint64_t next_promote_check = 0;
-    bool room_wanted = false;  // an allocation waits for the room others give back
-    uint64_t next_room_try = 0;
-    uint64_t stranded_since = 0;  // memory of ours found no room on the device (0: none)
+    // When the swap engine moves memory around our switches (prestaging,
+    // promotion, asking for room); fed the events below and asked each turn.
+    swap::SwitchPolicy switching;
 };
 
 class ClientLoop {
@@ -67,9 +58,9 @@ private:
     // (a Shrink, or a Drop that came after we let go): others need the room.
     void shrink(uint64_t gpus, uint64_t keep_bytes);
     void on_revoked();
+    // What the switch policy is asked with, at `now`.
+    swap::Facts facts(uint64_t now) const;
     void prestage(uint64_t now);
-    // When a holder's next step of host memory for its switch may be made.
-    uint64_t prestage_at() const;
     void promote(uint64_t now);
     bool on_error(const uint8_t* p, uint32_t length);
 
