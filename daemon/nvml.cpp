@@ -14,7 +14,7 @@ namespace {
 // calls): a return code (0 is success), an opaque device handle and the
 // version 2 memory figures in bytes, whose `reserved` is what the driver
 // keeps for itself: total less reserved is what CUDA reports as the GPU's
-// total (143,155 of 143,771 MiB on an H200), the size nvshared needs.
+// total (a little less than the physical memory), the size nvshared needs.
 using NvmlReturn = int;
 using NvmlDevice = struct NvmlDeviceOpaque*;
 struct NvmlMemoryV2 {

@@ -1,10 +1,10 @@
 // Whether a client's process is on its way out, and when it is gone. The
 // driver gives a process's GPU memory back only as the process ends, after
-// the kernel has closed its sockets: on an H100, 0.06-0.17 s after the
-// connection closed for 40 GiB, 1.9-3.1 s with 14 GiB of pinned host memory
-// besides (bench/README.md). A holder whose connection closes while its process
-// exits therefore keeps its GPUs until the process is gone, so that the
-// next holder finds the room nvshared counted for it.
+// the kernel has closed its sockets, and later still where the process
+// pinned much host memory (bench/README.md, driver_probes.py exit). A holder
+// whose connection closes while its process exits therefore keeps its GPUs
+// until the process is gone, so that the next holder finds the room
+// nvshared counted for it.
 #pragma once
 
 #include <sys/types.h>

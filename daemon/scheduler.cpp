@@ -979,8 +979,8 @@ bool Scheduler::joins_group(const ClientRecord& c, GpuIndex gpu, TimePoint now) 
         if (starting(clients_.at(h), now) || clients_.at(h).drop_sent)
             return false;
     // Nor while the holders wait for room: a joiner would wait for the same
-    // room (on an H200 one held the lock 17 s for it, beside a PyTorch
-    // newcomer still growing long after its start).
+    // room while holding the lock, and a holder that keeps growing long
+    // after its start can keep that room from coming for a long time.
     if (now < short_of_room_until(gpu))
         return false;
     return holders_need(gpu) + managed_on(c, gpu) + unconfirmed_on(c, gpu) <= gpus_[gpu].capacity;
@@ -1193,12 +1193,12 @@ void Scheduler::publish_waits()
 
 // A holder that grows a block at a time (PyTorch: 1 GiB) and waits for the
 // room of each would get it a block per round, and every round costs those
-// who give it a swap-out with its pinning (on an H200, 34 rounds took 20 s).
+// who give it a swap-out with its pinning, so many rounds add up to seconds.
 // Such rounds double: the room comes in a few, and at most about twice what
 // was needed is asked. A first round asks what is lacking, no more; so do
 // rounds that follow faster than a swap-out is answered (a holder whose
-// growth finds room as it comes: there, doubling moved 14 GiB more than
-// needed out of the way of a PyTorch fill).
+// growth finds room as it comes: there, doubling would move far more than
+// needed out of the way of a fill).
 uint64_t Scheduler::room_to_ask(GpuIndex gpu, uint64_t short_by) const
 {
     const GpuQueue& q = queues_[gpu];

@@ -43,8 +43,8 @@ inline constexpr Duration kUsageHalfLife = std::chrono::seconds(60);
 inline constexpr Duration kStartupSettle = std::chrono::milliseconds(300);
 // Growth counts for the start only once a process has this much memory:
 // a framework's first small allocations come before a pause (its kernels
-// load lazily) and say nothing of its size; on an H100 a PyTorch process
-// let the next one join 0.4 s after its grant, before its own tensors.
+// load lazily) and say nothing of its size; counted, that pause would end
+// the start and let the next process join before the first one's data.
 inline constexpr uint64_t kStartupGrowthFrom = uint64_t{256} << 20;
 inline constexpr Duration kStartupWindow = std::chrono::seconds(2);
 
