@@ -495,7 +495,9 @@ class Runner:
         nvidia-smi counts for its pid. nvshared runs as the unit runs
         it: root with no capability at all and no new privileges."""
         name = "nvml-confirms-pinned"
-        with tempfile.TemporaryDirectory(dir=self.a.out) as wd:
+        # In /tmp: nobody must reach its ready file, and --out may lie under
+        # a directory only root may enter (/root).
+        with tempfile.TemporaryDirectory(prefix="nvshare-gpu-") as wd:
             os.chmod(wd, 0o777)
             d = Daemon(self.a.nvshared, wd, ["--anti-thrashing", "auto"],
                        ["setpriv", "--bounding-set=-all", "--inh-caps=-all", "--no-new-privs"])
