@@ -30,6 +30,15 @@
       while another process copies both ways at once, and while this
       process copies both ways on streams of its own; cuMemCreate and
       cuMemMap timed beside it
+  driver_probes.py inplace  what keeping swapped-out memory mapped in place
+      would cost against leaving it unmapped (libnvshare(8) SWITCHING):
+      making 8 GiB of host-located VMM memory (cuMemCreate, 64 MiB chunks)
+      against registered huge pages touched by 8 threads (the engine's way);
+      per GiB, unmapping a device chunk alone against unmapping it and
+      mapping a host-located chunk at its address with access for the GPU;
+      and a CuPy reduction reading 8 GiB at the same address mapped to
+      device memory, then to host-located memory (how fast work that slipped
+      past the gate would run)
 """
 import argparse
 import ctypes
@@ -548,15 +557,105 @@ def probe_access(_args):
     thread.join()
 
 
+# ---- inplace ------------------------------------------------------------------
+
+INPLACE_BYTES = 8 << 30
+
+
+def vmm_chunks(cu, count, host):
+    p = AllocProp()
+    p.type = 1
+    p.location.type = 2 if host else 1
+    handles = []
+    for _ in range(count):
+        h = ctypes.c_uint64()
+        assert cu.cuMemCreate(ctypes.byref(h), ctypes.c_size_t(CHUNK), ctypes.byref(p),
+                              ctypes.c_ulonglong(0)) == 0
+        handles.append(h.value)
+    return handles
+
+
+def map_chunks(cu, base, handles):
+    desc = AccessDesc()
+    desc.location.type, desc.location.id, desc.flags = 1, 0, 3  # the device, read-write
+    for k, h in enumerate(handles):
+        va = ctypes.c_uint64(base + k * CHUNK)
+        assert cu.cuMemMap(va, ctypes.c_size_t(CHUNK), ctypes.c_size_t(0), ctypes.c_uint64(h),
+                           ctypes.c_ulonglong(0)) == 0
+        assert cu.cuMemSetAccess(va, ctypes.c_size_t(CHUNK), ctypes.byref(desc),
+                                 ctypes.c_size_t(1)) == 0
+
+
+def unmap_chunks(cu, base, count):
+    for k in range(count):
+        assert cu.cuMemUnmap(ctypes.c_uint64(base + k * CHUNK), ctypes.c_size_t(CHUNK)) == 0
+
+
+def read_rate(base, size):
+    """GB/s of a CuPy sum over `size` bytes at `base` (median of 3)."""
+    import cupy
+    mem = cupy.cuda.UnownedMemory(base, size, owner=None)
+    a = cupy.ndarray((size // 8,), dtype=cupy.uint64, memptr=cupy.cuda.MemoryPointer(mem, 0))
+    a.sum()
+    cupy.cuda.runtime.deviceSynchronize()
+    times = []
+    for _ in range(3):
+        t0 = time.monotonic()
+        a.sum()
+        cupy.cuda.runtime.deviceSynchronize()
+        times.append(time.monotonic() - t0)
+    return size / sorted(times)[1] / 1e9
+
+
+def probe_inplace(_args):
+    import cupy
+    cupy.cuda.runtime.setDevice(0)
+    cupy.zeros(1).sum()  # the primary context, which driver() makes current
+    cu = driver()
+    libc = ctypes.CDLL(None, use_errno=True)
+    n = INPLACE_BYTES // CHUNK
+    gib = INPLACE_BYTES / (1 << 30)
+    base = ctypes.c_uint64()
+    assert cu.cuMemAddressReserve(ctypes.byref(base), ctypes.c_size_t(INPLACE_BYTES),
+                                  ctypes.c_size_t(0), ctypes.c_uint64(0),
+                                  ctypes.c_ulonglong(0)) == 0
+    base = base.value
+    (host, made_s) = timed(vmm_chunks, cu, n, True)
+    print(f"make host-located VMM memory, 8 GiB in 64 MiB chunks: {made_s * 1000:.0f} ms = "
+          f"{INPLACE_BYTES / made_s / 1e9:.2f} GB/s", flush=True)
+    r, touched, registered = way_register(cu, libc, True, 8)
+    print(f"make registered huge pages (rc {r}), 8 GiB: touched by 8 threads "
+          f"{touched * 1000:.0f} ms + registered {registered * 1000:.0f} ms = "
+          f"{INPLACE_BYTES / (touched + registered) / 1e9:.2f} GB/s", flush=True)
+    device = vmm_chunks(cu, n, False)
+    map_chunks(cu, base, device)
+    dev_rate = read_rate(base, INPLACE_BYTES)
+    _, unmap_s = timed(unmap_chunks, cu, base, n)
+    map_chunks(cu, base, device)
+    t0 = time.monotonic()
+    unmap_chunks(cu, base, n)
+    map_chunks(cu, base, host)
+    remap_s = time.monotonic() - t0
+    host_rate = read_rate(base, INPLACE_BYTES)
+    print(f"at a swap-out, per GiB: unmap {unmap_s * 1000 / gib:.2f} ms; unmap and map "
+          f"host-located memory in place {remap_s * 1000 / gib:.2f} ms", flush=True)
+    print(f"a CuPy sum reading 8 GiB: device memory {dev_rate:.0f} GB/s; host-located memory "
+          f"mapped in place {host_rate:.1f} GB/s ({dev_rate / host_rate:.0f}x slower)", flush=True)
+    unmap_chunks(cu, base, n)
+    release(cu, host)
+    release(cu, device)
+    cu.cuMemAddressFree(ctypes.c_uint64(base), ctypes.c_size_t(INPLACE_BYTES))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("probe", choices=["exit", "reuse", "pin", "pinways", "register", "access"])
+    ap.add_argument("probe", choices=["exit", "reuse", "pin", "pinways", "register", "access", "inplace"])
     ap.add_argument("--lib", help="exit: also a child with this libnvshare.so (no nvshared)")
     args = ap.parse_args()
     mp.set_start_method("spawn")
     {"exit": probe_exit, "reuse": probe_reuse, "pin": probe_pin,
      "pinways": probe_pinways, "register": probe_register,
-     "access": probe_access}[args.probe](args)
+     "access": probe_access, "inplace": probe_inplace}[args.probe](args)
 
 
 if __name__ == "__main__":
