@@ -101,6 +101,35 @@ CUresult allocate_managed(CUdeviceptr* dptr, size_t bytes, int gpu)
     return r;
 }
 
+// No allocation returns memory without memory behind it (the invariant,
+// preload/README.md): work that reached it past the gate (a tool's
+// trampoline, a driver call the library does not know) would find an
+// unmapped address, which on a GPU loses the process's CUDA for good. So the
+// call waits at the gate as the program's work would: the gate opens only
+// through lock::open_gate, which maps every chunk first (on the device, or
+// in host memory where the room never came). Not holding the GPU, it waits
+// for the grant; sharing it, for a grant with room (the client thread lets
+// go and asks again); holding it alone, for the room others give back.
+void wait_until_mapped(swappable::Unmapped unmapped)
+{
+    switch (unmapped) {
+        case swappable::Unmapped::None:
+            return;
+        case swappable::Unmapped::UntilGrant:
+            break;
+        case swappable::Unmapped::UntilSharedGrant:
+            gate_close();
+            mailbox::want_yield();
+            break;
+        case swappable::Unmapped::UntilRoom:
+            gate_close();
+            mailbox::want_room();
+            break;
+    }
+    lock::enter(nullptr, 0);
+    lock::leave();
+}
+
 // What the program asked for as device memory: swappable memory where the
 // hybrid rule says so (swap_plan::choose_backing), managed memory (or plain,
 // see allocate_managed) otherwise and wherever the engine cannot give it.
@@ -121,20 +150,12 @@ CUresult allocate_rewritten(CUdeviceptr* dptr, size_t bytes, int gpu)
             if (const CUresult lost = contexts::lost_error(); lost != CUDA_SUCCESS)
                 return lost;
             uint64_t reserved = 0;
-            bool absent = false;
-            const CUresult r = swappable::allocate(dptr, bytes, index, &reserved, &absent,
+            swappable::Unmapped unmapped = swappable::Unmapped::None;
+            const CUresult r = swappable::allocate(dptr, bytes, index, &reserved, &unmapped,
                                                    residency::room_will_come(index, bytes));
             if (r == CUDA_SUCCESS) {
                 track(Table::Pointers, *dptr, reserved, gpu, Kind::Managed, true, true);
-                if (absent) {
-                    // Before the pointer is returned: no work may reach the
-                    // part that has no memory until it gets some.
-                    gate_close();
-                    if (swappable::shared_hold(index))
-                        mailbox::want_yield();  // at the next grant
-                    else
-                        mailbox::want_room();  // as others give it back
-                }
+                wait_until_mapped(unmapped);
                 return CUDA_SUCCESS;
             }
             // Neither the GPU nor host memory within the budget has room: out

@@ -568,10 +568,10 @@ uint64_t give_back_cached_host(uint32_t gpu, uint64_t keep)
 
 }  // namespace
 
-CUresult allocate(CUdeviceptr* dptr, uint64_t bytes, uint32_t gpu, uint64_t* reserved, bool* absent,
-                  bool wait_for_room)
+CUresult allocate(CUdeviceptr* dptr, uint64_t bytes, uint32_t gpu, uint64_t* reserved,
+                  Unmapped* unmapped, bool wait_for_room)
 {
-    *absent = false;
+    *unmapped = Unmapped::None;
     const devices::Gpu& g = devices::at(gpu);
     const swap_plan::Layout layout =
         swap_plan::layout(bytes, g.swap_granularity, swap_plan::max_chunk_for(g.physical_memory));
@@ -661,7 +661,10 @@ CUresult allocate(CUdeviceptr* dptr, uint64_t bytes, uint32_t gpu, uint64_t* res
     }
     *dptr = r->ptr;
     *reserved = layout.reserved;
-    *absent = left_absent != 0;
+    if (!g_resident[gpu])
+        *unmapped = Unmapped::UntilGrant;
+    else if (left_absent != 0)
+        *unmapped = shared ? Unmapped::UntilSharedGrant : Unmapped::UntilRoom;
     return CUDA_SUCCESS;
 }
 

@@ -30,20 +30,31 @@
 
 namespace nvshare::preload::swappable {
 
+// What an allocation left without memory (Absent chunks), for the caller
+// to wait out before the pointer is returned (the invariant,
+// preload/README.md: no allocation returns unmapped memory).
+enum class Unmapped {
+    None,        // every chunk has memory
+    UntilGrant,  // the process does not hold the GPU: all of it, until a grant
+    // The device is full while the process holds the GPU shared with
+    // others (set_shared_hold): the part that found no room, until a grant
+    // with room (the caller lets go).
+    UntilSharedGrant,
+    // The device is full while the process holds it alone and others'
+    // memory that can move takes the room (`wait_for_room`,
+    // residency::room_will_come): the part that found no room, until others
+    // give it back (residency::await_room).
+    UntilRoom,
+};
+
 // Allocates `bytes` on GPU `gpu` (devices:: index) at a new address. While
 // the process holds the GPU the memory is made at once, on the device or,
 // where that is full, in host memory (CUDA_ERROR_OUT_OF_MEMORY if neither
-// has room); otherwise it is Absent until the next grant. Errors: the
-// driver's.
+// has room) unless it may wait (`unmapped`); otherwise it is Absent until the
+// next grant. Errors: the driver's.
 // `reserved`: what it takes on the GPU (a multiple of the granularity).
-// `absent`: set where the device is full and the process holds the GPU
-// shared with others (set_shared_hold) or, with `wait_for_room`, alone
-// while others' memory takes the room (residency::room_will_come): the
-// chunks that found no room stay Absent instead of going to host memory,
-// and the caller must keep the program's work off the GPU until they get
-// memory (the next grant, or residency::await_room).
-CUresult allocate(CUdeviceptr* dptr, uint64_t bytes, uint32_t gpu, uint64_t* reserved, bool* absent,
-                  bool wait_for_room = false);
+CUresult allocate(CUdeviceptr* dptr, uint64_t bytes, uint32_t gpu, uint64_t* reserved,
+                  Unmapped* unmapped, bool wait_for_room = false);
 
 // The process holds GPU `gpu` together with others and the GPU is not
 // oversubscribed (residency::on_grant): an allocation that finds the device

@@ -24,6 +24,8 @@
 //    mapped (or mapped without cuMemSetAccess) is an illegal address, as on
 //    a GPU: the work does not run, a `fault` line is logged, and the context
 //    fails every later call with CUDA_ERROR_ILLEGAL_ADDRESS (sticky);
+//  - fakecuda_escape_memset is work by a name no hook wraps (an escape
+//    past the gate);
 //  - access is per device (FAKECUDA_DEVICES of them): a kernel touches
 //    memory as its stream's device, which needs cuMemSetAccess for that
 //    device on VMM memory, and cuCtxEnablePeerAccess (from its device to the
@@ -2326,6 +2328,14 @@ FAKE_EXPORT CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D* c, CUstream s)
 FAKE_EXPORT CUresult cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n)
 {
     return set(nullptr, ptr(d), &v, 1, n, "cuMemsetD8_v2", true);
+}
+// Work that reaches the driver past libnvshare's gate, as a tool's
+// trampoline or an entry point the library does not know would: a memset by
+// a name no hook wraps. On memory with nothing mapped it faults as any work.
+FAKE_EXPORT CUresult fakecuda_escape_memset(CUdeviceptr d, unsigned char v, size_t n);
+FAKE_EXPORT CUresult fakecuda_escape_memset(CUdeviceptr d, unsigned char v, size_t n)
+{
+    return set(nullptr, ptr(d), &v, 1, n, "fakecuda_escape_memset", true);
 }
 FAKE_EXPORT CUresult cuMemsetD8_v2_ptds(CUdeviceptr d, unsigned char v, size_t n)
 {

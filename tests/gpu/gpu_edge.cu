@@ -53,12 +53,24 @@
 //       out), then makes a graph with one memset node (0x5a) on the buffer,
 //       launches it and reads the last byte back. Prints "RESULT OK graph
 //       node=E run=E byte=HEX".
+//   --mode escape --alloc-mib N
+//       A cudaMalloc of N MiB (while another process holds the GPU), then at
+//       once a memset of it and a context synchronisation by the driver's own
+//       functions, found in libcuda's symbol table by hand: work that passes
+//       no hook of libnvshare.so, as a tool's trampoline would. Prints
+//       "RESULT OK escape alloc-ms=MS memset=E sync=E".
 // Prints "gpu_edge: RESULT OK ..." when everything checked out.
 #include <cuda.h>
 #include <cuda_runtime.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <link.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -469,6 +481,79 @@ int graph_node(const char* ready, const char* go, long alloc_mib)
     return 0;
 }
 
+namespace {
+
+// The address of libcuda's `name`, from its symbol table on disk: no
+// dlsym, dlvsym or cuGetProcAddress, which libnvshare.so answers.
+struct Found {
+    const char* name;
+    void* at;
+};
+
+int find_in_libcuda(dl_phdr_info* info, size_t, void* arg)
+{
+    auto* f = static_cast<Found*>(arg);
+    if (info->dlpi_name == nullptr || strstr(info->dlpi_name, "libcuda.so") == nullptr)
+        return 0;
+    const int fd = open(info->dlpi_name, O_RDONLY | O_CLOEXEC);
+    struct stat st {};
+    if (fd < 0 || fstat(fd, &st) != 0)
+        return 0;
+    void* m = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (m == MAP_FAILED)
+        return 0;
+    const auto* base = static_cast<const char*>(m);
+    const auto* eh = reinterpret_cast<const ElfW(Ehdr)*>(base);
+    const auto* sh = reinterpret_cast<const ElfW(Shdr)*>(base + eh->e_shoff);
+    for (int i = 0; i < eh->e_shnum && f->at == nullptr; ++i) {
+        if (sh[i].sh_type != SHT_DYNSYM)
+            continue;
+        const auto* syms = reinterpret_cast<const ElfW(Sym)*>(base + sh[i].sh_offset);
+        const char* names = base + sh[sh[i].sh_link].sh_offset;
+        for (size_t k = 0; k < sh[i].sh_size / sizeof(ElfW(Sym)); ++k)
+            if (syms[k].st_value != 0 && strcmp(names + syms[k].st_name, f->name) == 0) {
+                f->at = reinterpret_cast<void*>(info->dlpi_addr + syms[k].st_value);
+                break;
+            }
+    }
+    munmap(m, static_cast<size_t>(st.st_size));
+    return f->at != nullptr;
+}
+
+void* raw_driver(const char* name)
+{
+    Found f{name, nullptr};
+    dl_iterate_phdr(find_in_libcuda, &f);
+    return f.at;
+}
+
+int escape(long alloc_mib)
+{
+    using Memset = CUresult (*)(CUdeviceptr, unsigned char, size_t);
+    using Sync = CUresult (*)();
+    auto memset_raw = reinterpret_cast<Memset>(raw_driver("cuMemsetD8_v2"));
+    auto sync_raw = reinterpret_cast<Sync>(raw_driver("cuCtxSynchronize"));
+    if (memset_raw == nullptr || sync_raw == nullptr) {
+        fprintf(stderr, "gpu_edge: libcuda's cuMemsetD8_v2 or cuCtxSynchronize not found\n");
+        return 1;
+    }
+    const size_t size = static_cast<size_t>(alloc_mib) << 20;
+    const auto began = std::chrono::steady_clock::now();
+    void* buffer = nullptr;
+    CHECK(cudaMalloc(&buffer, size));
+    const long long ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::steady_clock::now() - began)
+                             .count();
+    const CUresult set = memset_raw(reinterpret_cast<CUdeviceptr>(buffer), 0x5a, size);
+    const CUresult synced = sync_raw();
+    printf("gpu_edge: RESULT OK escape alloc-ms=%lld memset=%d sync=%d\n", ms,
+           static_cast<int>(set), static_cast<int>(synced));
+    return 0;
+}
+
+}  // namespace
+
 int main(int argc, char** argv)
 {
     std::string mode;
@@ -516,6 +601,8 @@ int main(int argc, char** argv)
         return fault_then_alloc();
     if (mode == "graph-node")
         return graph_node(ready, go, alloc_mib);
+    if (mode == "escape")
+        return escape(alloc_mib);
     fprintf(stderr, "gpu_edge: unknown --mode %s\n", mode.c_str());
     return 2;
 }

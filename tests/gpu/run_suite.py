@@ -462,6 +462,28 @@ class Runner:
                         " ".join(l for l in out[1].splitlines() if "RESULT" in l) +
                         ("" if ok else " | " + out[1][-800:]))
 
+    def allocation_waits_until_mapped(self):
+        """Issue 43, item 1: no allocation returns memory with nothing mapped
+        behind it. While another process holds the GPU (mode on), gpu_edge
+        allocates and at once sets the memory by the driver's own
+        cuMemsetD8_v2, found in libcuda's symbol table (no hook sees it, as
+        with a tool's trampoline): the allocation waited for the grant, so
+        the memset finds the memory mapped (before: an unmapped address)."""
+        name = "allocation-waits-until-mapped"
+        with tempfile.TemporaryDirectory(dir=self.a.out) as wd:
+            d = Daemon(self.a.nvshared, wd, ["--anti-thrashing", "on", "--time-quantum", "10min"])
+            holder = self.start_holding(name, d, wd, 40)
+            if holder is None:
+                return
+            out = self.run_all([self.edge(d.sock, ["--mode", "escape", "--alloc-mib", "256"])],
+                               120)[0]
+            self.run_all([holder], 120)
+            rc = d.stop()
+            line = [l for l in out[1].splitlines() if "RESULT OK escape" in l]
+            ok = (out[0] == 0 and bool(line) and "memset=0 sync=0" in line[0] and rc == 0)
+            self.record(name, ok, (line[0] if line else "no result") + f", daemon exit {rc}" +
+                        ("" if ok else " | " + out[1][-600:]))
+
     def nvml_memory(self):
         """Issue 47: nvshared takes each listed GPU's memory size from NVML at
         start, before any client has named it: the status shows what nvidia-smi
@@ -912,6 +934,7 @@ def main():
         "native-answers": r.native_answers,
         "fault-then-alloc": r.fault_then_alloc,
         "graph-node-on-swapped-out": r.graph_node_on_swapped_out,
+        "allocation-waits-until-mapped": r.allocation_waits_until_mapped,
         "nvml-memory": r.nvml_memory,
         "nvml-confirms-pinned": r.nvml_confirms_pinned,
         "contextless-stream-calls": r.contextless_stream_calls,

@@ -228,7 +228,11 @@ TEST(Modes, AutoSerializesWhenOversubscribed)
                  });
     expect_clean_exit(p.a);
     expect_clean_exit(p.b);
-    EXPECT_FALSE(overlapped(read_work(dir / "fake.log"), p.a.pid(), p.b.pid()));
+    // The programs' kernels: a process that let go copies its memory out
+    // beside the next holder's work (the switch's copies overlap it).
+    EXPECT_FALSE(
+        overlapped(work_named(read_work(dir / "fake.log"), "cuLaunch"), p.a.pid(), p.b.pid()))
+        << read_text(dir / "fake.log") << p.a.err() << p.b.err();
 }
 
 // ---- giving the lock back -----------------------------------------------------------
@@ -787,6 +791,64 @@ TEST(Drain, AFlagWrittenAfterAnAllocationThatWaitsForRoomNeitherHangsNorFaults)
 TEST(Drain, AFlagWrittenAfterAnAllocationThatLetsGoForRoomNeitherHangsNorFaults)
 {
     expect_a_flag_waited_for_across_a_full_gpu("auto");
+}
+
+// Issue 43 (items 3 and 4): a process that let go while its work still runs
+// is asked for room by the next holder (Shrink) and moves nothing until that
+// work has ended. Its kernels wait behind a flag written only after a
+// stream capture (during which nothing may synchronise, so at the end of
+// the grace it let go with its memory where it was); the capture lasts
+// until the Shrink has come. The kernels touch every page of the memory as
+// they run, so memory moved under them faults. Before, a Shrink moved the
+// memory at once.
+TEST(Shrink, MovesNothingUnderWorkThatStillRuns)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "on", "--capacity", "1G", "--time-quantum", "100ms",
+                        "--grace", "200ms"});
+    const std::map<std::string, std::string> device{{"FAKECUDA_SHARED_DEVICE", dir / "device"},
+                                                    {"FAKECUDA_MEMORY", std::to_string(1 << 30)},
+                                                    {"NVSHARE_IDLE_RELEASE_MS", "0"},
+                                                    {"NVSHARE_DEBUG", "1"}};
+    const std::string end_capture = dir / "end-capture";
+    Process a = start_client(dir, daemon.socket(),
+                             {{"--alloc", "600M", "--touch", "--kernels", "3", "--kernel-us",
+                               "10000", "--capture-until", end_capture, "--check-data"},
+                              device,
+                              false},
+                             "a");
+    ASSERT_TRUE(wait_until([&] { return a.out().find("capturing=ok") != std::string::npos; }))
+        << a.out() << a.err();
+    // Its memory stays where it is when it lets go; the late allocation
+    // makes nvshared ask it for room.
+    Process b =
+        start_client(dir, daemon.socket(),
+                     {{"--alloc", "300M", "--late-alloc", "500M", "--kernels", "1", "--check-data"},
+                      device,
+                      false},
+                     "b");
+    const bool asked = wait_until(
+        [&] { return a.err().find("nvshared asks for room") != std::string::npos; }, seconds(60));
+    touch(end_capture);
+    EXPECT_TRUE(asked) << a.err() << b.err();
+    expect_clean_exit(a, seconds(60));
+    expect_clean_exit(b, seconds(60));
+    for (Process* p : {&a, &b}) {
+        EXPECT_NE(p->out().find("data=ok"), std::string::npos) << p->out() << p->err();
+        EXPECT_EQ(count_events(dir / "fake.log", p->pid(), " fault "), 0)
+            << read_text(dir / "fake.log");
+    }
+    EXPECT_NE(a.err().find("a stream capture runs: the room asked for waits for its end"),
+              std::string::npos)
+        << a.err();
+    // Its memory moved only once its kernels had run.
+    const auto work = read_work(dir / "fake.log");
+    const auto kernels = work_of(work_named(work, "cuLaunchKernel"), a.pid());
+    ASSERT_EQ(kernels.size(), 3u) << read_text(dir / "fake.log");
+    for (const Work& c : work_of(work_named(work, "cuMemcpyAsync"), a.pid()))
+        EXPECT_GE(c.start, kernels.back().end)
+            << "a copy of the swap engine ran before the kernels\n"
+            << read_text(dir / "fake.log");
 }
 
 // Issue 43 (item 4, cuMemFree). A free of swappable memory that queued work
@@ -1932,6 +1994,39 @@ TEST(SwapEngine, PointerQueriesSeeTheWholeAllocation)
     expect_clean_exit(p);
     EXPECT_NE(p.out().find("rdma=ok"), std::string::npos) << p.out() << p.err();
     EXPECT_EQ(faults(dir, p.pid()), 0);
+}
+
+// No allocation returns memory with nothing mapped behind it (issue 43,
+// item 1; preload/README.md, the invariant): work that reaches it past the
+// gate at once (a memset by a name no hook wraps, as a tool's trampoline
+// would make) finds it mapped. A process that does not hold the GPU waits in
+// the allocation for its grant, as its work would wait at the gate. Before,
+// the allocation returned at once with nothing mapped, and the memset
+// faulted (escape=700, the process's context lost).
+TEST(Allocation, NeverReturnsMemoryWithNothingMappedBehindIt)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "on", "--time-quantum", "10min"});
+    Process a = start_client(
+        dir, daemon.socket(),
+        {{"--kernels", "8", "--kernel-us", "50000", "--alloc", "64M"}, {}, false}, "a");
+    ASSERT_TRUE(launched_one(dir, a)) << a.out() << a.err();
+    Process b = start_client(
+        dir, daemon.socket(),
+        {{"--kernels", "1", "--alloc", "64M", "--escape-after-alloc", "--check-data"}, {}, false},
+        "b");
+    expect_clean_exit(a);
+    expect_clean_exit(b);
+    EXPECT_NE(b.out().find("escape=0 "), std::string::npos) << b.out() << b.err();
+    EXPECT_NE(b.out().find("data=ok"), std::string::npos) << b.out() << b.err();
+    EXPECT_EQ(faults(dir, b.pid()), 0) << read_text(dir / "fake.log");
+    // It waited for the grant: the memset ran after the holder's kernels.
+    const auto work = read_work(dir / "fake.log");
+    const auto escaped = work_of(work_named(work, "fakecuda_escape_memset"), b.pid());
+    const auto held = work_of(work_named(work, "cuLaunch"), a.pid());
+    ASSERT_EQ(escaped.size(), 1u) << read_text(dir / "fake.log");
+    ASSERT_EQ(held.size(), 8u) << read_text(dir / "fake.log");
+    EXPECT_GE(escaped[0].start, held.back().end) << read_text(dir / "fake.log");
 }
 
 // An allocation made while the process holds a GPU that is physically full

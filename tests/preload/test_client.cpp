@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -88,6 +89,19 @@ struct Options {
     bool peer_disable = false;
     std::string dlopen_copy;  // another libnvshare.so to dlopen and call into first
     int hold_ms = 0;
+    // --escape-after-alloc: right after each --alloc, a memset of it that
+    // passes no gate (the fake's fakecuda_escape_memset): "escape=RESULT"
+    // and "alloc_ms=N", how long the allocation took.
+    bool escape_after_alloc = false;
+    // --touch: the kernels of the rounds read and write every page of each
+    // --alloc as they run (the fake's kTouchKernel), so that memory moved
+    // under them faults.
+    bool touch = false;
+    // --capture-until FILE: in the first round, the kernels are queued
+    // behind a wait for a flag, then a stream capture on a stream of its own
+    // begins ("capturing=ok"; while it runs nothing may synchronise) and
+    // lasts until FILE exists; then the flag is written and the kernels run.
+    std::string capture_until;
     int rounds = 1;
     int pause_ms = 0;
     // --alloc-each-round SIZE: each of the --rounds after the first begins
@@ -197,6 +211,16 @@ void launch_deprecated(uint32_t us)
 
 void launch(uint32_t us)
 {
+    if (opt.touch) {
+        auto f = reinterpret_cast<CUfunction>(2);  // the fake's kTouchKernel
+        for (const CUdeviceptr p : pointers) {
+            CUdeviceptr at = p;
+            uint64_t bytes = opt.alloc;
+            void* params[] = {&us, &at, &bytes};
+            CHECK(api.launch_kernel(f, 1, 1, 1, 1, 1, 1, 0, stream, params, nullptr));
+        }
+        return;
+    }
     if (opt.deprecated) {
         launch_deprecated(us);
         return;
@@ -387,10 +411,26 @@ void late_alloc()
     pointers.push_back(p);
 }
 
+// Work on a new allocation that passes no gate, at once: it finds memory
+// mapped only if the allocation returned none without it.
+void escape(CUdeviceptr p, std::chrono::steady_clock::time_point began)
+{
+    const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now() - began);
+    using Escape = CUresult (*)(CUdeviceptr, unsigned char, size_t);
+    void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    auto fn = driver != nullptr ? reinterpret_cast<Escape>(dlsym(driver, "fakecuda_escape_memset"))
+                                : nullptr;
+    const CUresult r = fn != nullptr ? fn(p, 0x5a, opt.alloc) : CUDA_ERROR_NOT_FOUND;
+    printf("escape=%d alloc_ms=%lld\n", static_cast<int>(r), static_cast<long long>(took.count()));
+    fflush(stdout);
+}
+
 void allocate()
 {
     for (int i = 0; opt.alloc != 0 && i < opt.allocs; ++i) {
         CUdeviceptr p = 0;
+        const auto began = std::chrono::steady_clock::now();
         const CUresult r = api.mem_alloc(&p, opt.alloc);
         if (r == CUDA_ERROR_OUT_OF_MEMORY) {
             printf("alloc=oom\n");
@@ -398,6 +438,8 @@ void allocate()
         }
         CHECK(r);
         printf("alloc=ok\n");
+        if (opt.escape_after_alloc)
+            escape(p, began);
         pointers.push_back(p);
         if (!opt.gpudirect.empty())
             gpudirect(p);
@@ -752,15 +794,44 @@ CUresult peer_kernel_once()
     return CUDA_SUCCESS;
 }
 
+// The first round under --capture-until: its kernels wait for a flag that
+// is written only after a capture, which lasts until the file exists.
+void kernels_behind_a_capture()
+{
+    CUdeviceptr flag = 0;
+    CHECK(api.mem_alloc(&flag, 4096));
+    CHECK(api.memset_d8(flag, 0, 4096));
+    CUstream writer = nullptr, capturing = nullptr;
+    CHECK(api.stream_create(&writer, 0));
+    CHECK(api.stream_create(&capturing, 0));
+    CHECK(api.stream_wait_value32(stream, flag, 1, CU_STREAM_WAIT_VALUE_GEQ));
+    for (int i = 0; i < opt.kernels; ++i)
+        launch(opt.kernel_us);
+    CHECK(api.begin_capture(capturing, CU_STREAM_CAPTURE_MODE_RELAXED));
+    launch_on(capturing, 1000);
+    printf("capturing=ok\n");
+    fflush(stdout);
+    wait_for(opt.capture_until);
+    CUgraph g = nullptr;
+    CHECK(api.end_capture(capturing, &g));
+    CHECK(api.graph_destroy(g));
+    CHECK(api.stream_write_value32(writer, flag, 1, 0));
+    sync_stream();
+}
+
 void run_round()
 {
+    static bool first = true;
     if (opt.graph) {
         graph();
+    } else if (first && !opt.capture_until.empty()) {
+        kernels_behind_a_capture();
     } else {
         for (int i = 0; i < opt.kernels; ++i)
             launch(opt.kernel_us);
         sync_stream();
     }
+    first = false;
     if (opt.copies)
         copies();
     if (opt.prefetch)
@@ -884,6 +955,12 @@ bool parse(int argc, char** argv)
             opt.peer_disable = true;
         else if (a == "--busy-until")
             opt.busy_until = next();
+        else if (a == "--touch")
+            opt.touch = true;
+        else if (a == "--capture-until")
+            opt.capture_until = next();
+        else if (a == "--escape-after-alloc")
+            opt.escape_after_alloc = true;
         else if (a == "--hold-ms")
             opt.hold_ms = atoi(next());
         else if (a == "--rounds")
