@@ -14,10 +14,12 @@
 //       cudaFree of 256 MiB that a queued memset (behind a 200 ms kernel on a
 //       stream of its own) still uses, while another stream captures: the
 //       memset must run without an error (the memory stays mapped).
-//   --mode contextless --ready FILE
-//       With no current context, a memset and a copy on an explicit stream
-//       (the driver takes the context from the stream); prints the
-//       CLOCK_MONOTONIC time at which the calls returned, then verifies.
+//   --mode contextless --ready FILE --go FILE
+//       Allocates (the allocation returns once the memory is mapped: with
+//       the GPU), writes FILE, waits for GO (meanwhile another process takes
+//       the GPU), then, with no current context, a memset and a copy on an
+//       explicit stream (the driver takes the context from the stream);
+//       prints how long the calls took to return, then verifies.
 //   --mode failed-captures [--bursts N --burst-us US --gap-us US]
 //       A capture forked into a second stream and never joined back
 //       (cudaStreamEndCapture fails with cudaErrorStreamCaptureUnjoined), a
@@ -223,7 +225,7 @@ int free_during_capture()
     return 0;
 }
 
-int contextless(const char* ready)
+int contextless(const char* ready, const char* go)
 {
     auto memset_async = driver<decltype(&cuMemsetD8Async)>("cuMemsetD8Async", 12000);
     auto htod_async = driver<decltype(&cuMemcpyHtoDAsync_v2)>("cuMemcpyHtoDAsync", 12000);
@@ -240,6 +242,8 @@ int contextless(const char* ready)
     CHECK_CU(get_current(&ctx));
     CHECK_CU(set_current(nullptr));
     touch(ready);
+    while (!exists(go))
+        usleep(10000);
     const unsigned long long asked = monotonic_ns();
     const CUresult r1 =
         memset_async(reinterpret_cast<CUdeviceptr>(buf), 0x11, n, reinterpret_cast<CUstream>(s));
@@ -584,7 +588,7 @@ int main(int argc, char** argv)
     if (mode == "flag-wait")
         return flag_wait(ready, go, alloc_mib);
     if (mode == "contextless")
-        return contextless(ready);
+        return contextless(ready, go);
     if (mode == "free-during-capture")
         return free_during_capture();
     if (mode == "failed-captures")

@@ -558,23 +558,32 @@ class Runner:
 
     def contextless_stream_calls(self):
         """With no current context, a memset and a copy on an explicit stream
-        wait for the lock that another process holds."""
+        wait for the lock that another process holds. The program allocates
+        first (the allocation returns with the GPU, once the memory is
+        mapped), then the holder takes the GPU while it idles."""
         name = "contextless-stream-calls"
         with tempfile.TemporaryDirectory(dir=self.a.out) as wd:
             d = Daemon(self.a.nvshared, wd, ["--anti-thrashing", "on", "--time-quantum", "10min"])
-            holder = self.start_holding(name, d, wd, 100)
-            if holder is None:
+            ready, go = os.path.join(wd, "ready"), os.path.join(wd, "go")
+            b = self.edge(d.sock, ["--mode", "contextless", "--ready", ready, "--go", go])
+            if not self.wait_file(ready, b):
+                b.kill()
+                d.stop()
+                self.record(name, False, "the program never got ready")
                 return
-            ready = os.path.join(wd, "ready")
-            b = self.edge(d.sock, ["--mode", "contextless", "--ready", ready])
+            holder = self.start_holding(name, d, wd, 100)
+            open(go, "w").close()
+            if holder is None:
+                b.kill()
+                return
             holder_out = holder.communicate(timeout=120)[0]
             out = b.communicate(timeout=120)[0]
             rc = d.stop()
             line = [l for l in out.splitlines() if "RESULT OK" in l]
             refused = bool(line) and "driver-refused" in line[0]
             waited = int(line[0].split()[-1]) if line and not refused else 0
-            # The holder has 5 s of bursts and held the GPU before this
-            # program started: calls let through unlocked return at once,
+            # The holder has 5 s of bursts and held the GPU before the calls
+            # were made: calls let through unlocked return at once,
             # gated ones only once the holder lets go, seconds later.
             ok = (holder.returncode == 0 and b.returncode == 0 and bool(line) and
                   (refused or waited >= 1_000_000_000) and rc == 0)
