@@ -160,8 +160,8 @@ CUresult allocate_rewritten(CUdeviceptr* dptr, size_t bytes, int gpu)
             }
             // Neither the GPU nor host memory within the budget has room: out
             // of memory, as the driver says where the GPU is full. Managed
-            // memory instead faulted on a GPU full of memory the driver
-            // cannot evict (an illegal address on an H100).
+            // memory instead would fault on a GPU full of memory the driver
+            // cannot evict (an illegal address).
             if (r == CUDA_ERROR_OUT_OF_MEMORY) {
                 log_warn(
                     "out of memory: %llu bytes found no room on GPU %d nor in the host "

@@ -56,8 +56,8 @@ void wait_for_grant(CUstream stream)
         }
     }
     // Counted as waiting until admitted: a holder must not let go as idle
-    // while our thread has yet to run after the grant (seen on a loaded
-    // machine: it let go at once and asked again, a switch each way wasted).
+    // while our thread has yet to run after the grant (on a loaded machine
+    // that thread may run late; letting go then wastes a switch each way).
     const PendingWork waiting(false);
     for (;;) {
         const uint32_t v = gate_state();

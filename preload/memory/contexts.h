@@ -50,8 +50,8 @@ bool stream_capturing(CUstream stream);
 bool is_sticky(CUresult e);
 // The sticky error of the calling thread's current context, or
 // CUDA_SUCCESS. The driver's VMM calls (cuMemAddressReserve, cuMemCreate,
-// cuMemMap, cuMemSetAccess) do not report one, where cuMemAlloc does (both
-// seen on an H200 after an illegal address): an allocation the library
+// cuMemMap, cuMemSetAccess) do not report one, where cuMemAlloc does
+// (gpu suite: fault-then-alloc): an allocation the library
 // makes of VMM memory asks here first, one query (cuCtxGetLimit), no wait.
 CUresult lost_error();
 

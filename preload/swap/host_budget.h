@@ -1,8 +1,7 @@
 // How much host memory the swap engine may pin now. Pure logic: the text of
 // /proc/meminfo in, bytes out (unit-tested directly). Pinned memory cannot
-// be reclaimed: pinning past what the host has left brought the kernel's
-// OOM killer onto the programs (an H200 host of 125 GiB, three processes of
-// 58 GiB each).
+// be reclaimed: pinning past what the host has left brings the kernel's
+// OOM killer onto the programs (tests/RELIABILITY.md).
 #pragma once
 
 #include <cstddef>
@@ -29,8 +28,8 @@ bool low(const Figures& f);
 
 // What one round of making host memory may pin: a quarter of what is
 // available above the reserve, so that up to four processes pinning at the
-// same moment stay within it (three H200 processes that each took half
-// brought the OOM killer); everything where the figures are unknown.
+// same moment stay within it (with half each, three processes pinning at
+// once went past it); everything where the figures are unknown.
 uint64_t pinnable(const Figures& f);
 
 }  // namespace nvshare::preload::host_budget

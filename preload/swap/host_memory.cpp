@@ -20,7 +20,7 @@ namespace {
 // Huge pages are 2 MiB here; regions start on one so that all of it can use them.
 constexpr uint64_t kHugePage = 2ull << 20;
 // Threads that fault the memory in: zeroing pages is what costs, and it
-// scales with cores (20 GB/s from 8 threads, 2.8 from one, on an H100 host).
+// scales with cores (bench/README.md, driver_probes.py register).
 constexpr long kMaxTouchThreads = 8;
 // Work is handed out in pieces of this size, a few per thread and region.
 constexpr uint64_t kPiece = 8ull << 20;

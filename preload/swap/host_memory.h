@@ -1,9 +1,9 @@
 // Pinned host memory for the swap engine's swapped-out chunks: anonymous
 // memory with huge pages, faulted in by several threads at once and then
-// registered with the driver (cuMemHostRegister). On an H100 host that made
-// 8 GiB at ~13 GB/s, against ~5 GB/s for cuMemCreate of host memory, which
-// pins page by page in one thread; copies into it run at the bus's speed
-// (bench/README.md, "Pinning"). Not inherited by fork() children
+// registered with the driver (cuMemHostRegister): faster to make than
+// cuMemCreate of host memory, which pins page by page in one thread, and
+// copies into it run at the bus's speed (bench/README.md, driver_probes.py
+// pinways, register). Not inherited by fork() children
 // (MADV_DONTFORK): a private mapping of pinned pages would be copied.
 #pragma once
 

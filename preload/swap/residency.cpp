@@ -137,9 +137,9 @@ void note_engine_move(GpuState& g, const swappable::Moved& m, bool in)
     if (m.bytes == 0)
         return;
     // A swap-out that spent much of its time pinning measured the pinning,
-    // which switch_share_ns counts apart (for what is not made ahead): with
-    // such a rate (13 GB/s on an H200), a holder's share of a switch
-    // outlasted its pauses and it kept the GPU through all of them.
+    // which switch_share_ns counts apart (for what is not made ahead): taken
+    // for the copy's rate, it would make a holder's share of a switch
+    // outlast its pauses, and the holder keep the GPU through all of them.
     if (in || m.making_ns * 4 < m.ns)
         (in ? g.engine_in_rate : g.engine_out_rate).add(m.bytes, m.ns);
     if (in) {
@@ -188,9 +188,8 @@ uint64_t engine_swap_in(uint32_t i, uint64_t patience)
     bool grew = true, waiting = patience != 0;
     while (m.moved.short_of_room && waiting) {
         // Host memory we kept would only save pinning at our next swap-out;
-        // those who give the room may find none to swap out to without it
-        // (three H200 processes of 58 GiB on a 125 GiB host: a holder's
-        // work then ran over the bus for 15 s).
+        // those who give the room may find none to swap out to without it,
+        // and our work would then run over the bus until they found some.
         swappable::give_back_kept_host(i);
         const bool last = now_ns() >= until;  // then what still waits goes to host memory
         if (!last) {
@@ -309,8 +308,7 @@ bool on_grant(uint64_t gpus, bool oversubscribed, bool exclusive)
         // not coming before a later grant. On an oversubscribed one (a group
         // turn) nvshared asks those who wait to give it back, as when we
         // hold it alone; a newcomer that let go at every step of its growth
-        // there swapped all of its data out and in per step (seen on an
-        // H200: 1 GiB per 1.6 s).
+        // there would swap all of its data out and in per step.
         const bool alone_or_given_room = exclusive || oversubscribed;
         swappable::set_shared_hold(i, !alone_or_given_room);
         g_room_gave_up[i].store(false, std::memory_order_relaxed);

@@ -82,10 +82,9 @@ uint64_t keep_beside_as_big(uint64_t allowed, uint64_t capacity, uint64_t own);
 // The rate a kind of move reaches, for the cost of the next one: the better
 // of the last two moves of at least kRateSampleBytes, the assumed rate
 // standing in for the move before the first. One slow move does not set it
-// alone: on an H100 a process's first large swap-in spends most of its time
-// mapping its chunks for the first time (14 GiB in 1.0-1.8 s, against
-// 0.27-0.35 s later; a 576 MiB one took 120-210 ms), and a holder that took
-// such a rate for its next switch held through every later pause.
+// alone: a process's first large swap-in spends most of its time mapping
+// its chunks for the first time, and a holder that took such a rate for its
+// next switch would hold through every later pause.
 // A bus that is slow every time shows from the second move on.
 class RateEstimate {
 public:

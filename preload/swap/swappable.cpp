@@ -607,7 +607,7 @@ CUresult allocate(CUdeviceptr* dptr, uint64_t bytes, uint32_t gpu, uint64_t* res
     // While the process holds the GPU its work may reach the memory at once:
     // what the device cannot hold goes to host memory, never to managed
     // memory, whose page faults the driver cannot serve on a GPU full of
-    // memory it cannot evict (an illegal address, seen on an H100).
+    // memory it cannot evict (an illegal address).
     // Sharing the GPU, what is full may be the others' memory: the rest
     // waits for a grant with room (the caller lets go), pinning nothing.
     // Holding it alone, where others' memory that can move takes the room,
