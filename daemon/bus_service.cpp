@@ -146,19 +146,7 @@ void BusService::on_event(const Event& e)
 {
     if (broken_)
         return;
-    // NVSHARE_CAUSE=admin -> "cause": "admin".
-    std::map<std::string, std::string> details;
-    for (const std::string& field : e.extra) {
-        const auto eq = field.find('=');
-        if (eq == std::string::npos)
-            continue;
-        std::string name = field.substr(0, eq);
-        if (name.rfind("NVSHARE_", 0) == 0)
-            name.erase(0, 8);
-        for (char& ch : name)
-            ch = static_cast<char>(tolower(static_cast<unsigned char>(ch)));
-        details[name] = field.substr(eq + 1);
-    }
+    const std::map<std::string, std::string> details(e.details.begin(), e.details.end());
     const EventSubject none{};
     const EventSubject& who = e.subject != nullptr ? *e.subject : none;
     emit("Event", [&] {

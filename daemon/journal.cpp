@@ -5,6 +5,7 @@
 #include <systemd/sd-journal.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cinttypes>
 #include <cstdarg>
 #include <cstdio>
@@ -67,8 +68,7 @@ std::string subject_text(const ClientInfo& info)
 }
 
 std::vector<std::string> journal_fields(EventKind kind, LogLevel level, const EventSubject* subject,
-                                        const std::vector<std::string>& extra,
-                                        const std::string& message)
+                                        const EventDetails& details, const std::string& message)
 {
     std::vector<std::string> f{
         "MESSAGE=" + message,
@@ -91,7 +91,12 @@ std::vector<std::string> journal_fields(EventKind kind, LogLevel level, const Ev
         for (const auto& uuid : subject->gpu_uuids)
             f.push_back("NVSHARE_GPU_UUID=" + uuid);
     }
-    f.insert(f.end(), extra.begin(), extra.end());
+    for (const auto& [name, value] : details) {
+        std::string field = "NVSHARE_";
+        for (const char ch : name)
+            field += static_cast<char>(toupper(static_cast<unsigned char>(ch)));
+        f.push_back(field + "=" + value);
+    }
     return f;
 }
 
@@ -110,7 +115,7 @@ bool stderr_is_journal()
 }
 
 void EventLog::emit(EventKind kind, LogLevel level, const EventSubject* subject,
-                    const std::vector<std::string>& extra, const char* format, ...)
+                    const EventDetails& details, const char* format, ...)
 {
     const bool logged = static_cast<int>(level) <= static_cast<int>(log_level());
     if (!logged && !observer_)
@@ -120,7 +125,7 @@ void EventLog::emit(EventKind kind, LogLevel level, const EventSubject* subject,
     const std::string what = format_message(format, ap);
     va_end(ap);
     if (observer_)
-        observer_(Event{kind, subject, extra, what});
+        observer_(Event{kind, subject, details, what});
     if (!logged)
         return;
     const std::string line = subject == nullptr ? what : subject_text(subject->info) + ": " + what;
@@ -128,7 +133,7 @@ void EventLog::emit(EventKind kind, LogLevel level, const EventSubject* subject,
         log(level, "%s", line.c_str());
         return;
     }
-    const auto fields = journal_fields(kind, level, subject, extra, line);
+    const auto fields = journal_fields(kind, level, subject, details, line);
     std::vector<iovec> iov;
     iov.reserve(fields.size());
     for (const auto& field : fields)

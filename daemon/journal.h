@@ -47,18 +47,23 @@ struct EventSubject {
 // "pid 4242 (train.py, uid 1000)": who, at the head of each message about a client.
 std::string subject_text(const ClientInfo& info);
 
+// What an event says beyond its subject, typed once: (name, value) pairs,
+// the name in lower case ("cause", "waited_us"). The journal writes each as
+// the field NVSHARE_NAME (journal_fields), the bus passes them on as the
+// Event signal's details as they are: one vocabulary, nothing re-parsed.
+using EventDetails = std::vector<std::pair<std::string, std::string>>;
+
 // One event, as observers see it: `what` is the message without its subject.
 struct Event {
     EventKind kind;
     const EventSubject* subject;  // null for a setting
-    const std::vector<std::string>& extra;
+    const EventDetails& details;
     const std::string& what;
 };
 
 // The fields of one journal record, "NAME=value" each (pure: for the tests).
 std::vector<std::string> journal_fields(EventKind kind, LogLevel level, const EventSubject* subject,
-                                        const std::vector<std::string>& extra,
-                                        const std::string& message);
+                                        const EventDetails& details, const std::string& message);
 
 // Whether stderr is the journal's stream (JOURNAL_STREAM names its device
 // and inode), as systemd sets it up for StandardError=journal.
@@ -68,11 +73,12 @@ class EventLog {
 public:
     EventLog() : journal_(stderr_is_journal()) {}
 
-    // `extra`: further "NAME=value" fields (NVSHARE_CAUSE=…). The message is
-    // the subject's text, then the formatted `what`. Observers get every
-    // event, whatever the log level.
+    // `details`: what the event says beyond its subject ({"cause", "admin"}:
+    // the journal field NVSHARE_CAUSE=admin). The message is the subject's
+    // text, then the formatted `what`. Observers get every event, whatever
+    // the log level.
     void emit(EventKind kind, LogLevel level, const EventSubject* subject,
-              const std::vector<std::string>& extra, const char* format, ...)
+              const EventDetails& details, const char* format, ...)
         __attribute__((format(printf, 6, 7)));
 
     // One observer (the D-Bus service, which signals each event).

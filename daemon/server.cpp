@@ -756,7 +756,7 @@ void Server::on_request(Connection& c, const ClientRecord& client, GpuSet gpus, 
     scheduler_.request(c.serial, gpus, now);
     if (client.phase == Phase::Waiting && events_.waiting(c.serial, client.waiting_since)) {
         const EventSubject who = subject(client, client.wanted);
-        events_.emit(EventKind::Waiting, LogLevel::Debug, &who, {"NVSHARE_WAITED_US=0"},
+        events_.emit(EventKind::Waiting, LogLevel::Debug, &who, {{"waited_us", "0"}},
                      "waits for %s, held by %s",
                      who.gpu_uuids.empty() ? "?" : who.gpu_uuids[0].c_str(),
                      holders_text(client).c_str());
@@ -816,8 +816,7 @@ void Server::on_hello(Connection& c, const proto::Hello& hello)
     arm_connection_timer(c);
     const EventSubject who = subject(*scheduler_.client(c.serial), 0);
     const char* priority = proto::priority_name(info.priority);
-    events_.emit(EventKind::Registered, LogLevel::Info, &who,
-                 {std::string("NVSHARE_PRIORITY=") + priority},
+    events_.emit(EventKind::Registered, LogLevel::Info, &who, {{"priority", priority}},
                  "registered as client %llu, %zu GPU(s), priority %s",
                  static_cast<unsigned long long>(c.serial), gpus.size(), priority);
     send_settings(c, true);
@@ -969,7 +968,7 @@ void Server::log_due_waits(TimePoint now)
             continue;
         const EventSubject who = subject(*client, client->wanted);
         events_.emit(EventKind::Waiting, LogLevel::Info, &who,
-                     {"NVSHARE_WAITED_US=" + std::to_string(to_usec(now - client->waiting_since))},
+                     {{"waited_us", std::to_string(to_usec(now - client->waiting_since))}},
                      "has waited %.1f s for %s, held by %s",
                      std::chrono::duration<double>(now - client->waiting_since).count(),
                      who.gpu_uuids.empty() ? "?" : who.gpu_uuids[0].c_str(),
@@ -1014,8 +1013,7 @@ void Server::dispatch_actions()
                 const bool waited_long = events_.not_waiting(a.client);
                 const EventSubject who = subject(*client, a.gpus);
                 events_.emit(EventKind::Granted, LogLevel::Info, &who,
-                             {std::string("NVSHARE_EXCLUSIVE=") + (a.exclusive ? "1" : "0")},
-                             "granted %s%s%s",
+                             {{"exclusive", a.exclusive ? "1" : "0"}}, "granted %s%s%s",
                              who.gpu_uuids.empty() ? "?" : who.gpu_uuids[0].c_str(),
                              a.exclusive ? ", exclusively" : ", shared",
                              waited_long ? " after a long wait" : "");
@@ -1030,7 +1028,7 @@ void Server::dispatch_actions()
                                            proto::keep_to_wire(a.keep)};
                 const EventSubject who = subject(*client, a.gpus);
                 events_.emit(EventKind::Drop, LogLevel::Info, &who,
-                             {"NVSHARE_GRACE_US=" + std::to_string(grace_us)},
+                             {{"grace_us", std::to_string(grace_us)}},
                              "asked to release %s within %.1f s: others wait",
                              who.gpu_uuids.empty() ? "?" : who.gpu_uuids[0].c_str(),
                              static_cast<double>(grace_us) / 1e6);
@@ -1041,7 +1039,7 @@ void Server::dispatch_actions()
                 const bool admin = a.revoke_reason == RevokeReason::Admin;
                 const EventSubject who = subject(*client, a.gpus);
                 events_.emit(EventKind::Revoked, LogLevel::Info, &who,
-                             {std::string("NVSHARE_CAUSE=") + (admin ? "admin" : "grace-expired")},
+                             {{"cause", admin ? "admin" : "grace-expired"}},
                              "revoked the lock on %s: %s",
                              who.gpu_uuids.empty() ? "?" : who.gpu_uuids[0].c_str(),
                              admin ? "an administrator revoked it"
@@ -1353,72 +1351,17 @@ void Server::set_admin_rules(std::vector<PriorityRule> rules, Duration grace,
     }
 }
 
-void Server::set_mode(Mode mode)
+void Server::after_settings_change(const SettingChange& change)
 {
-    scheduler_.set_mode(mode, Clock::now());
-    events_.emit(
-        EventKind::SettingChanged, LogLevel::Notice, nullptr,
-        {"NVSHARE_SETTING=anti-thrashing", std::string("NVSHARE_VALUE=") + proto::mode_name(mode)},
-        "anti-thrashing set to %s", proto::mode_name(mode));
+    EventDetails details{{"setting", change.setting}};
+    if (!change.gpu_uuid.empty())
+        details.emplace_back("gpu_uuid", change.gpu_uuid);
+    details.emplace_back("value", change.value);
+    events_.emit(EventKind::SettingChanged, LogLevel::Notice, nullptr, details, "%s",
+                 change.text.c_str());
     status_stale_ = true;
-    broadcast_settings();
-    after_change();
-}
-
-void Server::set_time_quantum(Duration tq)
-{
-    scheduler_.set_time_quantum(tq, Clock::now());
-    const uint64_t tq_us = to_usec(tq);
-    events_.emit(EventKind::SettingChanged, LogLevel::Notice, nullptr,
-                 {"NVSHARE_SETTING=time-quantum", "NVSHARE_VALUE=" + std::to_string(tq_us)},
-                 "time quantum set to %s",
-                 format_duration(std::chrono::microseconds(tq_us)).c_str());
-    status_stale_ = true;
-    broadcast_settings();
-    after_change();
-}
-
-void Server::set_capacity(GpuIndex gpu, uint64_t bytes)
-{
-    scheduler_.set_capacity(gpu, bytes, Clock::now());
-    const std::string& uuid = scheduler_.gpus().at(gpu).description.uuid;
-    events_.emit(EventKind::SettingChanged, LogLevel::Notice, nullptr,
-                 {"NVSHARE_SETTING=capacity", "NVSHARE_GPU_UUID=" + uuid,
-                  "NVSHARE_VALUE=" + std::to_string(bytes)},
-                 "capacity of GPU %u (%s) set to %s", gpu, uuid.c_str(),
-                 format_size(bytes).c_str());
-    status_stale_ = true;
-    broadcast_settings();
-    after_change();
-}
-
-void Server::set_gpu_mode(const std::string& uuid, std::optional<Mode> mode)
-{
-    scheduler_.set_gpu_mode(uuid, mode, Clock::now());
-    const std::string value = mode ? proto::mode_name(*mode) : "default";
-    events_.emit(
-        EventKind::SettingChanged, LogLevel::Notice, nullptr,
-        {"NVSHARE_SETTING=anti-thrashing", "NVSHARE_GPU_UUID=" + uuid, "NVSHARE_VALUE=" + value},
-        mode ? "anti-thrashing of GPU %s set to %s"
-             : "anti-thrashing of GPU %s follows the host-wide mode (%s) again",
-        uuid.c_str(), mode ? value.c_str() : proto::mode_name(scheduler_.settings().mode));
-    status_stale_ = true;
-    after_change();
-}
-
-void Server::set_gpu_time_quantum(const std::string& uuid, std::optional<Duration> tq)
-{
-    scheduler_.set_gpu_time_quantum(uuid, tq, Clock::now());
-    const std::string value = tq ? std::to_string(to_usec(*tq)) : "default";
-    const std::string shown = format_duration(
-        std::chrono::microseconds(to_usec(tq.value_or(scheduler_.settings().time_quantum))));
-    events_.emit(
-        EventKind::SettingChanged, LogLevel::Notice, nullptr,
-        {"NVSHARE_SETTING=time-quantum", "NVSHARE_GPU_UUID=" + uuid, "NVSHARE_VALUE=" + value},
-        tq ? "time quantum of GPU %s set to %s"
-           : "time quantum of GPU %s follows the host-wide one (%s) again",
-        uuid.c_str(), shown.c_str());
-    status_stale_ = true;
+    if (change.tell_clients)
+        broadcast_settings();
     after_change();
 }
 

@@ -73,16 +73,25 @@ public:
     // Runs until SIGTERM/SIGINT or idle exit; returns the exit status.
     int run();
 
-    // For the control plane (D-Bus): the state, and a way to change settings
-    // that also tells every client and re-arms the timers.
+    // For the control plane (D-Bus): the state.
     sd_event* event() const { return event_; }
     const Scheduler& scheduler() const { return scheduler_; }
-    void set_mode(Mode mode);
-    void set_time_quantum(Duration tq);
-    void set_capacity(GpuIndex gpu, uint64_t bytes);
-    // A GPU's own mode or time quantum; nullopt: it follows the host-wide one.
-    void set_gpu_mode(const std::string& uuid, std::optional<Mode> mode);
-    void set_gpu_time_quantum(const std::string& uuid, std::optional<Duration> tq);
+    // For the settings' owner (SettingsControl) alone: the scheduler it
+    // changes a setting of, then after_settings_change() with what changed.
+    Scheduler& settings_scheduler() { return scheduler_; }
+    // A setting changed at run time, as one typed event.
+    struct SettingChange {
+        std::string setting;        // "anti-thrashing", "time-quantum", "capacity"
+        std::string gpu_uuid;       // empty: host-wide
+        std::string value;          // as the journal and the bus carry it
+        std::string text;           // the log line
+        bool tell_clients = false;  // what the Settings message carries changed
+    };
+    // The one path after a setting changed: logs it (the journal and the
+    // bus's Event signal, from the same details), tells the clients where
+    // the Settings message changed, and lets the status, the timers and the
+    // bus's properties catch up.
+    void after_settings_change(const SettingChange& change);
     bool revoke(ClientId id);
     // The config file's settings that no run-time change overrides: the
     // priority rules, the grace period and when waits are logged (reload).

@@ -71,7 +71,7 @@ std::optional<Refusal> SettingsControl::set_mode(const std::string& name,
     next.mode = *mode;
     if (auto refused = save(next))
         return refused;
-    server_.set_mode(*mode);
+    apply_mode(*mode);
     return std::nullopt;
 }
 
@@ -87,7 +87,7 @@ std::optional<Refusal> SettingsControl::set_time_quantum(uint64_t usec, const Au
     next.time_quantum = tq;
     if (auto refused = save(next))
         return refused;
-    server_.set_time_quantum(tq);
+    apply_time_quantum(tq);
     return std::nullopt;
 }
 
@@ -115,7 +115,7 @@ std::optional<Refusal> SettingsControl::set_capacity(GpuIndex gpu, uint64_t byte
     next.capacities[known.description.uuid] = bytes;
     if (auto refused = save(next))
         return refused;
-    server_.set_capacity(gpu, bytes);
+    apply_capacity(gpu, bytes);
     return std::nullopt;
 }
 
@@ -135,7 +135,7 @@ std::optional<Refusal> SettingsControl::set_gpu_mode(GpuIndex gpu, const std::st
     next.gpu_modes[uuid] = *mode;
     if (auto refused = save(next))
         return refused;
-    server_.set_gpu_mode(uuid, *mode);
+    apply_gpu_mode(uuid, *mode);
     return std::nullopt;
 }
 
@@ -153,8 +153,60 @@ std::optional<Refusal> SettingsControl::set_gpu_time_quantum(GpuIndex gpu, uint6
     next.gpu_time_quanta[uuid] = tq;
     if (auto refused = save(next))
         return refused;
-    server_.set_gpu_time_quantum(uuid, tq);
+    apply_gpu_time_quantum(uuid, tq);
     return std::nullopt;
+}
+
+void SettingsControl::apply_mode(Mode mode)
+{
+    server_.settings_scheduler().set_mode(mode, Clock::now());
+    const std::string name = proto::mode_name(mode);
+    server_.after_settings_change(
+        {"anti-thrashing", "", name, "anti-thrashing set to " + name, true});
+}
+
+void SettingsControl::apply_time_quantum(Duration tq)
+{
+    server_.settings_scheduler().set_time_quantum(tq, Clock::now());
+    const uint64_t us = to_usec(tq);
+    server_.after_settings_change(
+        {"time-quantum", "", std::to_string(us),
+         "time quantum set to " + format_duration(std::chrono::microseconds(us)), true});
+}
+
+void SettingsControl::apply_capacity(GpuIndex gpu, uint64_t bytes)
+{
+    server_.settings_scheduler().set_capacity(gpu, bytes, Clock::now());
+    const std::string& uuid = server_.scheduler().gpus().at(gpu).description.uuid;
+    server_.after_settings_change(
+        {"capacity", uuid, std::to_string(bytes),
+         "capacity of GPU " + std::to_string(gpu) + " (" + uuid + ") set to " + format_size(bytes),
+         true});
+}
+
+void SettingsControl::apply_gpu_mode(const std::string& uuid, std::optional<Mode> mode)
+{
+    server_.settings_scheduler().set_gpu_mode(uuid, mode, Clock::now());
+    const std::string value = mode ? proto::mode_name(*mode) : "default";
+    server_.after_settings_change(
+        {"anti-thrashing", uuid, value,
+         mode ? "anti-thrashing of GPU " + uuid + " set to " + value
+              : "anti-thrashing of GPU " + uuid + " follows the host-wide mode (" +
+                    proto::mode_name(server_.scheduler().settings().mode) + ") again",
+         false});
+}
+
+void SettingsControl::apply_gpu_time_quantum(const std::string& uuid, std::optional<Duration> tq)
+{
+    server_.settings_scheduler().set_gpu_time_quantum(uuid, tq, Clock::now());
+    const std::string value = tq ? std::to_string(to_usec(*tq)) : "default";
+    const std::string shown = format_duration(std::chrono::microseconds(
+        to_usec(tq.value_or(server_.scheduler().settings().time_quantum))));
+    server_.after_settings_change(
+        {"time-quantum", uuid, value,
+         tq ? "time quantum of GPU " + uuid + " set to " + shown
+            : "time quantum of GPU " + uuid + " follows the host-wide one (" + shown + ") again",
+         false});
 }
 
 void SettingsControl::apply(const std::string& uuid, const Options& target)
@@ -162,10 +214,10 @@ void SettingsControl::apply(const std::string& uuid, const Options& target)
     const Scheduler& s = server_.scheduler();
     const auto mode = find_in(target.gpu_modes, uuid);
     if (find_in(s.gpu_modes(), uuid) != mode)
-        server_.set_gpu_mode(uuid, mode);
+        apply_gpu_mode(uuid, mode);
     const auto tq = find_in(target.gpu_time_quanta, uuid);
     if (find_in(s.gpu_time_quanta(), uuid) != tq)
-        server_.set_gpu_time_quantum(uuid, tq);
+        apply_gpu_time_quantum(uuid, tq);
     const auto& gpus = s.gpus();
     for (GpuIndex g = 0; g < gpus.size(); ++g) {
         if (gpus[g].description.uuid != uuid)
@@ -178,7 +230,7 @@ void SettingsControl::apply(const std::string& uuid, const Options& target)
                     "GPU %u: capacity %s is more than its memory (%s): processes that do "
                     "not fit are let run side by side",
                     g, format_size(capacity).c_str(), format_size(physical).c_str());
-            server_.set_capacity(g, capacity);
+            apply_capacity(g, capacity);
         }
     }
 }
@@ -187,9 +239,9 @@ void SettingsControl::apply_all(const Options& target)
 {
     const auto& s = server_.scheduler().settings();
     if (s.mode != target.scheduler.mode)
-        server_.set_mode(target.scheduler.mode);
+        apply_mode(target.scheduler.mode);
     if (s.time_quantum != target.scheduler.time_quantum)
-        server_.set_time_quantum(target.scheduler.time_quantum);
+        apply_time_quantum(target.scheduler.time_quantum);
     // Every GPU with settings of its own, and every GPU met: the UUIDs first
     // (apply changes the maps).
     std::set<std::string> uuids;

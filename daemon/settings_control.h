@@ -1,9 +1,9 @@
 // The home of the settings changed at run time (over D-Bus): the one place
 // that checks a new value, returns early when it is the current one, asks
 // the caller's authorization, saves it in the state file, and only then
-// applies it through the Server (which tells the clients, logs it and lets
-// the bus signal exactly what changed). The order is timedated's: a value
-// that cannot be saved is refused, and nothing changes.
+// applies it to the scheduler, then hands the change to the Server (which
+// tells the clients, logs it and lets the bus signal exactly what changed). The order is
+// timedated's: a value that cannot be saved is refused, and nothing changes.
 #pragma once
 
 #include <functional>
@@ -64,6 +64,14 @@ private:
     // and every GPU.
     void apply(const std::string& uuid, const Options& target);
     void apply_all(const Options& target);
+    // One setting into the scheduler, then the server's one path after a
+    // change (Server::after_settings_change). A GPU's own mode or time
+    // quantum: nullopt, it follows the host-wide one again.
+    void apply_mode(Mode mode);
+    void apply_time_quantum(Duration tq);
+    void apply_capacity(GpuIndex gpu, uint64_t bytes);
+    void apply_gpu_mode(const std::string& uuid, std::optional<Mode> mode);
+    void apply_gpu_time_quantum(const std::string& uuid, std::optional<Duration> tq);
 
     Server& server_;
     StateStore store_;

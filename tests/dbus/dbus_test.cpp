@@ -528,6 +528,18 @@ TEST_F(DbusTest, MonitorPrintsEventsInWords)
         EXPECT_NE(j["time"].get<std::string>().find('T'), std::string::npos);
     }
     EXPECT_TRUE(found) << json_monitor.log();
+    // A setting's event carries what changed, as the journal's fields do.
+    bool capacity = false;
+    std::istringstream again(json_monitor.log());
+    for (std::string line; std::getline(again, line);) {
+        const auto j = nlohmann::json::parse(line);
+        if (j["event"] != "setting-changed" || j["details"]["setting"] != "capacity")
+            continue;
+        capacity = true;
+        EXPECT_EQ(j["details"]["gpu_uuid"], gpu);
+        EXPECT_EQ(j["details"]["value"], std::to_string(4 * kGiB));
+    }
+    EXPECT_TRUE(capacity) << json_monitor.log();
 
     // Ctrl-C ends the monitor cleanly; and so does the daemon's end, seen.
     EXPECT_EQ(json_monitor.stop(SIGINT), 0);

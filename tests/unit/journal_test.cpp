@@ -28,8 +28,8 @@ TEST(Journal, FieldsNameTheEventAndTheClient)
 {
     EventSubject who{7, {4242, 1000, "train.py"}, {"GPU-a", "GPU-b"}};
     who.info.command = "python3 train.py --epochs 3";
-    const auto f = journal_fields(EventKind::Revoked, LogLevel::Info, &who, {"NVSHARE_CAUSE=admin"},
-                                  "revoked");
+    const auto f =
+        journal_fields(EventKind::Revoked, LogLevel::Info, &who, {{"cause", "admin"}}, "revoked");
     EXPECT_TRUE(has(f, "MESSAGE=revoked"));
     EXPECT_TRUE(has(f, std::string("MESSAGE_ID=") + message_ids::kRevoked));
     EXPECT_TRUE(has(f, "PRIORITY=6"));
