@@ -1,6 +1,7 @@
 #include "daemon/scheduler.h"
 
 #include <algorithm>
+#include <bit>
 
 namespace nvshare::daemon {
 
@@ -1171,6 +1172,12 @@ void Scheduler::publish_waits()
         for (ClientId id : ordered(g, now_)) {
             WaitFacts f = same;
             f.place = ++place;
+            if (place > kNamedPlaces) {
+                // Deep in the line, processes ahead are what is in its way.
+                f.holder.reset();
+                f.held_since = {};
+                f.quantum = {};
+            }
             ClientRecord& c = clients_.at(id);
             if (mixed) {
                 // Behind a waiter that ranks higher: priority is why.
@@ -1181,8 +1188,12 @@ void Scheduler::publish_waits()
                     f.reason = WaitReason::Priority;
             }
             const auto sent = c.wait_sent.find(g);
-            if (sent != c.wait_sent.end() && sent->second.same_news(f))
-                continue;
+            if (sent != c.wait_sent.end() &&
+                (sent->second.same_news(f) ||
+                 (place > kNamedPlaces && sent->second.place > kNamedPlaces &&
+                  sent->second.reason == f.reason &&
+                  std::bit_width(sent->second.place) == std::bit_width(f.place))))
+                continue;  // deep in the line: told as its place halves
             c.wait_sent[g] = f;
             Action a{ActionKind::Waiting, id, gpu_bit(g)};
             a.wait = f;

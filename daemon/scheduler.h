@@ -212,6 +212,12 @@ public:
     // still grows, and waited for the last round to be answered.
     static constexpr Duration kAnsweredRound = std::chrono::milliseconds(150);
     static constexpr Duration kGrowthRound = std::chrono::seconds(2);
+    // A waiter among the first kNamedPlaces of a GPU's line is told of every
+    // change (the holder, its place, the reason, the quantum); one further
+    // back only that processes are ahead of it, and its place again when the
+    // place halves (or the reason changes): a hand-over then sends a few
+    // Waiting messages, not one per waiter.
+    static constexpr uint32_t kNamedPlaces = 8;
     // Waiting clients that want this GPU, in the order they go: by rank
     // (class, raised by waiting), then by their user's held time, then first
     // come first.

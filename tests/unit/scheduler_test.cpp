@@ -302,6 +302,49 @@ TEST_F(SchedulerTest, WaitersAreToldHolderPlaceAndReason)
     EXPECT_EQ(s_.wait_facts(3, 0)->quantum, 20s);
 }
 
+// A hand-over tells the first kNamedPlaces waiters of every change, and
+// waiters further back only as their place halves (no holder named: the
+// processes ahead are in the way), so that it sends a few Waiting messages
+// however long the line (issue 46 item 3).
+TEST_F(SchedulerTest, DeepWaitersAreToldTheirPlaceAsItHalves)
+{
+    gpu(0);
+    constexpr ClientId kClients = 101;
+    for (ClientId id = 1; id <= kClients; ++id)
+        client(id);
+    for (ClientId id = 1; id <= kClients; ++id)
+        s_.request(id, gpu_bit(0), now_);
+    const auto first = waits();
+    ASSERT_EQ(first.size(), kClients - 1);  // each is told once as it queues
+    EXPECT_EQ(first[0], "2:1:1:2");
+    EXPECT_EQ(first[Scheduler::kNamedPlaces - 1], "9:8:1:2");
+    EXPECT_EQ(first[Scheduler::kNamedPlaces], "10:9:0:2");  // no holder named
+    // Hand-overs: 100 waiters, 8 named; of places 9-100 only those that
+    // fall to 2^k - 1 are told (63, 31, 15) and the one that becomes named.
+    for (int round = 0; round < 20; ++round) {
+        const ClientId holder = s_.gpus()[0].holders.at(0);
+        s_.release(holder, gpu_bit(0), now_);
+        const auto told = waits();
+        size_t deep = 0;
+        for (const std::string& w : told)
+            deep += std::stoul(w.substr(w.find(':') + 1)) > Scheduler::kNamedPlaces;
+        EXPECT_LE(deep, 3u) << round;
+        EXPECT_LE(told.size(), Scheduler::kNamedPlaces + deep) << round;
+        s_.request(holder, gpu_bit(0), now_);  // back to the end of the line
+        waits();
+    }
+    // A waiter's place as last told is never more than twice the true one.
+    for (ClientId id = 1; id <= kClients; ++id) {
+        const auto facts = s_.wait_facts(id, 0);
+        if (!facts)
+            continue;
+        const auto sent = s_.client(id)->wait_sent.find(0);
+        ASSERT_NE(sent, s_.client(id)->wait_sent.end());
+        EXPECT_LE(sent->second.place, 2 * facts->place) << id;
+        EXPECT_GE(sent->second.place, facts->place) << id;
+    }
+}
+
 TEST_F(SchedulerTest, OversubscriptionIsTheReasonInAutoMode)
 {
     gpu(0, 10 * GiB);
