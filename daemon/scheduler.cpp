@@ -444,10 +444,14 @@ bool Scheduler::report_memory(ClientId id, GpuIndex gpu, MemoryUse use, TimePoin
         const bool first_growth = !c->grew_at && c->first_granted_at;
         c->grew_at = now;
         // Its first allocation moves its settle time earlier (settled_at):
-        // those who wait for it to start learn when.
+        // those who wait for it to start learn when. Only deadlines on its
+        // own GPUs depend on it (update_deadline reads the holders of the
+        // GPUs a client holds or wants).
         if (first_growth)
-            for (auto& [other_id, other] : clients_)
-                update_deadline(other);
+            for_each_gpu(c->registered(), [&](GpuIndex g) {
+                for (ClientId member : queues_[g].members)
+                    update_deadline(clients_.at(member));
+            });
     }
     set_memory(*c, gpu, use, now);
     return true;
