@@ -1089,11 +1089,6 @@ void set_shared_hold(uint32_t gpu, bool shared)
     g_shared_hold[gpu].store(shared, std::memory_order_relaxed);
 }
 
-bool shared_hold(uint32_t gpu)
-{
-    return g_shared_hold[gpu].load(std::memory_order_relaxed);
-}
-
 void let_go(uint32_t gpu)
 {
     Lock lock;

@@ -61,7 +61,6 @@ CUresult allocate(CUdeviceptr* dptr, uint64_t bytes, uint32_t gpu, uint64_t* res
 // full waits for the next grant (see allocate) rather than pinning host
 // memory, since the others' memory may be what fills it.
 void set_shared_hold(uint32_t gpu, bool shared);
-bool shared_hold(uint32_t gpu);
 
 // Frees the swappable allocation that starts at `ptr`; false if there is none
 // (nothing done). The caller has waited for the work that may use it; with
