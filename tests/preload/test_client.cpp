@@ -579,14 +579,35 @@ void prefetch()
 // writes the flag from a second stream: the first stream's work depends on
 // a submission this thread makes later. A drain that synchronises in
 // between must let that submission through, or the process hangs.
+// A flag in device memory that the work queued on `stream` from now on waits
+// for; written from a stream of its own by write_flag().
+struct QueuedFlag {
+    CUdeviceptr flag = 0;
+    CUstream writer = nullptr;
+};
+
+QueuedFlag queue_flag_wait()
+{
+    QueuedFlag f;
+    CHECK(api.mem_alloc(&f.flag, 4096));
+    CHECK(api.memset_d8(f.flag, 0, 4096));
+    CHECK(api.stream_create(&f.writer, 0));
+    CHECK(api.stream_wait_value32(stream, f.flag, 1, CU_STREAM_WAIT_VALUE_GEQ));
+    return f;
+}
+
+// Writes the flag, waits for the work behind it, frees it.
+void write_flag(const QueuedFlag& f)
+{
+    CHECK(api.stream_write_value32(f.writer, f.flag, 1, 0));
+    sync_stream();
+    CHECK(api.stream_synchronize(f.writer));
+    CHECK(api.mem_free(f.flag));
+}
+
 void flag_wait()
 {
-    CUdeviceptr flag = 0;
-    CHECK(api.mem_alloc(&flag, 4096));
-    CHECK(api.memset_d8(flag, 0, 4096));
-    CUstream writer = nullptr;
-    CHECK(api.stream_create(&writer, 0));
-    CHECK(api.stream_wait_value32(stream, flag, 1, CU_STREAM_WAIT_VALUE_GEQ));
+    const QueuedFlag flag = queue_flag_wait();
     printf("waiting=ok\n");
     fflush(stdout);
     wait_for(opt.wait_flag);
@@ -598,10 +619,7 @@ void flag_wait()
         CHECK(api.mem_alloc(&more, opt.alloc_while_flag_waits));
         CHECK(api.memset_d8(more, 0x5a, opt.alloc_while_flag_waits));
     }
-    CHECK(api.stream_write_value32(writer, flag, 1, 0));
-    sync_stream();
-    CHECK(api.stream_synchronize(writer));
-    CHECK(api.mem_free(flag));
+    write_flag(flag);
     if (more != 0) {
         unsigned char tail[64];
         CHECK(api.memcpy_dtoh(tail, more + opt.alloc_while_flag_waits - sizeof tail, sizeof tail));
@@ -798,13 +816,9 @@ CUresult peer_kernel_once()
 // is written only after a capture, which lasts until the file exists.
 void kernels_behind_a_capture()
 {
-    CUdeviceptr flag = 0;
-    CHECK(api.mem_alloc(&flag, 4096));
-    CHECK(api.memset_d8(flag, 0, 4096));
-    CUstream writer = nullptr, capturing = nullptr;
-    CHECK(api.stream_create(&writer, 0));
+    const QueuedFlag flag = queue_flag_wait();
+    CUstream capturing = nullptr;
     CHECK(api.stream_create(&capturing, 0));
-    CHECK(api.stream_wait_value32(stream, flag, 1, CU_STREAM_WAIT_VALUE_GEQ));
     for (int i = 0; i < opt.kernels; ++i)
         launch(opt.kernel_us);
     CHECK(api.begin_capture(capturing, CU_STREAM_CAPTURE_MODE_RELAXED));
@@ -815,8 +829,7 @@ void kernels_behind_a_capture()
     CUgraph g = nullptr;
     CHECK(api.end_capture(capturing, &g));
     CHECK(api.graph_destroy(g));
-    CHECK(api.stream_write_value32(writer, flag, 1, 0));
-    sync_stream();
+    write_flag(flag);
 }
 
 void run_round()
