@@ -61,6 +61,12 @@
 //       functions, found in libcuda's symbol table by hand: work that passes
 //       no hook of libnvshare.so, as a tool's trampoline would. Prints
 //       "RESULT OK escape alloc-ms=MS memset=E sync=E".
+//   --mode long-touch --alloc-mib N --burst-us US --ready FILE
+//       Sets N MiB of cudaMalloc memory, then one kernel that adds 1 to every
+//       word of it, pass after pass, for US microseconds; writes FILE once
+//       the kernel is queued, and when it has ended checks every word on the
+//       GPU. Prints "RESULT OK long-touch passes=MIN..MAX wrong=W" (W words
+//       that do not hold their passes: memory moved under the kernel).
 // Prints "gpu_edge: RESULT OK ..." when everything checked out.
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -556,6 +562,70 @@ int escape(long alloc_mib)
     return 0;
 }
 
+__global__ void set_words(unsigned* buf, size_t n)
+{
+    for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+        buf[i] = static_cast<unsigned>(i * 2654435761u);
+}
+
+// Thread t owns words t, t + stride, ...: it adds 1 to each, pass after pass,
+// until `ns` have gone by, and records its passes.
+__global__ void touch_for(unsigned* buf, size_t n, unsigned long long ns, unsigned* passes)
+{
+    const size_t t = blockIdx.x * blockDim.x + threadIdx.x, stride = gridDim.x * blockDim.x;
+    const unsigned long long start = global_ns();
+    unsigned done = 0;
+    do {
+        for (size_t i = t; i < n; i += stride)
+            buf[i] += 1;
+        ++done;
+    } while (global_ns() - start < ns);
+    passes[t] = done;
+}
+
+__global__ void count_wrong(const unsigned* buf, size_t n, const unsigned* passes, size_t owners,
+                            unsigned long long* wrong)
+{
+    for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+        if (buf[i] != static_cast<unsigned>(i * 2654435761u) + passes[i % owners])
+            atomicAdd(wrong, 1ull);
+}
+
+int long_touch(const char* ready, long alloc_mib, long burst_us)
+{
+    const size_t n = (static_cast<size_t>(alloc_mib) << 20) / sizeof(unsigned);
+    const unsigned blocks = 512, threads = 256;
+    const size_t owners = static_cast<size_t>(blocks) * threads;
+    unsigned *buf = nullptr, *passes = nullptr;
+    unsigned long long* wrong = nullptr;
+    CHECK(cudaMalloc(&buf, n * sizeof(unsigned)));
+    CHECK(cudaMalloc(&passes, owners * sizeof(unsigned)));
+    CHECK(cudaMalloc(&wrong, sizeof *wrong));
+    CHECK(cudaMemset(wrong, 0, sizeof *wrong));
+    set_words<<<blocks, threads>>>(buf, n);
+    CHECK(cudaDeviceSynchronize());
+    touch_for<<<blocks, threads>>>(buf, n, static_cast<unsigned long long>(burst_us) * 1000,
+                                   passes);
+    CHECK(cudaGetLastError());
+    touch(ready);
+    CHECK(cudaDeviceSynchronize());
+    count_wrong<<<blocks, threads>>>(buf, n, passes, owners, wrong);
+    std::vector<unsigned> p(owners);
+    unsigned long long bad = 0;
+    CHECK(cudaMemcpy(p.data(), passes, owners * sizeof(unsigned), cudaMemcpyDeviceToHost));
+    CHECK(cudaMemcpy(&bad, wrong, sizeof bad, cudaMemcpyDeviceToHost));
+    unsigned lo = p[0], hi = p[0];
+    for (unsigned v : p) {
+        lo = v < lo ? v : lo;
+        hi = v > hi ? v : hi;
+    }
+    printf("gpu_edge: RESULT OK long-touch passes=%u..%u wrong=%llu\n", lo, hi, bad);
+    CHECK(cudaFree(buf));
+    CHECK(cudaFree(passes));
+    CHECK(cudaFree(wrong));
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv)
@@ -607,6 +677,8 @@ int main(int argc, char** argv)
         return graph_node(ready, go, alloc_mib);
     if (mode == "escape")
         return escape(alloc_mib);
+    if (mode == "long-touch")
+        return long_touch(ready, alloc_mib, burst_us);
     fprintf(stderr, "gpu_edge: unknown --mode %s\n", mode.c_str());
     return 2;
 }

@@ -484,6 +484,43 @@ class Runner:
             self.record(name, ok, (line[0] if line else "no result") + f", daemon exit {rc}" +
                         ("" if ok else " | " + out[1][-600:]))
 
+    def revoked_work_keeps_its_memory(self):
+        """Issue 43, item 4: a holder whose one long kernel adds to every word of
+        its memory is revoked mid-kernel (its drain cannot end within the grace),
+        and the next holder's growth asks it for room: its memory moves only once
+        the kernel has ended, so the kernel neither faults nor loses a pass."""
+        name = "revoked-work-keeps-its-memory"
+        total = gpu_memory_bytes()
+        mib = (total * 55 // 100) >> 20
+        with tempfile.TemporaryDirectory(dir=self.a.out) as wd:
+            d = Daemon(self.a.nvshared, wd, ["--anti-thrashing", "on", "--time-quantum", "200ms",
+                                             "--grace", "1s"])
+            ready = os.path.join(wd, "ready")
+            a = self.edge(d.sock, ["--mode", "long-touch", "--alloc-mib", str(mib), "--burst-us",
+                                   "8000000", "--ready", ready])
+            if not self.wait_file(ready, a, timeout=120):
+                a.kill()
+                d.stop()
+                self.record(name, False, "never launched its kernel: " + a.communicate()[0][-500:])
+                return
+            b, _ = self.start_work(d.sock, wd, "b", ["--bursts", "2", "--burst-us", "20000",
+                                                     "--gap-us", "0", "--mem-mib", str(mib)])
+            outs = self.run_all([a, b], 240)
+            rc = d.stop()
+            with open(os.path.join(wd, "nvshared.log")) as f:
+                revoked = "revoked the lock" in f.read()
+            failed = programs_failed([(outs[1][0], outs[1][1])])
+            line = [l for l in outs[0][1].splitlines() if "RESULT OK long-touch" in l]
+            ok = (revoked and outs[0][0] == 0 and bool(line) and line[0].endswith(" wrong=0") and
+                  not failed and rc == 0)
+            if not ok:
+                with open(os.path.join(self.a.out, name + ".log"), "w") as f:
+                    f.write(outs[0][1] + "\n---- the next holder ----\n" + outs[1][1])
+            self.record(name, ok, f"{mib} MiB each; revoked mid-kernel: {revoked}; " +
+                        (line[0] if line else f"long-touch exit {outs[0][0]}") +
+                        f"; other {failed or 'ok'}; daemon exit {rc}" +
+                        ("" if ok else " | " + outs[0][1][-800:]))
+
     def nvml_memory(self):
         """Issue 47: nvshared takes each listed GPU's memory size from NVML at
         start, before any client has named it: the status shows what nvidia-smi
@@ -944,6 +981,7 @@ def main():
         "fault-then-alloc": r.fault_then_alloc,
         "graph-node-on-swapped-out": r.graph_node_on_swapped_out,
         "allocation-waits-until-mapped": r.allocation_waits_until_mapped,
+        "revoked-work-keeps-its-memory": r.revoked_work_keeps_its_memory,
         "nvml-memory": r.nvml_memory,
         "nvml-confirms-pinned": r.nvml_confirms_pinned,
         "contextless-stream-calls": r.contextless_stream_calls,
