@@ -533,7 +533,8 @@ void ask_room(void* arg)
     auto get = NVS_REAL(cuMemGetInfo_v2);
     size_t free = 0, total = 0;
     if (get != nullptr && get(&free, &total) == CUDA_SUCCESS)
-        static_cast<Room*>(arg)->some = free >= tuning::kPromoteRoom;
+        static_cast<Room*>(arg)->some =
+            swap_plan::leaves_driver_reserve(tuning::kPromoteRoom, free, total);
 }
 
 }  // namespace

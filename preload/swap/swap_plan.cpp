@@ -44,10 +44,24 @@ Kept kept_at_release(uint64_t allowed, uint64_t capacity, bool evict_all)
     if (allowed == UINT64_MAX)
         return {allowed, allowed};
     // Every process's contexts and the driver take device memory beside
-    // what nvshared counts (tuning::kKeepHeadroomShare).
+    // what nvshared counts (tuning::kKeepHeadroomShare); the next holder's
+    // placements leave the driver's room besides (leaves_driver_reserve).
     const uint64_t share = capacity / tuning::kKeepHeadroomShare;
-    const uint64_t headroom = share < tuning::kKeepHeadroomMax ? share : tuning::kKeepHeadroomMax;
+    const uint64_t headroom =
+        (share < tuning::kKeepHeadroomMax ? share : tuning::kKeepHeadroomMax) +
+        driver_reserve(capacity);
     return {allowed, allowed > headroom ? allowed - headroom : 0};
+}
+
+uint64_t driver_reserve(uint64_t memory)
+{
+    const uint64_t share = memory / tuning::kDriverReserveShare;
+    return share < tuning::kDriverReserveMax ? share : tuning::kDriverReserveMax;
+}
+
+bool leaves_driver_reserve(uint64_t size, uint64_t free, uint64_t physical)
+{
+    return free >= size && free - size >= driver_reserve(physical);
 }
 
 uint64_t keep_beside_as_big(uint64_t allowed, uint64_t capacity, uint64_t own)

@@ -63,9 +63,18 @@ Backing choose_backing(const BackingFacts& f);
 // `evict_all`: NVSHARE_EVICT=1, nothing stays.
 struct Kept {
     uint64_t total = 0;   // of all movable memory (the swap engine's first)
-    uint64_t engine = 0;  // of the swap engine's: `total` less the headroom
+    uint64_t engine = 0;  // of the swap engine's: `total` less the headroom and the
+                          // driver's room
 };
 Kept kept_at_release(uint64_t allowed, uint64_t capacity, bool evict_all);
+
+// Whether a chunk of `size` bytes may go on a GPU of `physical` bytes that
+// has `free` bytes free now: what the driver needs beside allocations
+// stays free (tuning::kDriverReserveShare). The one rule every device
+// placement asks.
+bool leaves_driver_reserve(uint64_t size, uint64_t free, uint64_t physical);
+// The driver's room on a GPU of `memory` bytes (tuning::kDriverReserveShare).
+uint64_t driver_reserve(uint64_t memory);
 
 // How much of what this process uses (`own`) on a GPU of `capacity` to
 // make host memory ahead for: what nvshared allows to stay (`allowed`;

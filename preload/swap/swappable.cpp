@@ -269,8 +269,23 @@ void count_device(const Record& r, uint64_t size, bool added)
         g_device[r.gpu].fetch_sub(size, std::memory_order_relaxed);
 }
 
+// Whether the device keeps the driver's room with `size` more bytes taken
+// (swap_plan::leaves_driver_reserve). Asked of the current context where it
+// is the chunk's GPU's (the swap engine's moves, the allocating thread);
+// elsewhere the driver's own answer to cuMemCreate stands.
+bool keeps_driver_room(const Record& r, uint64_t size)
+{
+    auto get = NVS_REAL(cuMemGetInfo_v2);
+    size_t free = 0, total = 0;
+    if (get == nullptr || contexts::current_device() != r.ordinal ||
+        get(&free, &total) != CUDA_SUCCESS)
+        return true;
+    return swap_plan::leaves_driver_reserve(size, free, total);
+}
+
 // Device memory for chunk i at its address (no data moves). False (chunk
-// unchanged) if the device has none to give. With `access` false the GPU
+// unchanged) if the device has none to give, counting the driver's room as
+// taken (a failure of CUDA_ERROR_OUT_OF_MEMORY then). With `access` false the GPU
 // may not reach it yet: the caller grants access (allow_access) or takes
 // the chunk back (leave_device) before anything uses it.
 bool place_on_device(Record& r, uint32_t i, uint64_t* create_ns = nullptr, bool access = true,
@@ -280,7 +295,9 @@ bool place_on_device(Record& r, uint32_t i, uint64_t* create_ns = nullptr, bool 
     const uint64_t size = r.layout.size_of(i), va = r.ptr + r.layout.offset_of(i);
     CUmemGenericAllocationHandle h = 0;
     const uint64_t creating = create_ns != nullptr ? now_ns() : 0;
-    const CUresult created = create_on(r, CU_MEM_LOCATION_TYPE_DEVICE, size, &h);
+    const CUresult created = keeps_driver_room(r, size)
+                                 ? create_on(r, CU_MEM_LOCATION_TYPE_DEVICE, size, &h)
+                                 : CUDA_ERROR_OUT_OF_MEMORY;
     if (create_ns != nullptr)
         *create_ns += now_ns() - creating;
     if (failure != nullptr)

@@ -53,6 +53,21 @@ inline constexpr double kAssumedPinRate = 10e9;
 inline constexpr uint64_t kKeepHeadroomShare = 32;
 inline constexpr uint64_t kKeepHeadroomMax = 2ull << 30;
 
+// ---- what no placement takes ----
+
+// "leaves a 256th of the GPU's memory (at most 256 MiB) free for the
+// driver": the driver takes device memory outside every allocation for a
+// new stream, event or module and for a kernel's local memory, and fails
+// that call (out of memory) on a full GPU. A program sees nvshared's
+// capacity, not that the device is full of other processes' memory, so it
+// cannot leave that room itself. A release leaves it free beside its
+// headroom (swap_plan::kept_at_release): in a switch of three processes of
+// PyTorch on an H200 the headroom alone, less the contexts, was less than
+// this room, and the next holder's swap-in met it at every switch
+// (oversub_bench torch-triple 1.2x slower).
+inline constexpr uint64_t kDriverReserveShare = 256;
+inline constexpr uint64_t kDriverReserveMax = 256ull << 20;
+
 // ---- waiting for room at a grant ----
 
 // "tries again, every 2 ms while the room grows ... and every 20 ms while it
@@ -75,7 +90,7 @@ inline constexpr uint64_t kAwaitRoomNs = 2 * kSec;
 // ---- memory in host memory while holding ----
 
 // "asks the driver every 200 ms whether the GPU has room now (128 MiB
-// free)": more than one chunk, less than most waste.
+// free beside the driver's)": more than one chunk, less than most waste.
 inline constexpr uint64_t kPromotePollNs = 200 * kMs;
 inline constexpr uint64_t kPromoteRoom = 128ull << 20;
 // "Where no room came for 1 s, such a process also gives the GPU back at

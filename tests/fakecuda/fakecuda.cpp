@@ -1034,12 +1034,20 @@ FAKE_EXPORT CUresult cuCtxSynchronize()
 
 // ---- streams and capture ------------------------------------------------------------
 
+// As the driver does, a stream takes device memory beside every allocation,
+// and cannot be made on a device that is full.
+constexpr uint64_t kStreamBytes = 2ull << 20;
+
 FAKE_EXPORT CUresult cuStreamCreate(CUstream* ps, unsigned int)
 {
     REQUIRE_INIT();
     Context* c = current();
     if (c == nullptr)
         return CUDA_ERROR_INVALID_CONTEXT;
+    if (!take_device_memory(c->device, kStreamBytes, true)) {
+        log_event("stream-create oom");
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
     *ps = reinterpret_cast<CUstream>(new_stream(c));
     return CUDA_SUCCESS;
 }
@@ -1063,6 +1071,7 @@ FAKE_EXPORT CUresult cuStreamDestroy_v2(CUstream s)
     if (str == nullptr)
         return CUDA_ERROR_INVALID_HANDLE;
     wait_idle(str);
+    take_device_memory(str->ctx->device, kStreamBytes, false);
     std::lock_guard<std::mutex> g(st().mutex);
     str->ctx->streams.erase(str);  // the worker thread stays parked (leaked)
     return CUDA_SUCCESS;

@@ -2053,6 +2053,30 @@ TEST(SwapEngine, AllocationOnAFullGpuLivesInHostMemory)
     EXPECT_EQ(count_events(log, p.pid(), "alloc managed"), 0) << read_text(log);
 }
 
+// No placement takes the last of the device: the driver needs device memory
+// beside every allocation (here: the fake's streams), and a program that
+// sees nvshared's capacity cannot know the device is full. The late
+// allocation would fill the fake's 512 MiB exactly (beside the swap engine's
+// stream, 2 MiB as the fake counts one); a stream made after it must still
+// find room (before: out of memory, as on an H200 whose memory a
+// revoked holder's running work kept).
+TEST(SwapEngine, APlacementLeavesTheDriverRoomForAStream)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "on", "--capacity", "1G"});
+    Process p = start_client(dir, daemon.socket(),
+                             {{"--kernels", "1", "--alloc", "128M", "--late-alloc", "382M",
+                               "--late-stream", "--check-data", "--hold-ms", "100"},
+                              {{"FAKECUDA_MEMORY", std::to_string(512ull << 20)}},
+                              false},
+                             "p");
+    expect_clean_exit(p);
+    EXPECT_NE(p.out().find("late=ok"), std::string::npos) << p.out() << p.err();
+    EXPECT_NE(p.out().find("late-stream=ok"), std::string::npos) << p.out() << p.err();
+    EXPECT_NE(p.out().find("data=ok"), std::string::npos) << p.out() << p.err();
+    EXPECT_EQ(faults(dir, p.pid()), 0) << read_text(dir / "fake.log");
+}
+
 // Sharing the GPU (auto mode, memory fits as nvshared counts it), an
 // allocation that finds the device full does not pin host memory: what has
 // no room waits for the next grant, and the process lets go at once (the

@@ -152,9 +152,9 @@ TEST(SwapPlan, WhatStaysAtAReleaseIsTheAllowanceLessTheHeadroom)
     constexpr uint64_t GiB = 1ull << 30;
     const auto small = kept_at_release(10 * GiB, 16 * GiB, false);
     EXPECT_EQ(small.total, 10 * GiB);
-    EXPECT_EQ(small.engine, 10 * GiB - 512 * MiB);
+    EXPECT_EQ(small.engine, 10 * GiB - 512 * MiB - 64 * MiB);  // and the driver's room
     const auto large = kept_at_release(100 * GiB, 141 * GiB, false);
-    EXPECT_EQ(large.engine, 98 * GiB);  // the headroom's ceiling
+    EXPECT_EQ(large.engine, 98 * GiB - 256 * MiB);  // both ceilings
     EXPECT_EQ(kept_at_release(256 * MiB, 16 * GiB, false).engine, 0u);
     const auto all = kept_at_release(10 * GiB, 16 * GiB, true);
     EXPECT_EQ(all.total, 0u);
@@ -162,6 +162,20 @@ TEST(SwapPlan, WhatStaysAtAReleaseIsTheAllowanceLessTheHeadroom)
     const auto nobody = kept_at_release(UINT64_MAX, 16 * GiB, false);
     EXPECT_EQ(nobody.total, UINT64_MAX);
     EXPECT_EQ(nobody.engine, UINT64_MAX);
+}
+
+// A placement leaves a 256th of the GPU (at most 256 MiB) free for the
+// driver, and a release leaves that room besides its headroom, so that the
+// next holder's swap-in does not meet it.
+TEST(SwapPlan, APlacementLeavesTheDriversRoom)
+{
+    constexpr uint64_t GiB = 1ull << 30;
+    EXPECT_EQ(driver_reserve(16 * GiB), 64 * MiB);
+    EXPECT_EQ(driver_reserve(141 * GiB), 256 * MiB);
+    EXPECT_TRUE(leaves_driver_reserve(512 * MiB, 768 * MiB, 141 * GiB));
+    EXPECT_FALSE(leaves_driver_reserve(512 * MiB, 768 * MiB - 1, 141 * GiB));
+    EXPECT_FALSE(leaves_driver_reserve(512 * MiB, 256 * MiB, 141 * GiB));
+    EXPECT_TRUE(leaves_driver_reserve(64 * MiB, 128 * MiB, 16 * GiB));
 }
 
 // The better of the last two moves of 1 GiB or more, the assumed rate

@@ -119,6 +119,9 @@ struct Options {
     // allocation, given a pattern and read back at once ("late=ok").
     size_t late_alloc = 0;
     std::string late_alloc_after;  // --late-alloc-after FILE: it waits for FILE first
+    // --late-stream: after the late allocation, a new stream and a memset on
+    // it ("late-stream=ok", or "late-stream=oom": the device was full).
+    bool late_stream = false;
     // --free-first: right after the late allocation, the first --alloc
     // allocation is freed (its room on the GPU appears while the process
     // holds the lock); the late allocation is read back once more at the
@@ -409,6 +412,23 @@ void late_alloc()
         pointers.erase(pointers.begin());
     }
     pointers.push_back(p);
+}
+
+void late_stream()
+{
+    CUstream s = nullptr;
+    if (const CUresult r = api.stream_create(&s, 0); r == CUDA_ERROR_OUT_OF_MEMORY) {
+        printf("late-stream=oom\n");
+        fflush(stdout);
+        return;
+    } else {
+        CHECK(r);
+    }
+    CHECK(api.memset_d8_async(late_pointer, 0x7e, 4096, s));
+    CHECK(api.stream_synchronize(s));
+    CHECK(api.stream_destroy(s));
+    printf("late-stream=ok\n");
+    fflush(stdout);
 }
 
 // Work on a new allocation that passes no gate, at once: it finds memory
@@ -914,6 +934,8 @@ bool parse(int argc, char** argv)
             opt.late_alloc = parse_size(next());
         else if (a == "--late-alloc-after")
             opt.late_alloc_after = next();
+        else if (a == "--late-stream")
+            opt.late_stream = true;
         else if (a == "--free-first")
             opt.free_first = true;
         else if (a == "--no-free")
@@ -1053,6 +1075,8 @@ int main(int argc, char** argv)
         if (!opt.late_alloc_after.empty())
             wait_for(opt.late_alloc_after);
         late_alloc();
+        if (opt.late_stream && late_pointer != 0)
+            late_stream();
     }
     if (opt.meminfo_after_work)
         meminfo();
