@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <tuple>
@@ -753,6 +754,39 @@ TEST_F(SchedulerTest, DropLeavesRoomForTheWaiterThatGoesNext)
     uint64_t keep = 0;
     for (const Action& a : s_.take_actions())
         if (a.kind == ActionKind::Drop || a.kind == ActionKind::Contended)
+            keep = a.keep;
+    // 12 GiB less 3's 5 GiB: 1 may keep 7 GiB (for 2, it was 2 GiB).
+    EXPECT_EQ(keep, 7 * GiB);
+}
+
+// Two users of one class: the one whose user has held the GPU less goes
+// next, and the keep leaves room for it, not for the first to arrive.
+TEST_F(SchedulerTest, DropLeavesRoomForTheUserThatGoesNext)
+{
+    s_.set_mode(Mode::Auto, now_);
+    gpu(0, 12 * GiB);
+    client(1);
+    ASSERT_TRUE(s_.connect(2, {2, 1001, "big"}, {0}));
+    ASSERT_TRUE(s_.connect(3, {3, 1002, "small"}, {0}));
+    // User 1001 has held the GPU (2 left nothing there).
+    s_.request(2, gpu_bit(0), now_);
+    advance(20s);
+    s_.release(2, gpu_bit(0), now_);
+    s_.report_memory(1, 0, {8 * GiB, 0}, now_);
+    s_.report_memory(2, 0, {10 * GiB, 0}, now_);
+    s_.report_memory(3, 0, {5 * GiB, 0}, now_);  // does not fit beside 1's 8
+    ASSERT_TRUE(s_.serializing(0));
+    s_.request(1, gpu_bit(0), now_);
+    advance(1s);
+    s_.request(2, gpu_bit(0), now_);  // first to arrive
+    advance(1ms);
+    s_.request(3, gpu_bit(0), now_);  // goes next: its user has held less
+    (void)s_.take_actions();          // 1 was told of 2 when it came
+    advance(30s);                     // 1's quantum ends
+    ASSERT_EQ(s_.queue(0).front(), 3u);
+    std::optional<uint64_t> keep;
+    for (const Action& a : s_.take_actions())
+        if (a.kind == ActionKind::Drop)
             keep = a.keep;
     // 12 GiB less 3's 5 GiB: 1 may keep 7 GiB (for 2, it was 2 GiB).
     EXPECT_EQ(keep, 7 * GiB);
