@@ -14,7 +14,9 @@
 #include <tuple>
 #include <vector>
 
+#include "daemon/action.h"
 #include "daemon/client.h"
+#include "daemon/gpu.h"
 #include "daemon/scheduler_types.h"
 #include "daemon/turn_policy.h"
 #include "daemon/usage.h"
@@ -43,12 +45,6 @@ struct SchedulerSettings {
     Duration quantum_ceiling = std::chrono::seconds(60);
 };
 
-struct GpuDescription {
-    std::string uuid;  // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"
-    std::string name;
-    uint64_t physical_memory = 0;
-};
-
 // How the clients of a GPU share it, from its mode and their memory
 // (Scheduler::turns_for; one owner: update_turns).
 enum class Turns : uint8_t {
@@ -60,52 +56,6 @@ enum class Turns : uint8_t {
     Strict,  // on: one holder at a time
 };
 inline constexpr size_t kTurnStyles = 4;
-
-struct Gpu {
-    GpuDescription description;
-    bool listed_by_host = false;  // from the driver's GPU list, not a client
-    // Its memory size is the host's (NVML) or a root client's: what clients
-    // claim changes it no more (claim_gpu).
-    bool memory_confirmed = false;
-    std::optional<uint32_t> named_by;  // else: the uid whose client first named it
-    uint64_t capacity = 0;             // bytes the scheduler lets clients use together
-    std::vector<ClientId> holders;
-    uint64_t grants = 0;      // lock grants on this GPU so far
-    Duration last_swap_in{};  // latest bulk swap-in reported by any client (shown)
-};
-
-// What a client's libnvshare.so moved for one GPU (cumulative).
-enum class ActionKind {
-    Grant,       // client now holds `gpus`
-    Drop,        // client must release `gpus` within the grace period
-    Revoke,      // client's hold on `gpus` was taken away
-    Contended,   // somebody waits for GPUs the client holds exclusively
-    Unpageable,  // others' pinned memory on the GPU in `gpus` changed
-    Waiting,     // why the client waits for the GPU in `gpus` changed
-    RunAhead,    // whether a holder must keep its queued work short changed
-    Shrink,      // a client that does not hold `gpus` must leave at most `keep` there
-};
-
-enum class RevokeReason { GraceExpired, Admin };
-
-struct Action {
-    ActionKind kind;
-    ClientId client;
-    GpuSet gpus;
-    bool exclusive = false;       // Grant: no other client runs on these GPUs
-    bool oversubscribed = false;  // reported memory exceeds capacity on one of `gpus`
-    bool contended = false;       // Grant: somebody already waits for them
-    Duration grace{};             // Drop
-    // Drop, Contended, a contended Grant, on an oversubscribed GPU: managed
-    // bytes the client may leave on `gpus` when it lets go (UINT64_MAX:
-    // everything). Shrink: what it may leave there now.
-    uint64_t keep = UINT64_MAX;
-    uint64_t others_pinned = 0;  // Unpageable
-    bool turns_begin = false;    // Drop: the GPU has just begun to be taken in turns
-    RevokeReason revoke_reason = RevokeReason::GraceExpired;  // Revoke
-    WaitFacts wait{};                                         // Waiting
-    bool bounded = false;                                     // RunAhead, Grant
-};
 
 class Scheduler {
 public:
