@@ -1,6 +1,6 @@
 // A GPU as nvshared knows it: what the host or its clients said of it, its
 // capacity and who holds it now. The Scheduler owns these; the status
-// document and the bus objects read them.
+// document, the bus objects and the room read them.
 #pragma once
 
 #include <cstdint>

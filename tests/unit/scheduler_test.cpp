@@ -620,26 +620,26 @@ TEST_F(SchedulerTest, AWaiterJoinsAGroupOnceItsHoldersHaveStarted)
 
 // Pinned memory the host does not confirm counts for its sender's own fit
 // (issue 47): with it, a waiter does not join a group it would not fit.
-TEST_F(SchedulerTest, UnconfirmedPinnedMemoryCountsForItsSendersOwnFit)
+class PinnedFitTest : public SchedulerTest, public ::testing::WithParamInterface<bool> {};
+
+TEST_P(PinnedFitTest, UnconfirmedPinnedMemoryCountsForItsSendersOwnFit)
 {
-    for (const bool pins : {false, true}) {
-        SCOPED_TRACE(pins);
-        s_ = Scheduler(SchedulerSettings{Mode::On, 30s, 10s});
-        auto_clients(80 * GiB, 3, 30 * GiB);  // 90 GiB: group turns
-        s_.report_memory(2, 0, {30 * GiB, pins ? 25 * GiB : 0}, now_);
-        s_.request(3, gpu_bit(0), now_);  // 3 has run before
-        advance(2s);
-        s_.release(3, gpu_bit(0), now_);
-        (void)actions();
-        s_.request(1, gpu_bit(0), now_);
-        s_.request(2, gpu_bit(0), now_);
-        EXPECT_EQ(actions(), V{"G1"});
-        advance(policy::kStartupSettle);
-        // 30 + 30 fit in 80; with 2's 25 GiB pinned besides, they do not.
-        EXPECT_EQ(actions(), pins ? V{"C1"} : (V{"C1", "G2"}));
-        EXPECT_EQ(s_.requested_memory(0), 90 * GiB) << "others do not count it";
-    }
+    const bool pins = GetParam();
+    auto_clients(80 * GiB, 3, 30 * GiB);  // 90 GiB: group turns
+    s_.report_memory(2, 0, {30 * GiB, pins ? 25 * GiB : 0}, now_);
+    s_.request(3, gpu_bit(0), now_);  // 3 has run before
+    advance(2s);
+    s_.release(3, gpu_bit(0), now_);
+    (void)actions();
+    s_.request(1, gpu_bit(0), now_);
+    s_.request(2, gpu_bit(0), now_);
+    EXPECT_EQ(actions(), V{"G1"});
+    advance(policy::kStartupSettle);
+    // 30 + 30 fit in 80; with 2's 25 GiB pinned besides, they do not.
+    EXPECT_EQ(actions(), pins ? V{"C1"} : (V{"C1", "G2"}));
+    EXPECT_EQ(s_.requested_memory(0), 90 * GiB) << "others do not count it";
 }
+INSTANTIATE_TEST_SUITE_P(Pins, PinnedFitTest, ::testing::Bool());
 
 // Nor does it join holders that wait for room (a Shrink round less than
 // kGrowthRound ago): it would wait for the same room.
@@ -655,7 +655,7 @@ TEST_F(SchedulerTest, AWaiterJoinsNoGroupThatWaitsForRoom)
     EXPECT_EQ(actions(), (V{"G3", "G1", "S3"}));
     s_.request(2, gpu_bit(0), now_);  // 55 + 20 would fit beside 1
     EXPECT_EQ(actions(), V{"C1"});
-    advance(Scheduler::kGrowthRound - 1ms);
+    advance(Room::kGrowthRound - 1ms);
     EXPECT_EQ(actions(), V{});
     advance(1ms);
     EXPECT_EQ(actions(), (V{"G2", "S3"}));
@@ -874,13 +874,13 @@ TEST_F(SchedulerTest, ShrinkRoundsDoubleWhileTheHolderWaitsForEach)
             kept.push_back(s_.client(1)->kept.at(0) / GiB);
     };
     for (int i = 0; i < 12; ++i)
-        grow(Scheduler::kAnsweredRound);
+        grow(Room::kAnsweredRound);
     EXPECT_EQ(kept, (std::vector<uint64_t>{19, 17, 13, 5}));
 
     kept.clear();
-    advance(Scheduler::kGrowthRound);  // 32 GiB: 1 keeps 5 of the 8 left
-    for (int i = 0; i < 6; ++i)        // the room runs out at 36 GiB
-        grow(Scheduler::kAnsweredRound / 2);
+    advance(Room::kGrowthRound);  // 32 GiB: 1 keeps 5 of the 8 left
+    for (int i = 0; i < 6; ++i)   // the room runs out at 36 GiB
+        grow(Room::kAnsweredRound / 2);
     EXPECT_EQ(kept, (std::vector<uint64_t>{4, 3, 2}));
 }
 
