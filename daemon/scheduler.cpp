@@ -7,26 +7,9 @@ namespace nvshare::daemon {
 
 namespace {
 
-template <typename F>
-void for_each_gpu(GpuSet set, F&& f)
-{
-    while (set != 0) {
-        const auto g = static_cast<GpuIndex>(__builtin_ctzll(set));
-        set &= set - 1;
-        f(g);
-    }
-}
-
 void erase_value(std::vector<ClientId>& v, ClientId id)
 {
     v.erase(std::remove(v.begin(), v.end(), id), v.end());
-}
-
-// The managed (movable) memory a client reported on `gpu`.
-uint64_t managed_on(const ClientRecord& c, GpuIndex gpu)
-{
-    const auto m = c.memory.find(gpu);
-    return m != c.memory.end() ? m->second.managed : 0;
 }
 
 }  // namespace
@@ -35,7 +18,19 @@ uint64_t managed_on(const ClientRecord& c, GpuIndex gpu)
 
 // ---- GPUs and settings ----------------------------------------------------------
 
-Scheduler::Scheduler(SchedulerSettings settings) : settings_(settings) {}
+Scheduler::Scheduler(SchedulerSettings settings)
+    : settings_(settings), room_(gpus_, clients_, lineup())
+{
+}
+
+Lineup Scheduler::lineup()
+{
+    return {
+        [this](GpuIndex g) -> const std::set<ClientId>& { return queues_[g].members; },
+        [this](GpuIndex g) { return ordered(g, now_); },
+        [this](GpuIndex g, ClientId besides) { return goes_next(g, besides); },
+    };
+}
 
 std::optional<GpuIndex> Scheduler::ensure_gpu(const GpuDescription& description)
 {
@@ -130,6 +125,7 @@ std::optional<GpuIndex> Scheduler::add_gpu(const GpuDescription& description)
         gpu.capacity = description.physical_memory;
     gpus_.push_back(std::move(gpu));
     queues_.emplace_back();
+    room_.add_gpu();
     // A new GPU has no clients yet: its mode alone says how it is shared.
     update_turns();
     return static_cast<GpuIndex>(gpus_.size() - 1);
@@ -259,7 +255,7 @@ ClientRecord* Scheduler::find(ClientId id)
 
 uint64_t Scheduler::requested_memory(GpuIndex gpu) const
 {
-    return gpu < queues_.size() ? queues_[gpu].requested : 0;
+    return room_.requested(gpu);
 }
 
 Turns Scheduler::turns(GpuIndex gpu) const
@@ -350,7 +346,7 @@ bool Scheduler::connect(ClientId id, ClientInfo info, std::vector<GpuIndex> gpus
     for_each_gpu(registered, [&](GpuIndex g) {
         queues_[g].members.insert(id);
         queues_[g].classes[rank]++;
-        publish_unpageable(g);
+        room_.tell_unpageable(g, actions_);
     });
     return true;
 }
@@ -464,44 +460,15 @@ void Scheduler::confirm_memory(ClientId id, GpuIndex gpu, std::optional<uint64_t
     ClientRecord* c = find(id);
     if (c == nullptr || (c->registered() & gpu_bit(gpu)) == 0)
         return;
-    if (bytes)
-        c->host_confirms[gpu] = *bytes;
-    else
-        c->host_confirms.erase(gpu);
+    Room::confirm(*c, gpu, bytes);
     const auto m = c->memory.find(gpu);
     if (m != c->memory.end())
         set_memory(*c, gpu, m->second, now);
 }
 
-uint64_t Scheduler::unconfirmed_on(const ClientRecord& c, GpuIndex gpu)
-{
-    const auto m = c.memory.find(gpu);
-    return m != c.memory.end() ? m->second.pinned - m->second.confirmed_pinned : 0;
-}
-
 void Scheduler::set_memory(ClientRecord& c, GpuIndex gpu, MemoryUse use, TimePoint now)
 {
-    // No process pins more than the GPU has; swappable memory may exceed
-    // it (held in host memory), and above the GPU's size it changes nothing
-    // for others.
-    if (const uint64_t size = gpus_[gpu].description.physical_memory; size != 0)
-        use.pinned = std::min(use.pinned, size);
-    if (c.info.uid == 0) {
-        use.confirmed_pinned = use.pinned;
-    } else {
-        const auto host = c.host_confirms.find(gpu);
-        use.confirmed_pinned =
-            host == c.host_confirms.end() ? 0 : std::min(use.pinned, host->second);
-    }
-    MemoryUse& slot = c.memory[gpu];
-    // Bounded reports from at most a million clients: no sum can wrap.
-    queues_[gpu].requested = queues_[gpu].requested - slot.shared() + use.shared();
-    const bool pinned_changed = slot.confirmed_pinned != use.confirmed_pinned;
-    queues_[gpu].pinned = queues_[gpu].pinned - slot.confirmed_pinned + use.confirmed_pinned;
-    slot = use;
-    room_dirty_ |= gpu_bit(gpu);
-    if (pinned_changed)
-        publish_unpageable(gpu);
+    room_.set(c, gpu, use, actions_);
     const GpuSet was_serialized = serialized_gpus();
     refresh_turns(now);
     if ((was_serialized & serialized_gpus() & gpu_bit(gpu)) != 0) {
@@ -550,10 +517,7 @@ void Scheduler::disconnect(ClientId id, TimePoint now)
         affected = c->wanted;
         dequeue(*c);
     }
-    for (const auto& [g, m] : c->memory) {
-        queues_[g].requested -= m.shared();
-        queues_[g].pinned -= m.confirmed_pinned;
-    }
+    room_.forget(*c);
     const GpuSet registered = c->registered();
     const int rank = policy::class_rank(c->info.priority);
     usage_.retire(*c, clients_, now);
@@ -564,7 +528,7 @@ void Scheduler::disconnect(ClientId id, TimePoint now)
         queues_[g].members.erase(id);
         if (--queues_[g].classes[rank] == 0)
             queues_[g].classes.erase(rank);
-        publish_unpageable(g);
+        room_.tell_unpageable(g, actions_);
     });
     update_holder_deadlines(affected);
     const GpuSet before = serialized_gpus();
@@ -591,14 +555,7 @@ bool Scheduler::revoke(ClientId id, TimePoint now)
 
 bool Scheduler::oversubscribed(GpuIndex gpu) const
 {
-    return gpu < gpus_.size() && queues_[gpu].requested > gpus_[gpu].capacity;
-}
-
-bool Scheduler::oversubscribed_set(GpuSet gpus) const
-{
-    bool any = false;
-    for_each_gpu(gpus, [&](GpuIndex g) { any |= oversubscribed(g); });
-    return any;
+    return room_.oversubscribed(gpu);
 }
 
 void Scheduler::push(ActionKind kind, const ClientRecord& c, GpuSet gpus, Duration grace)
@@ -606,84 +563,9 @@ void Scheduler::push(ActionKind kind, const ClientRecord& c, GpuSet gpus, Durati
     Action a{kind, c.id, gpus};
     a.exclusive = (gpus & serialized_gpus()) == gpus;
     a.contended = kind == ActionKind::Contended || c.contended_sent;
-    a.oversubscribed = oversubscribed_set(gpus);
     a.grace = grace;
-    if (kind == ActionKind::Drop || kind == ActionKind::Contended ||
-        (kind == ActionKind::Grant && a.contended)) {
-        a.keep = keep_allowance(c, gpus);
-        if (ClientRecord* m = find(c.id))
-            m->keep_offered = a.keep;
-    }
-    if (a.oversubscribed &&
-        (kind == ActionKind::Grant || kind == ActionKind::Drop || kind == ActionKind::Contended))
-        if (ClientRecord* m = find(c.id))
-            m->told_oversubscribed = true;
+    room_.describe(a);
     actions_.push_back(a);
-}
-
-void Scheduler::publish_unpageable(GpuIndex gpu)
-{
-    const GpuQueue& q = queues_[gpu];
-    for (ClientId id : q.members) {
-        ClientRecord* c = find(id);
-        if (c == nullptr)
-            continue;
-        const auto own = c->memory.find(gpu);
-        const uint64_t others =
-            q.pinned - (own == c->memory.end() ? 0 : own->second.confirmed_pinned);
-        uint64_t& sent = c->unpageable_sent[gpu];
-        if ((others > sent ? others - sent : sent - others) < proto::kUnpageableStep)
-            continue;
-        sent = others;
-        Action a{ActionKind::Unpageable, id, gpu_bit(gpu)};
-        a.others_pinned = others;
-        actions_.push_back(a);
-    }
-}
-
-uint64_t Scheduler::keep_allowance(const ClientRecord& c, GpuSet gpus) const
-{
-    uint64_t keep = UINT64_MAX;
-    for_each_gpu(gpus, [&](GpuIndex g) {
-        if (!oversubscribed(g))
-            return;
-        // Room for whoever goes next: the order's head (class, the user's
-        // held time, arrival), the one the grant will go to.
-        const ClientRecord* next = nullptr;
-        if (const auto h = head(g, now_); h && *h != c.id) {
-            next = &clients_.at(*h);
-        } else {
-            for (ClientId id : ordered(g, now_))
-                if (id != c.id) {
-                    next = &clients_.at(id);
-                    break;
-                }
-        }
-        if (next == nullptr)
-            return;  // nobody to make room for
-        uint64_t need = 0;
-        uint64_t own = 0;
-        for (const auto& [id, o] : clients_) {
-            const auto m = o.memory.find(g);
-            if (m == o.memory.end())
-                continue;
-            if (&o == &c) {
-                need += m->second.pinned;  // its own claim, confirmed or not
-                own = m->second.managed;
-            } else if (&o == next || (o.held & gpu_bit(g)) != 0) {
-                need += m->second.shared();
-            } else {
-                need += m->second.confirmed_pinned;
-                const auto k = o.kept.find(g);
-                if (k != o.kept.end())
-                    need += std::min(k->second, m->second.managed);
-            }
-        }
-        const uint64_t capacity = gpus_[g].capacity;
-        const uint64_t room = capacity > need ? capacity - need : 0;
-        keep = std::min({keep, room, own});
-    });
-    return keep;
 }
 
 Duration Scheduler::quantum_for(const ClientRecord& c) const
@@ -719,7 +601,7 @@ Turns Scheduler::turns_for(GpuIndex g) const
         case Mode::On:
             return Turns::Strict;
         case Mode::Auto:
-            return queues_[g].requested > gpus_[g].capacity ? Turns::Groups : Turns::Soft;
+            return room_.oversubscribed(g) ? Turns::Groups : Turns::Soft;
     }
     return Turns::Strict;
 }
@@ -740,7 +622,7 @@ void Scheduler::refresh_turns(TimePoint now)
     if (gpus_by_turns_ == before)
         return;
     wait_dirty_ = ~GpuSet{0};
-    room_dirty_ = ~GpuSet{0};
+    room_.changed(~GpuSet{0});
     reschedule_all(now, became_serialized);
 }
 
@@ -819,6 +701,16 @@ std::vector<ClientId> Scheduler::ordered(GpuIndex gpu, TimePoint now) const
             ids[i] = keyed[i].second;
     }
     return ids;
+}
+
+std::optional<ClientId> Scheduler::goes_next(GpuIndex gpu, ClientId besides) const
+{
+    if (const auto h = head(gpu, now_); !h || *h != besides)
+        return h;
+    for (ClientId id : ordered(gpu, now_))
+        if (id != besides)
+            return id;
+    return std::nullopt;
 }
 
 int Scheduler::best_waiting_class(GpuSet gpus) const
@@ -967,14 +859,6 @@ bool Scheduler::grantable(const ClientRecord& c, TimePoint now) const
     return ok;
 }
 
-uint64_t Scheduler::holders_need(GpuIndex gpu) const
-{
-    uint64_t need = queues_[gpu].pinned;
-    for (ClientId h : gpus_[gpu].holders)
-        need += managed_on(clients_.at(h), gpu);
-    return need;
-}
-
 bool Scheduler::joins_group(const ClientRecord& c, GpuIndex gpu, TimePoint now) const
 {
     if (turns(gpu) != Turns::Groups || head(gpu, now) != c.id)
@@ -986,15 +870,9 @@ bool Scheduler::joins_group(const ClientRecord& c, GpuIndex gpu, TimePoint now) 
     // Nor while the holders wait for room: a joiner would wait for the same
     // room while holding the lock, and a holder that keeps growing long
     // after its start can keep that room from coming for a long time.
-    if (now < short_of_room_until(gpu))
+    if (now < room_.short_of_room_until(gpu))
         return false;
-    return holders_need(gpu) + managed_on(c, gpu) + unconfirmed_on(c, gpu) <= gpus_[gpu].capacity;
-}
-
-TimePoint Scheduler::short_of_room_until(GpuIndex gpu) const
-{
-    const GpuQueue& q = queues_[gpu];
-    return q.room_asked != 0 ? q.room_asked_at + kGrowthRound : TimePoint{};
+    return room_.fits_beside_holders(c, gpu);
 }
 
 void Scheduler::keep_holders_that_fit(GpuIndex gpu, TimePoint now)
@@ -1007,23 +885,16 @@ void Scheduler::keep_holders_that_fit(GpuIndex gpu, TimePoint now)
     std::stable_sort(
         holders.begin(), holders.end(),
         [](const ClientRecord* a, const ClientRecord* b) { return a->granted_at < b->granted_at; });
-    const bool groups = turns(gpu) == Turns::Groups;
-    uint64_t need = queues_[gpu].pinned;
-    bool first = true, full = false;
-    for (ClientRecord* h : holders) {
-        if (h->drop_sent && groups)
-            continue;  // leaving already
-        const uint64_t mine = managed_on(*h, gpu);
-        // The first keeps it; with group turns, the next ones while they
-        // fit (each with its own unconfirmed pinned memory, which others do
-        // not make room for).
-        full |= !first && (!groups || need + mine + unconfirmed_on(*h, gpu) > gpus_[gpu].capacity);
-        first = false;
-        if (full)
-            send_drop(*h, now, true);
-        else
-            need += mine;
+    if (turns(gpu) != Turns::Groups) {
+        // One at a time: the first keeps it.
+        for (size_t i = 1; i < holders.size(); ++i)
+            send_drop(*holders[i], now, true);
+        return;
     }
+    // In group turns, those not leaving already while their memory fits.
+    std::erase_if(holders, [](const ClientRecord* h) { return h->drop_sent; });
+    for (ClientRecord* h : room_.beyond_fit(gpu, holders))
+        send_drop(*h, now, true);
 }
 
 // Whether its quantum runs: somebody waits whom its letting go would help.
@@ -1055,10 +926,8 @@ void Scheduler::grant(ClientRecord& c, TimePoint now)
         c.first_granted_at = now;
     c.waited_total += now - c.waiting_since;
     c.grants++;
-    c.keep_offered = 0;  // a release nobody asked for evicts everything
-    c.told_oversubscribed = false;
     c.drop_sent = false;
-    room_dirty_ |= c.held;
+    room_.granted(c);
     for_each_gpu(c.held, [&](GpuIndex g) {
         gpus_[g].holders.push_back(c.id);
         gpus_[g].grants++;
@@ -1094,15 +963,8 @@ GpuSet Scheduler::end_hold(ClientRecord& c, GpuSet gpus, TimePoint now)
 {
     gpus &= c.held;
     wait_dirty_ |= gpus;
-    room_dirty_ |= gpus;
-    for_each_gpu(gpus, [&](GpuIndex g) {
-        erase_value(gpus_[g].holders, c.id);
-        const uint64_t managed = managed_on(c, g);
-        // Never told of the oversubscription, it moved nothing (a Shrink
-        // follows if others need the room).
-        c.kept[g] = oversubscribed(g) && c.told_oversubscribed ? std::min(c.keep_offered, managed)
-                                                               : managed;
-    });
+    room_.let_go(c, gpus);
+    for_each_gpu(gpus, [&](GpuIndex g) { erase_value(gpus_[g].holders, c.id); });
     c.held &= ~gpus;
     if (c.held == 0) {
         c.held_total += now - c.granted_at;
@@ -1134,7 +996,7 @@ GpuSet Scheduler::revoke_hold(ClientRecord& c, TimePoint now, RevokeReason reaso
 {
     const GpuSet held = c.held;
     c.revocations++;
-    c.keep_offered = UINT64_MAX;  // it did not let go: assume all its data stayed
+    Room::revoked(c);
     end_hold(c, held, now);
     push(ActionKind::Revoke, c, held);
     actions_.back().revoke_reason = reason;
@@ -1206,76 +1068,12 @@ void Scheduler::publish_waits()
     });
 }
 
-// A holder that grows a block at a time (PyTorch: 1 GiB) and waits for the
-// room of each would get it a block per round, and every round costs those
-// who give it a swap-out with its pinning, so many rounds add up to seconds.
-// Such rounds double: the room comes in a few, and at most about twice what
-// was needed is asked. A first round asks what is lacking, no more; so do
-// rounds that follow faster than a swap-out is answered (a holder whose
-// growth finds room as it comes: there, doubling would move far more than
-// needed out of the way of a fill).
-uint64_t Scheduler::room_to_ask(GpuIndex gpu, uint64_t short_by) const
-{
-    const GpuQueue& q = queues_[gpu];
-    const Duration since = now_ - q.room_asked_at;
-    const bool waited_for_it = q.room_asked != 0 && since >= kAnsweredRound && since < kGrowthRound;
-    return waited_for_it ? std::max(short_by, 2 * q.room_asked) : short_by;
-}
-
 void Scheduler::publish_shrinks()
 {
-    const GpuSet dirty = room_dirty_;
-    room_dirty_ = 0;
-    for_each_gpu(dirty, [&](GpuIndex g) {
-        if (g >= queues_.size() || !oversubscribed(g))
-            return;
-        GpuQueue& q = queues_[g];
-        const uint64_t need = holders_need(g);
-        const uint64_t room = gpus_[g].capacity > need ? gpus_[g].capacity - need : 0;
-        // Who keeps what is left: the waiters in the order they go, then
-        // the clients that wait for nothing here.
-        std::vector<ClientId> order = ordered(g, now_);
-        for (ClientId id : q.members)
-            if ((clients_.at(id).held & gpu_bit(g)) == 0 &&
-                std::find(order.begin(), order.end(), id) == order.end())
-                order.push_back(id);
-        const auto kept_of = [&](const ClientRecord& c) -> std::optional<uint64_t> {
-            const auto k = c.kept.find(g);
-            const auto m = c.memory.find(g);
-            if ((c.held & gpu_bit(g)) != 0 || k == c.kept.end() || m == c.memory.end())
-                return std::nullopt;
-            return std::min(k->second, m->second.managed);
-        };
-        uint64_t kept_here = 0;
-        for (ClientId id : order)
-            kept_here += kept_of(clients_.at(id)).value_or(0);
-        if (kept_here <= room)
-            return;
-        const uint64_t asked = std::min(room_to_ask(g, kept_here - room), kept_here);
-        uint64_t left = kept_here - asked;
-        bool sent = false;
-        for (ClientId id : order) {
-            ClientRecord& c = clients_.at(id);
-            const std::optional<uint64_t> kept = kept_of(c);
-            if (!kept)
-                continue;
-            const uint64_t allowed = std::min(*kept, left);
-            left -= allowed;
-            if (*kept - allowed < kShrinkStep)
-                continue;
-            c.kept[g] = allowed;
-            Action a{ActionKind::Shrink, id, gpu_bit(g)};
-            a.oversubscribed = true;
-            a.keep = allowed;
-            actions_.push_back(a);
-            sent = true;
-        }
-        if (sent) {
-            q.room_asked = asked;
-            q.room_asked_at = now_;
-            for (ClientId id : order)  // those who do not hold: when they may join moved
+    for_each_gpu(room_.publish_shrinks(now_, actions_), [&](GpuIndex g) {
+        for (ClientId id : queues_[g].members)
+            if ((clients_.at(id).held & gpu_bit(g)) == 0)
                 update_deadline(clients_.at(id));
-        }
     });
 }
 
@@ -1409,7 +1207,7 @@ void Scheduler::update_deadline(ClientRecord& c)
         // When the holders of a GPU taken in group turns have started and
         // have their room.
         for_each_gpu(c.wanted & gpus_with({Turns::Groups}), [&](GpuIndex g) {
-            TimePoint at = short_of_room_until(g);
+            TimePoint at = room_.short_of_room_until(g);
             for (ClientId h : gpus_[g].holders)
                 at = std::max(at, settled_time(clients_.at(h)));
             if (at > now_ && (!want || at < *want))

@@ -14,7 +14,10 @@
 #include <tuple>
 #include <vector>
 
+#include "daemon/action.h"
 #include "daemon/client.h"
+#include "daemon/gpu.h"
+#include "daemon/room.h"
 #include "daemon/scheduler_types.h"
 #include "daemon/turn_policy.h"
 #include "daemon/usage.h"
@@ -43,12 +46,6 @@ struct SchedulerSettings {
     Duration quantum_ceiling = std::chrono::seconds(60);
 };
 
-struct GpuDescription {
-    std::string uuid;  // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"
-    std::string name;
-    uint64_t physical_memory = 0;
-};
-
 // How the clients of a GPU share it, from its mode and their memory
 // (Scheduler::turns_for; one owner: update_turns).
 enum class Turns : uint8_t {
@@ -61,55 +58,12 @@ enum class Turns : uint8_t {
 };
 inline constexpr size_t kTurnStyles = 4;
 
-struct Gpu {
-    GpuDescription description;
-    bool listed_by_host = false;  // from the driver's GPU list, not a client
-    // Its memory size is the host's (NVML) or a root client's: what clients
-    // claim changes it no more (claim_gpu).
-    bool memory_confirmed = false;
-    std::optional<uint32_t> named_by;  // else: the uid whose client first named it
-    uint64_t capacity = 0;             // bytes the scheduler lets clients use together
-    std::vector<ClientId> holders;
-    uint64_t grants = 0;      // lock grants on this GPU so far
-    Duration last_swap_in{};  // latest bulk swap-in reported by any client (shown)
-};
-
-// What a client's libnvshare.so moved for one GPU (cumulative).
-enum class ActionKind {
-    Grant,       // client now holds `gpus`
-    Drop,        // client must release `gpus` within the grace period
-    Revoke,      // client's hold on `gpus` was taken away
-    Contended,   // somebody waits for GPUs the client holds exclusively
-    Unpageable,  // others' pinned memory on the GPU in `gpus` changed
-    Waiting,     // why the client waits for the GPU in `gpus` changed
-    RunAhead,    // whether a holder must keep its queued work short changed
-    Shrink,      // a client that does not hold `gpus` must leave at most `keep` there
-};
-
-enum class RevokeReason { GraceExpired, Admin };
-
-struct Action {
-    ActionKind kind;
-    ClientId client;
-    GpuSet gpus;
-    bool exclusive = false;       // Grant: no other client runs on these GPUs
-    bool oversubscribed = false;  // reported memory exceeds capacity on one of `gpus`
-    bool contended = false;       // Grant: somebody already waits for them
-    Duration grace{};             // Drop
-    // Drop, Contended, a contended Grant, on an oversubscribed GPU: managed
-    // bytes the client may leave on `gpus` when it lets go (UINT64_MAX:
-    // everything). Shrink: what it may leave there now.
-    uint64_t keep = UINT64_MAX;
-    uint64_t others_pinned = 0;  // Unpageable
-    bool turns_begin = false;    // Drop: the GPU has just begun to be taken in turns
-    RevokeReason revoke_reason = RevokeReason::GraceExpired;  // Revoke
-    WaitFacts wait{};                                         // Waiting
-    bool bounded = false;                                     // RunAhead, Grant
-};
-
 class Scheduler {
 public:
     explicit Scheduler(SchedulerSettings settings = {});
+    // Its room reads its GPUs and clients where they are.
+    Scheduler(const Scheduler&) = delete;
+    Scheduler& operator=(const Scheduler&) = delete;
 
     // ---- GPUs -----------------------------------------------------------
     // Finds or adds a GPU the host lists (trusted, its memory size too where
@@ -204,14 +158,6 @@ public:
     Duration quantum_for(const ClientRecord& c) const;
     static constexpr int kQuantumPerSwap = 10;
     static constexpr int kMaxQuantumStretch = 4;
-    // A Shrink asks for at least this much: the library moves whole chunks
-    // of up to 64 MiB, and smaller differences are within its headroom.
-    static constexpr uint64_t kShrinkStep = uint64_t{64} << 20;
-    // A Shrink round that comes between these two after the last on its GPU
-    // asks for at least twice that one's room (room_to_ask): the holder
-    // still grows, and waited for the last round to be answered.
-    static constexpr Duration kAnsweredRound = std::chrono::milliseconds(150);
-    static constexpr Duration kGrowthRound = std::chrono::seconds(2);
     // A waiter among the first kNamedPlaces of a GPU's line is told of every
     // change (the holder, its place, the reason, the quantum); one further
     // back only that processes are ahead of it, and its place again when the
@@ -244,29 +190,13 @@ private:
     struct GpuQueue {
         std::set<QueueKey> waiting;
         std::map<Bucket, std::set<QueueKey>> buckets;
-        // Memory reported by the GPU's clients as others see it
-        // (MemoryUse::shared), and its pinned part (confirmed).
-        uint64_t requested = 0;
-        uint64_t pinned = 0;
         std::set<ClientId> members;
         std::map<int, size_t> classes;  // members by class rank
-        // The latest Shrink round: the room it asked of all who keep memory
-        // here, and when.
-        uint64_t room_asked = 0;
-        TimePoint room_asked_at{};
     };
-    // How much of what those who do not hold `gpu` keep there a Shrink round
-    // asks for, `short_by` being what the holders lack.
-    uint64_t room_to_ask(GpuIndex gpu, uint64_t short_by) const;
-    // Until when the holders of `gpu` count as short of room: kGrowthRound
-    // after its latest Shrink round (none: the past).
-    TimePoint short_of_room_until(GpuIndex gpu) const;
 
     ClientRecord* find(ClientId id);
     // A client's memory on a GPU changed, as reported or as confirmed.
     void set_memory(ClientRecord& c, GpuIndex gpu, MemoryUse use, TimePoint now);
-    // The part of its pinned memory the host did not confirm.
-    static uint64_t unconfirmed_on(const ClientRecord& c, GpuIndex gpu);
     std::optional<GpuIndex> add_gpu(const GpuDescription& description);
     bool capacity_follows_physical(GpuIndex gpu) const;
     // A GPU's memory size (and its capacity, where none is configured).
@@ -286,6 +216,10 @@ private:
     OrderKey order_key(const ClientRecord& c, double user_held, TimePoint now) const;
     std::optional<ClientId> head(GpuIndex gpu, TimePoint now) const;
     std::vector<ClientId> ordered(GpuIndex gpu, TimePoint now) const;
+    // The first waiter of `gpu` by that order that is not `besides`.
+    std::optional<ClientId> goes_next(GpuIndex gpu, ClientId besides) const;
+    // What the room asks of the queues: the members and that order.
+    Lineup lineup();
     int best_waiting_class(GpuSet gpus) const;  // policy::class_rank of the best
     // Soft turns: when `c` may join the holders of `gpu`, and whether it may now.
     TimePoint join_time(const ClientRecord& c, GpuIndex gpu, TimePoint now) const;
@@ -303,20 +237,12 @@ private:
     void tell_contended(ClientRecord& c, TimePoint now);
     // Grants every waiter of `gpus` that may go now, in order.
     void admit(GpuSet gpus, TimePoint now);
-    bool oversubscribed_set(GpuSet gpus) const;
     void push(ActionKind kind, const ClientRecord& c, GpuSet gpus, Duration grace = {});
-    // Managed bytes `c` may leave on `gpus` when it lets go: on an
-    // oversubscribed GPU, what fits beside the next waiter's memory and what
-    // everybody else keeps there (pinned memory, what others left behind).
-    uint64_t keep_allowance(const ClientRecord& c, GpuSet gpus) const;
     // The styles again, and what follows where one changed.
     void refresh_turns(TimePoint now);
     void enqueue(ClientRecord& c);
     void dequeue(ClientRecord& c);
     bool grantable(const ClientRecord& c, TimePoint now) const;
-    // The memory that must stay on `gpu` for its holders: theirs, and the
-    // pinned memory of every client of the GPU.
-    uint64_t holders_need(GpuIndex gpu) const;
     // Whether waiter `c` may join the holders of a GPU taken in group turns:
     // it is first in line, they have started and its memory fits beside theirs.
     bool joins_group(const ClientRecord& c, GpuIndex gpu, TimePoint now) const;
@@ -332,10 +258,8 @@ private:
     // Tells the waiters of the GPUs whose queue, holder or quantum changed
     // since the last call what changed for them.
     void publish_waits();
-    // On oversubscribed GPUs whose holders or memory changed since the last
-    // call: asks clients that do not hold the GPU to leave less memory there
-    // where what they left and what the holders use exceed its capacity.
-    // The next waiters keep theirs longest; clients not waiting give first.
+    // Sends the room's Shrink rounds; where one went, the clients that do
+    // not hold the GPU may join at another time (Room::short_of_room_until).
     void publish_shrinks();
     // Tells each holder of GPUs taken in turns whether a process of a higher
     // class is registered there (then it keeps its queued work short, so
@@ -344,9 +268,6 @@ private:
     bool should_bound(const ClientRecord& c);
     void try_heads(GpuSet freed, TimePoint now);
     void notify_contention(GpuSet gpus, TimePoint now);
-    // Tells each client of `gpu` the pinned memory of the others where it
-    // moved by kUnpageableStep or more since it was last told.
-    void publish_unpageable(GpuIndex gpu);
     // When a holder must be asked to let go, if anybody waits for it.
     std::optional<TimePoint> quantum_end(const ClientRecord& c) const;
     void update_deadline(ClientRecord& c);
@@ -367,7 +288,6 @@ private:
     TimePoint now_{};  // the latest time an event brought
     policy::UserShares shares_;
     GpuSet wait_dirty_ = 0;    // GPUs for publish_waits() to look at
-    GpuSet room_dirty_ = 0;    // GPUs for publish_shrinks() to look at
     GpuSet bounded_gpus_ = 0;  // GPUs with a holder told to keep its queued work short
     // When an idle higher-class process stops bounding a holder's run-ahead
     // (kHigherClassIdleRelease after its last use).
@@ -377,6 +297,8 @@ private:
     uint64_t next_sequence_ = 1;
     std::vector<Action> actions_;
     UsageLedger usage_;
+    // The memory of every GPU: what its clients use and keep there.
+    Room room_;
 };
 
 }  // namespace nvshare::daemon

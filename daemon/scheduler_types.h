@@ -20,6 +20,17 @@ inline constexpr GpuSet gpu_bit(GpuIndex g)
     return GpuSet{1} << g;
 }
 
+// Calls f(g) for each GPU g of `set`, in index order.
+template <typename F>
+void for_each_gpu(GpuSet set, F&& f)
+{
+    while (set != 0) {
+        const auto g = static_cast<GpuIndex>(__builtin_ctzll(set));
+        set &= set - 1;
+        f(g);
+    }
+}
+
 // Whole microseconds: the unit of the wire protocol, the status JSON, D-Bus,
 // the journal's fields and the state file.
 inline constexpr uint64_t to_usec(Duration d)

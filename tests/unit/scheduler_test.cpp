@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <tuple>
@@ -619,26 +620,26 @@ TEST_F(SchedulerTest, AWaiterJoinsAGroupOnceItsHoldersHaveStarted)
 
 // Pinned memory the host does not confirm counts for its sender's own fit
 // (issue 47): with it, a waiter does not join a group it would not fit.
-TEST_F(SchedulerTest, UnconfirmedPinnedMemoryCountsForItsSendersOwnFit)
+class PinnedFitTest : public SchedulerTest, public ::testing::WithParamInterface<bool> {};
+
+TEST_P(PinnedFitTest, UnconfirmedPinnedMemoryCountsForItsSendersOwnFit)
 {
-    for (const bool pins : {false, true}) {
-        SCOPED_TRACE(pins);
-        s_ = Scheduler(SchedulerSettings{Mode::On, 30s, 10s});
-        auto_clients(80 * GiB, 3, 30 * GiB);  // 90 GiB: group turns
-        s_.report_memory(2, 0, {30 * GiB, pins ? 25 * GiB : 0}, now_);
-        s_.request(3, gpu_bit(0), now_);  // 3 has run before
-        advance(2s);
-        s_.release(3, gpu_bit(0), now_);
-        (void)actions();
-        s_.request(1, gpu_bit(0), now_);
-        s_.request(2, gpu_bit(0), now_);
-        EXPECT_EQ(actions(), V{"G1"});
-        advance(policy::kStartupSettle);
-        // 30 + 30 fit in 80; with 2's 25 GiB pinned besides, they do not.
-        EXPECT_EQ(actions(), pins ? V{"C1"} : (V{"C1", "G2"}));
-        EXPECT_EQ(s_.requested_memory(0), 90 * GiB) << "others do not count it";
-    }
+    const bool pins = GetParam();
+    auto_clients(80 * GiB, 3, 30 * GiB);  // 90 GiB: group turns
+    s_.report_memory(2, 0, {30 * GiB, pins ? 25 * GiB : 0}, now_);
+    s_.request(3, gpu_bit(0), now_);  // 3 has run before
+    advance(2s);
+    s_.release(3, gpu_bit(0), now_);
+    (void)actions();
+    s_.request(1, gpu_bit(0), now_);
+    s_.request(2, gpu_bit(0), now_);
+    EXPECT_EQ(actions(), V{"G1"});
+    advance(policy::kStartupSettle);
+    // 30 + 30 fit in 80; with 2's 25 GiB pinned besides, they do not.
+    EXPECT_EQ(actions(), pins ? V{"C1"} : (V{"C1", "G2"}));
+    EXPECT_EQ(s_.requested_memory(0), 90 * GiB) << "others do not count it";
 }
+INSTANTIATE_TEST_SUITE_P(Pins, PinnedFitTest, ::testing::Bool());
 
 // Nor does it join holders that wait for room (a Shrink round less than
 // kGrowthRound ago): it would wait for the same room.
@@ -654,7 +655,7 @@ TEST_F(SchedulerTest, AWaiterJoinsNoGroupThatWaitsForRoom)
     EXPECT_EQ(actions(), (V{"G3", "G1", "S3"}));
     s_.request(2, gpu_bit(0), now_);  // 55 + 20 would fit beside 1
     EXPECT_EQ(actions(), V{"C1"});
-    advance(Scheduler::kGrowthRound - 1ms);
+    advance(Room::kGrowthRound - 1ms);
     EXPECT_EQ(actions(), V{});
     advance(1ms);
     EXPECT_EQ(actions(), (V{"G2", "S3"}));
@@ -758,6 +759,39 @@ TEST_F(SchedulerTest, DropLeavesRoomForTheWaiterThatGoesNext)
     EXPECT_EQ(keep, 7 * GiB);
 }
 
+// Two users of one class: the one whose user has held the GPU less goes
+// next, and the keep leaves room for it, not for the first to arrive.
+TEST_F(SchedulerTest, DropLeavesRoomForTheUserThatGoesNext)
+{
+    s_.set_mode(Mode::Auto, now_);
+    gpu(0, 12 * GiB);
+    client(1);
+    ASSERT_TRUE(s_.connect(2, {2, 1001, "big"}, {0}));
+    ASSERT_TRUE(s_.connect(3, {3, 1002, "small"}, {0}));
+    // User 1001 has held the GPU (2 left nothing there).
+    s_.request(2, gpu_bit(0), now_);
+    advance(20s);
+    s_.release(2, gpu_bit(0), now_);
+    s_.report_memory(1, 0, {8 * GiB, 0}, now_);
+    s_.report_memory(2, 0, {10 * GiB, 0}, now_);
+    s_.report_memory(3, 0, {5 * GiB, 0}, now_);  // does not fit beside 1's 8
+    ASSERT_TRUE(s_.serializing(0));
+    s_.request(1, gpu_bit(0), now_);
+    advance(1s);
+    s_.request(2, gpu_bit(0), now_);  // first to arrive
+    advance(1ms);
+    s_.request(3, gpu_bit(0), now_);  // goes next: its user has held less
+    (void)s_.take_actions();          // 1 was told of 2 when it came
+    advance(30s);                     // 1's quantum ends
+    ASSERT_EQ(s_.queue(0).front(), 3u);
+    std::optional<uint64_t> keep;
+    for (const Action& a : s_.take_actions())
+        if (a.kind == ActionKind::Drop)
+            keep = a.keep;
+    // 12 GiB less 3's 5 GiB: 1 may keep 7 GiB (for 2, it was 2 GiB).
+    EXPECT_EQ(keep, 7 * GiB);
+}
+
 // Granted while others wait: the Grant itself says what may stay.
 TEST_F(SchedulerTest, ContendedGrantCarriesTheKeep)
 {
@@ -840,13 +874,13 @@ TEST_F(SchedulerTest, ShrinkRoundsDoubleWhileTheHolderWaitsForEach)
             kept.push_back(s_.client(1)->kept.at(0) / GiB);
     };
     for (int i = 0; i < 12; ++i)
-        grow(Scheduler::kAnsweredRound);
+        grow(Room::kAnsweredRound);
     EXPECT_EQ(kept, (std::vector<uint64_t>{19, 17, 13, 5}));
 
     kept.clear();
-    advance(Scheduler::kGrowthRound);  // 32 GiB: 1 keeps 5 of the 8 left
-    for (int i = 0; i < 6; ++i)        // the room runs out at 36 GiB
-        grow(Scheduler::kAnsweredRound / 2);
+    advance(Room::kGrowthRound);  // 32 GiB: 1 keeps 5 of the 8 left
+    for (int i = 0; i < 6; ++i)   // the room runs out at 36 GiB
+        grow(Room::kAnsweredRound / 2);
     EXPECT_EQ(kept, (std::vector<uint64_t>{4, 3, 2}));
 }
 

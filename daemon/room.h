@@ -1,0 +1,138 @@
+// The memory room of each GPU: what its clients use and leave there, and
+// what they are told of it. The one owner of the per-GPU memory accounting
+// (requested, pinned, kept), the keep allowance, the Shrink rounds, the fit
+// checks of group turns and the Unpageable notices. Part of the scheduler,
+// and pure like it: no I/O, the time comes with the calls that need it.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <vector>
+
+#include "daemon/action.h"
+#include "daemon/client.h"
+#include "daemon/gpu.h"
+#include "daemon/scheduler_types.h"
+
+namespace nvshare::daemon {
+
+// What the room asks of the scheduler's lines: who is registered on a GPU,
+// and the one order in which its waiters go (class, the user's held time,
+// arrival). The room keeps no order of its own: the room it leaves is for
+// whoever the grant will really go to.
+struct Lineup {
+    std::function<const std::set<ClientId>&(GpuIndex gpu)> members;
+    // The waiters of `gpu` in the order they go.
+    std::function<std::vector<ClientId>(GpuIndex gpu)> in_order;
+    // The first of them that is not `besides`.
+    std::function<std::optional<ClientId>(GpuIndex gpu, ClientId besides)> goes_next;
+};
+
+class Room {
+public:
+    // It reads the scheduler's GPUs (capacity, size, holders) and clients,
+    // and writes only the clients' memory facts (memory, host_confirms,
+    // kept, keep_offered, told_oversubscribed, unpageable_sent).
+    Room(const std::vector<Gpu>& gpus, std::map<ClientId, ClientRecord>& clients, Lineup lineup);
+    Room(const Room&) = delete;
+    Room& operator=(const Room&) = delete;
+
+    // A Shrink asks for at least this much: the library moves whole chunks
+    // of up to 64 MiB, and smaller differences are within its headroom.
+    static constexpr uint64_t kShrinkStep = uint64_t{64} << 20;
+    // A Shrink round that comes between these two after the last on its GPU
+    // asks for at least twice that one's room (room_to_ask): the holder
+    // still grows, and waited for the last round to be answered.
+    static constexpr Duration kAnsweredRound = std::chrono::milliseconds(150);
+    static constexpr Duration kGrowthRound = std::chrono::seconds(2);
+
+    // A GPU was added (after those before it): nobody uses it yet.
+    void add_gpu();
+
+    // ---- what clients use ---------------------------------------------------
+    // Memory reported by the GPU's clients as others see it (MemoryUse::shared).
+    uint64_t requested(GpuIndex gpu) const;
+    // Whether that exceeds the GPU's capacity (on any of `gpus`).
+    bool oversubscribed(GpuIndex gpu) const;
+    bool oversubscribed_any(GpuSet gpus) const;
+    // A client's memory on `gpu` as it reported it; the host's figure
+    // (confirm) bounds the pinned part others count. Tells the others where
+    // their view of its pinned memory moved.
+    void set(ClientRecord& c, GpuIndex gpu, MemoryUse use, std::vector<Action>& out);
+    // What the host confirms of the client's memory on `gpu` (nullopt: it
+    // can no longer say); applies at the next set().
+    static void confirm(ClientRecord& c, GpuIndex gpu, std::optional<uint64_t> bytes);
+    // The client is leaving: its memory no longer counts.
+    void forget(const ClientRecord& c);
+    // Tells each client of `gpu` the pinned memory of the others where it
+    // moved by kUnpageableStep or more since it was last told (its members
+    // changed, or their pinned memory).
+    void tell_unpageable(GpuIndex gpu, std::vector<Action>& out);
+
+    // ---- holds ---------------------------------------------------------------
+    // `c` was granted what it holds: nothing is offered it yet.
+    void granted(ClientRecord& c);
+    // `c` lets go of `gpus`: what it leaves there, as its last offer
+    // allowed if it was told of the oversubscription, else everything.
+    void let_go(ClientRecord& c, GpuSet gpus);
+    // `c`'s hold is taken away: it did not let go, so all its data stayed.
+    static void revoked(ClientRecord& c) { c.keep_offered = UINT64_MAX; }
+    // Fills in what action `a` says of the room: whether its GPUs are
+    // oversubscribed, and for a Drop, Contended or contended Grant the keep
+    // allowance (remembered as offered).
+    void describe(Action& a);
+
+    // ---- fit -----------------------------------------------------------------
+    // Whether `c`'s memory fits beside that of the holders of `gpu`.
+    bool fits_beside_holders(const ClientRecord& c, GpuIndex gpu) const;
+    // Of the holders of a GPU taken in group turns, in the order they were
+    // granted: those whose memory no longer fits beside that of the ones
+    // before them (the first always keeps it).
+    std::vector<ClientRecord*> beyond_fit(GpuIndex gpu,
+                                          const std::vector<ClientRecord*>& holders) const;
+    // Until when the holders of `gpu` count as short of room: kGrowthRound
+    // after its latest Shrink round (none: the past).
+    TimePoint short_of_room_until(GpuIndex gpu) const;
+
+    // ---- Shrink --------------------------------------------------------------
+    // The holders or the memory of `gpus` changed: publish_shrinks looks again.
+    void changed(GpuSet gpus) { dirty_ |= gpus; }
+    // On oversubscribed GPUs that changed since the last call: asks clients
+    // that do not hold the GPU to leave less memory there where what they
+    // left and what the holders use exceed its capacity. The next waiters
+    // keep theirs longest; clients not waiting give first. Returns the GPUs
+    // where it asked (when their other clients may join moved).
+    GpuSet publish_shrinks(TimePoint now, std::vector<Action>& out);
+
+private:
+    struct GpuRoom {
+        uint64_t requested = 0;  // MemoryUse::shared of its clients
+        uint64_t pinned = 0;     // their confirmed pinned memory
+        // The latest Shrink round: the room it asked of all who keep memory
+        // here, and when.
+        uint64_t room_asked = 0;
+        TimePoint room_asked_at{};
+    };
+    // The memory that must stay on `gpu` for its holders: theirs, and the
+    // pinned memory of every client of the GPU.
+    uint64_t holders_need(GpuIndex gpu) const;
+    // Managed bytes `c` may leave on `gpus` when it lets go: on an
+    // oversubscribed GPU, what fits beside the next waiter's memory and what
+    // everybody else keeps there (pinned memory, what others left behind).
+    uint64_t keep_allowance(const ClientRecord& c, GpuSet gpus) const;
+    // How much of what those who do not hold `gpu` keep there a Shrink round
+    // asks for, `short_by` being what the holders lack.
+    uint64_t room_to_ask(GpuIndex gpu, uint64_t short_by, TimePoint now) const;
+
+    const std::vector<Gpu>& gpus_;
+    std::map<ClientId, ClientRecord>& clients_;
+    Lineup lineup_;
+    std::vector<GpuRoom> rooms_;  // parallel to gpus_
+    GpuSet dirty_ = 0;            // GPUs for publish_shrinks() to look at
+};
+
+}  // namespace nvshare::daemon

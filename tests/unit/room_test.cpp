@@ -1,0 +1,132 @@
+// The memory room on its own: its GPUs, clients and line are the test's,
+// so what it decides can be checked against the order it is given.
+#include "daemon/room.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <vector>
+
+#include "tests/support/sizes.h"
+
+using namespace nvshare::daemon;
+using namespace std::chrono_literals;
+
+namespace {
+
+using nvshare::test::GiB;
+
+class RoomTest : public ::testing::Test {
+protected:
+    RoomTest()
+        : room_(gpus_, clients_,
+                {
+                    [this](GpuIndex) -> const std::set<ClientId>& { return members_; },
+                    [this](GpuIndex) { return line_; },
+                    [this](GpuIndex, ClientId besides) -> std::optional<ClientId> {
+                        for (ClientId id : line_)
+                            if (id != besides)
+                                return id;
+                        return std::nullopt;
+                    },
+                })
+    {
+        Gpu gpu;
+        gpu.capacity = 12 * GiB;
+        gpu.description.physical_memory = 12 * GiB;
+        gpus_.push_back(gpu);
+        room_.add_gpu();
+    }
+    // Client `id` of user `uid` with `managed` bytes on GPU 0.
+    ClientRecord& client(ClientId id, uint64_t managed, uint32_t uid = 1000)
+    {
+        ClientRecord& c = clients_[id];
+        c.id = id;
+        c.info = ClientInfo{static_cast<int32_t>(id), uid, "c"};
+        c.gpus = {0};
+        members_.insert(id);
+        room_.set(c, 0, {managed, 0}, out_);
+        return c;
+    }
+    void hold(ClientId id)
+    {
+        clients_[id].held = gpu_bit(0);
+        gpus_[0].holders.push_back(id);
+        room_.granted(clients_[id]);
+    }
+    void let_go(ClientId id)
+    {
+        room_.let_go(clients_[id], gpu_bit(0));
+        clients_[id].held = 0;
+        std::erase(gpus_[0].holders, id);
+    }
+    uint64_t drop_keep(ClientId id)
+    {
+        Action a{ActionKind::Drop, id, gpu_bit(0)};
+        room_.describe(a);
+        return a.keep;
+    }
+
+    std::vector<Gpu> gpus_;
+    std::map<ClientId, ClientRecord> clients_;
+    std::set<ClientId> members_;
+    std::vector<ClientId> line_;  // the scheduler's order, as this test sets it
+    Room room_;
+    std::vector<Action> out_;
+    TimePoint now_{std::chrono::seconds(1000)};
+};
+
+// The keep leaves room for whoever the line says goes next: the room has no
+// order of its own (arrival, here 2 before 3, does not count).
+TEST_F(RoomTest, KeepLeavesRoomForWhomTheLineNamesNext)
+{
+    client(1, 8 * GiB);
+    client(2, 10 * GiB);
+    client(3, 5 * GiB);
+    hold(1);
+    ASSERT_TRUE(room_.oversubscribed(0));
+    line_ = {2, 3};
+    EXPECT_EQ(drop_keep(1), 2 * GiB);  // 12 less 2's 10
+    line_ = {3, 2};
+    EXPECT_EQ(drop_keep(1), 7 * GiB);  // 12 less 3's 5
+    line_ = {};
+    EXPECT_EQ(drop_keep(1), UINT64_MAX) << "nobody to make room for";
+}
+
+// A Shrink round asks those not in line first, then the line from its end.
+TEST_F(RoomTest, ShrinkAsksTheLastInLineFirst)
+{
+    client(1, 4 * GiB);
+    client(2, 4 * GiB);
+    client(3, 4 * GiB);
+    for (ClientId id : {1, 2, 3}) {
+        hold(id);
+        let_go(id);  // never told of the oversubscription: it kept everything
+    }
+    client(4, 6 * GiB);
+    hold(4);  // needs 6 of 12: 6 GiB of the 12 kept must go
+    line_ = {3, 1};
+    out_.clear();
+    EXPECT_EQ(room_.publish_shrinks(now_, out_), gpu_bit(0));
+    std::map<ClientId, uint64_t> keeps;
+    for (const Action& a : out_)
+        if (a.kind == ActionKind::Shrink)
+            keeps[a.client] = a.keep;
+    // 3 goes next and keeps its 4; 1 keeps 2; 2 waits for nothing, keeps none.
+    EXPECT_EQ(keeps, (std::map<ClientId, uint64_t>{{1, 2 * GiB}, {2, 0}}));
+    EXPECT_EQ(room_.short_of_room_until(0), now_ + Room::kGrowthRound);
+}
+
+// In group turns the holders keep the GPU in grant order while they fit.
+TEST_F(RoomTest, HoldersBeyondTheFitAreNamed)
+{
+    std::vector<ClientRecord*> holders{&client(1, 5 * GiB), &client(2, 8 * GiB),
+                                       &client(3, 2 * GiB)};
+    for (ClientRecord* h : holders)
+        hold(h->id);
+    // 5 + 8 exceed 12: 2 and everybody after it.
+    EXPECT_EQ(room_.beyond_fit(0, holders), (std::vector<ClientRecord*>{holders[1], holders[2]}));
+}
+
+}  // namespace
