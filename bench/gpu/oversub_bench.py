@@ -188,6 +188,16 @@ def job_model(seq_jobs, kind):
     return {"startup_s": start, "bursts": bursts, "gpu_step_s": g, "cpu_step_s": c}
 
 
+def coarsen(bursts, most):
+    """bursts [(gpu_s, cpu_after_s), ...] as at most `most`: consecutive ones
+    joined, the pauses inside a group counted as GPU time (the GPU held
+    through them), so that simulate_bound stays quick; the bound is then
+    approximate (no switch inside a group)."""
+    k = -(-len(bursts) // most)
+    return [(sum(g for g, _ in grp) + sum(c for _, c in grp[:-1]), grp[-1][1])
+            for grp in (bursts[i:i + k] for i in range(0, len(bursts), k))]
+
+
 def meminfo_kib(field):
     with open("/proc/meminfo") as f:
         for line in f:
@@ -472,16 +482,21 @@ class OversubBench(Bench):
     # --- the bound ----------------------------------------------------------------------
 
     @staticmethod
-    def bound_from(seq_jobs, n, switch_s, kind, each=False):
+    def bound_from(seq_jobs, n, switch_s, kind, each=False, most=None):
         """Each of n jobs as sequential measured one (medians over its runs);
-        each: seq_jobs are the n jobs, different ones, each as measured."""
+        each: seq_jobs are the n jobs, different ones, each as measured;
+        most: each job's bursts coarsened to at most that many."""
         if not seq_jobs:
             return None
         models = ([job_model([j], kind) for j in seq_jobs] if each
                   else [job_model(seq_jobs, kind)] * n)
         # the process around the job's own clock: interpreter start, exit
         tail_s = med([j["wall_s"] - j["total_s"] for j in seq_jobs])
-        t, exact = simulate_bound([(m["startup_s"], m["bursts"]) for m in models], switch_s)
+        joined = [m["bursts"] if not most or len(m["bursts"]) <= most
+                  else coarsen(m["bursts"], most) for m in models]
+        t, exact = simulate_bound([(m["startup_s"], b) for m, b in zip(models, joined)],
+                                  switch_s)
+        exact = exact and all(b is m["bursts"] for m, b in zip(models, joined))
         pick = (lambda k: [m[k] for m in models]) if each else (lambda k: models[0][k])
         return {"bound_s": t + tail_s, "exact": exact, "gpu_step_s": pick("gpu_step_s"),
                 "cpu_step_s": pick("cpu_step_s"), "startup_s": pick("startup_s"),

@@ -13,7 +13,7 @@ from unittest import mock
 BENCH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench", "gpu")
 sys.path.insert(0, BENCH)
 import sweep_bench as sb  # noqa: E402
-from oversub_bench import OversubBench, job_model, simulate_bound  # noqa: E402
+from oversub_bench import OversubBench, coarsen, job_model, simulate_bound  # noqa: E402
 
 CARD = 143771   # MiB, an H200
 HOST = 125 * 1024
@@ -139,6 +139,20 @@ class Bound(unittest.TestCase):
         self.assertEqual(b["gpu_step_s"], [1.0, 0.5])
         # the larger job's bursts fill the other's pauses: 1 + 5 s, and two switches
         self.assertLess(b["bound_s"], 1 + 5 + 1.5 + 1.0)
+
+
+    def test_many_steps_are_joined_so_that_the_bound_stays_quick(self):
+        bursts = [(0.01, 0.25)] * 199 + [(0.01, 0.0)]
+        c = coarsen(bursts, 24)
+        self.assertLessEqual(len(c), 24)
+        self.assertAlmostEqual(sum(g + p for g, p in c), sum(g + p for g, p in bursts))
+        self.assertEqual(c[-1][1], 0.0)
+        self.assertEqual(coarsen(bursts[:8], 8), bursts[:8])
+        job = {"gpu_s": [0.01] * 200, "steps": [0.26] * 199 + [0.01], "startup_s": 1.0,
+               "fill_s": 0.0, "verify_s": 0.0, "wall_s": 53.75, "total_s": 53.75}
+        b = OversubBench.bound_from([job] * 3, 3, 0.5, "torch", True, sb.MOST_BURSTS[3])
+        self.assertFalse(b["exact"])
+        self.assertGreater(b["bound_s"], 53.75)
 
 
 class DryRun(unittest.TestCase):
