@@ -162,6 +162,42 @@ def simulate_bound(jobs, switch_s, cap=256):
     return min(fin for front in layer.values() for _, _, fin in front), exact
 
 
+def job_model(seq_jobs, kind):
+    """A job as sequential measured it (medians over seq_jobs, runs of the
+    same job): its start-up and its bursts [(gpu_s, cpu_after_s), ...]."""
+    if kind == "torch":
+        gpu = [g for j in seq_jobs for g in j["gpu_s"]]
+        cpu = [s - g for j in seq_jobs for s, g in zip(j["steps"][:-1], j["gpu_s"][:-1])]
+        g, c = med(gpu), med(cpu) if cpu else 0.0
+        # The least: a job started right after another waits for the
+        # driver to free the first one's memory (8.2 s against 4.1).
+        start = min(j["startup_s"] for j in seq_jobs)
+        fill = med([j["fill_s"] for j in seq_jobs])
+        ver = med([j["verify_s"] for j in seq_jobs])
+        k = len(seq_jobs[0]["steps"])
+        bursts = [(g, c)] * k
+        bursts[0] = (bursts[0][0] + fill, bursts[0][1])
+        bursts[-1] = (bursts[-1][0] + ver, 0.0)
+    else:
+        g = med([b for j in seq_jobs for b in j["bursts_s"]])
+        k = len(seq_jobs[0]["bursts_s"])
+        c = seq_jobs[0]["cpu_s_param"]
+        start = med([j["total_s"] - sum(j["bursts_s"]) - (k - 1) * c for j in seq_jobs])
+        bursts = [(g, c)] * (k - 1) + [(g, 0.0)]
+        ver = 0.0
+    return {"startup_s": start, "bursts": bursts, "gpu_step_s": g, "cpu_step_s": c}
+
+
+def coarsen(bursts, most):
+    """bursts [(gpu_s, cpu_after_s), ...] as at most `most`: consecutive ones
+    joined, the pauses inside a group counted as GPU time (the GPU held
+    through them), so that simulate_bound stays quick; the bound is then
+    approximate (no switch inside a group)."""
+    k = -(-len(bursts) // most)
+    return [(sum(g for g, _ in grp) + sum(c for _, c in grp[:-1]), grp[-1][1])
+            for grp in (bursts[i:i + k] for i in range(0, len(bursts), k))]
+
+
 def meminfo_kib(field):
     with open("/proc/meminfo") as f:
         for line in f:
@@ -362,8 +398,8 @@ class OversubBench(Bench):
             t0 = time.monotonic()
             procs, outs = [], []
             if cfg == "sequential":
-                for j in jobs:
-                    procs.append(self.start_cmd(j, None, env, tag=cfg))
+                for j in jobs:  # sock: None but where config_args gives a daemon
+                    procs.append(self.start_cmd(j, sock, env, tag=cfg))
                     outs += self.collect(procs[-1:])
             else:
                 procs = [self.start_cmd(j, sock, env, tag=cfg) for j in jobs]
@@ -446,35 +482,25 @@ class OversubBench(Bench):
     # --- the bound ----------------------------------------------------------------------
 
     @staticmethod
-    def bound_from(seq_jobs, n, switch_s, kind):
-        """Each of n jobs as sequential measured one (medians over its runs)."""
+    def bound_from(seq_jobs, n, switch_s, kind, each=False, most=None):
+        """Each of n jobs as sequential measured one (medians over its runs);
+        each: seq_jobs are the n jobs, different ones, each as measured;
+        most: each job's bursts coarsened to at most that many."""
         if not seq_jobs:
             return None
-        if kind == "torch":
-            gpu = [g for j in seq_jobs for g in j["gpu_s"]]
-            cpu = [s - g for j in seq_jobs for s, g in zip(j["steps"][:-1], j["gpu_s"][:-1])]
-            g, c = med(gpu), med(cpu) if cpu else 0.0
-            # The least: a job started right after another waits for the
-            # driver to free the first one's memory (8.2 s against 4.1).
-            start = min(j["startup_s"] for j in seq_jobs)
-            fill = med([j["fill_s"] for j in seq_jobs])
-            ver = med([j["verify_s"] for j in seq_jobs])
-            k = len(seq_jobs[0]["steps"])
-            bursts = [(g, c)] * k
-            bursts[0] = (bursts[0][0] + fill, bursts[0][1])
-            bursts[-1] = (bursts[-1][0] + ver, 0.0)
-        else:
-            g = med([b for j in seq_jobs for b in j["bursts_s"]])
-            k = len(seq_jobs[0]["bursts_s"])
-            c = seq_jobs[0]["cpu_s_param"]
-            start = med([j["total_s"] - sum(j["bursts_s"]) - (k - 1) * c for j in seq_jobs])
-            bursts = [(g, c)] * (k - 1) + [(g, 0.0)]
-            ver = 0.0
+        models = ([job_model([j], kind) for j in seq_jobs] if each
+                  else [job_model(seq_jobs, kind)] * n)
         # the process around the job's own clock: interpreter start, exit
         tail_s = med([j["wall_s"] - j["total_s"] for j in seq_jobs])
-        t, exact = simulate_bound([(start, bursts)] * n, switch_s)
-        return {"bound_s": t + tail_s, "exact": exact, "gpu_step_s": g, "cpu_step_s": c,
-                "startup_s": start, "outside_job_s": tail_s, "switch_s": switch_s,
+        joined = [m["bursts"] if not most or len(m["bursts"]) <= most
+                  else coarsen(m["bursts"], most) for m in models]
+        t, exact = simulate_bound([(m["startup_s"], b) for m, b in zip(models, joined)],
+                                  switch_s)
+        exact = exact and all(b is m["bursts"] for m, b in zip(models, joined))
+        pick = (lambda k: [m[k] for m in models]) if each else (lambda k: models[0][k])
+        return {"bound_s": t + tail_s, "exact": exact, "gpu_step_s": pick("gpu_step_s"),
+                "cpu_step_s": pick("cpu_step_s"), "startup_s": pick("startup_s"),
+                "outside_job_s": tail_s, "switch_s": switch_s,
                 "alone_s": med([j["wall_s"] for j in seq_jobs])}
 
     def switch_costs(self, excess):
@@ -748,12 +774,12 @@ def print_table(name, r):
               f"{r['nvshare_vs_longer_alone']:.3f}")
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter,
-                                 epilog=__doc__.split("\n\n", 1)[1])
-    for k in ("nvshared", "lib", "job"):
-        ap.add_argument("--" + k, required=True)
+def add_run_args(ap, out, build=None):
+    """The options of a run that oversub_bench.py and sweep_bench.py share;
+    build: where --nvshared and --lib are by default (else required)."""
+    for k, path in (("nvshared", "daemon/nvshared"), ("lib", "preload/libnvshare.so")):
+        ap.add_argument("--" + k, required=build is None,
+                        default=build and os.path.join(build, path))
     here = os.path.dirname(os.path.abspath(__file__))
     ap.add_argument("--torch-job", default=os.path.join(here, "torch_job.py"))
     ap.add_argument("--python", default=sys.executable, help="runs torch_job.py")
@@ -764,14 +790,7 @@ def main():
     ap.add_argument("--lib-before", metavar="LIB",
                     help="one more configuration, `before`: nvshare with this libnvshare.so "
                          "(another build, to compare in the same run), as often as nvshare")
-    ap.add_argument("--only", default=",".join(SCENARIOS),
-                    help="scenarios, comma-separated (default: all)")
-    ap.add_argument("--quick", action="store_true", help="tiny sizes: about a minute")
-    ap.add_argument("--out", default="oversub_bench.json")
-    ap.add_argument("--ratio", type=float, default=1.15, help="torch-pair: memory / card")
-    ap.add_argument("--ratio3", type=float, default=1.25, help="torch-triple: memory / card")
-    ap.add_argument("--ratio-unequal", type=float, default=1.06,
-                    help="torch-unequal: memory of both / card")
+    ap.add_argument("--out", default=out)
     ap.add_argument("--card-gib", type=float, help="the card's memory (default: measured)")
     ap.add_argument("--swap-gbs", type=float,
                     help="the bound's transfer rate each way, GB/s (default: measured on the "
@@ -782,8 +801,6 @@ def main():
                     help="runs of serialized and nvshare in the torch scenarios")
     ap.add_argument("--job-timeout", type=float, default=300.0,
                     help="seconds one process may run")
-    ap.add_argument("--max-concurrent-gib", type=float, default=40,
-                    help="emulated: refuse jobs that together allocate more")
     ap.add_argument("--nvshared-arg", action="append", default=[], metavar="ARG",
                     help="one more argument for every nvshared started (repeatable)")
     ap.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
@@ -793,27 +810,49 @@ def main():
                     help="touch N GiB of host memory once before the scenarios (a fresh VM's "
                          "first touch is slow)")
     ap.add_argument("--verbose", action="store_true", help="print every command started")
-    for k, v in FULL.items():
-        ap.add_argument("--" + k.replace("_", "-"), type=type(v), default=None,
-                        help=f"default {v} ({QUICK[k]} with --quick)")
-    a = ap.parse_args()
+
+
+def check_run_args(ap, a, more=()):
+    """Checks add_run_args' options; makes the paths absolute."""
     for kv in a.env:
         if "=" not in kv:
             ap.error(f"--env {kv}: NAME=VALUE expected")
-    only = [s.strip() for s in a.only.split(",") if s.strip()]
-    bad = [s for s in only if s not in SCENARIOS]
-    if bad:
-        ap.error(f"unknown scenario(s) {bad}; known: {', '.join(SCENARIOS)}")
     bad = [c for c in (a.configs or "").split(",") if c and c not in ALL_CONFIGS]
     if bad:
         ap.error(f"unknown configuration(s) {bad}; known: {', '.join(ALL_CONFIGS)}")
-    for k in ("nvshared", "lib", "lib_before", "job", "torch_job", "nvsharectl"):
+    for k in ("nvshared", "lib", "lib_before", "torch_job", "nvsharectl") + tuple(more):
         v = getattr(a, k)
         if v is None:
             continue
         setattr(a, k, os.path.abspath(v))
         if not os.path.isfile(getattr(a, k)):
             ap.error(f"--{k.replace('_', '-')} {v}: no such file")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog=__doc__.split("\n\n", 1)[1])
+    add_run_args(ap, "oversub_bench.json")
+    ap.add_argument("--job", required=True)
+    ap.add_argument("--only", default=",".join(SCENARIOS),
+                    help="scenarios, comma-separated (default: all)")
+    ap.add_argument("--quick", action="store_true", help="tiny sizes: about a minute")
+    ap.add_argument("--ratio", type=float, default=1.15, help="torch-pair: memory / card")
+    ap.add_argument("--ratio3", type=float, default=1.25, help="torch-triple: memory / card")
+    ap.add_argument("--ratio-unequal", type=float, default=1.06,
+                    help="torch-unequal: memory of both / card")
+    ap.add_argument("--max-concurrent-gib", type=float, default=40,
+                    help="emulated: refuse jobs that together allocate more")
+    for k, v in FULL.items():
+        ap.add_argument("--" + k.replace("_", "-"), type=type(v), default=None,
+                        help=f"default {v} ({QUICK[k]} with --quick)")
+    a = ap.parse_args()
+    only = [s.strip() for s in a.only.split(",") if s.strip()]
+    bad = [s for s in only if s not in SCENARIOS]
+    if bad:
+        ap.error(f"unknown scenario(s) {bad}; known: {', '.join(SCENARIOS)}")
+    check_run_args(ap, a, ("job",))
     defaults = QUICK if a.quick else FULL
     p = {k: (getattr(a, k) if getattr(a, k) is not None else v) for k, v in defaults.items()}
 

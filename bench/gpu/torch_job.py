@@ -14,13 +14,36 @@ runs P passes of x.mul_(-1).add_(b) over every tensor (b an integer in
 (torch.cuda.synchronize) and then spins the CPU for C seconds (busy, no
 sleep; none after the last step). Every value stays a small integer, exactly
 representable in float32, so the result has a closed form: after m passes
-x = (-1)^m x0 + K with K = sum over passes i of (-1)^(m-1-i) b_i. At the end
-each tensor is checked on the GPU against it, element by element (in slices
-of 64 MiB) and by its float64 sum.
+x = (-1)^m x0 + K with K = sum over passes i of (-1)^(m-1-i) b_i (m and K
+kept per tensor). At the end each tensor is checked on the GPU against it,
+element by element (in slices of 64 MiB) and by its float64 sum.
+
+For the sweep bench (sweep_bench.py), how the memory is allocated and how
+much of it a step touches:
+  --alloc-style caching    the tensors as above, through PyTorch's caching
+                           allocator (the default)
+  --alloc-style one-block  one torch.empty of the whole working set (one
+                           cudaMalloc, as JAX's preallocation makes with
+                           XLA_PYTHON_CLIENT_PREALLOCATE; JAX itself takes
+                           75% of the card whatever it needs), the tensors
+                           views of it
+  --alloc-style small      PYTORCH_NO_CUDA_MEMORY_CACHING=1 (every
+                           torch.empty its own cudaMalloc) and the working
+                           set led by --small-count (2048) tensors of 1 MiB,
+                           under the 2 MiB VMM granularity; a pass over many
+                           tensors uses torch._foreach_mul_/_foreach_add_
+  --alloc-style growing    the tensors allocated and filled a share a step
+                           (ceil(T * (s + 1) / S) of the T tensors exist from
+                           step s on; the growth counts into the step's GPU
+                           part)
+  --touch-mib M            each step's passes cover only the next tensors in
+                           turn, M MiB of them (at least one tensor), for
+                           bursts shorter than a pass over the working set
 
 Prints one JSON line: {"total_s", "startup_s", "fill_s", "steps" (per-step
 seconds, GPU + CPU), "gpu_s" (per-step GPU part: submission to completion,
-lock waits included), "verify_s", "verified", "ws_gib", "error"}. With
+lock waits included), "verify_s", "verified", "ws_gib", "alloc_style",
+"touch_mib", "tensors", "error"}. With
 TORCH_JOB_SLOW_MS=N in the environment it also has "slow_calls": the calls
 of the steps and the check that kept the CPU N ms or longer, each as [what,
 CLOCK_MONOTONIC start in s, ms] (the first 200), to lay beside
@@ -53,6 +76,8 @@ GIB = 1 << 30
 MIB = 1 << 20
 ROW = 1024                # the fill pattern's period (elements)
 SLICE_ROWS = 16384        # 64 MiB of float32 per verification slice
+SMALL_MIB = 1             # --alloc-style small: under the VMM granularity (2 MiB)
+STYLES = ("caching", "one-block", "small", "growing")
 
 
 class SlowCalls:
@@ -160,36 +185,85 @@ def info(torch, calib_mib, rates_mib):
             "bus": bus_rates(torch, rates_mib) if rates_mib > 0 else None}
 
 
+def layout(a):
+    """MiB of each tensor, in order: 1 GiB ones (the last holds the
+    remainder), led with --alloc-style small by --small-count tensors of
+    SMALL_MIB."""
+    small = min(a.small_count, a.ws_mib // SMALL_MIB) if a.alloc_style == "small" else 0
+    sizes, left = [SMALL_MIB] * small, a.ws_mib - small * SMALL_MIB
+    while left > 0:
+        sizes.append(min(1024, left))
+        left -= sizes[-1]
+    return sizes
+
+
+def touch(torch, group, b):
+    """One pass over the tensors of group: x = -x + b."""
+    if len(group) > 8:  # many small tensors: a few launches, not two each
+        torch._foreach_mul_(group, -1.0)
+        torch._foreach_add_(group, b)
+        return
+    for x in group:
+        x.mul_(-1.0).add_(b)
+
+
 def run(torch, a, doc):
     dev = torch.device("cuda")
-    sizes = []
-    left = a.ws_mib
-    while left > 0:
-        sizes.append(min(1024, left) * MIB // 4)
-        left -= min(1024, left)
+    sizes = layout(a)
     base = torch.arange(ROW, dtype=torch.float32)  # CPU, exact small integers
+    block = None
+    if a.alloc_style == "one-block":  # one allocation, the tensors views of it
+        block = torch.empty(a.ws_mib * MIB, dtype=torch.uint8, device=dev)
+    offs = [0]
+    for mib in sizes:
+        offs.append(offs[-1] + mib * MIB)
+    tensors = []
+
+    def grow(upto):
+        while len(tensors) < upto:
+            t = len(tensors)
+            n = sizes[t] * MIB // 4
+            if block is None:
+                x = torch.empty(n, dtype=torch.float32, device=dev)
+            else:
+                x = block[offs[t]:offs[t + 1]].view(torch.float32)
+            x.view(-1, ROW).copy_((base + (t % 97)).to(dev).expand(n // ROW, ROW))
+            tensors.append(x)
+
+    def due(s):  # tensors that exist from step s on (growing: a share a step)
+        if a.alloc_style != "growing":
+            return len(sizes)
+        return -(-len(sizes) * (s + 1) // max(1, a.steps))
+
     t_fill = time.monotonic()
     doc["startup_s"] = t_fill - T0
-    tensors = []
-    for t, n in enumerate(sizes):
-        x = torch.empty(n, dtype=torch.float32, device=dev)
-        x.view(-1, ROW).copy_((base + (t % 97)).to(dev).expand(n // ROW, ROW))
-        tensors.append(x)
+    grow(due(0))
     torch.cuda.synchronize()
     doc["fill_s"] = time.monotonic() - t_fill
     if a.ready_file:
         open(a.ready_file, "w").close()
     slow = SlowCalls(float(os.environ.get("TORCH_JOB_SLOW_MS", "0")))
     m = 0  # passes done
-    k_sum = 0.0  # K after m passes
+    mt, kt = [0] * len(sizes), [0.0] * len(sizes)  # per tensor: passes and K
+    nxt = 0  # the tensor the next step's window starts at
     steps, gpu = [], []
     for s in range(a.steps):
         t0 = time.monotonic()
+        grow(due(s))
+        sel = list(range(len(tensors)))
+        if a.touch_mib > 0:  # the next tensors in turn, --touch-mib MiB of them
+            sel, mib = [], 0
+            while mib < a.touch_mib and len(sel) < len(tensors):
+                sel.append((nxt + len(sel)) % len(tensors))
+                mib += sizes[sel[-1]]
+            nxt = (nxt + len(sel)) % len(tensors)
+        group = [tensors[i] for i in sel]
         for _ in range(a.passes):
             b = b_of(m)
-            for x in tensors:
-                x.mul_(-1.0).add_(b)
-            k_sum = -k_sum + b
+            touch(torch, group, b)
+            for i in sel:
+                kt[i] = -kt[i] + b
+                mt[i] += 1
             m += 1
         slow("sync", torch.cuda.synchronize)
         t1 = time.monotonic()
@@ -197,12 +271,13 @@ def run(torch, a, doc):
         if s + 1 < a.steps:
             spin(a.cpu_s)
         steps.append(time.monotonic() - t0)
+    grow(len(sizes))  # a growing job of no steps
     doc["steps"], doc["gpu_s"] = steps, gpu
     t_ver = time.monotonic()
-    sign = -1.0 if m % 2 else 1.0
     bad = []
     for t, x in enumerate(tensors):
         off = t % 97
+        sign, k_sum = (-1.0 if mt[t] % 2 else 1.0), kt[t]
         row = slow("row", lambda: (sign * (base + off) + k_sum).to(dev))
         rows = x.numel() // ROW
         mismatch = 0
@@ -220,6 +295,7 @@ def run(torch, a, doc):
     if slow.ms > 0:
         doc["slow_calls"] = slow.seen
     doc["passes_done"] = m
+    doc["tensors"] = len(tensors)
     doc["verified"] = not bad
     if bad:
         doc["error"] = f"verification failed in {len(bad)} of {len(tensors)} tensors"
@@ -234,6 +310,9 @@ def main():
     ap.add_argument("--passes", type=int, default=1)
     ap.add_argument("--steps", type=int, default=8)
     ap.add_argument("--cpu-s", type=float, default=1.0)
+    ap.add_argument("--alloc-style", choices=STYLES, default="caching")
+    ap.add_argument("--small-count", type=int, default=2048)
+    ap.add_argument("--touch-mib", type=int, default=0)
     ap.add_argument("--info", action="store_true")
     ap.add_argument("--calib-mib", type=int, default=2048)
     ap.add_argument("--rates-mib", type=int, default=4096)
@@ -242,8 +321,11 @@ def main():
     a = ap.parse_args()
     if a.die_with_parent:
         die_with_parent()
+    if a.alloc_style == "small":  # every torch.empty its own cudaMalloc
+        os.environ["PYTORCH_NO_CUDA_MEMORY_CACHING"] = "1"
     doc = {"pid": os.getpid(), "ws_gib": a.ws_mib / 1024, "passes": a.passes,
            "steps_asked": a.steps, "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF"),
+           "alloc_style": a.alloc_style, "touch_mib": a.touch_mib,
            "verified": False, "error": None}
     try:
         import torch
