@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+extern "C" CUresult fakecuda_fail_next(const char* call, CUresult error);
+
 namespace {
 
 constexpr size_t kMiB = 1u << 20;
@@ -294,6 +296,40 @@ TEST_F(Vmm, MappedWithoutAccessFaults)
     ASSERT_EQ(cuMemMap(va, kChunk, 0, h, 0), CUDA_SUCCESS);
     EXPECT_EQ(cuMemsetD8_v2(va, 1, 4), CUDA_ERROR_ILLEGAL_ADDRESS);
     EXPECT_NE(read_log(log_).find(" fault cuMemsetD8_v2 "), std::string::npos);
+    ASSERT_EQ(cuMemUnmap(va, kChunk), CUDA_SUCCESS);
+    EXPECT_EQ(cuMemRelease(h), CUDA_SUCCESS);
+    EXPECT_EQ(cuMemAddressFree(va, kChunk), CUDA_SUCCESS);
+}
+
+// A failure asked for (fakecuda_fail_next, what the e2e tests use to see
+// driver errors other than a full device) comes once, at the next call of
+// that name, which then does nothing; only the VMM calls it names may fail.
+TEST_F(Vmm, AFailureAskedForComesOnceAndDoesNothing)
+{
+    EXPECT_EQ(fakecuda_fail_next("cuMemAlloc_v2", CUDA_ERROR_UNKNOWN), CUDA_ERROR_INVALID_VALUE);
+    CUdeviceptr va = 0;
+    ASSERT_EQ(cuMemAddressReserve(&va, kChunk, 0, 0, 0), CUDA_SUCCESS);
+    CUmemGenericAllocationHandle h = 0;
+    const CUmemAllocationProp prop = prop_at(CU_MEM_LOCATION_TYPE_DEVICE);
+    ASSERT_EQ(fakecuda_fail_next("cuMemCreate", CUDA_ERROR_UNKNOWN), CUDA_SUCCESS);
+    EXPECT_EQ(cuMemCreate(&h, kChunk, &prop, 0), CUDA_ERROR_UNKNOWN);
+    EXPECT_EQ(h, 0u);
+    h = create(CU_MEM_LOCATION_TYPE_DEVICE, kChunk);
+
+    ASSERT_EQ(fakecuda_fail_next("cuMemMap", CUDA_ERROR_INVALID_DEVICE), CUDA_SUCCESS);
+    EXPECT_EQ(cuMemMap(va, kChunk, 0, h, 0), CUDA_ERROR_INVALID_DEVICE);
+    CUmemAccessDesc access{};
+    access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    EXPECT_EQ(cuMemSetAccess(va, kChunk, &access, 1), CUDA_ERROR_INVALID_VALUE);  // not mapped
+    ASSERT_EQ(cuMemMap(va, kChunk, 0, h, 0), CUDA_SUCCESS);
+
+    ASSERT_EQ(fakecuda_fail_next("cuMemSetAccess", CUDA_ERROR_UNKNOWN), CUDA_SUCCESS);
+    EXPECT_EQ(cuMemSetAccess(va, kChunk, &access, 1), CUDA_ERROR_UNKNOWN);
+    EXPECT_EQ(cuMemsetD8_v2(va, 1, 4), CUDA_ERROR_ILLEGAL_ADDRESS);  // no access was granted
+    EXPECT_NE(read_log(log_).find(" fail cuMemSetAccess 999\n"), std::string::npos)
+        << read_log(log_);
+
     ASSERT_EQ(cuMemUnmap(va, kChunk), CUDA_SUCCESS);
     EXPECT_EQ(cuMemRelease(h), CUDA_SUCCESS);
     EXPECT_EQ(cuMemAddressFree(va, kChunk), CUDA_SUCCESS);
