@@ -119,6 +119,11 @@ struct Options {
     // allocation, given a pattern and read back at once ("late=ok").
     size_t late_alloc = 0;
     std::string late_alloc_after;  // --late-alloc-after FILE: it waits for FILE first
+    // --fail-late-alloc CALL:ERROR: right before the late allocation, the
+    // fake driver is asked to fail the next CALL (cuMemCreate, cuMemMap or
+    // cuMemSetAccess) with ERROR (fakecuda_fail_next); an allocation that
+    // then fails otherwise than out of memory prints late=error:CODE.
+    std::string fail_late_alloc;
     // --late-stream: after the late allocation, a new stream and a memset on
     // it ("late-stream=ok", or "late-stream=oom": the device was full).
     bool late_stream = false;
@@ -359,6 +364,20 @@ void fault_then_alloc()
     fflush(stdout);
 }
 
+// Asks the fake driver to fail the next call named by --fail-late-alloc.
+void fail_next_vmm_call()
+{
+    const size_t colon = opt.fail_late_alloc.find(':');
+    const std::string call = opt.fail_late_alloc.substr(0, colon);
+    const int error =
+        colon == std::string::npos ? 0 : atoi(opt.fail_late_alloc.c_str() + colon + 1);
+    using FailNext = CUresult (*)(const char*, CUresult);
+    void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    auto fn = driver != nullptr ? reinterpret_cast<FailNext>(dlsym(driver, "fakecuda_fail_next"))
+                                : nullptr;
+    CHECK(fn != nullptr ? fn(call.c_str(), static_cast<CUresult>(error)) : CUDA_ERROR_NOT_FOUND);
+}
+
 void graph_memset_node()
 {
     CUgraph g = nullptr;
@@ -394,8 +413,14 @@ void graph_memset_node()
 void late_alloc()
 {
     CUdeviceptr p = 0;
+    if (!opt.fail_late_alloc.empty())
+        fail_next_vmm_call();
     if (const CUresult r = api.mem_alloc(&p, opt.late_alloc); r == CUDA_ERROR_OUT_OF_MEMORY) {
         printf("late=oom\n");
+        fflush(stdout);
+        return;
+    } else if (r != CUDA_SUCCESS && !opt.fail_late_alloc.empty()) {
+        printf("late=error:%d\n", static_cast<int>(r));
         fflush(stdout);
         return;
     } else {
@@ -980,6 +1005,8 @@ bool parse(int argc, char** argv)
             opt.free_async = true;
         else if (a == "--fault-then-alloc")
             opt.fault_then_alloc = true;
+        else if (a == "--fail-late-alloc")
+            opt.fail_late_alloc = next();
         else if (a == "--graph-memset-node")
             opt.graph_memset_node = true;
         else if (a == "--attrs")
