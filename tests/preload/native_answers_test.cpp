@@ -206,5 +206,23 @@ TEST(DriverErrors, AFailedCuMemSetAccessIsTheAllocationsAnswer)
     expect_the_allocation_fails_with_the_error_of("cuMemSetAccess");
 }
 
+// After a fault, cuMemFree of swap-engine memory answers the sticky error,
+// as the driver's cuMemFree does (it waits for the context's work, which
+// failed), not success: the library synchronises the process's contexts
+// before it unmaps, and the caller's context's error is the free's answer.
+TEST(DriverErrors, AFreeAfterAFaultReturnsTheStickyError)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "auto"});
+    Process p =
+        start_client(dir, daemon.socket(),
+                     {{"--alloc", "64M", "--kernels", "1", "--fault-then-free"}, {}, false}, "p");
+    expect_clean_exit(p);
+    EXPECT_EQ(line_of(p.out(), "fault="), "fault=700 free-after-fault=700") << p.out() << p.err();
+    EXPECT_GE(count_events(dir / "fake.log", p.pid(), "alloc vmm"), 1)
+        << "not swap-engine memory:\n"
+        << read_text(dir / "fake.log");
+}
+
 }  // namespace
 }  // namespace nvshare::test

@@ -81,6 +81,10 @@ struct Options {
     // context is lost), then a 64 MiB allocation; prints
     // fault=CODE alloc-after-fault=CODE and exits 0.
     bool fault_then_alloc = false;
+    // --fault-then-free: after the first allocations, the same fault, then
+    // the first allocation is freed; prints fault=CODE free-after-fault=CODE
+    // and exits 0.
+    bool fault_then_free = false;
     // --graph-memset-node: after --pause-until, a graph with one memset node
     // (0x5a) on the last allocation is made, launched and waited for, and
     // its first byte read back; prints graph-node=CODE graph-run=CODE
@@ -347,7 +351,10 @@ bool late_pattern_ok(const char* what)
     return true;
 }
 
-void fault_then_alloc()
+// A kernel that touches reserved address space with nothing mapped: an
+// illegal address, which loses the context. The launch's or the
+// synchronisation's answer.
+CUresult provoke_fault()
 {
     CUdeviceptr hole = 0;
     CHECK(api.mem_address_reserve(&hole, 2u << 20, 0, 0, 0));
@@ -358,9 +365,23 @@ void fault_then_alloc()
     CUresult fault = api.launch_kernel(f, 1, 1, 1, 1, 1, 1, 0, nullptr, params, nullptr);
     if (fault == CUDA_SUCCESS)
         fault = api.ctx_synchronize();
+    return fault;
+}
+
+void fault_then_alloc()
+{
+    const CUresult fault = provoke_fault();
     CUdeviceptr p = 0;
     const CUresult after = api.mem_alloc(&p, 64u << 20);
     printf("fault=%d alloc-after-fault=%d\n", static_cast<int>(fault), static_cast<int>(after));
+    fflush(stdout);
+}
+
+void fault_then_free()
+{
+    const CUresult fault = provoke_fault();
+    const CUresult freed = pointers.empty() ? CUDA_ERROR_NOT_READY : api.mem_free(pointers.front());
+    printf("fault=%d free-after-fault=%d\n", static_cast<int>(fault), static_cast<int>(freed));
     fflush(stdout);
 }
 
@@ -1005,6 +1026,8 @@ bool parse(int argc, char** argv)
             opt.free_async = true;
         else if (a == "--fault-then-alloc")
             opt.fault_then_alloc = true;
+        else if (a == "--fault-then-free")
+            opt.fault_then_free = true;
         else if (a == "--fail-late-alloc")
             opt.fail_late_alloc = next();
         else if (a == "--graph-memset-node")
@@ -1073,6 +1096,10 @@ int main(int argc, char** argv)
     allocate();
     if (opt.fault_then_alloc) {
         fault_then_alloc();
+        return 0;
+    }
+    if (opt.fault_then_free) {
+        fault_then_free();
         return 0;
     }
     if (opt.meminfo)
