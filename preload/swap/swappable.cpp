@@ -199,9 +199,10 @@ CUmemAccessDesc access_for(CUdevice device, CUmemAccess_flags flags)
 }
 
 // Read-write access for the record's GPU and its peers (set_peer) to
-// [va, va + size), which may span several mappings. The one place that
-// grants access to the chunks' addresses. With the lock held.
-bool allow_access(const Record& r, CUdeviceptr va, uint64_t size)
+// [va, va + size), which may span several mappings: the driver's answer.
+// The one place that grants access to the chunks' addresses. With the lock
+// held.
+CUresult allow_access(const Record& r, CUdeviceptr va, uint64_t size)
 {
     auto set_access = NVS_REAL(cuMemSetAccess);
     CUmemAccessDesc access[1 + kMaxPeers];
@@ -211,7 +212,7 @@ bool allow_access(const Record& r, CUdeviceptr va, uint64_t size)
         if ((g_peers[r.gpu] >> peer & 1) != 0 && static_cast<CUdevice>(peer) != r.ordinal)
             access[n++] =
                 access_for(static_cast<CUdevice>(peer), CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
-    return set_access != nullptr && set_access(va, size, access, n) == CUDA_SUCCESS;
+    return set_access != nullptr ? set_access(va, size, access, n) : CUDA_ERROR_NOT_SUPPORTED;
 }
 
 bool unmap_at(CUdeviceptr va, uint64_t size)
@@ -221,17 +222,22 @@ bool unmap_at(CUdeviceptr va, uint64_t size)
 }
 
 // Maps `handle` at `va`, with read-write access for the record's GPU unless
-// the caller grants it later for a longer range (`access` false).
+// the caller grants it later for a longer range (`access` false). False
+// (nothing mapped) if cuMemMap or cuMemSetAccess fails, with the driver's
+// answer in *failure where given.
 bool map_at(const Record& r, CUdeviceptr va, uint64_t size, CUmemGenericAllocationHandle handle,
-            bool access = true)
+            bool access = true, CUresult* failure = nullptr)
 {
     auto map = NVS_REAL(cuMemMap);
-    if (map == nullptr || map(va, size, 0, handle, 0) != CUDA_SUCCESS)
-        return false;
-    if (!access || allow_access(r, va, size))
-        return true;
-    unmap_at(va, size);
-    return false;
+    CUresult e = map != nullptr ? map(va, size, 0, handle, 0) : CUDA_ERROR_NOT_SUPPORTED;
+    if (e == CUDA_SUCCESS && access) {
+        e = allow_access(r, va, size);
+        if (e != CUDA_SUCCESS)
+            unmap_at(va, size);
+    }
+    if (failure != nullptr)
+        *failure = e;
+    return e == CUDA_SUCCESS;
 }
 
 void release_handle(CUmemGenericAllocationHandle h)
@@ -285,7 +291,8 @@ bool keeps_driver_room(const Record& r, uint64_t size)
 
 // Device memory for chunk i at its address (no data moves). False (chunk
 // unchanged) if the device has none to give, counting the driver's room as
-// taken (a failure of CUDA_ERROR_OUT_OF_MEMORY then). With `access` false the GPU
+// taken (a failure of CUDA_ERROR_OUT_OF_MEMORY then), or if cuMemCreate,
+// cuMemMap or cuMemSetAccess fails (their answer). With `access` false the GPU
 // may not reach it yet: the caller grants access (allow_access) or takes
 // the chunk back (leave_device) before anything uses it.
 bool place_on_device(Record& r, uint32_t i, uint64_t* create_ns = nullptr, bool access = true,
@@ -308,7 +315,7 @@ bool place_on_device(Record& r, uint32_t i, uint64_t* create_ns = nullptr, bool 
         release_handle(h);
         return false;
     }
-    if (!map_at(r, va, size, h, access || c.where == Where::Host)) {
+    if (!map_at(r, va, size, h, access || c.where == Where::Host, failure)) {
         release_handle(h);
         if (c.where == Where::Host && !map_at(r, va, size, c.host))
             log_warn("cannot map a swapped-out chunk back at %#llx: GPU work on it will fail",
@@ -882,11 +889,12 @@ Moved swap_in(uint32_t gpu, uint64_t budget, CUstream stream, bool wait_for_room
         const uint64_t from = r.layout.offset_of(run.first);
         const uint64_t granting = now_ns();
         const bool all =
-            allow_access(r, r.ptr + from, r.layout.offset_of(last) + r.layout.size_of(last) - from);
+            allow_access(r, r.ptr + from,
+                         r.layout.offset_of(last) + r.layout.size_of(last) - from) == CUDA_SUCCESS;
         for (uint32_t k = 0; k < run.count; ++k) {
             const uint32_t i = run.first + k;
             const uint64_t size = r.layout.size_of(i), off = r.layout.offset_of(i);
-            if (!all && !allow_access(r, r.ptr + off, size)) {
+            if (!all && allow_access(r, r.ptr + off, size) != CUDA_SUCCESS) {
                 // As before it was placed (its data untouched), or if even
                 // that fails, mapped without access: GPU work on it faults.
                 m.short_of_room = true;

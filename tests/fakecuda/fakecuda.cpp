@@ -33,7 +33,12 @@
 //    need access for some device. The kernel function 2 (kTouchKernel)
 //    takes {&us, &ptr, &bytes} and reads and writes a byte in every page of
 //    [ptr, ptr + bytes) when it runs (after checking them again); any other
-//    function's kernels take {&us} and touch nothing.
+//    function's kernels take {&us} and touch nothing;
+//  - fakecuda_fail_next(call, error) makes the next cuMemCreate, cuMemMap or
+//    cuMemSetAccess (`call`, by name) of the process fail with `error` and
+//    do nothing, as a driver error other than a full device would; a `fail`
+//    line is logged. Called by the program right before the call it means
+//    (how many VMM calls come before it is the library's business).
 // Every allocation and every piece of GPU work is appended to $FAKECUDA_LOG
 // (one line per event: CLOCK_MONOTONIC ns, pid, event...), so tests can tell
 // from outside whether two processes' work overlapped.
@@ -236,6 +241,8 @@ struct State {
     std::map<uintptr_t, size_t> host_registrations;
     // cuCtxEnablePeerAccess: (accessing device, owning device) pairs.
     std::set<std::pair<CUdevice, CUdevice>> peers;
+    // fakecuda_fail_next: the error the next call of that name fails with.
+    std::map<std::string, CUresult> fail_next;
     uint64_t next_stream_id = 1;
     uint64_t next_handle = 1;
     uint64_t next_op = 1;
@@ -1749,10 +1756,44 @@ static bool host_location(CUmemLocationType type)
            type == CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT;
 }
 
+// The VMM calls whose failures a program may ask for (fakecuda_fail_next).
+static bool may_fail(const char* call)
+{
+    return call != nullptr && (strcmp(call, "cuMemCreate") == 0 || strcmp(call, "cuMemMap") == 0 ||
+                               strcmp(call, "cuMemSetAccess") == 0);
+}
+
+// The error `call` was asked to fail with (once), or CUDA_SUCCESS.
+static CUresult failure_asked(const char* call)
+{
+    std::lock_guard<std::mutex> g(st().mutex);
+    const auto it = st().fail_next.find(call);
+    if (it == st().fail_next.end())
+        return CUDA_SUCCESS;
+    const CUresult e = it->second;
+    st().fail_next.erase(it);
+    log_event("fail %s %d", call, static_cast<int>(e));
+    return e;
+}
+
+// The next `call` (cuMemCreate, cuMemMap or cuMemSetAccess) of this process
+// fails with `error` and does nothing (see the top of this file).
+FAKE_EXPORT CUresult fakecuda_fail_next(const char* call, CUresult error);
+FAKE_EXPORT CUresult fakecuda_fail_next(const char* call, CUresult error)
+{
+    if (!may_fail(call) || error == CUDA_SUCCESS)
+        return CUDA_ERROR_INVALID_VALUE;
+    std::lock_guard<std::mutex> g(st().mutex);
+    st().fail_next[call] = error;
+    return CUDA_SUCCESS;
+}
+
 FAKE_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size,
                                  const CUmemAllocationProp* prop, unsigned long long)
 {
     REQUIRE_INIT();
+    if (const CUresult e = failure_asked("cuMemCreate"); e != CUDA_SUCCESS)
+        return e;
     if (handle == nullptr || prop == nullptr || size == 0)
         return CUDA_ERROR_INVALID_VALUE;
     const bool device = prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE;
@@ -1857,6 +1898,8 @@ FAKE_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
                               CUmemGenericAllocationHandle handle, unsigned long long flags)
 {
     REQUIRE_INIT();
+    if (const CUresult e = failure_asked("cuMemMap"); e != CUDA_SUCCESS)
+        return e;
     if (size == 0 || flags != 0 || !page_aligned(ptr) || !page_aligned(offset))
         return CUDA_ERROR_INVALID_VALUE;
     size = page_round(size);
@@ -1955,6 +1998,8 @@ FAKE_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAcc
                                     size_t count)
 {
     REQUIRE_INIT();
+    if (const CUresult e = failure_asked("cuMemSetAccess"); e != CUDA_SUCCESS)
+        return e;
     if (desc == nullptr || count == 0 || size == 0)
         return CUDA_ERROR_INVALID_VALUE;
     uint64_t grant = 0, revoke = 0;

@@ -1,9 +1,11 @@
 // The fake driver's VMM model (fakecuda.cpp), checked on its own: data
 // follows its handle from one address to another (the moves of the preload
 // library's swap engine), work on an address where nothing is mapped faults
-// without touching it and loses the context, and the attributes and
-// granularity the library reads. Linked with the fake libcuda.so.1; runs
-// with FAKECUDA_MEMORY=64 MiB (meson.build).
+// without touching it and loses the context, also where the memory went
+// after the work was queued, kernels touch the memory they are given, access
+// is per device, and the attributes and granularity the library reads.
+// Linked with the fake libcuda.so.1; runs with FAKECUDA_MEMORY=64 MiB and
+// FAKECUDA_DEVICES=2 (meson.build).
 #include <cuda.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -14,6 +16,8 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+extern "C" CUresult fakecuda_fail_next(const char* call, CUresult error);
 
 namespace {
 
@@ -55,6 +59,24 @@ std::vector<unsigned char> pattern(size_t size, unsigned seed)
     return v;
 }
 
+// The fake's kernel function that reads and writes a byte of every page of
+// [ptr, ptr + bytes) when it runs; function 1 touches nothing.
+const CUfunction kTouch = reinterpret_cast<CUfunction>(2);
+const CUfunction kIdle = reinterpret_cast<CUfunction>(1);
+
+CUresult launch(CUfunction f, CUstream s, CUdeviceptr ptr, uint64_t bytes, uint32_t us = 10)
+{
+    void* params[] = {&us, &ptr, &bytes};
+    return cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, params, nullptr);
+}
+
+std::string fault_line(const char* call, CUdeviceptr at)
+{
+    std::ostringstream line;
+    line << " fault " << call << " 0x" << std::hex << at << "\n";
+    return line.str();
+}
+
 std::string read_log(const std::string& path)
 {
     std::ifstream in(path);
@@ -77,6 +99,7 @@ protected:
     }
     void TearDown() override
     {
+        cuStreamDestroy_v2(stream_);  // gives its device memory back
         cuCtxDestroy_v2(ctx_);
         unsetenv("FAKECUDA_LOG");
         unsetenv("FAKECUDA_NO_HOST_VMM");
@@ -294,6 +317,160 @@ TEST_F(Vmm, MappedWithoutAccessFaults)
     ASSERT_EQ(cuMemMap(va, kChunk, 0, h, 0), CUDA_SUCCESS);
     EXPECT_EQ(cuMemsetD8_v2(va, 1, 4), CUDA_ERROR_ILLEGAL_ADDRESS);
     EXPECT_NE(read_log(log_).find(" fault cuMemsetD8_v2 "), std::string::npos);
+    ASSERT_EQ(cuMemUnmap(va, kChunk), CUDA_SUCCESS);
+    EXPECT_EQ(cuMemRelease(h), CUDA_SUCCESS);
+    EXPECT_EQ(cuMemAddressFree(va, kChunk), CUDA_SUCCESS);
+}
+
+// Addresses are checked when the work runs, not only when it is queued: a
+// memset and a touching kernel queued (legally) behind a wait for a flag,
+// whose memory is unmapped before the flag is written (cuMemUnmap does not
+// wait for queued work, as on a GPU), fault when they run and write
+// nothing: the swap engine's moves under queued work show as faults.
+TEST_F(Vmm, WorkIsCheckedWhenItRunsNotOnlyWhenItIsQueued)
+{
+    CUdeviceptr flag = 0, va = 0;
+    ASSERT_EQ(cuMemAlloc_v2(&flag, 4096), CUDA_SUCCESS);
+    ASSERT_EQ(cuMemsetD8_v2(flag, 0, 4096), CUDA_SUCCESS);
+    ASSERT_EQ(cuMemAddressReserve(&va, kChunk, 0, 0, 0), CUDA_SUCCESS);
+    const CUmemGenericAllocationHandle h = create(CU_MEM_LOCATION_TYPE_DEVICE, kChunk);
+    map(va, kChunk, h);
+    CUstream writer = nullptr;
+    ASSERT_EQ(cuStreamCreate(&writer, 0), CUDA_SUCCESS);
+
+    ASSERT_EQ(cuStreamWaitValue32_v2(stream_, flag, 1, CU_STREAM_WAIT_VALUE_GEQ), CUDA_SUCCESS);
+    ASSERT_EQ(cuMemsetD8Async(va, 1, kChunk, stream_), CUDA_SUCCESS);  // mapped: queued
+    ASSERT_EQ(launch(kTouch, stream_, va, kChunk), CUDA_SUCCESS);
+    ASSERT_EQ(cuMemUnmap(va, kChunk), CUDA_SUCCESS);
+    EXPECT_EQ(read_log(log_).find(" fault "), std::string::npos) << read_log(log_);
+    ASSERT_EQ(cuStreamWriteValue32_v2(writer, flag, 1, 0), CUDA_SUCCESS);
+    EXPECT_EQ(cuStreamSynchronize(stream_), CUDA_ERROR_ILLEGAL_ADDRESS);
+    EXPECT_NE(read_log(log_).find(fault_line("cuMemsetD8Async", va)), std::string::npos)
+        << read_log(log_);
+
+    // The handle's memory, mapped again, was never written.
+    ASSERT_EQ(cuMemMap(va, kChunk, 0, h, 0), CUDA_SUCCESS);
+    const auto* bytes = reinterpret_cast<const unsigned char*>(va);
+    EXPECT_EQ(bytes[0], 0);
+    EXPECT_EQ(bytes[kChunk - 1], 0);
+    ASSERT_EQ(cuMemUnmap(va, kChunk), CUDA_SUCCESS);
+    EXPECT_EQ(cuMemRelease(h), CUDA_SUCCESS);
+    EXPECT_EQ(cuMemAddressFree(va, kChunk), CUDA_SUCCESS);
+    EXPECT_EQ(cuMemFree_v2(flag), CUDA_SUCCESS);
+    EXPECT_EQ(cuStreamDestroy_v2(writer), CUDA_SUCCESS);
+}
+
+// Kernels touch the memory they are given: the touching function reaches
+// every page of its range as its stream's device, so a range that runs past
+// the mapped chunk into unmapped address space faults (at its first
+// unmapped byte) and loses the context, while a kernel given no memory
+// (function 1, the same arguments) touches nothing and does not fault.
+// Within mapped memory the touch keeps the data.
+TEST_F(Vmm, KernelsTouchTheMemoryTheyAreGiven)
+{
+    CUdeviceptr va = 0;
+    ASSERT_EQ(cuMemAddressReserve(&va, 2 * kChunk, 0, 0, 0), CUDA_SUCCESS);
+    const CUmemGenericAllocationHandle h = create(CU_MEM_LOCATION_TYPE_DEVICE, kChunk);
+    map(va, kChunk, h);
+    const std::vector<unsigned char> data = pattern(kChunk, 3);
+    ASSERT_EQ(cuMemcpyHtoD_v2(va, data.data(), kChunk), CUDA_SUCCESS);
+
+    ASSERT_EQ(launch(kTouch, stream_, va, kChunk), CUDA_SUCCESS);
+    ASSERT_EQ(cuStreamSynchronize(stream_), CUDA_SUCCESS);
+    std::vector<unsigned char> back(kChunk);
+    ASSERT_EQ(cuMemcpyDtoH_v2(back.data(), va, kChunk), CUDA_SUCCESS);
+    EXPECT_EQ(back, data);
+
+    ASSERT_EQ(launch(kIdle, stream_, va, 2 * kChunk), CUDA_SUCCESS);
+    ASSERT_EQ(cuStreamSynchronize(stream_), CUDA_SUCCESS);
+    EXPECT_EQ(read_log(log_).find(" fault "), std::string::npos) << read_log(log_);
+
+    EXPECT_EQ(launch(kTouch, stream_, va, 2 * kChunk), CUDA_ERROR_ILLEGAL_ADDRESS);
+    EXPECT_NE(read_log(log_).find(fault_line("cuLaunchKernel", va + kChunk)), std::string::npos)
+        << read_log(log_);
+    EXPECT_EQ(cuStreamSynchronize(stream_), CUDA_ERROR_ILLEGAL_ADDRESS);
+
+    ASSERT_EQ(cuMemUnmap(va, kChunk), CUDA_SUCCESS);
+    EXPECT_EQ(cuMemRelease(h), CUDA_SUCCESS);
+    EXPECT_EQ(cuMemAddressFree(va, 2 * kChunk), CUDA_SUCCESS);
+}
+
+// Access is per device, as on a GPU (two fake devices): memory mapped with
+// access for device 0 only is an illegal address for a kernel on device 1,
+// and reachable from device 1 once cuMemSetAccess grants it too. A process
+// on two GPUs (peer kernels, DataParallel) needs its memory's access
+// granted to each device that reaches it; this is what lets tests see it.
+TEST_F(Vmm, AccessIsPerDevice)
+{
+    CUdeviceptr va = 0;
+    ASSERT_EQ(cuMemAddressReserve(&va, kChunk, 0, 0, 0), CUDA_SUCCESS);
+    const CUmemGenericAllocationHandle h = create(CU_MEM_LOCATION_TYPE_DEVICE, kChunk);
+    map(va, kChunk, h);  // access for device 0
+    ASSERT_EQ(launch(kTouch, stream_, va, kChunk), CUDA_SUCCESS);
+    ASSERT_EQ(cuStreamSynchronize(stream_), CUDA_SUCCESS);
+
+    // A context on device 1 (current until destroyed): its kernel faults.
+    CUcontext one = nullptr;
+    CUstream on_one = nullptr;
+    ASSERT_EQ(cuCtxCreate_v4(&one, nullptr, 0, 1), CUDA_SUCCESS);
+    ASSERT_EQ(cuStreamCreate(&on_one, 0), CUDA_SUCCESS);
+    EXPECT_EQ(launch(kTouch, on_one, va, kChunk), CUDA_ERROR_ILLEGAL_ADDRESS);
+    EXPECT_NE(read_log(log_).find(fault_line("cuLaunchKernel", va)), std::string::npos)
+        << read_log(log_);
+    EXPECT_EQ(cuStreamDestroy_v2(on_one), CUDA_SUCCESS);
+    EXPECT_EQ(cuCtxDestroy_v2(one), CUDA_SUCCESS);
+
+    // Granted to device 1 as well: a fresh context there reaches it.
+    CUmemAccessDesc both[2] = {};
+    for (int d = 0; d < 2; ++d) {
+        both[d].location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        both[d].location.id = d;
+        both[d].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    }
+    ASSERT_EQ(cuMemSetAccess(va, kChunk, both, 2), CUDA_SUCCESS);
+    ASSERT_EQ(cuCtxCreate_v4(&one, nullptr, 0, 1), CUDA_SUCCESS);
+    ASSERT_EQ(cuStreamCreate(&on_one, 0), CUDA_SUCCESS);
+    EXPECT_EQ(launch(kTouch, on_one, va, kChunk), CUDA_SUCCESS);
+    EXPECT_EQ(cuStreamSynchronize(on_one), CUDA_SUCCESS);
+    EXPECT_EQ(cuStreamDestroy_v2(on_one), CUDA_SUCCESS);
+    EXPECT_EQ(cuCtxDestroy_v2(one), CUDA_SUCCESS);
+    const std::string log = read_log(log_);
+    EXPECT_EQ(log.find(" fault "), log.rfind(" fault ")) << "more than one fault:\n" << log;
+
+    ASSERT_EQ(cuMemUnmap(va, kChunk), CUDA_SUCCESS);
+    EXPECT_EQ(cuMemRelease(h), CUDA_SUCCESS);
+    EXPECT_EQ(cuMemAddressFree(va, kChunk), CUDA_SUCCESS);
+}
+
+// A failure asked for (fakecuda_fail_next, what the e2e tests use to see
+// driver errors other than a full device) comes once, at the next call of
+// that name, which then does nothing; only the VMM calls it names may fail.
+TEST_F(Vmm, AFailureAskedForComesOnceAndDoesNothing)
+{
+    EXPECT_EQ(fakecuda_fail_next("cuMemAlloc_v2", CUDA_ERROR_UNKNOWN), CUDA_ERROR_INVALID_VALUE);
+    CUdeviceptr va = 0;
+    ASSERT_EQ(cuMemAddressReserve(&va, kChunk, 0, 0, 0), CUDA_SUCCESS);
+    CUmemGenericAllocationHandle h = 0;
+    const CUmemAllocationProp prop = prop_at(CU_MEM_LOCATION_TYPE_DEVICE);
+    ASSERT_EQ(fakecuda_fail_next("cuMemCreate", CUDA_ERROR_UNKNOWN), CUDA_SUCCESS);
+    EXPECT_EQ(cuMemCreate(&h, kChunk, &prop, 0), CUDA_ERROR_UNKNOWN);
+    EXPECT_EQ(h, 0u);
+    h = create(CU_MEM_LOCATION_TYPE_DEVICE, kChunk);
+
+    ASSERT_EQ(fakecuda_fail_next("cuMemMap", CUDA_ERROR_INVALID_DEVICE), CUDA_SUCCESS);
+    EXPECT_EQ(cuMemMap(va, kChunk, 0, h, 0), CUDA_ERROR_INVALID_DEVICE);
+    CUmemAccessDesc access{};
+    access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    EXPECT_EQ(cuMemSetAccess(va, kChunk, &access, 1), CUDA_ERROR_INVALID_VALUE);  // not mapped
+    ASSERT_EQ(cuMemMap(va, kChunk, 0, h, 0), CUDA_SUCCESS);
+
+    ASSERT_EQ(fakecuda_fail_next("cuMemSetAccess", CUDA_ERROR_UNKNOWN), CUDA_SUCCESS);
+    EXPECT_EQ(cuMemSetAccess(va, kChunk, &access, 1), CUDA_ERROR_UNKNOWN);
+    EXPECT_EQ(cuMemsetD8_v2(va, 1, 4), CUDA_ERROR_ILLEGAL_ADDRESS);  // no access was granted
+    EXPECT_NE(read_log(log_).find(" fail cuMemSetAccess 999\n"), std::string::npos)
+        << read_log(log_);
+
     ASSERT_EQ(cuMemUnmap(va, kChunk), CUDA_SUCCESS);
     EXPECT_EQ(cuMemRelease(h), CUDA_SUCCESS);
     EXPECT_EQ(cuMemAddressFree(va, kChunk), CUDA_SUCCESS);

@@ -167,5 +167,62 @@ TEST(DriverErrors, AnAllocationAfterAFaultFailsWithTheStickyError)
     EXPECT_EQ(lines[0], lines[1]);
 }
 
+// A driver error other than a full device while the swap engine gives an
+// allocation device memory is the allocation's answer, as cuMemAlloc would
+// give it: not "out of memory", and not success with the memory put
+// somewhere else (host memory) as if the device were full. The process
+// holds the GPU (the late allocation comes after its first round), so the
+// allocation maps its memory itself; the fake fails the call named once
+// (fakecuda_fail_next), with CUDA_ERROR_UNKNOWN.
+void expect_the_allocation_fails_with_the_error_of(const std::string& call)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "auto"});
+    Process p = start_client(dir, daemon.socket(),
+                             {{"--alloc", "64M", "--kernels", "1", "--late-alloc", "64M",
+                               "--fail-late-alloc", call + ":999"},
+                              {},
+                              false},
+                             "p");
+    expect_clean_exit(p);
+    EXPECT_EQ(count_events(dir / "fake.log", p.pid(), "fail " + call + " 999"), 1)
+        << read_text(dir / "fake.log");
+    EXPECT_EQ(line_of(p.out(), "late="), "late=error:999") << p.out() << p.err();
+    EXPECT_EQ(p.err().find("out of memory"), std::string::npos) << p.err();
+}
+
+TEST(DriverErrors, AFailedCuMemCreateIsTheAllocationsAnswer)
+{
+    expect_the_allocation_fails_with_the_error_of("cuMemCreate");
+}
+
+TEST(DriverErrors, AFailedCuMemMapIsTheAllocationsAnswer)
+{
+    expect_the_allocation_fails_with_the_error_of("cuMemMap");
+}
+
+TEST(DriverErrors, AFailedCuMemSetAccessIsTheAllocationsAnswer)
+{
+    expect_the_allocation_fails_with_the_error_of("cuMemSetAccess");
+}
+
+// After a fault, cuMemFree of swap-engine memory answers the sticky error,
+// as the driver's cuMemFree does (it waits for the context's work, which
+// failed), not success: the library synchronises the process's contexts
+// before it unmaps, and the caller's context's error is the free's answer.
+TEST(DriverErrors, AFreeAfterAFaultReturnsTheStickyError)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "auto"});
+    Process p =
+        start_client(dir, daemon.socket(),
+                     {{"--alloc", "64M", "--kernels", "1", "--fault-then-free"}, {}, false}, "p");
+    expect_clean_exit(p);
+    EXPECT_EQ(line_of(p.out(), "fault="), "fault=700 free-after-fault=700") << p.out() << p.err();
+    EXPECT_GE(count_events(dir / "fake.log", p.pid(), "alloc vmm"), 1)
+        << "not swap-engine memory:\n"
+        << read_text(dir / "fake.log");
+}
+
 }  // namespace
 }  // namespace nvshare::test

@@ -81,6 +81,10 @@ struct Options {
     // context is lost), then a 64 MiB allocation; prints
     // fault=CODE alloc-after-fault=CODE and exits 0.
     bool fault_then_alloc = false;
+    // --fault-then-free: after the first allocations, the same fault, then
+    // the first allocation is freed; prints fault=CODE free-after-fault=CODE
+    // and exits 0.
+    bool fault_then_free = false;
     // --graph-memset-node: after --pause-until, a graph with one memset node
     // (0x5a) on the last allocation is made, launched and waited for, and
     // its first byte read back; prints graph-node=CODE graph-run=CODE
@@ -119,6 +123,11 @@ struct Options {
     // allocation, given a pattern and read back at once ("late=ok").
     size_t late_alloc = 0;
     std::string late_alloc_after;  // --late-alloc-after FILE: it waits for FILE first
+    // --fail-late-alloc CALL:ERROR: right before the late allocation, the
+    // fake driver is asked to fail the next CALL (cuMemCreate, cuMemMap or
+    // cuMemSetAccess) with ERROR (fakecuda_fail_next); an allocation that
+    // then fails otherwise than out of memory prints late=error:CODE.
+    std::string fail_late_alloc;
     // --late-stream: after the late allocation, a new stream and a memset on
     // it ("late-stream=ok", or "late-stream=oom": the device was full).
     bool late_stream = false;
@@ -342,7 +351,10 @@ bool late_pattern_ok(const char* what)
     return true;
 }
 
-void fault_then_alloc()
+// A kernel that touches reserved address space with nothing mapped: an
+// illegal address, which loses the context. The launch's or the
+// synchronisation's answer.
+CUresult provoke_fault()
 {
     CUdeviceptr hole = 0;
     CHECK(api.mem_address_reserve(&hole, 2u << 20, 0, 0, 0));
@@ -353,10 +365,38 @@ void fault_then_alloc()
     CUresult fault = api.launch_kernel(f, 1, 1, 1, 1, 1, 1, 0, nullptr, params, nullptr);
     if (fault == CUDA_SUCCESS)
         fault = api.ctx_synchronize();
+    return fault;
+}
+
+void fault_then_alloc()
+{
+    const CUresult fault = provoke_fault();
     CUdeviceptr p = 0;
     const CUresult after = api.mem_alloc(&p, 64u << 20);
     printf("fault=%d alloc-after-fault=%d\n", static_cast<int>(fault), static_cast<int>(after));
     fflush(stdout);
+}
+
+void fault_then_free()
+{
+    const CUresult fault = provoke_fault();
+    const CUresult freed = pointers.empty() ? CUDA_ERROR_NOT_READY : api.mem_free(pointers.front());
+    printf("fault=%d free-after-fault=%d\n", static_cast<int>(fault), static_cast<int>(freed));
+    fflush(stdout);
+}
+
+// Asks the fake driver to fail the next call named by --fail-late-alloc.
+void fail_next_vmm_call()
+{
+    const size_t colon = opt.fail_late_alloc.find(':');
+    const std::string call = opt.fail_late_alloc.substr(0, colon);
+    const int error =
+        colon == std::string::npos ? 0 : atoi(opt.fail_late_alloc.c_str() + colon + 1);
+    using FailNext = CUresult (*)(const char*, CUresult);
+    void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    auto fn = driver != nullptr ? reinterpret_cast<FailNext>(dlsym(driver, "fakecuda_fail_next"))
+                                : nullptr;
+    CHECK(fn != nullptr ? fn(call.c_str(), static_cast<CUresult>(error)) : CUDA_ERROR_NOT_FOUND);
 }
 
 void graph_memset_node()
@@ -394,8 +434,14 @@ void graph_memset_node()
 void late_alloc()
 {
     CUdeviceptr p = 0;
+    if (!opt.fail_late_alloc.empty())
+        fail_next_vmm_call();
     if (const CUresult r = api.mem_alloc(&p, opt.late_alloc); r == CUDA_ERROR_OUT_OF_MEMORY) {
         printf("late=oom\n");
+        fflush(stdout);
+        return;
+    } else if (r != CUDA_SUCCESS && !opt.fail_late_alloc.empty()) {
+        printf("late=error:%d\n", static_cast<int>(r));
         fflush(stdout);
         return;
     } else {
@@ -980,6 +1026,10 @@ bool parse(int argc, char** argv)
             opt.free_async = true;
         else if (a == "--fault-then-alloc")
             opt.fault_then_alloc = true;
+        else if (a == "--fault-then-free")
+            opt.fault_then_free = true;
+        else if (a == "--fail-late-alloc")
+            opt.fail_late_alloc = next();
         else if (a == "--graph-memset-node")
             opt.graph_memset_node = true;
         else if (a == "--attrs")
@@ -1046,6 +1096,10 @@ int main(int argc, char** argv)
     allocate();
     if (opt.fault_then_alloc) {
         fault_then_alloc();
+        return 0;
+    }
+    if (opt.fault_then_free) {
+        fault_then_free();
         return 0;
     }
     if (opt.meminfo)
