@@ -107,7 +107,7 @@ void Scheduler::set_physical_memory(GpuIndex g, uint64_t bytes, bool confirmed, 
     gpus_[g].memory_confirmed = confirmed;
     if (capacity_follows_physical(g)) {
         gpus_[g].capacity = bytes;
-        refresh_turns(now);
+        room_changed(g, now);
     }
 }
 
@@ -153,7 +153,7 @@ void Scheduler::set_capacity(GpuIndex gpu, uint64_t bytes, TimePoint now)
         return;
     gpus_[gpu].capacity = bytes;
     capacity_overrides_[gpus_[gpu].description.uuid] = bytes;
-    refresh_turns(now);
+    room_changed(gpu, now);
     tick(now);
 }
 
@@ -469,13 +469,19 @@ void Scheduler::confirm_memory(ClientId id, GpuIndex gpu, std::optional<uint64_t
 void Scheduler::set_memory(ClientRecord& c, GpuIndex gpu, MemoryUse use, TimePoint now)
 {
     room_.set(c, gpu, use, actions_);
+    room_changed(gpu, now);
+    tick(now);
+}
+
+void Scheduler::room_changed(GpuIndex gpu, TimePoint now)
+{
+    room_.changed(gpu_bit(gpu));
     const GpuSet was_serialized = serialized_gpus();
     refresh_turns(now);
     if ((was_serialized & serialized_gpus() & gpu_bit(gpu)) != 0) {
         keep_holders_that_fit(gpu, now);
         try_heads(gpu_bit(gpu), now);  // room may have appeared
     }
-    tick(now);
 }
 
 bool Scheduler::report_swaps(ClientId id, GpuIndex gpu, const SwapStats& stats, TimePoint now)

@@ -197,6 +197,9 @@ private:
     ClientRecord* find(ClientId id);
     // A client's memory on a GPU changed, as reported or as confirmed.
     void set_memory(ClientRecord& c, GpuIndex gpu, MemoryUse use, TimePoint now);
+    // The memory of a GPU's clients or its capacity changed: its style may
+    // have changed, and in group turns who fits together.
+    void room_changed(GpuIndex gpu, TimePoint now);
     std::optional<GpuIndex> add_gpu(const GpuDescription& description);
     bool capacity_follows_physical(GpuIndex gpu) const;
     // A GPU's memory size (and its capacity, where none is configured).

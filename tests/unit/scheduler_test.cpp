@@ -678,6 +678,36 @@ TEST_F(SchedulerTest, AGroupThatNoLongerFitsAsksTheLatestToLetGo)
     EXPECT_FALSE(s_.client(1)->drop_sent);
 }
 
+// A capacity set at run time counts like a memory report: a group that no
+// longer fits below the new capacity asks the latest to let go...
+TEST_F(SchedulerTest, AGroupThatNoLongerFitsTheNewCapacityAsksTheLatestToLetGo)
+{
+    auto_clients(80 * GiB, 3, 30 * GiB);
+    s_.request(1, gpu_bit(0), now_);
+    advance(2s);
+    s_.request(2, gpu_bit(0), now_);
+    advance(2s);
+    s_.request(3, gpu_bit(0), now_);
+    ASSERT_EQ(s_.gpus()[0].holders.size(), 2u);
+    (void)actions();
+    s_.set_capacity(0, 50 * GiB, now_);  // still group turns; 1 and 2 need 60 GiB
+    ASSERT_EQ(s_.turns(0), Turns::Groups);
+    EXPECT_EQ(actions(), V{"D2"});
+}
+
+// ...and the first in line joins a group it now fits beside.
+TEST_F(SchedulerTest, AWaiterJoinsAGroupWhenTheCapacityGrows)
+{
+    auto_clients(50 * GiB, 3, 30 * GiB);
+    s_.request(1, gpu_bit(0), now_);
+    advance(2s);
+    s_.request(2, gpu_bit(0), now_);
+    EXPECT_EQ(actions(), (V{"G1", "C1"}));
+    s_.set_capacity(0, 80 * GiB, now_);  // still group turns: 90 GiB
+    ASSERT_EQ(s_.turns(0), Turns::Groups);
+    EXPECT_EQ(actions(), V{"G2"});
+}
+
 // On an oversubscribed GPU the holder is told how much of its managed memory
 // may stay: what fits beside the next waiter and what others keep there.
 TEST_F(SchedulerTest, DropTellsHowMuchMayStayBesideTheNextHolder)
