@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <utility>
 
 namespace nvshare::daemon {
 
@@ -938,6 +939,7 @@ void Scheduler::grant(ClientRecord& c, TimePoint now)
         gpus_[g].holders.push_back(c.id);
         gpus_[g].grants++;
     });
+    line_moved_ |= c.held & gpus_with({Turns::Soft, Turns::Groups});
     c.contended_sent = wanted_by_others(c, now);
     // Bounded from its first submission, if a higher class is here.
     c.bounded_sent = should_bound(c);
@@ -1134,7 +1136,9 @@ void Scheduler::publish_run_ahead()
     });
 }
 
-// GPUs were freed or a waiter left: the first waiter of each such GPU may now go.
+// GPUs were freed, a waiter left or the line moved: the first waiter of each
+// such GPU may now go; in group turns, if not now, when the holders have
+// started (update_deadline).
 void Scheduler::try_heads(GpuSet freed, TimePoint now)
 {
     for_each_gpu(freed & serialized_gpus(), [&](GpuIndex g) {
@@ -1144,6 +1148,8 @@ void Scheduler::try_heads(GpuSet freed, TimePoint now)
         ClientRecord& next = clients_.at(*first);
         if (grantable(next, now))
             grant(next, now);
+        else
+            update_deadline(next);
     });
     admit(freed, now);
 }
@@ -1305,6 +1311,12 @@ void Scheduler::tick(TimePoint now)
             update_deadline(c);
         }
     }
+    // Every event ends here: where it granted a GPU taken in turns, the
+    // next in line may join the one granted (group turns), or the waiters
+    // that could not join may now, or later (soft turns: when they may join
+    // depends on the holders).
+    while (line_moved_ != 0)
+        try_heads(std::exchange(line_moved_, GpuSet{0}), now);
 }
 
 }  // namespace nvshare::daemon

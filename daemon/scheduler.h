@@ -292,6 +292,9 @@ private:
     policy::UserShares shares_;
     GpuSet wait_dirty_ = 0;    // GPUs for publish_waits() to look at
     GpuSet bounded_gpus_ = 0;  // GPUs with a holder told to keep its queued work short
+    // GPUs taken in soft or group turns where a grant moved the line since
+    // the event began: tick() looks at their waiters again.
+    GpuSet line_moved_ = 0;
     // When an idle higher-class process stops bounding a holder's run-ahead
     // (kHigherClassIdleRelease after its last use).
     std::optional<TimePoint> run_ahead_recheck_;

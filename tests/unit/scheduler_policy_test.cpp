@@ -231,6 +231,26 @@ TEST_F(PolicyTest, BurstyClientsTakeTurnsAtTheEndOfABurst)
     EXPECT_EQ(actions(), V{"G2"});
 }
 
+// One who joins the holders changes when the others may: here its burst is
+// not known (it may run as long as it likes), so the one waiting for the
+// end of the holder's burst joins at once as well, not at its old bound.
+TEST_F(PolicyTest, AWaiterJoinsAtOnceWhenOneWithAnUnknownBurstJoins)
+{
+    gpus(1);
+    client(1);
+    client(2);
+    client(3);
+    teach_burst(1, 2, 2s);
+    teach_burst(2, 1, 2s);
+    start(3);
+    request(1);
+    advance(500ms);
+    request(2);
+    EXPECT_EQ(actions(), (V{"G1", "C1"}));  // 2 waits for the end of 1's burst
+    request(3);
+    EXPECT_EQ(actions(), (V{"G3", "G2"}));
+}
+
 TEST_F(PolicyTest, AWaitForTheHolderIsBoundedByTwiceTheWaitersBurst)
 {
     gpus(1);

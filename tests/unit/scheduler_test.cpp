@@ -678,6 +678,42 @@ TEST_F(SchedulerTest, AGroupThatNoLongerFitsAsksTheLatestToLetGo)
     EXPECT_FALSE(s_.client(1)->drop_sent);
 }
 
+// A hand-over in group turns: the first in line is granted alone, and the
+// next joins it at once where it fits beside it and has started...
+TEST_F(SchedulerTest, TheNextInLineJoinsTheOneGrantedAtAHandOver)
+{
+    auto_clients(80 * GiB, 3, 30 * GiB);
+    s_.request(2, gpu_bit(0), now_);  // 2 has run before
+    advance(2s);
+    s_.release(2, gpu_bit(0), now_);
+    s_.report_memory(1, 0, {60 * GiB, 0}, now_);
+    s_.request(1, gpu_bit(0), now_);
+    advance(2s);
+    s_.request(2, gpu_bit(0), now_);  // neither fits beside 1
+    s_.request(3, gpu_bit(0), now_);
+    (void)actions();
+    s_.release(1, gpu_bit(0), now_);
+    EXPECT_EQ(actions(), (V{"G2", "G3", "S1"}));  // 1 leaves room for both
+}
+
+// ...or once the one granted has started.
+TEST_F(SchedulerTest, TheNextInLineJoinsTheOneGrantedAtAHandOverOnceItHasStarted)
+{
+    auto_clients(80 * GiB, 3, 30 * GiB);
+    s_.report_memory(1, 0, {60 * GiB, 0}, now_);
+    s_.request(1, gpu_bit(0), now_);
+    advance(2s);
+    s_.request(2, gpu_bit(0), now_);  // neither fits beside 1
+    s_.request(3, gpu_bit(0), now_);
+    (void)actions();
+    s_.release(1, gpu_bit(0), now_);
+    EXPECT_EQ(actions(), V{"G2"});  // 2 starts
+    ASSERT_TRUE(s_.next_deadline());
+    EXPECT_LE(*s_.next_deadline(), now_ + policy::kStartupWindow);
+    advance(policy::kStartupWindow);
+    EXPECT_EQ(actions(), (V{"C2", "G3", "S1"}));
+}
+
 // A capacity set at run time counts like a memory report: a group that no
 // longer fits below the new capacity asks the latest to let go...
 TEST_F(SchedulerTest, AGroupThatNoLongerFitsTheNewCapacityAsksTheLatestToLetGo)
