@@ -540,8 +540,10 @@ void Scheduler::disconnect(ClientId id, TimePoint now)
     update_holder_deadlines(affected);
     const GpuSet before = serialized_gpus();
     refresh_turns(now);
+    // Its memory left its GPUs too: in group turns the first in line may
+    // fit beside the holders now.
     if (before == serialized_gpus())
-        try_heads(affected, now);
+        try_heads(affected | (registered & gpus_with({Turns::Groups})), now);
     tick(now);
 }
 

@@ -714,6 +714,29 @@ TEST_F(SchedulerTest, TheNextInLineJoinsTheOneGrantedAtAHandOverOnceItHasStarted
     EXPECT_EQ(actions(), (V{"C2", "G3", "S1"}));
 }
 
+// A client that leaves takes its pinned memory with it: in group turns the
+// first in line may fit beside the holders now.
+TEST_F(SchedulerTest, AWaiterJoinsAGroupWhenAnotherClientsPinnedMemoryLeaves)
+{
+    s_.set_mode(Mode::Auto, now_);
+    gpu(0, 80 * GiB);
+    ASSERT_TRUE(s_.connect(9, {9, 0, "root"}, {0}));  // root: its pinning counts at once
+    s_.report_memory(9, 0, {0, 20 * GiB}, now_);
+    client(1);
+    client(2);
+    client(3);
+    s_.report_memory(1, 0, {40 * GiB, 0}, now_);
+    s_.report_memory(2, 0, {30 * GiB, 0}, now_);
+    s_.report_memory(3, 0, {15 * GiB, 0}, now_);  // idle: keeps it in group turns
+    s_.request(1, gpu_bit(0), now_);
+    advance(2s);
+    s_.request(2, gpu_bit(0), now_);  // 20 pinned + 40 + 30: does not fit
+    (void)actions();
+    s_.disconnect(9, now_);
+    ASSERT_EQ(s_.turns(0), Turns::Groups);  // 85 GiB
+    EXPECT_EQ(actions(), V{"G2"});
+}
+
 // A capacity set at run time counts like a memory report: a group that no
 // longer fits below the new capacity asks the latest to let go...
 TEST_F(SchedulerTest, AGroupThatNoLongerFitsTheNewCapacityAsksTheLatestToLetGo)
