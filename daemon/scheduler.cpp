@@ -176,6 +176,8 @@ void Scheduler::set_time_quantum(Duration tq, TimePoint now)
     for (auto& [id, c] : clients_)
         if (c.phase == Phase::Holding)
             update_deadline(c);
+    // So do the waits under way: softly, a waiter joins within a quantum.
+    admit(gpus_with({Turns::Soft}), now);
     tick(now);
 }
 
@@ -203,6 +205,7 @@ void Scheduler::set_gpu_time_quantum(const std::string& uuid, std::optional<Dura
     for (auto& [id, c] : clients_)
         if (c.phase == Phase::Holding)
             update_deadline(c);
+    admit(gpus_with({Turns::Soft}), now);  // the waits under way, as set_time_quantum
     tick(now);
 }
 
