@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <utility>
 
 namespace nvshare::daemon {
 
@@ -107,7 +108,7 @@ void Scheduler::set_physical_memory(GpuIndex g, uint64_t bytes, bool confirmed, 
     gpus_[g].memory_confirmed = confirmed;
     if (capacity_follows_physical(g)) {
         gpus_[g].capacity = bytes;
-        refresh_turns(now);
+        room_changed(g, now);
     }
 }
 
@@ -153,7 +154,7 @@ void Scheduler::set_capacity(GpuIndex gpu, uint64_t bytes, TimePoint now)
         return;
     gpus_[gpu].capacity = bytes;
     capacity_overrides_[gpus_[gpu].description.uuid] = bytes;
-    refresh_turns(now);
+    room_changed(gpu, now);
     tick(now);
 }
 
@@ -175,6 +176,8 @@ void Scheduler::set_time_quantum(Duration tq, TimePoint now)
     for (auto& [id, c] : clients_)
         if (c.phase == Phase::Holding)
             update_deadline(c);
+    // So do the waits under way: softly, a waiter joins within a quantum.
+    admit(gpus_with({Turns::Soft}), now);
     tick(now);
 }
 
@@ -202,6 +205,7 @@ void Scheduler::set_gpu_time_quantum(const std::string& uuid, std::optional<Dura
     for (auto& [id, c] : clients_)
         if (c.phase == Phase::Holding)
             update_deadline(c);
+    admit(gpus_with({Turns::Soft}), now);  // the waits under way, as set_time_quantum
     tick(now);
 }
 
@@ -469,13 +473,19 @@ void Scheduler::confirm_memory(ClientId id, GpuIndex gpu, std::optional<uint64_t
 void Scheduler::set_memory(ClientRecord& c, GpuIndex gpu, MemoryUse use, TimePoint now)
 {
     room_.set(c, gpu, use, actions_);
+    room_changed(gpu, now);
+    tick(now);
+}
+
+void Scheduler::room_changed(GpuIndex gpu, TimePoint now)
+{
+    room_.changed(gpu_bit(gpu));
     const GpuSet was_serialized = serialized_gpus();
     refresh_turns(now);
     if ((was_serialized & serialized_gpus() & gpu_bit(gpu)) != 0) {
         keep_holders_that_fit(gpu, now);
         try_heads(gpu_bit(gpu), now);  // room may have appeared
     }
-    tick(now);
 }
 
 bool Scheduler::report_swaps(ClientId id, GpuIndex gpu, const SwapStats& stats, TimePoint now)
@@ -533,8 +543,10 @@ void Scheduler::disconnect(ClientId id, TimePoint now)
     update_holder_deadlines(affected);
     const GpuSet before = serialized_gpus();
     refresh_turns(now);
+    // Its memory left its GPUs too: in group turns the first in line may
+    // fit beside the holders now.
     if (before == serialized_gpus())
-        try_heads(affected, now);
+        try_heads(affected | (registered & gpus_with({Turns::Groups})), now);
     tick(now);
 }
 
@@ -932,6 +944,7 @@ void Scheduler::grant(ClientRecord& c, TimePoint now)
         gpus_[g].holders.push_back(c.id);
         gpus_[g].grants++;
     });
+    line_moved_ |= c.held & gpus_with({Turns::Soft, Turns::Groups});
     c.contended_sent = wanted_by_others(c, now);
     // Bounded from its first submission, if a higher class is here.
     c.bounded_sent = should_bound(c);
@@ -1128,7 +1141,9 @@ void Scheduler::publish_run_ahead()
     });
 }
 
-// GPUs were freed or a waiter left: the first waiter of each such GPU may now go.
+// GPUs were freed, a waiter left or the line moved: the first waiter of each
+// such GPU may now go; in group turns, if not now, when the holders have
+// started (update_deadline).
 void Scheduler::try_heads(GpuSet freed, TimePoint now)
 {
     for_each_gpu(freed & serialized_gpus(), [&](GpuIndex g) {
@@ -1138,6 +1153,8 @@ void Scheduler::try_heads(GpuSet freed, TimePoint now)
         ClientRecord& next = clients_.at(*first);
         if (grantable(next, now))
             grant(next, now);
+        else
+            update_deadline(next);
     });
     admit(freed, now);
 }
@@ -1299,6 +1316,12 @@ void Scheduler::tick(TimePoint now)
             update_deadline(c);
         }
     }
+    // Every event ends here: where it granted a GPU taken in turns, the
+    // next in line may join the one granted (group turns), or the waiters
+    // that could not join may now, or later (soft turns: when they may join
+    // depends on the holders).
+    while (line_moved_ != 0)
+        try_heads(std::exchange(line_moved_, GpuSet{0}), now);
 }
 
 }  // namespace nvshare::daemon

@@ -197,6 +197,9 @@ private:
     ClientRecord* find(ClientId id);
     // A client's memory on a GPU changed, as reported or as confirmed.
     void set_memory(ClientRecord& c, GpuIndex gpu, MemoryUse use, TimePoint now);
+    // The memory of a GPU's clients or its capacity changed: its style may
+    // have changed, and in group turns who fits together.
+    void room_changed(GpuIndex gpu, TimePoint now);
     std::optional<GpuIndex> add_gpu(const GpuDescription& description);
     bool capacity_follows_physical(GpuIndex gpu) const;
     // A GPU's memory size (and its capacity, where none is configured).
@@ -289,6 +292,9 @@ private:
     policy::UserShares shares_;
     GpuSet wait_dirty_ = 0;    // GPUs for publish_waits() to look at
     GpuSet bounded_gpus_ = 0;  // GPUs with a holder told to keep its queued work short
+    // GPUs taken in soft or group turns where a grant moved the line since
+    // the event began: tick() looks at their waiters again.
+    GpuSet line_moved_ = 0;
     // When an idle higher-class process stops bounding a holder's run-ahead
     // (kHigherClassIdleRelease after its last use).
     std::optional<TimePoint> run_ahead_recheck_;

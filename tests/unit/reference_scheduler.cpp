@@ -1,6 +1,9 @@
 #include "tests/unit/reference_scheduler.h"
 
 #include <algorithm>
+#include <bit>
+#include <string>
+#include <utility>
 
 namespace nvshare::reference {
 
@@ -437,6 +440,450 @@ std::optional<TimePoint> Scheduler::next_deadline() const
             consider(c.granted_at + settings_.time_quantum);
     }
     return next;
+}
+
+// ---- Auto mode ------------------------------------------------------------------
+
+Turns turns_for(Mode mode, uint64_t requested, uint64_t capacity)
+{
+    switch (mode) {
+        case Mode::Off:
+            return Turns::Free;
+        case Mode::On:
+            return Turns::Strict;
+        case Mode::Auto:
+            return requested > capacity ? Turns::Groups : Turns::Soft;
+    }
+    return Turns::Strict;
+}
+
+namespace {
+
+const char* name_of(Turns t)
+{
+    switch (t) {
+        case Turns::Free:
+            return "free";
+        case Turns::Soft:
+            return "soft";
+        case Turns::Groups:
+            return "groups";
+        case Turns::Strict:
+            return "strict";
+    }
+    return "?";
+}
+
+std::string said(const char* what, ClientId id, GpuSet gpus)
+{
+    return std::string(what) + " to client " + std::to_string(id) + " for GPUs " +
+           std::to_string(gpus);
+}
+
+std::string ms_of(TimePoint t)
+{
+    return std::to_string(
+               std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch())
+                   .count()) +
+           " ms";
+}
+
+}  // namespace
+
+AutoModel::AutoModel(Mode mode, Duration quantum, Duration grace)
+    : mode_(mode), quantum_(quantum), grace_(grace)
+{
+}
+
+void AutoModel::time(TimePoint now)
+{
+    now_ = std::max(now_, now);
+}
+
+GpuIndex AutoModel::add_gpu(uint64_t capacity)
+{
+    gpus_.push_back({capacity, {}, {}});
+    return static_cast<GpuIndex>(gpus_.size() - 1);
+}
+
+void AutoModel::set_capacity(GpuIndex gpu, uint64_t bytes)
+{
+    gpus_.at(gpu).capacity = bytes;
+}
+
+void AutoModel::set_mode(Mode mode)
+{
+    mode_ = mode;
+}
+
+void AutoModel::set_quantum(Duration quantum)
+{
+    quantum_ = quantum;
+}
+
+void AutoModel::connect(ClientId id, uint32_t uid, Priority cls, const std::vector<GpuIndex>& gpus)
+{
+    Member m;
+    m.id = id;
+    m.uid = uid;
+    m.cls = cls;
+    for (GpuIndex g : gpus)
+        m.registered |= gpu_bit(g);
+    members_.emplace(id, std::move(m));
+}
+
+void AutoModel::request(ClientId id, GpuSet gpus)
+{
+    auto it = members_.find(id);
+    if (it == members_.end())
+        return;
+    Member& m = it->second;
+    gpus &= m.registered;
+    if (gpus == 0)
+        return;  // asks for nothing it may have
+    if (m.phase == Phase::Holding) {
+        if ((gpus & ~m.held) == 0) {
+            answer_again_ = id;
+            return;
+        }
+        // Never holds some GPUs while it waits for others.
+        end_hold(m, m.held);
+    }
+    if (m.phase == Phase::Idle) {
+        m.phase = Phase::Waiting;
+        m.waiting_since = now_;
+        m.sequence = next_sequence_++;
+    }
+    m.wanted = gpus;  // a waiter that asks again keeps its place
+}
+
+void AutoModel::release(ClientId id, GpuSet gpus)
+{
+    auto it = members_.find(id);
+    if (it == members_.end())
+        return;
+    Member& m = it->second;
+    if (m.phase == Phase::Waiting && (m.wanted & gpus) != 0) {
+        m.phase = Phase::Idle;
+        m.wanted = 0;
+    } else if (m.phase == Phase::Holding && (m.held & gpus) != 0) {
+        end_hold(m, gpus);
+    }
+}
+
+void AutoModel::report_memory(ClientId id, GpuIndex gpu, MemoryUse use)
+{
+    auto it = members_.find(id);
+    if (it != members_.end() && (it->second.registered & gpu_bit(gpu)) != 0)
+        it->second.memory[gpu] = use;
+}
+
+void AutoModel::disconnect(ClientId id)
+{
+    members_.erase(id);
+}
+
+void AutoModel::revoke(ClientId id)
+{
+    auto it = members_.find(id);
+    if (it != members_.end() && it->second.phase == Phase::Holding)
+        admin_revokes_ = id;
+}
+
+void AutoModel::end_hold(Member& m, GpuSet gpus)
+{
+    m.held &= ~gpus;
+    if (m.held == 0) {
+        m.phase = Phase::Idle;
+        m.revoke_at.reset();
+    }
+}
+
+// ---- views -------------------------------------------------------------------------
+
+uint64_t AutoModel::managed(const Member& m, GpuIndex gpu) const
+{
+    const auto it = m.memory.find(gpu);
+    return it == m.memory.end() ? 0 : it->second.managed;
+}
+
+uint64_t AutoModel::counted(const Member& m, GpuIndex gpu) const
+{
+    const auto it = m.memory.find(gpu);
+    if (it == m.memory.end())
+        return 0;
+    return it->second.managed + (m.uid == 0 ? it->second.pinned : 0);
+}
+
+uint64_t AutoModel::pinned_here(GpuIndex gpu) const
+{
+    uint64_t sum = 0;
+    for (const auto& [id, m] : members_)
+        sum += counted(m, gpu) - managed(m, gpu);
+    return sum;
+}
+
+uint64_t AutoModel::requested(GpuIndex gpu) const
+{
+    uint64_t sum = 0;
+    for (const auto& [id, m] : members_)
+        sum += counted(m, gpu);
+    return sum;
+}
+
+Turns AutoModel::turns(GpuIndex gpu) const
+{
+    return turns_for(mode_, requested(gpu), gpus_.at(gpu).capacity);
+}
+
+std::set<ClientId> AutoModel::holders(GpuIndex gpu) const
+{
+    std::set<ClientId> out;
+    for (const auto& [id, m] : members_)
+        if (m.held & gpu_bit(gpu))
+            out.insert(id);
+    return out;
+}
+
+size_t AutoModel::waiting() const
+{
+    size_t n = 0;
+    for (const auto& [id, m] : members_)
+        n += m.phase == Phase::Waiting;
+    return n;
+}
+
+int AutoModel::rank(const Member& m) const
+{
+    const int cls = m.cls == Priority::Interactive ? 0 : m.cls == Priority::Batch ? 2 : 1;
+    const auto raised = (now_ - m.waiting_since) / quantum_;
+    return raised >= cls ? 0 : cls - static_cast<int>(raised);
+}
+
+std::optional<ClientId> AutoModel::first_in_line(GpuIndex gpu) const
+{
+    const Member* best = nullptr;
+    for (const auto& [id, m] : members_) {
+        if (m.phase != Phase::Waiting || (m.wanted & gpu_bit(gpu)) == 0)
+            continue;
+        if (best != nullptr && best->uid != m.uid)
+            return std::nullopt;  // the order between users is by held time
+        if (best == nullptr ||
+            std::pair(rank(m), m.sequence) < std::pair(rank(*best), best->sequence))
+            best = &m;
+    }
+    return best != nullptr ? std::optional(best->id) : std::nullopt;
+}
+
+bool AutoModel::one_user_on(GpuSet gpus, uint32_t uid) const
+{
+    for (const auto& [id, m] : members_)
+        if (((m.wanted | m.held) & gpus) != 0 && m.uid != uid)
+            return false;
+    return true;
+}
+
+bool AutoModel::one_class_waits(GpuIndex gpu) const
+{
+    std::set<Priority> classes;
+    for (const auto& [id, m] : members_)
+        if (m.phase == Phase::Waiting && (m.wanted & gpu_bit(gpu)) != 0)
+            classes.insert(m.cls);
+    return classes.size() <= 1;
+}
+
+void AutoModel::fail(std::string what)
+{
+    failures_.push_back(std::move(what) + " at " + ms_of(now_));
+}
+
+// ---- what the scheduler may do --------------------------------------------------------
+
+void AutoModel::observe(Did what, ClientId id, GpuSet gpus)
+{
+    auto it = members_.find(id);
+    if (it == members_.end())
+        return fail(said("an action", id, gpus) + ", which is not registered");
+    Member& m = it->second;
+    switch (what) {
+        case Did::Grant: {
+            if (answer_again_ == id && m.phase == Phase::Holding && gpus == m.held) {
+                answer_again_.reset();
+                return;
+            }
+            if (m.phase != Phase::Waiting || gpus != m.wanted)
+                return fail(said("a Grant", id, gpus) + ", which asked for " +
+                            std::to_string(m.wanted) + " (or holds)");
+            for_each_gpu(gpus, [&](GpuIndex g) {
+                const Turns t = turns(g);
+                if (t == Turns::Free || t == Turns::Soft)
+                    return;
+                const auto first = first_in_line(g);
+                if (first && *first != id)
+                    fail(said("a Grant", id, gpus) + " ahead of client " + std::to_string(*first) +
+                         ", first in line on " + name_of(t) + " GPU " + std::to_string(g));
+                std::set<ClientId> others = holders(g);
+                if (others.empty())
+                    return;
+                if (t == Turns::Strict)
+                    return fail(said("a Grant", id, gpus) + " beside the holder of strict GPU " +
+                                std::to_string(g));
+                // Joins a group: one that is not leaving and has its room.
+                uint64_t need = pinned_here(g) + managed(m, g);
+                for (ClientId h : others) {
+                    if (members_.at(h).revoke_at)
+                        fail(said("a Grant", id, gpus) + " beside client " + std::to_string(h) +
+                             ", asked to let go of GPU " + std::to_string(g));
+                    need += managed(members_.at(h), g);
+                }
+                if (need > gpus_[g].capacity)
+                    fail(said("a Grant", id, gpus) + ": the group on GPU " + std::to_string(g) +
+                         " would need " + std::to_string(need) + " bytes");
+                if (gpus_[g].last_shrink && now_ < *gpus_[g].last_shrink + kShrinkWindow)
+                    fail(said("a Grant", id, gpus) + " joins a group within the Shrink window");
+            });
+            m.phase = Phase::Holding;
+            m.held = m.wanted;
+            m.wanted = 0;
+            m.revoke_at.reset();
+            for_each_gpu(gpus, [&](GpuIndex g) { gpus_[g].last_grant = now_; });
+            return;
+        }
+        case Did::Drop: {
+            if (m.phase != Phase::Holding || gpus != m.held || m.revoke_at)
+                return fail(said("a Drop", id, gpus) + ", which holds " + std::to_string(m.held) +
+                            (m.revoke_at ? " and was asked" : ""));
+            bool wanted = false;
+            for (const auto& [oid, o] : members_)
+                wanted |= oid != id && ((o.wanted | o.held) & m.held) != 0;
+            if (!wanted)
+                fail(said("a Drop", id, gpus) + ", which nobody else wants or holds");
+            m.revoke_at = now_ + grace_;
+            return;
+        }
+        case Did::Revoke: {
+            if (m.phase != Phase::Holding || gpus != m.held)
+                return fail(said("a Revoke", id, gpus) + ", which holds " + std::to_string(m.held));
+            if (admin_revokes_ == id)
+                admin_revokes_.reset();
+            else if (!m.revoke_at || now_ < *m.revoke_at)
+                fail(said("a Revoke", id, gpus) + " before its grace period ran out");
+            end_hold(m, m.held);
+            return;
+        }
+        case Did::Shrink: {
+            if (std::popcount(gpus) != 1)
+                return fail(said("a Shrink", id, gpus) + ": one GPU at a time");
+            const auto g = static_cast<GpuIndex>(std::countr_zero(gpus));
+            if ((m.held & gpus) != 0)
+                fail(said("a Shrink", id, gpus) + ", which holds it");
+            if (requested(g) <= gpus_[g].capacity)
+                fail(said("a Shrink", id, gpus) + ", whose memory fits");
+            gpus_[g].last_shrink = now_;
+            return;
+        }
+    }
+}
+
+// ---- what must hold after every event ---------------------------------------------------
+
+std::vector<std::string> AutoModel::check()
+{
+    if (answer_again_)
+        fail("no Grant answered again client " + std::to_string(*answer_again_) +
+             ", which asked for what it holds");
+    if (admin_revokes_)
+        fail("no Revoke of client " + std::to_string(*admin_revokes_) + " the admin revoked");
+    answer_again_.reset();
+    admin_revokes_.reset();
+
+    for (GpuIndex g = 0; g < gpus_.size(); ++g) {
+        // Holders that are not leaving: one where the GPU is taken strictly;
+        // in group turns, several only where their memory fits together.
+        size_t staying = 0;
+        uint64_t need = pinned_here(g);
+        for (ClientId h : holders(g)) {
+            const Member& m = members_.at(h);
+            if (m.revoke_at)
+                continue;
+            staying++;
+            need += managed(m, g);
+        }
+        const Turns t = turns(g);
+        if (t == Turns::Strict && staying > 1)
+            fail(std::to_string(staying) + " holders of strict GPU " + std::to_string(g));
+        if (t == Turns::Groups && staying > 1 && need > gpus_[g].capacity)
+            fail("the group holding GPU " + std::to_string(g) + " needs " + std::to_string(need) +
+                 " bytes of " + std::to_string(gpus_[g].capacity));
+    }
+
+    for (const auto& [id, m] : members_) {
+        const std::string who = "client " + std::to_string(id);
+        if (m.phase == Phase::Holding && m.revoke_at && now_ >= *m.revoke_at)
+            fail(who + " still holds after its grace period");
+        if (m.phase != Phase::Waiting)
+            continue;
+
+        // Nothing it waits for: its GPUs are free or free and its turn.
+        bool its_turn = true;
+        GpuSet soft = 0, taken = 0;
+        for_each_gpu(m.wanted, [&](GpuIndex g) {
+            const Turns t = turns(g);
+            if (t == Turns::Free)
+                return;
+            (t == Turns::Soft ? soft : taken) |= gpu_bit(g);
+            its_turn &= holders(g).empty() && first_in_line(g) == id;
+        });
+        if (its_turn)
+            fail(who + " waits for GPUs " + std::to_string(m.wanted) +
+                 " that are free and its turn");
+
+        // Softly, alone as a user there: it joins within a quantum (at once
+        // if interactive), later only while a holder there may be starting.
+        if (soft != 0 && taken == 0 && one_user_on(m.wanted, m.uid)) {
+            TimePoint bound = m.waiting_since;
+            if (m.cls != Priority::Interactive) {
+                bound += quantum_;
+                for_each_gpu(soft, [&](GpuIndex g) {
+                    if (gpus_[g].last_grant && !holders(g).empty())
+                        bound = std::max(bound, *gpus_[g].last_grant + kStartWindow);
+                });
+            }
+            if (now_ >= bound)
+                fail(who + " still waits softly for GPUs " + std::to_string(m.wanted) + " since " +
+                     ms_of(m.waiting_since) + ", past " + ms_of(bound));
+        }
+
+        // In group turns, first in line, its memory fits beside the holders
+        // and none is leaving: it joins once they have started and have
+        // their room. Not where the line is of several classes: waiting
+        // raises a class there, so the first in line changes with time
+        // alone, and the scheduler looks again only at events.
+        if (std::popcount(m.wanted) == 1) {
+            const auto g = static_cast<GpuIndex>(std::countr_zero(m.wanted));
+            const std::set<ClientId> hs = holders(g);
+            if (turns(g) != Turns::Groups || hs.empty() || first_in_line(g) != id ||
+                !one_class_waits(g))
+                continue;
+            uint64_t need = pinned_here(g) + managed(m, g);
+            bool leaving = false;
+            for (ClientId h : hs) {
+                need += managed(members_.at(h), g);
+                leaving |= members_.at(h).revoke_at.has_value();
+            }
+            if (leaving || need > gpus_[g].capacity)
+                continue;
+            TimePoint bound = *gpus_[g].last_grant + kStartWindow;
+            if (gpus_[g].last_shrink)
+                bound = std::max(bound, *gpus_[g].last_shrink + kShrinkWindow);
+            if (now_ >= bound)
+                fail(who + " first in line fits beside the group on GPU " + std::to_string(g) +
+                     " but still waits, past " + ms_of(bound));
+        }
+    }
+    std::vector<std::string> out;
+    out.swap(failures_);
+    return out;
 }
 
 }  // namespace nvshare::reference

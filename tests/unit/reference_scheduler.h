@@ -1,4 +1,5 @@
-// Test oracle: the first, simple O(clients) scheduler that rescans everything on every event.
+// Test oracles: the first, simple O(clients) scheduler that rescans everything
+// on every event (modes on and off), and a model of auto mode (AutoModel).
 // Pure logic: events in (with the current time), actions out. No I/O, no
 // clock of its own, so tests drive it exhaustively and deterministically.
 #pragma once
@@ -7,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -18,6 +20,7 @@ using Clock = std::chrono::steady_clock;
 using TimePoint = Clock::time_point;
 using Duration = std::chrono::nanoseconds;
 using Mode = proto::Mode;
+using Priority = proto::Priority;
 
 using ClientId = uint64_t;
 using GpuIndex = uint32_t;  // daemon-wide, in order of discovery
@@ -180,6 +183,148 @@ private:
     std::map<ClientId, Client> clients_;
     uint64_t next_sequence_ = 1;
     std::vector<Action> actions_;
+};
+
+// ---- Auto mode ------------------------------------------------------------------
+//
+// Auto mode as nvshared(8) states it (SCHEDULING), as a model of what the
+// scheduler must and may decide rather than a second scheduler: whether a
+// waiter joins the holders softly depends on bursts the scheduler learns and
+// on processes' start windows, which a model could only copy. The model is
+// told the same events as the scheduler and the Grant, Drop, Revoke and
+// Shrink actions the scheduler answered with; it keeps its own account of
+// who waits for and holds what, and decides:
+//  - each GPU's turn style from its mode, its capacity and the memory its
+//    registered clients reported (exactly: turns());
+//  - whether each action was one the scheduler may take (observe());
+//  - what must hold after every event (check()).
+// Memory here is what a client reported, managed plus pinned for root
+// (whose pinned memory needs no host to confirm it); clients of other
+// users are expected to report managed memory only.
+
+// How the clients of a GPU share it.
+enum class Turns {
+    Free,    // off: all at once
+    Soft,    // auto, their memory fits: turns at the end of bursts, joins
+    Groups,  // auto, their memory exceeds the capacity: groups whose memory fits
+    Strict,  // on: one holder at a time
+};
+Turns turns_for(Mode mode, uint64_t requested, uint64_t capacity);
+
+// The times nvshared(8) states for auto mode (the model test holds them to
+// the daemon's constants): a process that has just started keeps others from
+// joining it at most this long after its first grant...
+inline constexpr Duration kStartWindow = std::chrono::seconds(2);
+// ...and the holders of a GPU taken in group turns count as short of room
+// this long after a Shrink round there.
+inline constexpr Duration kShrinkWindow = std::chrono::seconds(2);
+
+class AutoModel {
+public:
+    AutoModel(Mode mode, Duration quantum, Duration grace);
+
+    // ---- events: the same as the scheduler's, after time() -----------------
+    void time(TimePoint now);  // the event's time; never earlier than the last
+    GpuIndex add_gpu(uint64_t capacity);
+    void set_capacity(GpuIndex gpu, uint64_t bytes);
+    void set_mode(Mode mode);
+    void set_quantum(Duration quantum);
+    void connect(ClientId id, uint32_t uid, Priority cls, const std::vector<GpuIndex>& gpus);
+    void request(ClientId id, GpuSet gpus);
+    void release(ClientId id, GpuSet gpus);
+    void report_memory(ClientId id, GpuIndex gpu, MemoryUse use);
+    void disconnect(ClientId id);
+    void revoke(ClientId id);  // the admin's
+
+    // ---- the scheduler's answer, action by action ---------------------------
+    // It may send
+    //  - a Grant of what the client waits for (or again of what it holds, to
+    //    a Request for it); on a GPU taken strictly or in group turns only to
+    //    the first in line (where first_in_line() can say); strictly only
+    //    while nobody holds it; in group turns beside holders none of which
+    //    is leaving, where all their memory, its own and every client's
+    //    pinned memory fit the capacity, and not within kShrinkWindow of a
+    //    Shrink round there;
+    //  - a Drop of all a client holds, once a hold, while another client
+    //    holds or waits for one of its GPUs;
+    //  - a Revoke of all it holds, once its grace period after the Drop ran
+    //    out, or when the admin revokes it;
+    //  - a Shrink of one GPU to a client that does not hold it, while the
+    //    GPU's memory exceeds its capacity.
+    enum class Did { Grant, Drop, Revoke, Shrink };
+    void observe(Did what, ClientId id, GpuSet gpus);
+
+    // What went wrong since the last call: actions it may not send, and
+    // what must hold after every event and does not:
+    //  - a Request for what a client holds is answered again; the admin's
+    //    revocation of a holder is done;
+    //  - a GPU taken strictly has one holder that is not leaving; in group
+    //    turns, several only while their memory and every client's pinned
+    //    memory fit the capacity (one alone may exceed it);
+    //  - a holder asked to let go holds no longer than its grace period;
+    //  - nobody waits for GPUs that are all free (mode off) or free and its
+    //    turn (first in line);
+    //  - softly, a waiter whose GPUs are all taken softly and used by its
+    //    user alone joins within a quantum of its request (at once if
+    //    interactive); later only while a holder there may still be
+    //    starting: within kStartWindow of the latest grant there;
+    //  - in group turns, a waiter for one GPU, first in line of a line of
+    //    one user and one class, whose memory fits beside the holders, none
+    //    of them leaving, joins within kStartWindow of the latest grant and
+    //    kShrinkWindow of the latest Shrink round there.
+    std::vector<std::string> check();
+
+    // ---- what the model decides ---------------------------------------------
+    struct Member {
+        ClientId id = 0;
+        uint32_t uid = 0;
+        Priority cls = Priority::Normal;
+        GpuSet registered = 0;
+        std::map<GpuIndex, MemoryUse> memory;
+        Phase phase = Phase::Idle;
+        GpuSet wanted = 0;  // while Waiting
+        TimePoint waiting_since{};
+        uint64_t sequence = 0;               // order of arrival in the lines
+        GpuSet held = 0;                     // while Holding
+        std::optional<TimePoint> revoke_at;  // asked to let go: revoked then if it has not
+    };
+    Turns turns(GpuIndex gpu) const;
+    uint64_t requested(GpuIndex gpu) const;  // what its clients' memory counts for others
+    const std::map<ClientId, Member>& members() const { return members_; }
+    std::set<ClientId> holders(GpuIndex gpu) const;
+    // Who goes next on `gpu`, where the model can say: its waiters are all of
+    // one user, so the order is by class, raised by one for every quantum
+    // waited, then first come first; nullopt otherwise or if none waits.
+    std::optional<ClientId> first_in_line(GpuIndex gpu) const;
+    size_t waiting() const;
+
+private:
+    struct GpuState {
+        uint64_t capacity = 0;
+        std::optional<TimePoint> last_grant;
+        std::optional<TimePoint> last_shrink;
+    };
+    uint64_t counted(const Member& m, GpuIndex gpu) const;  // managed + root's pinned
+    uint64_t pinned_here(GpuIndex gpu) const;               // every client's counted pinned
+    uint64_t managed(const Member& m, GpuIndex gpu) const;
+    int rank(const Member& m) const;
+    bool one_user_on(GpuSet gpus, uint32_t uid) const;
+    bool one_class_waits(GpuIndex gpu) const;
+    void fail(std::string what);
+    void end_hold(Member& m, GpuSet gpus);
+
+    Mode mode_;
+    Duration quantum_;
+    Duration grace_;
+    TimePoint now_{};
+    std::vector<GpuState> gpus_;
+    std::map<ClientId, Member> members_;
+    uint64_t next_sequence_ = 1;
+    // The event was a Request for what the client holds already (a Grant
+    // answers it again) or the admin's revocation of a holder.
+    std::optional<ClientId> answer_again_;
+    std::optional<ClientId> admin_revokes_;
+    std::vector<std::string> failures_;
 };
 
 }  // namespace nvshare::reference

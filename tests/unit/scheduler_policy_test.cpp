@@ -231,6 +231,26 @@ TEST_F(PolicyTest, BurstyClientsTakeTurnsAtTheEndOfABurst)
     EXPECT_EQ(actions(), V{"G2"});
 }
 
+// One who joins the holders changes when the others may: here its burst is
+// not known (it may run as long as it likes), so the one waiting for the
+// end of the holder's burst joins at once as well, not at its old bound.
+TEST_F(PolicyTest, AWaiterJoinsAtOnceWhenOneWithAnUnknownBurstJoins)
+{
+    gpus(1);
+    client(1);
+    client(2);
+    client(3);
+    teach_burst(1, 2, 2s);
+    teach_burst(2, 1, 2s);
+    start(3);
+    request(1);
+    advance(500ms);
+    request(2);
+    EXPECT_EQ(actions(), (V{"G1", "C1"}));  // 2 waits for the end of 1's burst
+    request(3);
+    EXPECT_EQ(actions(), (V{"G3", "G2"}));
+}
+
 TEST_F(PolicyTest, AWaitForTheHolderIsBoundedByTwiceTheWaitersBurst)
 {
     gpus(1);
@@ -291,6 +311,47 @@ TEST_F(PolicyTest, BatchClassTakesTurnsForAQuantumAndInteractiveNever)
     EXPECT_FALSE(holds(2));
     advance(1s);
     EXPECT_TRUE(holds(2)) << "batch joins after a quantum";
+}
+
+// A quantum set at run time bounds the waits under way too: the batch
+// process that began to wait under a 30 s quantum joins 10 s after it
+// asked once the quantum is 10 s, and at once where it waited longer.
+TEST_F(PolicyTest, ANewQuantumBoundsTheWaitsUnderWay)
+{
+    gpus(1);
+    client(1);
+    client(2, 1001, Priority::Batch);
+    client(3, 1002, Priority::Batch);
+    start(1);
+    start(2);
+    start(3);
+    request(1);
+    request(2);
+    advance(6s);
+    request(3);
+    EXPECT_EQ(actions(), (V{"G1", "C1"}));
+    s_.set_time_quantum(5s, now_);  // 2 waited 6 s
+    EXPECT_EQ(actions(), V{"G2"});
+    advance(5s - 1ms);
+    EXPECT_FALSE(holds(3));
+    advance(1ms);
+    EXPECT_TRUE(holds(3));
+}
+
+// The same for a GPU's own quantum.
+TEST_F(PolicyTest, AGpusNewQuantumBoundsTheWaitsUnderWay)
+{
+    gpus(1);
+    client(1);
+    client(2, 1001, Priority::Batch);
+    start(1);
+    start(2);
+    request(1);
+    request(2);
+    advance(6s);
+    EXPECT_EQ(actions(), (V{"G1", "C1"}));
+    s_.set_gpu_time_quantum("GPU-0", 5s, now_);
+    EXPECT_EQ(actions(), V{"G2"});
 }
 
 // ---- fairness between users ----

@@ -678,6 +678,95 @@ TEST_F(SchedulerTest, AGroupThatNoLongerFitsAsksTheLatestToLetGo)
     EXPECT_FALSE(s_.client(1)->drop_sent);
 }
 
+// A hand-over in group turns: the first in line is granted alone, and the
+// next joins it at once where it fits beside it and has started...
+TEST_F(SchedulerTest, TheNextInLineJoinsTheOneGrantedAtAHandOver)
+{
+    auto_clients(80 * GiB, 3, 30 * GiB);
+    s_.request(2, gpu_bit(0), now_);  // 2 has run before
+    advance(2s);
+    s_.release(2, gpu_bit(0), now_);
+    s_.report_memory(1, 0, {60 * GiB, 0}, now_);
+    s_.request(1, gpu_bit(0), now_);
+    advance(2s);
+    s_.request(2, gpu_bit(0), now_);  // neither fits beside 1
+    s_.request(3, gpu_bit(0), now_);
+    (void)actions();
+    s_.release(1, gpu_bit(0), now_);
+    EXPECT_EQ(actions(), (V{"G2", "G3", "S1"}));  // 1 leaves room for both
+}
+
+// ...or once the one granted has started.
+TEST_F(SchedulerTest, TheNextInLineJoinsTheOneGrantedAtAHandOverOnceItHasStarted)
+{
+    auto_clients(80 * GiB, 3, 30 * GiB);
+    s_.report_memory(1, 0, {60 * GiB, 0}, now_);
+    s_.request(1, gpu_bit(0), now_);
+    advance(2s);
+    s_.request(2, gpu_bit(0), now_);  // neither fits beside 1
+    s_.request(3, gpu_bit(0), now_);
+    (void)actions();
+    s_.release(1, gpu_bit(0), now_);
+    EXPECT_EQ(actions(), V{"G2"});  // 2 starts
+    ASSERT_TRUE(s_.next_deadline());
+    EXPECT_LE(*s_.next_deadline(), now_ + policy::kStartupWindow);
+    advance(policy::kStartupWindow);
+    EXPECT_EQ(actions(), (V{"C2", "G3", "S1"}));
+}
+
+// A client that leaves takes its pinned memory with it: in group turns the
+// first in line may fit beside the holders now.
+TEST_F(SchedulerTest, AWaiterJoinsAGroupWhenAnotherClientsPinnedMemoryLeaves)
+{
+    s_.set_mode(Mode::Auto, now_);
+    gpu(0, 80 * GiB);
+    ASSERT_TRUE(s_.connect(9, {9, 0, "root"}, {0}));  // root: its pinning counts at once
+    s_.report_memory(9, 0, {0, 20 * GiB}, now_);
+    client(1);
+    client(2);
+    client(3);
+    s_.report_memory(1, 0, {40 * GiB, 0}, now_);
+    s_.report_memory(2, 0, {30 * GiB, 0}, now_);
+    s_.report_memory(3, 0, {15 * GiB, 0}, now_);  // idle: keeps it in group turns
+    s_.request(1, gpu_bit(0), now_);
+    advance(2s);
+    s_.request(2, gpu_bit(0), now_);  // 20 pinned + 40 + 30: does not fit
+    (void)actions();
+    s_.disconnect(9, now_);
+    ASSERT_EQ(s_.turns(0), Turns::Groups);  // 85 GiB
+    EXPECT_EQ(actions(), V{"G2"});
+}
+
+// A capacity set at run time counts like a memory report: a group that no
+// longer fits below the new capacity asks the latest to let go...
+TEST_F(SchedulerTest, AGroupThatNoLongerFitsTheNewCapacityAsksTheLatestToLetGo)
+{
+    auto_clients(80 * GiB, 3, 30 * GiB);
+    s_.request(1, gpu_bit(0), now_);
+    advance(2s);
+    s_.request(2, gpu_bit(0), now_);
+    advance(2s);
+    s_.request(3, gpu_bit(0), now_);
+    ASSERT_EQ(s_.gpus()[0].holders.size(), 2u);
+    (void)actions();
+    s_.set_capacity(0, 50 * GiB, now_);  // still group turns; 1 and 2 need 60 GiB
+    ASSERT_EQ(s_.turns(0), Turns::Groups);
+    EXPECT_EQ(actions(), V{"D2"});
+}
+
+// ...and the first in line joins a group it now fits beside.
+TEST_F(SchedulerTest, AWaiterJoinsAGroupWhenTheCapacityGrows)
+{
+    auto_clients(50 * GiB, 3, 30 * GiB);
+    s_.request(1, gpu_bit(0), now_);
+    advance(2s);
+    s_.request(2, gpu_bit(0), now_);
+    EXPECT_EQ(actions(), (V{"G1", "C1"}));
+    s_.set_capacity(0, 80 * GiB, now_);  // still group turns: 90 GiB
+    ASSERT_EQ(s_.turns(0), Turns::Groups);
+    EXPECT_EQ(actions(), V{"G2"});
+}
+
 // On an oversubscribed GPU the holder is told how much of its managed memory
 // may stay: what fits beside the next waiter and what others keep there.
 TEST_F(SchedulerTest, DropTellsHowMuchMayStayBesideTheNextHolder)
