@@ -1051,9 +1051,12 @@ FAKE_EXPORT CUresult cuStreamCreate(CUstream* ps, unsigned int)
     Context* c = current();
     if (c == nullptr)
         return CUDA_ERROR_INVALID_CONTEXT;
-    if (!take_device_memory(c->device, kStreamBytes, true)) {
-        log_event("stream-create oom");
-        return CUDA_ERROR_OUT_OF_MEMORY;
+    {
+        std::lock_guard<std::mutex> g(st().mutex);
+        if (!take_device_memory(c->device, kStreamBytes, true)) {
+            log_event("stream-create oom");
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        }
     }
     *ps = reinterpret_cast<CUstream>(new_stream(c));
     return CUDA_SUCCESS;
@@ -1078,8 +1081,8 @@ FAKE_EXPORT CUresult cuStreamDestroy_v2(CUstream s)
     if (str == nullptr)
         return CUDA_ERROR_INVALID_HANDLE;
     wait_idle(str);
-    take_device_memory(str->ctx->device, kStreamBytes, false);
     std::lock_guard<std::mutex> g(st().mutex);
+    take_device_memory(str->ctx->device, kStreamBytes, false);
     str->ctx->streams.erase(str);  // the worker thread stays parked (leaked)
     return CUDA_SUCCESS;
 }
