@@ -374,6 +374,22 @@ bool place_on_host(Record& r, uint32_t i)
     return true;
 }
 
+// A placement at a grant (swap-in, the gate's open) that the driver refused
+// with an error other than a full device: the chunk goes on as one that
+// found the device full (a later placement, else host memory), since the
+// allocation that made it waits for the grant with nothing to answer; the
+// error is named here.
+void warn_refused(const Record& r, uint32_t i, CUresult failure)
+{
+    if (failure == CUDA_SUCCESS || failure == CUDA_ERROR_OUT_OF_MEMORY)
+        return;
+    log_warn(
+        "GPU %d refused memory for %llu bytes at %#llx (CUDA error %d): placed as on a "
+        "full GPU",
+        r.ordinal, static_cast<unsigned long long>(r.layout.size_of(i)),
+        static_cast<unsigned long long>(r.ptr + r.layout.offset_of(i)), static_cast<int>(failure));
+}
+
 // Chunk i gives its device memory back and leaves its address unmapped
 // until it comes back: Out once its data is copied to its host memory, or
 // `to` (Absent or Out) where a swap-in takes back a chunk it placed, the
@@ -766,11 +782,16 @@ bool open_if_mapped(void (*open)())
             Record& r = *g_records[k];
             for (uint32_t i = 0; i < r.layout.count; ++i) {
                 Chunk& c = r.chunks[i];
-                if (c.where == Where::Absent && !place_on_device(r, i) && !place_on_host(r, i))
-                    log_warn("no memory for %llu bytes at %#llx, neither on GPU %d nor on the host",
-                             static_cast<unsigned long long>(r.layout.size_of(i)),
-                             static_cast<unsigned long long>(r.ptr + r.layout.offset_of(i)),
-                             r.ordinal);
+                CUresult failure = CUDA_SUCCESS;
+                if (c.where == Where::Absent && !place_on_device(r, i, nullptr, true, &failure)) {
+                    warn_refused(r, i, failure);
+                    if (!place_on_host(r, i))
+                        log_warn(
+                            "no memory for %llu bytes at %#llx, neither on GPU %d nor on the host",
+                            static_cast<unsigned long long>(r.layout.size_of(i)),
+                            static_cast<unsigned long long>(r.ptr + r.layout.offset_of(i)),
+                            r.ordinal);
+                }
                 mapped &= c.where == Where::Device || c.where == Where::Host || g_sticky;
             }
         }
@@ -928,8 +949,11 @@ Moved swap_in(uint32_t gpu, uint64_t budget, CUstream stream, bool wait_for_room
                 flush();
             const uint64_t placing = now_ns();
             // A Host chunk's address stays usable throughout: access at once.
-            const bool placed = place_on_device(r, i, &m.create_ns, was == Where::Host);
+            CUresult failure = CUDA_SUCCESS;
+            const bool placed = place_on_device(r, i, &m.create_ns, was == Where::Host, &failure);
             m.place_ns += now_ns() - placing;
+            if (!placed)
+                warn_refused(r, i, failure);
             if (placed && was == Where::Host) {
                 // The copy runs while the next chunks are made and mapped.
                 if (stream_copy(r.ptr + off, r.staging + off, size, stream))

@@ -46,9 +46,20 @@
 //       Prints "RESULT OK native ctx=same|other type=T ordinal=O start=ok|bad
 //       id-stable=1|0 free-async=E".
 //   --mode fault-then-alloc
-//       A kernel writes to reserved address space with nothing mapped (an
-//       illegal address: the context is lost), then a 64 MiB cudaMalloc.
-//       Prints "RESULT OK fault sync=E alloc=E" (the two errors).
+//       A 64 MiB cudaMalloc and a kernel on it; then a kernel writes to
+//       reserved address space with nothing mapped (an illegal address: the
+//       context is lost), then another 64 MiB cudaMalloc and a cudaFree of
+//       the first. Prints "RESULT OK fault sync=E alloc=E free=E" (the
+//       three errors).
+//   --mode driver-error --call cuMemCreate|cuMemMap|cuMemSetAccess
+//       Run with tests/gpu/fail_driver.c as libcuda.so.1: asks it to fail
+//       the next CALL (CUDA_ERROR_UNKNOWN) before a 256 MiB cudaMalloc made
+//       before the process holds the GPU, and again before one made while
+//       it holds it; then one more allocation. Each allocation that
+//       succeeds is set, added to by a kernel and checked; all are freed.
+//       Prints "RESULT OK driver-error call=CALL early=E early-wrong=N
+//       held=E next=E next-wrong=N free-change-mib=M" (M: cudaMemGetInfo's
+//       free at the end less at the start).
 //   --mode graph-node --alloc-mib N --ready FILE --go GO
 //       Allocates N MiB, sets it to 0, writes FILE, waits for GO (meanwhile
 //       another process takes the GPU and this one's memory is swapped
@@ -70,6 +81,7 @@
 // Prints "gpu_edge: RESULT OK ..." when everything checked out.
 #include <cuda.h>
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 #include <elf.h>
 #include <fcntl.h>
 #include <link.h>
@@ -439,14 +451,82 @@ __global__ void write_at(unsigned char* p)
 int fault_then_alloc()
 {
     auto reserve = driver<decltype(&cuMemAddressReserve)>("cuMemAddressReserve", 10020);
+    unsigned char* before = nullptr;
+    CHECK(cudaMalloc(&before, 64u << 20));
+    add_one<<<256, 256>>>(before, 64u << 20);
+    CHECK(cudaDeviceSynchronize());
     CUdeviceptr hole = 0;
     CHECK_CU(reserve(&hole, 2u << 20, 0, 0, 0));
     write_at<<<1, 32>>>(reinterpret_cast<unsigned char*>(hole));
     const cudaError_t sync = cudaDeviceSynchronize();
     void* p = nullptr;
     const cudaError_t alloc = cudaMalloc(&p, 64u << 20);
-    printf("gpu_edge: RESULT OK fault sync=%d alloc=%d\n", static_cast<int>(sync),
-           static_cast<int>(alloc));
+    const cudaError_t freed = cudaFree(before);
+    printf("gpu_edge: RESULT OK fault sync=%d alloc=%d free=%d\n", static_cast<int>(sync),
+           static_cast<int>(alloc), static_cast<int>(freed));
+    return 0;
+}
+
+__global__ void count_not(const unsigned char* p, size_t n, unsigned char value,
+                          unsigned long long* wrong)
+{
+    for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+        if (p[i] != value)
+            atomicAdd(wrong, 1ull);
+}
+
+// Sets `size` bytes at p to 0x5a, adds 1 by a kernel, and counts the bytes
+// that do not read 0x5b: 0 if the memory works.
+unsigned long long wrong_bytes(unsigned char* p, size_t size)
+{
+    unsigned long long* wrong = nullptr;
+    unsigned long long bad = ~0ull;
+    CHECK(cudaMalloc(&wrong, sizeof *wrong));
+    CHECK(cudaMemset(wrong, 0, sizeof *wrong));
+    CHECK(cudaMemset(p, 0x5a, size));
+    add_one<<<256, 256>>>(p, size);
+    count_not<<<256, 256>>>(p, size, 0x5b, wrong);
+    CHECK(cudaMemcpy(&bad, wrong, sizeof bad, cudaMemcpyDeviceToHost));
+    CHECK(cudaFree(wrong));
+    return bad;
+}
+
+int driver_error(const char* call)
+{
+    using FailNext = int (*)(const char*, CUresult);
+    void* driver_handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    auto fail = driver_handle != nullptr
+                    ? reinterpret_cast<FailNext>(dlsym(driver_handle, "fail_driver_next"))
+                    : nullptr;
+    if (fail == nullptr) {
+        fprintf(stderr, "gpu_edge: no fail_driver_next: run with fail_driver.c's libcuda.so.1\n");
+        return 1;
+    }
+    const size_t size = 256u << 20;
+    size_t free_at_start = 0, free_at_end = 0, total = 0;
+    CHECK(cudaMemGetInfo(&free_at_start, &total));
+    // Before the process holds the GPU: the memory is placed at the grant.
+    unsigned char *early = nullptr, *held = nullptr;
+    CHECK(fail(call, CUDA_ERROR_UNKNOWN) == 0 ? cudaSuccess : cudaErrorInvalidValue);
+    const cudaError_t early_alloc = cudaMalloc(&early, size);
+    const unsigned long long early_wrong = early_alloc == cudaSuccess ? wrong_bytes(early, size) : 0;
+    // Holding it (the kernels above ran): the allocation places its memory.
+    CHECK(fail(call, CUDA_ERROR_UNKNOWN) == 0 ? cudaSuccess : cudaErrorInvalidValue);
+    const cudaError_t held_alloc = cudaMalloc(&held, size);
+    cudaGetLastError();  // the failed allocation's error is not sticky
+    const cudaError_t next_alloc = cudaMalloc(&held, size);
+    const unsigned long long held_wrong = next_alloc == cudaSuccess ? wrong_bytes(held, size) : 0;
+    if (early_alloc == cudaSuccess)
+        CHECK(cudaFree(early));
+    if (next_alloc == cudaSuccess)
+        CHECK(cudaFree(held));
+    CHECK(cudaMemGetInfo(&free_at_end, &total));
+    printf(
+        "gpu_edge: RESULT OK driver-error call=%s early=%d early-wrong=%llu held=%d next=%d "
+        "next-wrong=%llu free-change-mib=%lld\n",
+        call, static_cast<int>(early_alloc), early_wrong, static_cast<int>(held_alloc),
+        static_cast<int>(next_alloc), held_wrong,
+        (static_cast<long long>(free_at_end) - static_cast<long long>(free_at_start)) / (1 << 20));
     return 0;
 }
 
@@ -630,7 +710,7 @@ int long_touch(const char* ready, long alloc_mib, long burst_us)
 
 int main(int argc, char** argv)
 {
-    std::string mode;
+    std::string mode, call;
     const char *ready = "/dev/null", *go = "/dev/null", *log_path = nullptr;
     int bursts = 6;
     long burst_us = 40000, gap_us = 700000, plain_mib = 0, alloc_mib = 0;
@@ -653,6 +733,8 @@ int main(int argc, char** argv)
             plain_mib = atol(argv[i + 1]);
         else if (!strcmp(argv[i], "--alloc-mib"))
             alloc_mib = atol(argv[i + 1]);
+        else if (!strcmp(argv[i], "--call"))
+            call = argv[i + 1];
     }
     CHECK(cudaFree(nullptr));  // the primary context, current on this thread
     if (mode == "flag-wait")
@@ -679,6 +761,8 @@ int main(int argc, char** argv)
         return escape(alloc_mib);
     if (mode == "long-touch")
         return long_touch(ready, alloc_mib, burst_us);
+    if (mode == "driver-error")
+        return driver_error(call.c_str());
     fprintf(stderr, "gpu_edge: unknown --mode %s\n", mode.c_str());
     return 2;
 }

@@ -19,6 +19,7 @@ Exit status 0 when every scenario passed; one line per scenario on stdout.
 import argparse
 import json
 import os
+import re
 import shlex
 import shutil
 import socket
@@ -428,8 +429,51 @@ class Runner:
 
     def fault_then_alloc(self):
         """Issue 43, item 7: after an illegal address, cudaMalloc fails with the
-        sticky error with the library as without it (not out of memory)."""
+        sticky error with the library as without it (not out of memory), and
+        cudaFree of memory made before the fault answers as it does without."""
         self.same_answers("fault-then-alloc", "fault-then-alloc", "fault", ["sync=700"])
+
+    def driver_errors(self):
+        """Issue 43, item 7, on the real driver: a cuMemCreate, cuMemMap or
+        cuMemSetAccess that fails (fail_driver.c, standing in as libcuda.so.1,
+        fails the next one once) while an allocation made while the process
+        holds the GPU places its memory is that allocation's answer, and the
+        next allocation works; one that fails while the memory of an
+        allocation made before the grant is placed at the grant is survived
+        (placed as on a full GPU). Every allocation that succeeded holds its
+        data, and nothing leaks."""
+        name = "driver-errors"
+        if not self.a.fail_driver:
+            self.record(name, False, "no --fail-driver (fail_driver.c's library)")
+            return
+        found = re.search(r"libcuda\.so\.1 \(libc6,x86-64\) => (\S+)",
+                          subprocess.run(["ldconfig", "-p"], capture_output=True,
+                                         text=True).stdout)
+        if not found:
+            self.record(name, False, "the host's libcuda.so.1 is not in ldconfig's cache")
+            return
+        details, ok = [], True
+        for call in ("cuMemCreate", "cuMemMap", "cuMemSetAccess"):
+            with tempfile.TemporaryDirectory(dir=self.a.out) as wd:
+                os.symlink(self.a.fail_driver, os.path.join(wd, "libcuda.so.1"))
+                os.symlink(found.group(1), os.path.join(wd, "libnvshare-real-cuda.so.1"))
+                d = Daemon(self.a.nvshared, wd, ["--anti-thrashing", "auto"])
+                path = wd + ":" + os.environ.get("LD_LIBRARY_PATH", "")
+                p = self.edge(d.sock, ["--mode", "driver-error", "--call", call],
+                              {"LD_LIBRARY_PATH": path})
+                out = self.run_all([p], 120)[0]
+                rc = d.stop()
+            m = re.search(r"RESULT OK driver-error call=\S+ early=(-?\d+) early-wrong=(\d+) "
+                          r"held=(-?\d+) next=(-?\d+) next-wrong=(\d+) "
+                          r"free-change-mib=(-?\d+)", out[1])
+            failed = out[1].count(f"fail_driver: {call} failed")
+            this = (out[0] == 0 and rc == 0 and m is not None and failed == 2 and
+                    m.group(1) == "0" and m.group(2) == "0" and m.group(3) == "999" and
+                    m.group(4) == "0" and m.group(5) == "0" and abs(int(m.group(6))) < 128)
+            ok &= this
+            details.append(f"{call}: " + (m.group(0).split("RESULT OK ", 1)[1] if m else "no result")
+                           + f" injected={failed}" + ("" if this else " | " + out[1][-600:]))
+        self.record(name, ok, "; ".join(details))
 
     def graph_node_on_swapped_out(self):
         """Issue 43, item 7: a graph memset node made on a buffer that is swapped
@@ -944,11 +988,12 @@ def main():
     ap.add_argument("--edge", required=True)
     ap.add_argument("--train", required=True)
     ap.add_argument("--ctl", help="nvsharectl, for the container (CDI) scenario")
+    ap.add_argument("--fail-driver", help="fail_driver.c's library, for driver-errors")
     ap.add_argument("--only")
     ap.add_argument("--out", default=tempfile.gettempdir())
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)  # scenarios make their folders inside it
-    for arg in ("nvshared", "lib", "work", "work_ptds", "edge", "train", "ctl"):
+    for arg in ("nvshared", "lib", "work", "work_ptds", "edge", "train", "ctl", "fail_driver"):
         if getattr(a, arg):  # a CDI spec names host paths, which must be absolute
             setattr(a, arg, os.path.abspath(getattr(a, arg)))
     r = Runner(a)
@@ -979,6 +1024,7 @@ def main():
         "free-during-capture": r.free_during_capture,
         "native-answers": r.native_answers,
         "fault-then-alloc": r.fault_then_alloc,
+        "driver-errors": r.driver_errors,
         "graph-node-on-swapped-out": r.graph_node_on_swapped_out,
         "allocation-waits-until-mapped": r.allocation_waits_until_mapped,
         "revoked-work-keeps-its-memory": r.revoked_work_keeps_its_memory,

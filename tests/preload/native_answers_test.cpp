@@ -206,6 +206,39 @@ TEST(DriverErrors, AFailedCuMemSetAccessIsTheAllocationsAnswer)
     expect_the_allocation_fails_with_the_error_of("cuMemSetAccess");
 }
 
+// A driver error other than a full device while the client thread places,
+// at the grant, memory allocated before the process held the GPU: the
+// allocation has nobody left to answer (it waits for its memory to be
+// mapped), so the chunk is treated as one that found the device full (it
+// waits for the next placement, else host memory), with one line naming
+// the error; the program runs on, its data kept.
+void expect_a_placement_at_the_grant_survives(const std::string& call)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "auto"});
+    Process p = start_client(
+        dir, daemon.socket(),
+        {{"--alloc", "64M", "--kernels", "2", "--check-data", "--fail-first-alloc", call + ":999"},
+         {},
+         false},
+        "p");
+    expect_clean_exit(p);
+    const std::string log = read_text(dir / "fake.log");
+    EXPECT_EQ(count_events(dir / "fake.log", p.pid(), "fail " + call + " 999"), 1) << log;
+    EXPECT_NE(p.out().find("data=ok"), std::string::npos) << p.out() << p.err();
+    EXPECT_NE(p.err().find("(CUDA error 999)"), std::string::npos) << p.err();
+}
+
+TEST(DriverErrors, AFailedCuMemCreateAtTheGrantIsSurvived)
+{
+    expect_a_placement_at_the_grant_survives("cuMemCreate");
+}
+
+TEST(DriverErrors, AFailedCuMemMapAtTheGrantIsSurvived)
+{
+    expect_a_placement_at_the_grant_survives("cuMemMap");
+}
+
 // After a fault, cuMemFree of swap-engine memory answers the sticky error,
 // as the driver's cuMemFree does (it waits for the context's work, which
 // failed), not success: the library synchronises the process's contexts

@@ -128,6 +128,10 @@ struct Options {
     // cuMemSetAccess) with ERROR (fakecuda_fail_next); an allocation that
     // then fails otherwise than out of memory prints late=error:CODE.
     std::string fail_late_alloc;
+    // --fail-first-alloc CALL:ERROR: the same, right before the --alloc
+    // allocations, which come before the process holds the GPU: their memory
+    // is placed at the grant, by the client thread.
+    std::string fail_first_alloc;
     // --late-stream: after the late allocation, a new stream and a memset on
     // it ("late-stream=ok", or "late-stream=oom": the device was full).
     bool late_stream = false;
@@ -385,13 +389,12 @@ void fault_then_free()
     fflush(stdout);
 }
 
-// Asks the fake driver to fail the next call named by --fail-late-alloc.
-void fail_next_vmm_call()
+// Asks the fake driver to fail the next call named by `spec` (CALL:ERROR).
+void fail_next_vmm_call(const std::string& spec)
 {
-    const size_t colon = opt.fail_late_alloc.find(':');
-    const std::string call = opt.fail_late_alloc.substr(0, colon);
-    const int error =
-        colon == std::string::npos ? 0 : atoi(opt.fail_late_alloc.c_str() + colon + 1);
+    const size_t colon = spec.find(':');
+    const std::string call = spec.substr(0, colon);
+    const int error = colon == std::string::npos ? 0 : atoi(spec.c_str() + colon + 1);
     using FailNext = CUresult (*)(const char*, CUresult);
     void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
     auto fn = driver != nullptr ? reinterpret_cast<FailNext>(dlsym(driver, "fakecuda_fail_next"))
@@ -435,7 +438,7 @@ void late_alloc()
 {
     CUdeviceptr p = 0;
     if (!opt.fail_late_alloc.empty())
-        fail_next_vmm_call();
+        fail_next_vmm_call(opt.fail_late_alloc);
     if (const CUresult r = api.mem_alloc(&p, opt.late_alloc); r == CUDA_ERROR_OUT_OF_MEMORY) {
         printf("late=oom\n");
         fflush(stdout);
@@ -494,6 +497,8 @@ void escape(CUdeviceptr p, std::chrono::steady_clock::time_point began)
 
 void allocate()
 {
+    if (!opt.fail_first_alloc.empty())
+        fail_next_vmm_call(opt.fail_first_alloc);
     for (int i = 0; opt.alloc != 0 && i < opt.allocs; ++i) {
         CUdeviceptr p = 0;
         const auto began = std::chrono::steady_clock::now();
@@ -1030,6 +1035,8 @@ bool parse(int argc, char** argv)
             opt.fault_then_free = true;
         else if (a == "--fail-late-alloc")
             opt.fail_late_alloc = next();
+        else if (a == "--fail-first-alloc")
+            opt.fail_first_alloc = next();
         else if (a == "--graph-memset-node")
             opt.graph_memset_node = true;
         else if (a == "--attrs")
