@@ -509,7 +509,8 @@ int driver_error(const char* call)
     unsigned char *early = nullptr, *held = nullptr;
     CHECK(fail(call, CUDA_ERROR_UNKNOWN) == 0 ? cudaSuccess : cudaErrorInvalidValue);
     const cudaError_t early_alloc = cudaMalloc(&early, size);
-    const unsigned long long early_wrong = early_alloc == cudaSuccess ? wrong_bytes(early, size) : 0;
+    const unsigned long long early_wrong =
+        early_alloc == cudaSuccess ? wrong_bytes(early, size) : 0;
     // Holding it (the kernels above ran): the allocation places its memory.
     CHECK(fail(call, CUDA_ERROR_UNKNOWN) == 0 ? cudaSuccess : cudaErrorInvalidValue);
     const cudaError_t held_alloc = cudaMalloc(&held, size);
