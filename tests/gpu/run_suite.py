@@ -472,7 +472,8 @@ class Runner:
                     m.group(4) == "0" and m.group(5) == "0" and abs(int(m.group(6))) < 128)
             ok &= this
             details.append(f"{call}: " + (m.group(0).split("RESULT OK ", 1)[1] if m else "no result")
-                           + f" injected={failed}" + ("" if this else " | " + out[1][-600:]))
+                           + f" injected={failed} named={out[1].count('(CUDA error 999)')}" +
+                           ("" if this else " | " + out[1][-600:]))
         self.record(name, ok, "; ".join(details))
 
     def graph_node_on_swapped_out(self):
