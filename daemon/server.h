@@ -23,6 +23,7 @@
 #include "daemon/options.h"
 #include "daemon/principals.h"
 #include "daemon/scheduler.h"
+#include "daemon/settings_target.h"
 #include "daemon/token_bucket.h"
 
 namespace nvshare::daemon {
@@ -61,7 +62,7 @@ struct Connection {
     TimePoint closed_at{};
 };
 
-class Server {
+class Server final : public SettingsTarget {
 public:
     explicit Server(Options options);
     ~Server();
@@ -76,26 +77,13 @@ public:
     // For the control plane (D-Bus): the state.
     sd_event* event() const { return event_; }
     const Scheduler& scheduler() const { return scheduler_; }
-    // For the settings' owner (SettingsControl) alone: the scheduler it
-    // changes a setting of, then after_settings_change() with what changed.
-    Scheduler& settings_scheduler() { return scheduler_; }
-    // A setting changed at run time, as one typed event.
-    struct SettingChange {
-        std::string setting;        // "anti-thrashing", "time-quantum", "capacity"
-        std::string gpu_uuid;       // empty: host-wide
-        std::string value;          // as the journal and the bus carry it
-        std::string text;           // the log line
-        bool tell_clients = false;  // what the Settings message carries changed
-    };
-    // The one path after a setting changed: logs it (the journal and the
-    // bus's Event signal, from the same details), tells the clients where
-    // the Settings message changed, and lets the status, the timers and the
-    // bus's properties catch up.
-    void after_settings_change(const SettingChange& change);
     bool revoke(ClientId id);
-    // The config file's settings that no run-time change overrides: the
-    // priority rules, the grace period and when waits are logged (reload).
-    void set_admin_rules(std::vector<PriorityRule> rules, Duration grace, Duration log_waits_after);
+    // SettingsTarget (settings_target.h), for the settings' owner
+    // (SettingsControl) alone.
+    Scheduler& settings_scheduler() override { return scheduler_; }
+    void after_settings_change(const SettingChange& change) override;
+    void set_admin_rules(std::vector<PriorityRule> rules, Duration grace,
+                         Duration log_waits_after) override;
     // What SIGHUP runs (systemctl reload): re-reads the configuration.
     void set_reload_handler(std::function<void()> handler) { reload_ = std::move(handler); }
     // Called after every batch of changes (client events, timers, settings).

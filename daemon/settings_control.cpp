@@ -40,9 +40,9 @@ std::optional<typename Map::mapped_type> find_in(const Map& map, const std::stri
 
 }  // namespace
 
-SettingsControl::SettingsControl(Server& server, StateStore store, Options configured,
+SettingsControl::SettingsControl(SettingsTarget& target, StateStore store, Options configured,
                                  SettingsLayer runtime)
-    : server_(server),
+    : target_(target),
       store_(std::move(store)),
       configured_(std::move(configured)),
       runtime_(std::move(runtime))
@@ -64,7 +64,7 @@ std::optional<Refusal> SettingsControl::set_mode(const std::string& name,
     const auto mode = parse_mode(name);
     if (!mode)
         return unknown_mode(name);
-    if (*mode == server_.scheduler().settings().mode)
+    if (*mode == scheduler().settings().mode)
         return std::nullopt;
     authorize();
     SettingsLayer next = runtime_;
@@ -80,7 +80,7 @@ std::optional<Refusal> SettingsControl::set_time_quantum(uint64_t usec, const Au
     Duration tq{};
     if (auto refused = check_time_quantum(usec, &tq))
         return refused;
-    if (tq == server_.scheduler().settings().time_quantum)
+    if (tq == scheduler().settings().time_quantum)
         return std::nullopt;
     authorize();
     SettingsLayer next = runtime_;
@@ -99,7 +99,7 @@ std::optional<Refusal> SettingsControl::set_capacity(GpuIndex gpu, uint64_t byte
     if (!valid_capacity(bytes))
         return Refusal{Refusal::Why::Invalid, "capacity " + std::to_string(bytes) +
                                                   " is too large (valid: " + kCapacityRange + ")"};
-    const Gpu& known = server_.scheduler().gpus().at(gpu);
+    const Gpu& known = scheduler().gpus().at(gpu);
     if (bytes == known.capacity)
         return std::nullopt;
     // More than the GPU has would let processes that do not fit run side by
@@ -125,10 +125,10 @@ std::optional<Refusal> SettingsControl::set_gpu_mode(GpuIndex gpu, const std::st
     const auto mode = parse_mode(name);
     if (!mode)
         return unknown_mode(name);
-    const std::string& uuid = server_.scheduler().gpus().at(gpu).description.uuid;
+    const std::string& uuid = scheduler().gpus().at(gpu).description.uuid;
     // Unchanged only when it is the GPU's own already: the same value
     // inherited would still follow the host-wide one.
-    if (find_in(server_.scheduler().gpu_modes(), uuid) == mode)
+    if (find_in(scheduler().gpu_modes(), uuid) == mode)
         return std::nullopt;
     authorize();
     SettingsLayer next = runtime_;
@@ -145,8 +145,8 @@ std::optional<Refusal> SettingsControl::set_gpu_time_quantum(GpuIndex gpu, uint6
     Duration tq{};
     if (auto refused = check_time_quantum(usec, &tq))
         return refused;
-    const std::string& uuid = server_.scheduler().gpus().at(gpu).description.uuid;
-    if (find_in(server_.scheduler().gpu_time_quanta(), uuid) == tq)
+    const std::string& uuid = scheduler().gpus().at(gpu).description.uuid;
+    if (find_in(scheduler().gpu_time_quanta(), uuid) == tq)
         return std::nullopt;
     authorize();
     SettingsLayer next = runtime_;
@@ -159,26 +159,26 @@ std::optional<Refusal> SettingsControl::set_gpu_time_quantum(GpuIndex gpu, uint6
 
 void SettingsControl::apply_mode(Mode mode)
 {
-    server_.settings_scheduler().set_mode(mode, Clock::now());
+    scheduler().set_mode(mode, Clock::now());
     const std::string name = proto::mode_name(mode);
-    server_.after_settings_change(
+    target_.after_settings_change(
         {"anti-thrashing", "", name, "anti-thrashing set to " + name, true});
 }
 
 void SettingsControl::apply_time_quantum(Duration tq)
 {
-    server_.settings_scheduler().set_time_quantum(tq, Clock::now());
+    scheduler().set_time_quantum(tq, Clock::now());
     const uint64_t us = to_usec(tq);
-    server_.after_settings_change(
+    target_.after_settings_change(
         {"time-quantum", "", std::to_string(us),
          "time quantum set to " + format_duration(std::chrono::microseconds(us)), true});
 }
 
 void SettingsControl::apply_capacity(GpuIndex gpu, uint64_t bytes)
 {
-    server_.settings_scheduler().set_capacity(gpu, bytes, Clock::now());
-    const std::string& uuid = server_.scheduler().gpus().at(gpu).description.uuid;
-    server_.after_settings_change(
+    scheduler().set_capacity(gpu, bytes, Clock::now());
+    const std::string& uuid = scheduler().gpus().at(gpu).description.uuid;
+    target_.after_settings_change(
         {"capacity", uuid, std::to_string(bytes),
          "capacity of GPU " + std::to_string(gpu) + " (" + uuid + ") set to " + format_size(bytes),
          true});
@@ -186,23 +186,23 @@ void SettingsControl::apply_capacity(GpuIndex gpu, uint64_t bytes)
 
 void SettingsControl::apply_gpu_mode(const std::string& uuid, std::optional<Mode> mode)
 {
-    server_.settings_scheduler().set_gpu_mode(uuid, mode, Clock::now());
+    scheduler().set_gpu_mode(uuid, mode, Clock::now());
     const std::string value = mode ? proto::mode_name(*mode) : "default";
-    server_.after_settings_change(
+    target_.after_settings_change(
         {"anti-thrashing", uuid, value,
          mode ? "anti-thrashing of GPU " + uuid + " set to " + value
               : "anti-thrashing of GPU " + uuid + " follows the host-wide mode (" +
-                    proto::mode_name(server_.scheduler().settings().mode) + ") again",
+                    proto::mode_name(scheduler().settings().mode) + ") again",
          false});
 }
 
 void SettingsControl::apply_gpu_time_quantum(const std::string& uuid, std::optional<Duration> tq)
 {
-    server_.settings_scheduler().set_gpu_time_quantum(uuid, tq, Clock::now());
+    scheduler().set_gpu_time_quantum(uuid, tq, Clock::now());
     const std::string value = tq ? std::to_string(to_usec(*tq)) : "default";
-    const std::string shown = format_duration(std::chrono::microseconds(
-        to_usec(tq.value_or(server_.scheduler().settings().time_quantum))));
-    server_.after_settings_change(
+    const std::string shown = format_duration(
+        std::chrono::microseconds(to_usec(tq.value_or(scheduler().settings().time_quantum))));
+    target_.after_settings_change(
         {"time-quantum", uuid, value,
          tq ? "time quantum of GPU " + uuid + " set to " + shown
             : "time quantum of GPU " + uuid + " follows the host-wide one (" + shown + ") again",
@@ -211,7 +211,7 @@ void SettingsControl::apply_gpu_time_quantum(const std::string& uuid, std::optio
 
 void SettingsControl::apply(const std::string& uuid, const Options& target)
 {
-    const Scheduler& s = server_.scheduler();
+    const Scheduler& s = scheduler();
     const auto mode = find_in(target.gpu_modes, uuid);
     if (find_in(s.gpu_modes(), uuid) != mode)
         apply_gpu_mode(uuid, mode);
@@ -237,7 +237,7 @@ void SettingsControl::apply(const std::string& uuid, const Options& target)
 
 void SettingsControl::apply_all(const Options& target)
 {
-    const auto& s = server_.scheduler().settings();
+    const auto& s = scheduler().settings();
     if (s.mode != target.scheduler.mode)
         apply_mode(target.scheduler.mode);
     if (s.time_quantum != target.scheduler.time_quantum)
@@ -245,15 +245,15 @@ void SettingsControl::apply_all(const Options& target)
     // Every GPU with settings of its own, and every GPU met: the UUIDs first
     // (apply changes the maps).
     std::set<std::string> uuids;
-    for (const auto& [uuid, mode] : server_.scheduler().gpu_modes())
+    for (const auto& [uuid, mode] : scheduler().gpu_modes())
         uuids.insert(uuid);
-    for (const auto& [uuid, tq] : server_.scheduler().gpu_time_quanta())
+    for (const auto& [uuid, tq] : scheduler().gpu_time_quanta())
         uuids.insert(uuid);
     for (const auto& [uuid, mode] : target.gpu_modes)
         uuids.insert(uuid);
     for (const auto& [uuid, tq] : target.gpu_time_quanta)
         uuids.insert(uuid);
-    for (const Gpu& gpu : server_.scheduler().gpus())
+    for (const Gpu& gpu : scheduler().gpus())
         uuids.insert(gpu.description.uuid);
     for (const std::string& uuid : uuids)
         apply(uuid, target);
@@ -264,14 +264,14 @@ void SettingsControl::reload(Options configured)
     configured_ = std::move(configured);
     Options effective = configured_;
     apply_layer(runtime_, effective);  // run-time changes stay on top
-    server_.set_admin_rules(effective.priority_rules, effective.scheduler.grace,
+    target_.set_admin_rules(effective.priority_rules, effective.scheduler.grace,
                             effective.log_waits_after);
     apply_all(effective);
 }
 
 std::optional<Refusal> SettingsControl::reset_gpu(GpuIndex gpu, const Authorize& authorize)
 {
-    const std::string uuid = server_.scheduler().gpus().at(gpu).description.uuid;
+    const std::string uuid = scheduler().gpus().at(gpu).description.uuid;
     SettingsLayer next = runtime_;
     next.gpu_modes.erase(uuid);
     next.gpu_time_quanta.erase(uuid);

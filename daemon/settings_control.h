@@ -1,9 +1,10 @@
 // The home of the settings changed at run time (over D-Bus): the one place
 // that checks a new value, returns early when it is the current one, asks
 // the caller's authorization, saves it in the state file, and only then
-// applies it to the scheduler, then hands the change to the Server (which
-// tells the clients, logs it and lets the bus signal exactly what changed). The order is
-// timedated's: a value that cannot be saved is refused, and nothing changes.
+// applies it to the scheduler, then hands the change to its target, the
+// Server (which tells the clients, logs it and lets the bus signal exactly
+// what changed; settings_target.h). The order is timedated's: a value that
+// cannot be saved is refused, and nothing changes.
 #pragma once
 
 #include <functional>
@@ -11,8 +12,8 @@
 #include <string>
 
 #include "daemon/options.h"
-#include "daemon/server.h"
 #include "daemon/settings.h"
+#include "daemon/settings_target.h"
 #include "daemon/state_store.h"
 
 namespace nvshare::daemon {
@@ -28,7 +29,8 @@ public:
     // `configured`: the settings without run-time changes (defaults, config
     // file, command line), what reset() returns to. `runtime`: the changes
     // loaded from `store` at start.
-    SettingsControl(Server& server, StateStore store, Options configured, SettingsLayer runtime);
+    SettingsControl(SettingsTarget& target, StateStore store, Options configured,
+                    SettingsLayer runtime);
 
     // Runs once the value is known valid and new: throws to refuse (the
     // caller's authorization check).
@@ -64,8 +66,8 @@ private:
     // and every GPU.
     void apply(const std::string& uuid, const Options& target);
     void apply_all(const Options& target);
-    // One setting into the scheduler, then the server's one path after a
-    // change (Server::after_settings_change). A GPU's own mode or time
+    // One setting into the scheduler, then the target's one path after a
+    // change (SettingsTarget::after_settings_change). A GPU's own mode or time
     // quantum: nullopt, it follows the host-wide one again.
     void apply_mode(Mode mode);
     void apply_time_quantum(Duration tq);
@@ -73,7 +75,9 @@ private:
     void apply_gpu_mode(const std::string& uuid, std::optional<Mode> mode);
     void apply_gpu_time_quantum(const std::string& uuid, std::optional<Duration> tq);
 
-    Server& server_;
+    Scheduler& scheduler() { return target_.settings_scheduler(); }
+
+    SettingsTarget& target_;
     StateStore store_;
     Options configured_;
     SettingsLayer runtime_;

@@ -1,7 +1,9 @@
 // Per-user, per-GPU usage for the metrics: what each user's clients held,
 // waited, were granted, asked to drop, revoked and swapped on each GPU,
 // including clients that have exited. Pure: the scheduler hands each
-// departing client to retire(); totals() adds the live clients.
+// departing client to retire(); totals() adds the live clients. The counts
+// are the scheduler's own, bumped where it decides (README.md), not events
+// counted after the fact.
 #pragma once
 
 #include <compare>

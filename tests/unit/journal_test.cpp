@@ -87,4 +87,45 @@ TEST(Journal, WaitsAreDueOnceAfterTheThreshold)
     EXPECT_TRUE(log.not_waiting(1));  // its grant says it waited long
 }
 
+// One event, two renderings: the log's record and the observer's (the bus's
+// Event signal), each once, with the same details; below the log level only
+// the observer hears of it.
+TEST(Journal, AnEventReachesTheLogAndTheObserverOnceEach)
+{
+    unsetenv("JOURNAL_STREAM");  // the "<N>" line on stderr, not sd-journal
+    EventLog log;
+    struct Seen {
+        EventKind kind;
+        ClientId client;
+        EventDetails details;
+        std::string what;
+    };
+    std::vector<Seen> seen;
+    log.set_observer([&](const Event& e) {
+        seen.push_back({e.kind, e.subject != nullptr ? e.subject->client : 0, e.details, e.what});
+    });
+    const LogLevel level = log_level();
+    set_log_level(LogLevel::Info);
+    const EventSubject who{7, {4242, 1000, "train.py"}, {"GPU-a"}};
+
+    ::testing::internal::CaptureStderr();
+    log.emit(EventKind::Revoked, LogLevel::Info, &who, {{"cause", "admin"}},
+             "revoked the lock on %s", "GPU-a");
+    std::string out = ::testing::internal::GetCapturedStderr();
+    EXPECT_EQ(out, "<6>pid 4242 (train.py, uid 1000): revoked the lock on GPU-a\n");
+    ASSERT_EQ(seen.size(), 1u);
+    EXPECT_EQ(seen[0].kind, EventKind::Revoked);
+    EXPECT_EQ(seen[0].client, 7u);
+    EXPECT_EQ(seen[0].details, (EventDetails{{"cause", "admin"}}));
+    EXPECT_EQ(seen[0].what, "revoked the lock on GPU-a");
+
+    ::testing::internal::CaptureStderr();
+    log.emit(EventKind::Released, LogLevel::Debug, &who, {}, "released %s", "GPU-a");
+    out = ::testing::internal::GetCapturedStderr();
+    EXPECT_EQ(out, "");
+    ASSERT_EQ(seen.size(), 2u);
+    EXPECT_EQ(seen[1].kind, EventKind::Released);
+    set_log_level(level);
+}
+
 }  // namespace
