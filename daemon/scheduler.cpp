@@ -302,11 +302,10 @@ std::optional<WaitFacts> Scheduler::wait_facts(ClientId id, GpuIndex gpu) const
 {
     if (turns(gpu) == Turns::Free)
         return std::nullopt;
-    const std::vector<ClientId> order = ordered(gpu, now_);
-    for (uint32_t i = 0; i < order.size(); ++i)
-        if (order[i] == id)
-            return facts_at(gpu, i + 1);
-    return std::nullopt;
+    const ClientRecord* c = client(id);
+    if (c == nullptr || c->phase != Phase::Waiting || (c->wanted & gpu_bit(gpu)) == 0)
+        return std::nullopt;
+    return facts_at(gpu, queues_[gpu].line.place(line_order(now_), *c));
 }
 
 std::vector<Action> Scheduler::take_actions()
@@ -641,88 +640,32 @@ void Scheduler::refresh_turns(TimePoint now)
 void Scheduler::enqueue(ClientRecord& c)
 {
     wait_dirty_ |= c.wanted;
-    const Bucket bucket{c.info.principal, policy::class_rank(c.info.priority)};
-    for_each_gpu(c.wanted, [&](GpuIndex g) {
-        queues_[g].waiting.insert({c.sequence, c.id});
-        queues_[g].buckets[bucket].insert({c.sequence, c.id});
-    });
+    for_each_gpu(c.wanted, [&](GpuIndex g) { queues_[g].line.add(c); });
     waiting_++;
 }
 
 void Scheduler::dequeue(ClientRecord& c)
 {
     wait_dirty_ |= c.wanted;  // the places behind it move up
-    const Bucket bucket{c.info.principal, policy::class_rank(c.info.priority)};
-    for_each_gpu(c.wanted, [&](GpuIndex g) {
-        queues_[g].waiting.erase({c.sequence, c.id});
-        auto it = queues_[g].buckets.find(bucket);
-        if (it != queues_[g].buckets.end()) {
-            it->second.erase({c.sequence, c.id});
-            if (it->second.empty())
-                queues_[g].buckets.erase(it);
-        }
-    });
+    for_each_gpu(c.wanted, [&](GpuIndex g) { queues_[g].line.remove(c); });
     waiting_--;
-}
-
-Scheduler::OrderKey Scheduler::order_key(const ClientRecord& c, double user_held,
-                                         TimePoint now) const
-{
-    return {policy::waiting_rank(c.info.priority, now - c.waiting_since, settings_.time_quantum),
-            user_held, c.sequence};
 }
 
 std::optional<ClientId> Scheduler::head(GpuIndex gpu, TimePoint now) const
 {
-    const auto& buckets = queues_[gpu].buckets;
-    if (buckets.size() == 1)  // one user, one class: first come first
-        return buckets.begin()->second.begin()->second;
-    std::optional<ClientId> best;
-    OrderKey best_key{};
-    for (const auto& [bucket, waiters] : buckets) {
-        const ClientRecord& c = clients_.at(waiters.begin()->second);
-        const OrderKey k = order_key(c, shares_.held(c.info.principal, now), now);
-        if (!best || k < best_key) {
-            best = c.id;
-            best_key = k;
-        }
-    }
-    return best;
+    return queues_[gpu].line.head(line_order(now));
 }
 
 std::vector<ClientId> Scheduler::ordered(GpuIndex gpu, TimePoint now) const
 {
-    std::vector<ClientId> ids;
     if (gpu >= queues_.size())
-        return ids;
-    for (const auto& [seq, id] : queues_[gpu].waiting)
-        ids.push_back(id);
-    if (queues_[gpu].buckets.size() > 1) {
-        // Each user's held time once, not once per waiter.
-        std::map<uint32_t, double> held;
-        for (const auto& [bucket, waiters] : queues_[gpu].buckets)
-            held.emplace(bucket.first, shares_.held(bucket.first, now));
-        std::vector<std::pair<OrderKey, ClientId>> keyed;
-        keyed.reserve(ids.size());
-        for (ClientId id : ids) {
-            const ClientRecord& c = clients_.at(id);
-            keyed.push_back({order_key(c, held.at(c.info.principal), now), id});
-        }
-        std::sort(keyed.begin(), keyed.end());
-        for (size_t i = 0; i < keyed.size(); ++i)
-            ids[i] = keyed[i].second;
-    }
-    return ids;
+        return {};
+    return queues_[gpu].line.all(line_order(now));
 }
 
 std::optional<ClientId> Scheduler::goes_next(GpuIndex gpu, ClientId besides) const
 {
-    if (const auto h = head(gpu, now_); !h || *h != besides)
-        return h;
-    for (ClientId id : ordered(gpu, now_))
-        if (id != besides)
-            return id;
-    return std::nullopt;
+    return queues_[gpu].line.goes_next(line_order(now_), besides);
 }
 
 int Scheduler::best_waiting_class(GpuSet gpus) const
@@ -731,8 +674,7 @@ int Scheduler::best_waiting_class(GpuSet gpus) const
     for_each_gpu(gpus, [&](GpuIndex g) {
         // Its class, not its aged rank: waiting long moves a waiter up the
         // queue but does not cut the holder's quantum.
-        for (const auto& [bucket, waiters] : queues_[g].buckets)
-            best = std::min(best, bucket.second);
+        best = std::min(best, queues_[g].line.best_class());
     });
     return best;
 }
@@ -771,9 +713,10 @@ size_t Scheduler::share_cap(uint32_t uid, GpuIndex gpu) const
         if (u != uid)
             others[u]++;
     }
-    for (const auto& [bucket, waiters] : queues_[gpu].buckets)
-        if (bucket.first != uid)
-            others.emplace(bucket.first, 0);
+    queues_[gpu].line.for_each_bucket([&](uint32_t principal, int) {
+        if (principal != uid)
+            others.emplace(principal, 0);
+    });
     return policy::user_share_cap(others);
 }
 
@@ -807,18 +750,18 @@ bool Scheduler::wanted_by_others(const ClientRecord& c, TimePoint now) const
         if (turns(g) != Turns::Soft) {
             // In a group turn, one still starting is told once it has
             // started: what it placed would otherwise have to move again.
-            any |= !queues_[g].waiting.empty() && !(turns(g) == Turns::Groups && starting(c, now));
+            any |= !queues_[g].line.empty() && !(turns(g) == Turns::Groups && starting(c, now));
             return;
         }
         // Softly, nobody hands over while a process there is still
         // starting: it would hand over into a start, which may fill the GPU.
         bool others = false, starts = false;
-        for (const auto& [seq, id] : queues_[g].waiting) {
+        queues_[g].line.for_each([&](ClientId id) {
             others = true;
             // One that waits only for the starts to settle starts next.
             const ClientRecord& w = clients_.at(id);
             starts |= starting(w, now) && policy_join_time(w, g, now) <= now;
-        }
+        });
         for (ClientId h : gpus_[g].holders) {
             others |= h != c.id;
             starts |= starting(clients_.at(h), now);
@@ -915,11 +858,10 @@ void Scheduler::keep_holders_that_fit(GpuIndex gpu, TimePoint now)
 bool Scheduler::contended(const ClientRecord& c) const
 {
     bool any = false;
-    for_each_gpu(c.held & serialized_gpus(),
-                 [&](GpuIndex g) { any |= !queues_[g].waiting.empty(); });
+    for_each_gpu(c.held & serialized_gpus(), [&](GpuIndex g) { any |= !queues_[g].line.empty(); });
     for_each_gpu(c.held & gpus_with({Turns::Soft}), [&](GpuIndex g) {
-        for (const auto& [bucket, waiters] : queues_[g].buckets)
-            any |= bucket.first == c.info.principal;
+        queues_[g].line.for_each_bucket(
+            [&](uint32_t principal, int) { any |= principal == c.info.principal; });
         any |= over_share(c, g);
     });
     return any;
@@ -1045,7 +987,7 @@ void Scheduler::publish_waits()
             return;
         // The holder's facts are the same for every waiter: worked out once.
         const WaitFacts same = facts_at(g, 0);
-        const bool mixed = queues_[g].buckets.size() > 1;  // else nobody outranks anybody
+        const bool mixed = queues_[g].line.mixed();  // else nobody outranks anybody
         uint32_t place = 0;
         int first_rank = INT32_MAX;
         for (ClientId id : ordered(g, now_)) {
@@ -1286,7 +1228,7 @@ void Scheduler::tick(TimePoint now)
     // have a new first waiter that can.
     GpuSet idle = 0;
     for (GpuIndex g = 0; g < gpus_.size(); ++g)
-        if (gpus_[g].holders.empty() && !queues_[g].waiting.empty())
+        if (gpus_[g].holders.empty() && !queues_[g].line.empty())
             idle |= gpu_bit(g);
     try_heads(idle & scheduled_gpus(), now);
     while (!deadlines_.empty() && deadlines_.begin()->first <= now) {

@@ -21,6 +21,7 @@
 #include "daemon/scheduler_types.h"
 #include "daemon/turn_policy.h"
 #include "daemon/usage.h"
+#include "daemon/waiting_line.h"
 
 namespace nvshare::daemon {
 
@@ -180,16 +181,11 @@ public:
 
 private:
     // Every event touches only the GPUs and clients it concerns, so the cost
-    // of an event does not grow with the number of clients: waiters sit in
-    // per-GPU queues ordered by arrival, deadlines in one ordered set.
-    using QueueKey = std::pair<uint64_t, ClientId>;  // (sequence, client)
-    // Waiters also sit in one bucket per (user, class): within a bucket the
-    // first come goes first, so the GPU's next waiter is the best of the
-    // buckets' first ones.
-    using Bucket = std::pair<uint32_t, int>;  // (uid, class rank)
+    // of an event does not grow with the number of clients: each GPU's
+    // waiters sit in its line (waiting_line.h), which finds the first ones
+    // and any one's place without walking it; deadlines in one ordered set.
     struct GpuQueue {
-        std::set<QueueKey> waiting;
-        std::map<Bucket, std::set<QueueKey>> buckets;
+        WaitingLine line;
         std::set<ClientId> members;
         std::map<int, size_t> classes;  // members by class rank
     };
@@ -214,9 +210,8 @@ private:
     // Works every GPU's style out again; returns the GPUs that now serialize
     // and did not before.
     GpuSet update_turns();
-    // The order of waiters: (rank, user's held time, sequence).
-    using OrderKey = std::tuple<int, double, uint64_t>;
-    OrderKey order_key(const ClientRecord& c, double user_held, TimePoint now) const;
+    // What the order of waiters depends on at `now` (WaitingLine).
+    LineOrder line_order(TimePoint now) const { return {now, settings_.time_quantum, &shares_}; }
     std::optional<ClientId> head(GpuIndex gpu, TimePoint now) const;
     std::vector<ClientId> ordered(GpuIndex gpu, TimePoint now) const;
     // The first waiter of `gpu` by that order that is not `besides`.
