@@ -640,14 +640,20 @@ void Scheduler::refresh_turns(TimePoint now)
 void Scheduler::enqueue(ClientRecord& c)
 {
     wait_dirty_ |= c.wanted;
-    for_each_gpu(c.wanted, [&](GpuIndex g) { queues_[g].line.add(c); });
+    for_each_gpu(c.wanted, [&](GpuIndex g) {
+        queues_[g].line.add(c);
+        queues_[g].notices.queued(c, g);
+    });
     waiting_++;
 }
 
 void Scheduler::dequeue(ClientRecord& c)
 {
     wait_dirty_ |= c.wanted;  // the places behind it move up
-    for_each_gpu(c.wanted, [&](GpuIndex g) { queues_[g].line.remove(c); });
+    for_each_gpu(c.wanted, [&](GpuIndex g) {
+        queues_[g].line.remove(c);
+        queues_[g].notices.left(c, g);
+    });
     waiting_--;
 }
 
@@ -977,7 +983,8 @@ WaitFacts Scheduler::facts_at(GpuIndex gpu, uint32_t place) const
 }
 
 // A waiter's facts change only when its GPU's queue, holder, quantum or
-// reason does, so only the GPUs marked since the last call are looked at.
+// reason does, so only the GPUs marked since the last call are looked at,
+// and on each only the waiters that may have news (WaitNotices).
 void Scheduler::publish_waits()
 {
     const GpuSet dirty = wait_dirty_ & scheduled_gpus();
@@ -985,41 +992,8 @@ void Scheduler::publish_waits()
     for_each_gpu(dirty, [&](GpuIndex g) {
         if (g >= queues_.size())
             return;
-        // The holder's facts are the same for every waiter: worked out once.
-        const WaitFacts same = facts_at(g, 0);
-        const bool mixed = queues_[g].line.mixed();  // else nobody outranks anybody
-        uint32_t place = 0;
-        int first_rank = INT32_MAX;
-        for (ClientId id : ordered(g, now_)) {
-            WaitFacts f = same;
-            f.place = ++place;
-            if (place > kNamedPlaces) {
-                // Deep in the line, processes ahead are what is in its way.
-                f.holder.reset();
-                f.held_since = {};
-                f.quantum = {};
-            }
-            ClientRecord& c = clients_.at(id);
-            if (mixed) {
-                // Behind a waiter that ranks higher: priority is why.
-                const int rank = policy::waiting_rank(c.info.priority, now_ - c.waiting_since,
-                                                      settings_.time_quantum);
-                first_rank = std::min(first_rank, rank);
-                if (first_rank < rank)
-                    f.reason = WaitReason::Priority;
-            }
-            const auto sent = c.wait_sent.find(g);
-            if (sent != c.wait_sent.end() &&
-                (sent->second.same_news(f) ||
-                 (place > kNamedPlaces && sent->second.place > kNamedPlaces &&
-                  sent->second.reason == f.reason &&
-                  std::bit_width(sent->second.place) == std::bit_width(f.place))))
-                continue;  // deep in the line: told as its place halves
-            c.wait_sent[g] = f;
-            Action a{ActionKind::Waiting, id, gpu_bit(g)};
-            a.wait = f;
-            actions_.push_back(a);
-        }
+        queues_[g].notices.publish(g, queues_[g].line, line_order(now_), facts_at(g, 0), clients_,
+                                   actions_);
     });
 }
 

@@ -21,6 +21,7 @@
 #include "daemon/scheduler_types.h"
 #include "daemon/turn_policy.h"
 #include "daemon/usage.h"
+#include "daemon/wait_notices.h"
 #include "daemon/waiting_line.h"
 
 namespace nvshare::daemon {
@@ -164,7 +165,7 @@ public:
     // back only that processes are ahead of it, and its place again when the
     // place halves (or the reason changes): a hand-over then sends a few
     // Waiting messages, not one per waiter.
-    static constexpr uint32_t kNamedPlaces = 8;
+    static constexpr uint32_t kNamedPlaces = WaitNotices::kNamedPlaces;
     // Waiting clients that want this GPU, in the order they go: by rank
     // (class, raised by waiting), then by their user's held time, then first
     // come first.
@@ -183,11 +184,14 @@ private:
     // Every event touches only the GPUs and clients it concerns, so the cost
     // of an event does not grow with the number of clients: each GPU's
     // waiters sit in its line (waiting_line.h), which finds the first ones
-    // and any one's place without walking it; deadlines in one ordered set.
+    // and any one's place without walking it; what they were told, in
+    // groups whose news is at their ends (wait_notices.h); deadlines in one
+    // ordered set.
     struct GpuQueue {
         WaitingLine line;
         std::set<ClientId> members;
         std::map<int, size_t> classes;  // members by class rank
+        WaitNotices notices;
     };
 
     ClientRecord* find(ClientId id);
