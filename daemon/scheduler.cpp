@@ -345,10 +345,10 @@ bool Scheduler::connect(ClientId id, ClientInfo info, std::vector<GpuIndex> gpus
     c.last_active = now_;
     const GpuSet registered = c.registered();
     const int rank = policy::class_rank(c.info.priority);
-    clients_.emplace(id, std::move(c));
+    const ClientRecord& added = clients_.emplace(id, std::move(c)).first->second;
     for_each_gpu(registered, [&](GpuIndex g) {
         queues_[g].members.insert(id);
-        queues_[g].classes[rank]++;
+        queues_[g].classes.add(rank, false, added.last_active);
         room_.tell_unpageable(g, actions_);
     });
     return true;
@@ -361,7 +361,7 @@ void Scheduler::request(ClientId id, GpuSet gpus, TimePoint now)
     gpus &= c != nullptr ? c->registered() : 0;
     if (gpus == 0)
         return tick(now);  // every event looks at the time-dependent order
-    c->last_active = now;
+    set_activity(*c, c->phase, now);
     GpuSet freed = 0;
     if (c->phase == Phase::Holding) {
         if ((gpus & ~c->held) == 0) {
@@ -382,7 +382,7 @@ void Scheduler::request(ClientId id, GpuSet gpus, TimePoint now)
         freed |= old & ~gpus;
         update_holder_deadlines(old & ~gpus);
     } else {
-        c->phase = Phase::Waiting;
+        set_activity(*c, Phase::Waiting, c->last_active);
         c->wait_sent.clear();
         c->sequence = next_sequence_++;
         c->waiting_since = now;
@@ -407,12 +407,12 @@ void Scheduler::release(ClientId id, GpuSet gpus, TimePoint now)
     ClientRecord* c = find(id);
     if (c == nullptr)
         return;
-    c->last_active = now;
+    set_activity(*c, c->phase, now);
     if (c->phase == Phase::Waiting && (c->wanted & gpus) != 0) {
         const GpuSet wanted = c->wanted;
         dequeue(*c);
         c->waited_total += now - c->waiting_since;
-        c->phase = Phase::Idle;
+        set_activity(*c, Phase::Idle, c->last_active);
         c->wanted = 0;
         update_holder_deadlines(wanted);
         try_heads(wanted, now);
@@ -529,14 +529,15 @@ void Scheduler::disconnect(ClientId id, TimePoint now)
     room_.forget(*c);
     const GpuSet registered = c->registered();
     const int rank = policy::class_rank(c->info.priority);
+    const Phase phase = c->phase;
+    const TimePoint last_active = c->last_active;
     usage_.retire(*c, clients_, now);
     if (c->deadline)
         deadlines_.erase({*c->deadline, id});
     clients_.erase(id);
     for_each_gpu(registered, [&](GpuIndex g) {
         queues_[g].members.erase(id);
-        if (--queues_[g].classes[rank] == 0)
-            queues_[g].classes.erase(rank);
+        queues_[g].classes.remove(rank, phase != Phase::Idle, last_active);
         room_.tell_unpageable(g, actions_);
     });
     update_holder_deadlines(affected);
@@ -655,6 +656,19 @@ void Scheduler::dequeue(ClientRecord& c)
         queues_[g].notices.left(c, g);
     });
     waiting_--;
+}
+
+void Scheduler::set_activity(ClientRecord& c, Phase phase, TimePoint last_active)
+{
+    if (phase == c.phase && last_active == c.last_active)
+        return;
+    const int rank = policy::class_rank(c.info.priority);
+    for_each_gpu(c.registered(), [&](GpuIndex g) {
+        queues_[g].classes.remove(rank, c.phase != Phase::Idle, c.last_active);
+        queues_[g].classes.add(rank, phase != Phase::Idle, last_active);
+    });
+    c.phase = phase;
+    c.last_active = last_active;
 }
 
 std::optional<ClientId> Scheduler::head(GpuIndex gpu, TimePoint now) const
@@ -876,7 +890,7 @@ bool Scheduler::contended(const ClientRecord& c) const
 void Scheduler::grant(ClientRecord& c, TimePoint now)
 {
     dequeue(c);
-    c.phase = Phase::Holding;
+    set_activity(c, Phase::Holding, c.last_active);
     holding_++;
     c.held = c.wanted;
     c.wanted = 0;
@@ -930,7 +944,7 @@ GpuSet Scheduler::end_hold(ClientRecord& c, GpuSet gpus, TimePoint now)
     if (c.held == 0) {
         c.held_total += now - c.granted_at;
         shares_.hold_ended(c.info.principal, c.granted_at, now);
-        c.phase = Phase::Idle;
+        set_activity(c, Phase::Idle, c.last_active);
         holding_--;
         c.drop_sent = false;
         c.contended_sent = false;
@@ -1011,24 +1025,9 @@ bool Scheduler::should_bound(const ClientRecord& c)
     const int own = policy::class_rank(c.info.priority);
     bool higher = false;
     for_each_gpu(c.held & serialized_gpus(), [&](GpuIndex g) {
-        const auto& classes = queues_[g].classes;
-        if (classes.empty() || classes.begin()->first >= own)
-            return;  // nobody of a higher class is registered here
-        for (ClientId id : queues_[g].members) {
-            const ClientRecord& m = clients_.at(id);
-            if (policy::class_rank(m.info.priority) >= own)
-                continue;
-            if (m.phase != Phase::Idle) {
-                higher = true;
-                continue;
-            }
-            const TimePoint until = m.last_active + policy::kHigherClassIdleRelease;
-            if (now_ < until) {
-                higher = true;
-                // Looked at again when it has been idle for long enough.
-                run_ahead_recheck_ = std::min(run_ahead_recheck_.value_or(until), until);
-            }
-        }
+        // Looked at again when an idle one has been idle for long enough.
+        higher |= queues_[g].classes.higher_around(own, now_, policy::kHigherClassIdleRelease,
+                                                   run_ahead_recheck_);
     });
     return higher;
 }

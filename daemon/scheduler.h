@@ -17,6 +17,7 @@
 #include "daemon/action.h"
 #include "daemon/client.h"
 #include "daemon/gpu.h"
+#include "daemon/member_classes.h"
 #include "daemon/room.h"
 #include "daemon/scheduler_types.h"
 #include "daemon/turn_policy.h"
@@ -185,12 +186,12 @@ private:
     // of an event does not grow with the number of clients: each GPU's
     // waiters sit in its line (waiting_line.h), which finds the first ones
     // and any one's place without walking it; what they were told, in
-    // groups whose news is at their ends (wait_notices.h); deadlines in one
-    // ordered set.
+    // groups whose news is at their ends (wait_notices.h); its clients by
+    // class and activity (member_classes.h); deadlines in one ordered set.
     struct GpuQueue {
         WaitingLine line;
         std::set<ClientId> members;
-        std::map<int, size_t> classes;  // members by class rank
+        MemberClasses classes;
         WaitNotices notices;
     };
 
@@ -244,6 +245,9 @@ private:
     void refresh_turns(TimePoint now);
     void enqueue(ClientRecord& c);
     void dequeue(ClientRecord& c);
+    // The one place where a client's phase and last use change: its GPUs'
+    // MemberClasses follow.
+    void set_activity(ClientRecord& c, Phase phase, TimePoint last_active);
     bool grantable(const ClientRecord& c, TimePoint now) const;
     // Whether waiter `c` may join the holders of a GPU taken in group turns:
     // it is first in line, they have started and its memory fits beside theirs.
