@@ -349,7 +349,7 @@ bool Scheduler::connect(ClientId id, ClientInfo info, std::vector<GpuIndex> gpus
     for_each_gpu(registered, [&](GpuIndex g) {
         queues_[g].members.insert(id);
         queues_[g].classes.add(rank, false, added.last_active);
-        room_.tell_unpageable(g, actions_);
+        room_.joined(added, g, actions_);
     });
     return true;
 }
