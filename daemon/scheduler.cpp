@@ -346,6 +346,7 @@ bool Scheduler::connect(ClientId id, ClientInfo info, std::vector<GpuIndex> gpus
     const GpuSet registered = c.registered();
     const int rank = policy::class_rank(c.info.priority);
     const ClientRecord& added = clients_.emplace(id, std::move(c)).first->second;
+    usage_.joined(added);
     for_each_gpu(registered, [&](GpuIndex g) {
         queues_[g].members.insert(id);
         queues_[g].classes.add(rank, false, added.last_active);
@@ -531,7 +532,7 @@ void Scheduler::disconnect(ClientId id, TimePoint now)
     const int rank = policy::class_rank(c->info.priority);
     const Phase phase = c->phase;
     const TimePoint last_active = c->last_active;
-    usage_.retire(*c, clients_, now);
+    usage_.retire(*c, now);
     if (c->deadline)
         deadlines_.erase({*c->deadline, id});
     clients_.erase(id);
