@@ -182,12 +182,20 @@ public:
     std::map<UsageKey, Usage> usage(TimePoint now) const { return usage_.totals(clients_, now); }
 
 private:
-    // Every event touches only the GPUs and clients it concerns, so the cost
-    // of an event does not grow with the number of clients: each GPU's
+    // Every event touches only the GPUs and clients it concerns: each GPU's
     // waiters sit in its line (waiting_line.h), which finds the first ones
     // and any one's place without walking it; what they were told, in
     // groups whose news is at their ends (wait_notices.h); its clients by
     // class and activity (member_classes.h); deadlines in one ordered set.
+    // So a request, a release, a hand-over, a connect or a disconnect costs
+    // O(B^2 log^2 N) for N clients and B (user, class) pairs waiting on the
+    // GPU, besides the messages it sends. What still looks at every waiter
+    // of a GPU: soft turns' admission (admit, wanted_by_others), a change of
+    // its turn style (reschedule_all; every waiter is told the new reason),
+    // a Shrink round and a client's first growth (each waiter's deadline
+    // moves), and settings changed at run time. The messages are the
+    // protocol's: where the order between users or classes moves, many
+    // waiters' places move with it and they are told.
     struct GpuQueue {
         WaitingLine line;
         std::set<ClientId> members;
