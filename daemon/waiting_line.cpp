@@ -79,11 +79,12 @@ std::vector<ClientId> WaitingLine::first(const LineOrder& order, size_t n) const
     std::vector<std::pair<Position, ClientId>> candidates;
     for (const auto& [bucket, arrivals] : buckets_) {
         const double h = buckets_.size() > 1 ? held(order, bucket.first) : 0;
+        const int cls = bucket.second;
         size_t taken = 0;
         arrivals.for_each([&](const Key& key, const TimePoint& since) {
             if (taken++ == n)
                 return false;
-            candidates.push_back({position(order, bucket.second, h, key, since), key.second});
+            candidates.push_back({position(order, cls, h, key, since), key.second});
             return true;
         });
     }
@@ -107,10 +108,11 @@ std::vector<ClientId> WaitingLine::all(const LineOrder& order) const
     std::vector<std::vector<std::pair<Position, ClientId>>> lists;
     for (const auto& [bucket, arrivals] : buckets_) {
         const double h = held(order, bucket.first);
+        const int cls = bucket.second;
         auto& list = lists.emplace_back();
         list.reserve(arrivals.size());
         arrivals.for_each([&](const Key& key, const TimePoint& since) {
-            list.push_back({position(order, bucket.second, h, key, since), key.second});
+            list.push_back({position(order, cls, h, key, since), key.second});
             return true;
         });
     }
@@ -145,8 +147,9 @@ uint32_t WaitingLine::place(const LineOrder& order, const ClientRecord& c) const
             }
             // In a bucket the order is arrival's: those ahead are a prefix.
             const double h = held(order, bucket.first);
+            const int cls = bucket.second;
             ahead += arrivals.prefix_while([&](const Key& k, const TimePoint& since) {
-                return position(order, bucket.second, h, k, since) < at;
+                return position(order, cls, h, k, since) < at;
             });
         }
     }
