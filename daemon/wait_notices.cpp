@@ -81,9 +81,14 @@ void WaitNotices::publish(GpuIndex gpu, const WaitingLine& line, const LineOrder
         const auto sent = c.wait_sent.find(gpu);
         if (sent != c.wait_sent.end() && !news(sent->second, f))
             return false;
-        left(c, gpu);
-        c.wait_sent[gpu] = f;
-        queued(c, gpu);
+        if (sent != c.wait_sent.end() && sent->second.place <= kNamedPlaces &&
+            place <= kNamedPlaces) {
+            sent->second = f;  // among the named still
+        } else {
+            left(c, gpu);
+            c.wait_sent[gpu] = f;
+            queued(c, gpu);
+        }
         told.push_back({place, c.id});
         return true;
     };
@@ -95,39 +100,33 @@ void WaitNotices::publish(GpuIndex gpu, const WaitingLine& line, const LineOrder
         for (ClientId id : line.all(order))
             look(clients.at(id), ++place);
     } else {
-        std::set<ClientId> seen;
+        const std::vector<ClientId> first = line.first(order, kNamedPlaces);
         uint32_t place = 0;
-        for (ClientId id : line.first(order, kNamedPlaces)) {
+        for (ClientId id : first)
             look(clients.at(id), ++place);
-            seen.insert(id);
-        }
         // Those told a first place that are no longer among the first, and
-        // those told nothing yet.
+        // those told nothing yet (those among the first were just looked at).
         std::vector<Key> others(named_.begin(), named_.end());
         others.insert(others.end(), untold_.begin(), untold_.end());
         for (const auto& [sequence, id] : others) {
-            if (!seen.insert(id).second)
+            if (std::find(first.begin(), first.end(), id) != first.end())
                 continue;
             ClientRecord& c = clients.at(id);
             look(c, line.place(order, c));
         }
         // Further back: each group's ends, inwards while there is news.
-        std::vector<Group> groups;
-        for (const auto& [group, keys] : deep_)
-            groups.push_back(group);
-        for (const Group& group : groups) {
+        for (auto g = deep_.begin(); g != deep_.end();) {
+            const Group group = g->first;
             for (const bool front : {true, false}) {
-                for (;;) {
-                    const auto g = deep_.find(group);
-                    if (g == deep_.end())
-                        break;
+                for (auto it = deep_.find(group); it != deep_.end(); it = deep_.find(group)) {
                     const ClientId id =
-                        front ? g->second.begin()->second : g->second.rbegin()->second;
+                        front ? it->second.begin()->second : it->second.rbegin()->second;
                     ClientRecord& c = clients.at(id);
                     if (!look(c, line.place(order, c)))
                         break;
                 }
             }
+            g = deep_.upper_bound(group);
         }
     }
     std::sort(told.begin(), told.end());

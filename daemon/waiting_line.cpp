@@ -76,9 +76,19 @@ std::optional<ClientId> WaitingLine::first_besides(const LineOrder& order,
 
 std::vector<ClientId> WaitingLine::first(const LineOrder& order, size_t n) const
 {
+    std::vector<ClientId> ids;
+    if (n == 0)
+        return ids;
+    if (buckets_.size() == 1) {  // one user, one class: first come first
+        buckets_.begin()->second.for_each([&](const Key& key, const TimePoint&) {
+            ids.push_back(key.second);
+            return ids.size() < n;
+        });
+        return ids;
+    }
     std::vector<std::pair<Position, ClientId>> candidates;
     for (const auto& [bucket, arrivals] : buckets_) {
-        const double h = buckets_.size() > 1 ? held(order, bucket.first) : 0;
+        const double h = held(order, bucket.first);
         const int cls = bucket.second;
         size_t taken = 0;
         arrivals.for_each([&](const Key& key, const TimePoint& since) {
@@ -88,9 +98,7 @@ std::vector<ClientId> WaitingLine::first(const LineOrder& order, size_t n) const
             return true;
         });
     }
-    if (buckets_.size() > 1)
-        std::sort(candidates.begin(), candidates.end());
-    std::vector<ClientId> ids;
+    std::sort(candidates.begin(), candidates.end());
     for (size_t i = 0; i < candidates.size() && i < n; ++i)
         ids.push_back(candidates[i].second);
     return ids;
