@@ -5,8 +5,11 @@
 // each) and lets them cycle request -> grant -> release on one GPU. Handoff
 // latency is the time from one holder sending Released to the next holder
 // receiving its Grant; both are CLOCK_MONOTONIC readings in this process.
-// Also reported: cycles per second and the daemon's CPU time per cycle
-// (from /proc), which shows whether its cost per event grows with N.
+// Also reported: cycles per second, the daemon's CPU time per cycle (from
+// /proc): over the measured cycles alone, which shows whether its cost per
+// event grows with N, and over every cycle, warm-up included; and the
+// messages the clients received per measured cycle (the Grant, and the
+// Waiting notices of those whose wait changed).
 //
 //   lock_bench PATH/TO/nvshared [--clients 1,2,8,64,512] [--cycles N]
 //              [--notify] [--perf-pause]
@@ -59,10 +62,26 @@ struct Config {
     bool verbose = false;     // the daemon logs every grant (for debugging the benchmark)
 };
 
-// The daemon's CPU time so far (user + system), in microseconds.
+// The daemon's CPU time so far (user + system), in microseconds: the time
+// its threads ran, in nanoseconds (/proc/PID/task/*/schedstat); where the
+// kernel does not keep it, /proc/PID/stat's user and system ticks (10 ms).
 double cpu_us(pid_t pid)
 {
-    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    const std::string proc = "/proc/" + std::to_string(pid);
+    std::error_code ec;
+    double ran_ns = 0;
+    bool any = false;
+    for (const auto& task : std::filesystem::directory_iterator(proc + "/task", ec)) {
+        std::ifstream in(task.path() / "schedstat");
+        unsigned long long ns = 0;
+        if (in >> ns) {
+            ran_ns += static_cast<double>(ns);
+            any = true;
+        }
+    }
+    if (any)
+        return ran_ns / 1000.0;
+    std::ifstream in(proc + "/stat");
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     const auto close_paren = text.rfind(')');
     if (close_paren == std::string::npos)
@@ -186,12 +205,34 @@ private:
     std::thread notify_reader_;
 };
 
+// LockClient::expect, counting every message received on the way.
+std::optional<nvshare::Frame> expect_counting(LockClient& c, MsgType type,
+                                              std::chrono::milliseconds timeout,
+                                              std::atomic<uint64_t>& received)
+{
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            deadline - std::chrono::steady_clock::now());
+        if (left.count() < 0)
+            return std::nullopt;
+        auto f = c.receive(left);
+        if (!f)
+            return f;
+        received++;
+        if (f->type == type)
+            return f;
+    }
+}
+
 struct Result {
     unsigned clients = 0;
     uint64_t cycles = 0;
     double seconds = 0;
     double median_us = 0, p99_us = 0;
-    double daemon_cpu_us_per_cycle = 0;
+    double daemon_cpu_us_per_cycle = 0;      // the measured cycles
+    double daemon_cpu_us_per_any_cycle = 0;  // every cycle, warm-up included
+    double messages_per_cycle = 0;
 };
 
 double percentile(std::vector<int64_t>& v, double p)
@@ -214,6 +255,11 @@ Result run(const Config& config, unsigned n)
     std::atomic<int64_t> last_release{0};  // written by the holder only
     std::atomic<uint64_t> cycles{0};
     std::atomic<int64_t> measure_start{0}, measure_end{0};
+    // The daemon's CPU time when the first and the last measured cycles
+    // began: read by the holder, while the daemon waits for its release.
+    std::atomic<double> cpu_start{0}, cpu_end{0};
+    // Messages the clients received so far, and when those cycles began.
+    std::atomic<uint64_t> received{0}, received_start{0}, received_end{0};
     std::atomic<bool> failed{false};
     std::vector<std::vector<int64_t>> handoffs(n);
     // All registered, then all start together.
@@ -236,7 +282,7 @@ Result run(const Config& config, unsigned n)
             go.arrive_and_wait();
             while (!failed) {
                 const int64_t asked = monotonic_ns();
-                if (!c.request(1) || !c.expect(MsgType::Grant, 30s)) {
+                if (!c.request(1) || !expect_counting(c, MsgType::Grant, 30s, received)) {
                     fprintf(stderr, "lock_bench: client %u: no grant after %.3f s%s\n", i,
                             static_cast<double>(monotonic_ns() - asked) / 1e9,
                             c.eof() ? " (connection closed)" : "");
@@ -250,12 +296,18 @@ Result run(const Config& config, unsigned n)
                 }
                 const int64_t granted = monotonic_ns();
                 const uint64_t k = cycles.fetch_add(1) + 1;
-                if (k == warmup)
+                if (k == warmup) {
                     measure_start = granted;
+                    cpu_start = cpu_us(daemon.pid());
+                    received_start = received.load();
+                }
                 if (k > warmup && k <= total)
                     mine.push_back(granted - last_release.load());
-                if (k == total)
+                if (k == total) {
                     measure_end = granted;
+                    cpu_end = cpu_us(daemon.pid());
+                    received_end = received.load();
+                }
                 const bool last = k >= total;
                 last_release = monotonic_ns();
                 c.release(1);
@@ -269,8 +321,7 @@ Result run(const Config& config, unsigned n)
         fprintf(stderr, "lock_bench: N=%u, daemon pid %d; press Enter to go on\n", n, daemon.pid());
         getchar();
     }
-    // The daemon's CPU time is read around the whole run; warm-up is a
-    // small, bounded share of it.
+    // Also read around the whole run, warm-up included.
     const double cpu_before = cpu_us(daemon.pid());
     go.arrive_and_wait();
     for (auto& t : threads)
@@ -288,7 +339,10 @@ Result run(const Config& config, unsigned n)
     r.seconds = static_cast<double>(measure_end.load() - measure_start.load()) / 1e9;
     r.median_us = percentile(all, 0.5);
     r.p99_us = percentile(all, 0.99);
-    r.daemon_cpu_us_per_cycle = (cpu_after - cpu_before) / static_cast<double>(cycles.load());
+    r.daemon_cpu_us_per_cycle = (cpu_end.load() - cpu_start.load()) / static_cast<double>(r.cycles);
+    r.daemon_cpu_us_per_any_cycle = (cpu_after - cpu_before) / static_cast<double>(cycles.load());
+    r.messages_per_cycle = static_cast<double>(received_end.load() - received_start.load()) /
+                           static_cast<double>(r.cycles);
     return r;
 }
 
@@ -332,13 +386,14 @@ int main(int argc, char** argv)
         return 2;
     }
     signal(SIGPIPE, SIG_IGN);
-    printf("%8s %8s %10s %12s %10s %18s\n", "clients", "cycles", "cycles/s", "median(us)",
-           "p99(us)", "daemon CPU/cycle");
+    printf("%8s %8s %10s %12s %10s %18s %18s %11s\n", "clients", "cycles", "cycles/s", "median(us)",
+           "p99(us)", "daemon CPU/cycle", "with warm-up", "msgs/cycle");
     for (unsigned n : config.clients) {
         const Result r = run(config, n);
-        printf("%8u %8llu %10.0f %12.1f %10.1f %15.2f us\n", r.clients,
+        printf("%8u %8llu %10.0f %12.1f %10.1f %15.2f us %15.2f us %11.1f\n", r.clients,
                static_cast<unsigned long long>(r.cycles), static_cast<double>(r.cycles) / r.seconds,
-               r.median_us, r.p99_us, r.daemon_cpu_us_per_cycle);
+               r.median_us, r.p99_us, r.daemon_cpu_us_per_cycle, r.daemon_cpu_us_per_any_cycle,
+               r.messages_per_cycle);
         fflush(stdout);
     }
     return 0;

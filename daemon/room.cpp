@@ -24,7 +24,27 @@ uint64_t unconfirmed_on(const ClientRecord& c, GpuIndex gpu)
     return m != c.memory.end() ? m->second.pinned - m->second.confirmed_pinned : 0;
 }
 
+bool holds(const ClientRecord& c, GpuIndex gpu)
+{
+    return (c.held & gpu_bit(gpu)) != 0;
+}
+
 }  // namespace
+
+uint64_t Room::kept_part(const ClientRecord& c, GpuIndex gpu)
+{
+    const auto k = c.kept.find(gpu);
+    return k != c.kept.end() ? std::min(k->second, managed_on(c, gpu)) : 0;
+}
+
+std::pair<uint64_t, ClientId> Room::told_pinned_key(const ClientRecord& c, GpuIndex gpu)
+{
+    const auto m = c.memory.find(gpu);
+    const auto sent = c.unpageable_sent.find(gpu);
+    return {(m != c.memory.end() ? m->second.confirmed_pinned : 0) +
+                (sent != c.unpageable_sent.end() ? sent->second : 0),
+            c.id};
+}
 
 Room::Room(const std::vector<Gpu>& gpus, std::map<ClientId, ClientRecord>& clients, Lineup lineup)
     : gpus_(gpus), clients_(clients), lineup_(std::move(lineup))
@@ -69,16 +89,25 @@ void Room::set(ClientRecord& c, GpuIndex gpu, MemoryUse use, std::vector<Action>
         use.confirmed_pinned =
             host == c.host_confirms.end() ? 0 : std::min(use.pinned, host->second);
     }
-    MemoryUse& slot = c.memory[gpu];
     GpuRoom& r = rooms_[gpu];
+    const bool counts = !holds(c, gpu);  // in what others keep
+    if (counts)
+        r.kept -= kept_part(c, gpu);
+    const auto told_before = told_pinned_key(c, gpu);
+    MemoryUse& slot = c.memory[gpu];
     // Bounded reports from at most a million clients: no sum can wrap.
     r.requested = r.requested - slot.shared() + use.shared();
     const bool pinned_changed = slot.confirmed_pinned != use.confirmed_pinned;
     r.pinned = r.pinned - slot.confirmed_pinned + use.confirmed_pinned;
     slot = use;
+    if (counts)
+        r.kept += kept_part(c, gpu);
     dirty_ |= gpu_bit(gpu);
-    if (pinned_changed)
+    if (pinned_changed) {
+        r.told_pinned.erase(told_before);
+        r.told_pinned.insert(told_pinned_key(c, gpu));
         tell_unpageable(gpu, out);
+    }
 }
 
 void Room::confirm(ClientRecord& c, GpuIndex gpu, std::optional<uint64_t> bytes)
@@ -89,28 +118,46 @@ void Room::confirm(ClientRecord& c, GpuIndex gpu, std::optional<uint64_t> bytes)
         c.host_confirms.erase(gpu);
 }
 
+void Room::joined(const ClientRecord& c, GpuIndex gpu, std::vector<Action>& out)
+{
+    rooms_[gpu].told_pinned.insert(told_pinned_key(c, gpu));
+    tell_unpageable(gpu, out);
+}
+
 void Room::forget(const ClientRecord& c)
 {
     for (const auto& [g, m] : c.memory) {
         rooms_[g].requested -= m.shared();
         rooms_[g].pinned -= m.confirmed_pinned;
+        if (!holds(c, g))
+            rooms_[g].kept -= kept_part(c, g);
     }
+    for_each_gpu(c.registered(),
+                 [&](GpuIndex g) { rooms_[g].told_pinned.erase(told_pinned_key(c, g)); });
 }
 
 void Room::tell_unpageable(GpuIndex gpu, std::vector<Action>& out)
 {
-    const uint64_t pinned = rooms_[gpu].pinned;
-    for (ClientId id : lineup_.members(gpu)) {
-        const auto it = clients_.find(id);
-        if (it == clients_.end())
-            continue;
-        ClientRecord& c = it->second;
+    GpuRoom& r = rooms_[gpu];
+    const uint64_t pinned = r.pinned;
+    constexpr uint64_t step = proto::kUnpageableStep;
+    // Told of others' pinned memory `sent`, own `own`: due where
+    // |pinned - own - sent| >= step, at the two ends of told_pinned.
+    std::vector<ClientId> due;
+    for (auto it = r.told_pinned.begin();
+         pinned >= step && it != r.told_pinned.end() && it->first <= pinned - step; ++it)
+        due.push_back(it->second);
+    for (auto it = r.told_pinned.rbegin(); it != r.told_pinned.rend() && it->first >= pinned + step;
+         ++it)
+        due.push_back(it->second);
+    std::sort(due.begin(), due.end());
+    for (ClientId id : due) {
+        ClientRecord& c = clients_.at(id);
+        r.told_pinned.erase(told_pinned_key(c, gpu));
         const auto own = c.memory.find(gpu);
         const uint64_t others = pinned - (own == c.memory.end() ? 0 : own->second.confirmed_pinned);
-        uint64_t& sent = c.unpageable_sent[gpu];
-        if ((others > sent ? others - sent : sent - others) < proto::kUnpageableStep)
-            continue;
-        sent = others;
+        c.unpageable_sent[gpu] = others;
+        r.told_pinned.insert(told_pinned_key(c, gpu));
         Action a{ActionKind::Unpageable, id, gpu_bit(gpu)};
         a.others_pinned = others;
         out.push_back(a);
@@ -124,6 +171,8 @@ void Room::granted(ClientRecord& c)
     c.keep_offered = 0;  // a release nobody asked for evicts everything
     c.told_oversubscribed = false;
     dirty_ |= c.held;
+    // What it left there is its own again.
+    for_each_gpu(c.held, [&](GpuIndex g) { rooms_[g].kept -= kept_part(c, g); });
 }
 
 void Room::let_go(ClientRecord& c, GpuSet gpus)
@@ -135,6 +184,7 @@ void Room::let_go(ClientRecord& c, GpuSet gpus)
         // follows if others need the room).
         c.kept[g] = oversubscribed(g) && c.told_oversubscribed ? std::min(c.keep_offered, managed)
                                                                : managed;
+        rooms_[g].kept += kept_part(c, g);  // it holds `g` no more
     });
 }
 
@@ -166,26 +216,23 @@ uint64_t Room::keep_allowance(const ClientRecord& c, GpuSet gpus) const
         const std::optional<ClientId> next = lineup_.goes_next(g, c.id);
         if (!next)
             return;  // nobody to make room for
-        uint64_t need = 0;
+        // What stays there: everybody's confirmed pinned memory, the
+        // managed memory of the holders and of the next waiter, what the
+        // others keep, and `c`'s own pinned memory, confirmed or not.
+        const GpuRoom& r = rooms_[g];
+        uint64_t need = r.pinned + r.kept;
         uint64_t own = 0;
-        // Only the GPU's clients have memory there.
-        for (ClientId id : lineup_.members(g)) {
-            const ClientRecord& o = clients_.at(id);
-            const auto m = o.memory.find(g);
-            if (m == o.memory.end())
-                continue;
-            if (o.id == c.id) {
-                need += m->second.pinned;  // its own claim, confirmed or not
-                own = m->second.managed;
-            } else if (o.id == *next || (o.held & gpu_bit(g)) != 0) {
-                need += m->second.shared();
-            } else {
-                need += m->second.confirmed_pinned;
-                const auto k = o.kept.find(g);
-                if (k != o.kept.end())
-                    need += std::min(k->second, m->second.managed);
-            }
+        if (const auto m = c.memory.find(g); m != c.memory.end()) {
+            need += m->second.pinned - m->second.confirmed_pinned;
+            own = m->second.managed;
         }
+        if (!holds(c, g))
+            need -= kept_part(c, g);
+        for (ClientId h : gpus_[g].holders)
+            if (h != c.id)
+                need += managed_on(clients_.at(h), g);
+        if (const ClientRecord& n = clients_.at(*next); !holds(n, g))
+            need += managed_on(n, g) - kept_part(n, g);
         const uint64_t capacity = gpus_[g].capacity;
         const uint64_t room = capacity > need ? capacity - need : 0;
         keep = std::min({keep, room, own});
@@ -262,25 +309,23 @@ GpuSet Room::publish_shrinks(TimePoint now, std::vector<Action>& out)
             return;
         const uint64_t need = holders_need(g);
         const uint64_t room = gpus_[g].capacity > need ? gpus_[g].capacity - need : 0;
+        const uint64_t kept_here = rooms_[g].kept;
+        if (kept_here <= room)
+            return;
         // Who keeps what is left: the waiters in the order they go, then
         // the clients that wait for nothing here.
         std::vector<ClientId> order = lineup_.in_order(g);
+        const std::set<ClientId> in_line(order.begin(), order.end());
         for (ClientId id : lineup_.members(g))
-            if ((clients_.at(id).held & gpu_bit(g)) == 0 &&
-                std::find(order.begin(), order.end(), id) == order.end())
+            if (!holds(clients_.at(id), g) && in_line.count(id) == 0)
                 order.push_back(id);
         const auto kept_of = [&](const ClientRecord& c) -> std::optional<uint64_t> {
             const auto k = c.kept.find(g);
             const auto m = c.memory.find(g);
-            if ((c.held & gpu_bit(g)) != 0 || k == c.kept.end() || m == c.memory.end())
+            if (holds(c, g) || k == c.kept.end() || m == c.memory.end())
                 return std::nullopt;
             return std::min(k->second, m->second.managed);
         };
-        uint64_t kept_here = 0;
-        for (ClientId id : order)
-            kept_here += kept_of(clients_.at(id)).value_or(0);
-        if (kept_here <= room)
-            return;
         const uint64_t asked = std::min(room_to_ask(g, kept_here - room, now), kept_here);
         uint64_t left = kept_here - asked;
         bool sent = false;
@@ -294,6 +339,7 @@ GpuSet Room::publish_shrinks(TimePoint now, std::vector<Action>& out)
             if (*kept - allowed < kShrinkStep)
                 continue;
             c.kept[g] = allowed;
+            rooms_[g].kept -= *kept - allowed;
             Action a{ActionKind::Shrink, id, gpu_bit(g)};
             a.oversubscribed = true;
             a.keep = allowed;

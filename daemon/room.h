@@ -66,11 +66,14 @@ public:
     // What the host confirms of the client's memory on `gpu` (nullopt: it
     // can no longer say); applies at the next set().
     static void confirm(ClientRecord& c, GpuIndex gpu, std::optional<uint64_t> bytes);
+    // The client registered on `gpu`: it is told the others' pinned memory
+    // there (tell_unpageable).
+    void joined(const ClientRecord& c, GpuIndex gpu, std::vector<Action>& out);
     // The client is leaving: its memory no longer counts.
     void forget(const ClientRecord& c);
     // Tells each client of `gpu` the pinned memory of the others where it
     // moved by kUnpageableStep or more since it was last told (its members
-    // changed, or their pinned memory).
+    // changed, or their pinned memory), in the order of their ids.
     void tell_unpageable(GpuIndex gpu, std::vector<Action>& out);
 
     // ---- holds ---------------------------------------------------------------
@@ -112,11 +115,22 @@ private:
     struct GpuRoom {
         uint64_t requested = 0;  // MemoryUse::shared of its clients
         uint64_t pinned = 0;     // their confirmed pinned memory
+        // The managed memory those that do not hold it keep there (kept_part).
+        uint64_t kept = 0;
+        // Each client's own confirmed pinned memory plus the others' as it
+        // was last told: it is told again where that is kUnpageableStep or
+        // more away from `pinned`, so those due are at the two ends.
+        std::set<std::pair<uint64_t, ClientId>> told_pinned;
         // The latest Shrink round: the room it asked of all who keep memory
         // here, and when.
         uint64_t room_asked = 0;
         TimePoint room_asked_at{};
     };
+    // What `c` keeps on `gpu` that counts in GpuRoom::kept while it does not
+    // hold it: what it left there, as far as it still has it.
+    static uint64_t kept_part(const ClientRecord& c, GpuIndex gpu);
+    // Its key in GpuRoom::told_pinned.
+    static std::pair<uint64_t, ClientId> told_pinned_key(const ClientRecord& c, GpuIndex gpu);
     // The memory that must stay on `gpu` for its holders: theirs, and the
     // pinned memory of every client of the GPU.
     uint64_t holders_need(GpuIndex gpu) const;

@@ -302,11 +302,10 @@ std::optional<WaitFacts> Scheduler::wait_facts(ClientId id, GpuIndex gpu) const
 {
     if (turns(gpu) == Turns::Free)
         return std::nullopt;
-    const std::vector<ClientId> order = ordered(gpu, now_);
-    for (uint32_t i = 0; i < order.size(); ++i)
-        if (order[i] == id)
-            return facts_at(gpu, i + 1);
-    return std::nullopt;
+    const ClientRecord* c = client(id);
+    if (c == nullptr || c->phase != Phase::Waiting || (c->wanted & gpu_bit(gpu)) == 0)
+        return std::nullopt;
+    return facts_at(gpu, queues_[gpu].line.place(line_order(now_), *c));
 }
 
 std::vector<Action> Scheduler::take_actions()
@@ -346,11 +345,12 @@ bool Scheduler::connect(ClientId id, ClientInfo info, std::vector<GpuIndex> gpus
     c.last_active = now_;
     const GpuSet registered = c.registered();
     const int rank = policy::class_rank(c.info.priority);
-    clients_.emplace(id, std::move(c));
+    const ClientRecord& added = clients_.emplace(id, std::move(c)).first->second;
+    usage_.joined(added);
     for_each_gpu(registered, [&](GpuIndex g) {
         queues_[g].members.insert(id);
-        queues_[g].classes[rank]++;
-        room_.tell_unpageable(g, actions_);
+        queues_[g].classes.add(rank, false, added.last_active);
+        room_.joined(added, g, actions_);
     });
     return true;
 }
@@ -362,7 +362,7 @@ void Scheduler::request(ClientId id, GpuSet gpus, TimePoint now)
     gpus &= c != nullptr ? c->registered() : 0;
     if (gpus == 0)
         return tick(now);  // every event looks at the time-dependent order
-    c->last_active = now;
+    set_activity(*c, c->phase, now);
     GpuSet freed = 0;
     if (c->phase == Phase::Holding) {
         if ((gpus & ~c->held) == 0) {
@@ -383,7 +383,7 @@ void Scheduler::request(ClientId id, GpuSet gpus, TimePoint now)
         freed |= old & ~gpus;
         update_holder_deadlines(old & ~gpus);
     } else {
-        c->phase = Phase::Waiting;
+        set_activity(*c, Phase::Waiting, c->last_active);
         c->wait_sent.clear();
         c->sequence = next_sequence_++;
         c->waiting_since = now;
@@ -408,12 +408,12 @@ void Scheduler::release(ClientId id, GpuSet gpus, TimePoint now)
     ClientRecord* c = find(id);
     if (c == nullptr)
         return;
-    c->last_active = now;
+    set_activity(*c, c->phase, now);
     if (c->phase == Phase::Waiting && (c->wanted & gpus) != 0) {
         const GpuSet wanted = c->wanted;
         dequeue(*c);
         c->waited_total += now - c->waiting_since;
-        c->phase = Phase::Idle;
+        set_activity(*c, Phase::Idle, c->last_active);
         c->wanted = 0;
         update_holder_deadlines(wanted);
         try_heads(wanted, now);
@@ -530,14 +530,15 @@ void Scheduler::disconnect(ClientId id, TimePoint now)
     room_.forget(*c);
     const GpuSet registered = c->registered();
     const int rank = policy::class_rank(c->info.priority);
-    usage_.retire(*c, clients_, now);
+    const Phase phase = c->phase;
+    const TimePoint last_active = c->last_active;
+    usage_.retire(*c, now);
     if (c->deadline)
         deadlines_.erase({*c->deadline, id});
     clients_.erase(id);
     for_each_gpu(registered, [&](GpuIndex g) {
         queues_[g].members.erase(id);
-        if (--queues_[g].classes[rank] == 0)
-            queues_[g].classes.erase(rank);
+        queues_[g].classes.remove(rank, phase != Phase::Idle, last_active);
         room_.tell_unpageable(g, actions_);
     });
     update_holder_deadlines(affected);
@@ -641,10 +642,9 @@ void Scheduler::refresh_turns(TimePoint now)
 void Scheduler::enqueue(ClientRecord& c)
 {
     wait_dirty_ |= c.wanted;
-    const Bucket bucket{c.info.principal, policy::class_rank(c.info.priority)};
     for_each_gpu(c.wanted, [&](GpuIndex g) {
-        queues_[g].waiting.insert({c.sequence, c.id});
-        queues_[g].buckets[bucket].insert({c.sequence, c.id});
+        queues_[g].line.add(c);
+        queues_[g].notices.queued(c, g);
     });
     waiting_++;
 }
@@ -652,77 +652,41 @@ void Scheduler::enqueue(ClientRecord& c)
 void Scheduler::dequeue(ClientRecord& c)
 {
     wait_dirty_ |= c.wanted;  // the places behind it move up
-    const Bucket bucket{c.info.principal, policy::class_rank(c.info.priority)};
     for_each_gpu(c.wanted, [&](GpuIndex g) {
-        queues_[g].waiting.erase({c.sequence, c.id});
-        auto it = queues_[g].buckets.find(bucket);
-        if (it != queues_[g].buckets.end()) {
-            it->second.erase({c.sequence, c.id});
-            if (it->second.empty())
-                queues_[g].buckets.erase(it);
-        }
+        queues_[g].line.remove(c);
+        queues_[g].notices.left(c, g);
     });
     waiting_--;
 }
 
-Scheduler::OrderKey Scheduler::order_key(const ClientRecord& c, double user_held,
-                                         TimePoint now) const
+void Scheduler::set_activity(ClientRecord& c, Phase phase, TimePoint last_active)
 {
-    return {policy::waiting_rank(c.info.priority, now - c.waiting_since, settings_.time_quantum),
-            user_held, c.sequence};
+    if (phase == c.phase && last_active == c.last_active)
+        return;
+    const int rank = policy::class_rank(c.info.priority);
+    for_each_gpu(c.registered(), [&](GpuIndex g) {
+        queues_[g].classes.remove(rank, c.phase != Phase::Idle, c.last_active);
+        queues_[g].classes.add(rank, phase != Phase::Idle, last_active);
+    });
+    c.phase = phase;
+    c.last_active = last_active;
 }
 
 std::optional<ClientId> Scheduler::head(GpuIndex gpu, TimePoint now) const
 {
-    const auto& buckets = queues_[gpu].buckets;
-    if (buckets.size() == 1)  // one user, one class: first come first
-        return buckets.begin()->second.begin()->second;
-    std::optional<ClientId> best;
-    OrderKey best_key{};
-    for (const auto& [bucket, waiters] : buckets) {
-        const ClientRecord& c = clients_.at(waiters.begin()->second);
-        const OrderKey k = order_key(c, shares_.held(c.info.principal, now), now);
-        if (!best || k < best_key) {
-            best = c.id;
-            best_key = k;
-        }
-    }
-    return best;
+    return queues_[gpu].line.head(line_order(now));
 }
 
 std::vector<ClientId> Scheduler::ordered(GpuIndex gpu, TimePoint now) const
 {
-    std::vector<ClientId> ids;
     if (gpu >= queues_.size())
-        return ids;
-    for (const auto& [seq, id] : queues_[gpu].waiting)
-        ids.push_back(id);
-    if (queues_[gpu].buckets.size() > 1) {
-        // Each user's held time once, not once per waiter.
-        std::map<uint32_t, double> held;
-        for (const auto& [bucket, waiters] : queues_[gpu].buckets)
-            held.emplace(bucket.first, shares_.held(bucket.first, now));
-        std::vector<std::pair<OrderKey, ClientId>> keyed;
-        keyed.reserve(ids.size());
-        for (ClientId id : ids) {
-            const ClientRecord& c = clients_.at(id);
-            keyed.push_back({order_key(c, held.at(c.info.principal), now), id});
-        }
-        std::sort(keyed.begin(), keyed.end());
-        for (size_t i = 0; i < keyed.size(); ++i)
-            ids[i] = keyed[i].second;
-    }
-    return ids;
+        return {};
+    return queues_[gpu].line.all(line_order(now));
 }
 
 std::optional<ClientId> Scheduler::goes_next(GpuIndex gpu, ClientId besides) const
 {
-    if (const auto h = head(gpu, now_); !h || *h != besides)
-        return h;
-    for (ClientId id : ordered(gpu, now_))
-        if (id != besides)
-            return id;
-    return std::nullopt;
+    return queues_[gpu].line.goes_next(line_order(now_), besides);
 }
 
 int Scheduler::best_waiting_class(GpuSet gpus) const
@@ -731,8 +695,7 @@ int Scheduler::best_waiting_class(GpuSet gpus) const
     for_each_gpu(gpus, [&](GpuIndex g) {
         // Its class, not its aged rank: waiting long moves a waiter up the
         // queue but does not cut the holder's quantum.
-        for (const auto& [bucket, waiters] : queues_[g].buckets)
-            best = std::min(best, bucket.second);
+        best = std::min(best, queues_[g].line.best_class());
     });
     return best;
 }
@@ -771,9 +734,10 @@ size_t Scheduler::share_cap(uint32_t uid, GpuIndex gpu) const
         if (u != uid)
             others[u]++;
     }
-    for (const auto& [bucket, waiters] : queues_[gpu].buckets)
-        if (bucket.first != uid)
-            others.emplace(bucket.first, 0);
+    queues_[gpu].line.for_each_bucket([&](uint32_t principal, int) {
+        if (principal != uid)
+            others.emplace(principal, 0);
+    });
     return policy::user_share_cap(others);
 }
 
@@ -807,18 +771,18 @@ bool Scheduler::wanted_by_others(const ClientRecord& c, TimePoint now) const
         if (turns(g) != Turns::Soft) {
             // In a group turn, one still starting is told once it has
             // started: what it placed would otherwise have to move again.
-            any |= !queues_[g].waiting.empty() && !(turns(g) == Turns::Groups && starting(c, now));
+            any |= !queues_[g].line.empty() && !(turns(g) == Turns::Groups && starting(c, now));
             return;
         }
         // Softly, nobody hands over while a process there is still
         // starting: it would hand over into a start, which may fill the GPU.
         bool others = false, starts = false;
-        for (const auto& [seq, id] : queues_[g].waiting) {
+        queues_[g].line.for_each([&](ClientId id) {
             others = true;
             // One that waits only for the starts to settle starts next.
             const ClientRecord& w = clients_.at(id);
             starts |= starting(w, now) && policy_join_time(w, g, now) <= now;
-        }
+        });
         for (ClientId h : gpus_[g].holders) {
             others |= h != c.id;
             starts |= starting(clients_.at(h), now);
@@ -915,11 +879,10 @@ void Scheduler::keep_holders_that_fit(GpuIndex gpu, TimePoint now)
 bool Scheduler::contended(const ClientRecord& c) const
 {
     bool any = false;
-    for_each_gpu(c.held & serialized_gpus(),
-                 [&](GpuIndex g) { any |= !queues_[g].waiting.empty(); });
+    for_each_gpu(c.held & serialized_gpus(), [&](GpuIndex g) { any |= !queues_[g].line.empty(); });
     for_each_gpu(c.held & gpus_with({Turns::Soft}), [&](GpuIndex g) {
-        for (const auto& [bucket, waiters] : queues_[g].buckets)
-            any |= bucket.first == c.info.principal;
+        queues_[g].line.for_each_bucket(
+            [&](uint32_t principal, int) { any |= principal == c.info.principal; });
         any |= over_share(c, g);
     });
     return any;
@@ -928,7 +891,7 @@ bool Scheduler::contended(const ClientRecord& c) const
 void Scheduler::grant(ClientRecord& c, TimePoint now)
 {
     dequeue(c);
-    c.phase = Phase::Holding;
+    set_activity(c, Phase::Holding, c.last_active);
     holding_++;
     c.held = c.wanted;
     c.wanted = 0;
@@ -982,7 +945,7 @@ GpuSet Scheduler::end_hold(ClientRecord& c, GpuSet gpus, TimePoint now)
     if (c.held == 0) {
         c.held_total += now - c.granted_at;
         shares_.hold_ended(c.info.principal, c.granted_at, now);
-        c.phase = Phase::Idle;
+        set_activity(c, Phase::Idle, c.last_active);
         holding_--;
         c.drop_sent = false;
         c.contended_sent = false;
@@ -1035,7 +998,8 @@ WaitFacts Scheduler::facts_at(GpuIndex gpu, uint32_t place) const
 }
 
 // A waiter's facts change only when its GPU's queue, holder, quantum or
-// reason does, so only the GPUs marked since the last call are looked at.
+// reason does, so only the GPUs marked since the last call are looked at,
+// and on each only the waiters that may have news (WaitNotices).
 void Scheduler::publish_waits()
 {
     const GpuSet dirty = wait_dirty_ & scheduled_gpus();
@@ -1043,41 +1007,8 @@ void Scheduler::publish_waits()
     for_each_gpu(dirty, [&](GpuIndex g) {
         if (g >= queues_.size())
             return;
-        // The holder's facts are the same for every waiter: worked out once.
-        const WaitFacts same = facts_at(g, 0);
-        const bool mixed = queues_[g].buckets.size() > 1;  // else nobody outranks anybody
-        uint32_t place = 0;
-        int first_rank = INT32_MAX;
-        for (ClientId id : ordered(g, now_)) {
-            WaitFacts f = same;
-            f.place = ++place;
-            if (place > kNamedPlaces) {
-                // Deep in the line, processes ahead are what is in its way.
-                f.holder.reset();
-                f.held_since = {};
-                f.quantum = {};
-            }
-            ClientRecord& c = clients_.at(id);
-            if (mixed) {
-                // Behind a waiter that ranks higher: priority is why.
-                const int rank = policy::waiting_rank(c.info.priority, now_ - c.waiting_since,
-                                                      settings_.time_quantum);
-                first_rank = std::min(first_rank, rank);
-                if (first_rank < rank)
-                    f.reason = WaitReason::Priority;
-            }
-            const auto sent = c.wait_sent.find(g);
-            if (sent != c.wait_sent.end() &&
-                (sent->second.same_news(f) ||
-                 (place > kNamedPlaces && sent->second.place > kNamedPlaces &&
-                  sent->second.reason == f.reason &&
-                  std::bit_width(sent->second.place) == std::bit_width(f.place))))
-                continue;  // deep in the line: told as its place halves
-            c.wait_sent[g] = f;
-            Action a{ActionKind::Waiting, id, gpu_bit(g)};
-            a.wait = f;
-            actions_.push_back(a);
-        }
+        queues_[g].notices.publish(g, queues_[g].line, line_order(now_), facts_at(g, 0), clients_,
+                                   actions_);
     });
 }
 
@@ -1095,24 +1026,9 @@ bool Scheduler::should_bound(const ClientRecord& c)
     const int own = policy::class_rank(c.info.priority);
     bool higher = false;
     for_each_gpu(c.held & serialized_gpus(), [&](GpuIndex g) {
-        const auto& classes = queues_[g].classes;
-        if (classes.empty() || classes.begin()->first >= own)
-            return;  // nobody of a higher class is registered here
-        for (ClientId id : queues_[g].members) {
-            const ClientRecord& m = clients_.at(id);
-            if (policy::class_rank(m.info.priority) >= own)
-                continue;
-            if (m.phase != Phase::Idle) {
-                higher = true;
-                continue;
-            }
-            const TimePoint until = m.last_active + policy::kHigherClassIdleRelease;
-            if (now_ < until) {
-                higher = true;
-                // Looked at again when it has been idle for long enough.
-                run_ahead_recheck_ = std::min(run_ahead_recheck_.value_or(until), until);
-            }
-        }
+        // Looked at again when an idle one has been idle for long enough.
+        higher |= queues_[g].classes.higher_around(own, now_, policy::kHigherClassIdleRelease,
+                                                   run_ahead_recheck_);
     });
     return higher;
 }
@@ -1286,7 +1202,7 @@ void Scheduler::tick(TimePoint now)
     // have a new first waiter that can.
     GpuSet idle = 0;
     for (GpuIndex g = 0; g < gpus_.size(); ++g)
-        if (gpus_[g].holders.empty() && !queues_[g].waiting.empty())
+        if (gpus_[g].holders.empty() && !queues_[g].line.empty())
             idle |= gpu_bit(g);
     try_heads(idle & scheduled_gpus(), now);
     while (!deadlines_.empty() && deadlines_.begin()->first <= now) {

@@ -17,10 +17,13 @@
 #include "daemon/action.h"
 #include "daemon/client.h"
 #include "daemon/gpu.h"
+#include "daemon/member_classes.h"
 #include "daemon/room.h"
 #include "daemon/scheduler_types.h"
 #include "daemon/turn_policy.h"
 #include "daemon/usage.h"
+#include "daemon/wait_notices.h"
+#include "daemon/waiting_line.h"
 
 namespace nvshare::daemon {
 
@@ -163,7 +166,7 @@ public:
     // back only that processes are ahead of it, and its place again when the
     // place halves (or the reason changes): a hand-over then sends a few
     // Waiting messages, not one per waiter.
-    static constexpr uint32_t kNamedPlaces = 8;
+    static constexpr uint32_t kNamedPlaces = WaitNotices::kNamedPlaces;
     // Waiting clients that want this GPU, in the order they go: by rank
     // (class, raised by waiting), then by their user's held time, then first
     // come first.
@@ -179,19 +182,25 @@ public:
     std::map<UsageKey, Usage> usage(TimePoint now) const { return usage_.totals(clients_, now); }
 
 private:
-    // Every event touches only the GPUs and clients it concerns, so the cost
-    // of an event does not grow with the number of clients: waiters sit in
-    // per-GPU queues ordered by arrival, deadlines in one ordered set.
-    using QueueKey = std::pair<uint64_t, ClientId>;  // (sequence, client)
-    // Waiters also sit in one bucket per (user, class): within a bucket the
-    // first come goes first, so the GPU's next waiter is the best of the
-    // buckets' first ones.
-    using Bucket = std::pair<uint32_t, int>;  // (uid, class rank)
+    // Every event touches only the GPUs and clients it concerns: each GPU's
+    // waiters sit in its line (waiting_line.h), which finds the first ones
+    // and any one's place without walking it; what they were told, in
+    // groups whose news is at their ends (wait_notices.h); its clients by
+    // class and activity (member_classes.h); deadlines in one ordered set.
+    // So a request, a release, a hand-over, a connect or a disconnect costs
+    // O(B^2 log^2 N) for N clients and B (user, class) pairs waiting on the
+    // GPU, besides the messages it sends. What still looks at every waiter
+    // of a GPU: soft turns' admission (admit, wanted_by_others), a change of
+    // its turn style (reschedule_all; every waiter is told the new reason),
+    // a Shrink round and a client's first growth (each waiter's deadline
+    // moves), and settings changed at run time. The messages are the
+    // protocol's: where the order between users or classes moves, many
+    // waiters' places move with it and they are told.
     struct GpuQueue {
-        std::set<QueueKey> waiting;
-        std::map<Bucket, std::set<QueueKey>> buckets;
+        WaitingLine line;
         std::set<ClientId> members;
-        std::map<int, size_t> classes;  // members by class rank
+        MemberClasses classes;
+        WaitNotices notices;
     };
 
     ClientRecord* find(ClientId id);
@@ -214,9 +223,8 @@ private:
     // Works every GPU's style out again; returns the GPUs that now serialize
     // and did not before.
     GpuSet update_turns();
-    // The order of waiters: (rank, user's held time, sequence).
-    using OrderKey = std::tuple<int, double, uint64_t>;
-    OrderKey order_key(const ClientRecord& c, double user_held, TimePoint now) const;
+    // What the order of waiters depends on at `now` (WaitingLine).
+    LineOrder line_order(TimePoint now) const { return {now, settings_.time_quantum, &shares_}; }
     std::optional<ClientId> head(GpuIndex gpu, TimePoint now) const;
     std::vector<ClientId> ordered(GpuIndex gpu, TimePoint now) const;
     // The first waiter of `gpu` by that order that is not `besides`.
@@ -245,6 +253,9 @@ private:
     void refresh_turns(TimePoint now);
     void enqueue(ClientRecord& c);
     void dequeue(ClientRecord& c);
+    // The one place where a client's phase and last use change: its GPUs'
+    // MemberClasses follow.
+    void set_activity(ClientRecord& c, Phase phase, TimePoint last_active);
     bool grantable(const ClientRecord& c, TimePoint now) const;
     // Whether waiter `c` may join the holders of a GPU taken in group turns:
     // it is first in line, they have started and its memory fits beside theirs.

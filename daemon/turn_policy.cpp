@@ -30,7 +30,11 @@ int class_rank(Priority p)
 
 int waiting_rank(Priority p, Duration waited, Duration aging)
 {
-    const int rank = class_rank(p);
+    return aged_rank(class_rank(p), waited, aging);
+}
+
+int aged_rank(int rank, Duration waited, Duration aging)
+{
     if (aging <= Duration::zero() || waited <= Duration::zero())
         return rank;
     const auto raised = waited / aging;

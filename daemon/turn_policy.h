@@ -53,6 +53,8 @@ int class_rank(Priority p);
 // A waiter's rank: its class's, raised by one for every `aging` it has
 // waited, so that lower classes never starve.
 int waiting_rank(Priority p, Duration waited, Duration aging);
+// The same from its class's rank.
+int aged_rank(int class_rank, Duration waited, Duration aging);
 // The quantum a holder of class `holder` keeps while a waiter of rank
 // `best_waiting` waits: unchanged unless the waiter ranks higher.
 Duration preempted_quantum(Duration quantum, Priority holder, int best_waiting);

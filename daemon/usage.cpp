@@ -1,7 +1,6 @@
 #include "daemon/usage.h"
 
 #include <algorithm>
-#include <set>
 #include <vector>
 
 #include "daemon/client.h"
@@ -57,25 +56,28 @@ Usage contribution(const ClientRecord& c, GpuIndex g, TimePoint now)
 
 }  // namespace
 
-void UsageLedger::retire(const ClientRecord& c, const std::map<ClientId, ClientRecord>& live,
-                         TimePoint now)
+void UsageLedger::joined(const ClientRecord& c)
+{
+    live_[c.info.principal]++;
+}
+
+void UsageLedger::retire(const ClientRecord& c, TimePoint now)
 {
     for (GpuIndex g : c.gpus) {
         Record& r = retired_[{g, c.info.principal}];
         r.usage.add(contribution(c, g, now));
         r.last_retired = now;
     }
-    expire(live, now);
+    expire(now);  // its user is still present
+    if (const auto it = live_.find(c.info.principal); it != live_.end() && --it->second == 0)
+        live_.erase(it);
 }
 
-void UsageLedger::expire(const std::map<ClientId, ClientRecord>& live, TimePoint now)
+void UsageLedger::expire(TimePoint now)
 {
-    std::set<uint32_t> present;
-    for (const auto& [id, c] : live)
-        present.insert(c.info.principal);
     std::vector<std::pair<TimePoint, UsageKey>> idle;
     for (auto it = retired_.begin(); it != retired_.end();) {
-        if (present.contains(it->first.uid)) {
+        if (live_.contains(it->first.uid)) {
             ++it;
         } else if (now - it->second.last_retired > kUsageKeep) {
             it = retired_.erase(it);

@@ -50,10 +50,10 @@ inline constexpr size_t kMaxUsageRecords = 4096;
 
 class UsageLedger {
 public:
-    // A client leaves: its counters stay in the totals. `live`: the clients
-    // that stay, whose users' counts do not expire.
-    void retire(const ClientRecord& client, const std::map<ClientId, ClientRecord>& live,
-                TimePoint now);
+    // A client arrives: its user's counts do not expire while it stays.
+    void joined(const ClientRecord& client);
+    // A client leaves: its counters stay in the totals.
+    void retire(const ClientRecord& client, TimePoint now);
     std::map<UsageKey, Usage> totals(const std::map<ClientId, ClientRecord>& live,
                                      TimePoint now) const;
     size_t records() const { return retired_.size(); }
@@ -63,8 +63,9 @@ private:
         Usage usage;
         TimePoint last_retired{};
     };
-    void expire(const std::map<ClientId, ClientRecord>& live, TimePoint now);
+    void expire(TimePoint now);
     std::map<UsageKey, Record> retired_;
+    std::map<uint32_t, size_t> live_;  // clients by principal
 };
 
 }  // namespace nvshare::daemon
