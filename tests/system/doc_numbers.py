@@ -201,6 +201,7 @@ STATEMENTS = [
     # org.nvshare.Scheduler1(5)
     H(BUS, r"when the state changed or it is (?P<v>\d+) (?P<u>ms) old", SERVER, "kStatusMaxAge"),
     H(BUS, r"where it would exceed (?P<v>\d+) (?P<u>MiB)", PROTOCOL, "kMaxStatusPayload"),
+    H(BUS, r"Manager TimeQuantumUSec t (?P<v>\d+)", SCHED, "time_quantum", unit="us"),
     H(BUS, r"a write must be 1 byte to (?P<v>\d+) (?P<u>TiB)", SCHED, "kMaxReportedBytes"),
     H(BUS, r"it gets (?P<v>\d+) (?P<u>seconds) then", "daemon/polkit.h",
       "kPolkitInteractiveTimeout"),
