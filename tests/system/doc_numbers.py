@@ -8,6 +8,9 @@ source file (`NAME = EXPR;`, `NAME{EXPR};`, std::chrono durations too), or,
 where the number is written inline, a regular expression whose group v is
 that expression. Both sides are compared in seconds, bytes or plain numbers.
 
+nvshare-protocol(7) also states each payload field's size and offset: those
+are held to common/protocol.h's structures (field_errors).
+
 doc_test.py runs these (doc-numbers) and its self-test changes each number
 on the page, and each constant in the code, and requires the check to fail.
 """
@@ -237,6 +240,8 @@ STATEMENTS = [
     H(PROTO, r"\(\*kHelloPriorityMask\*, (?P<v>0x[0-9a-f]+)\)", PROTOCOL, "kHelloPriorityMask"),
     H(PROTO, r"at least (?P<v>\d+) times the GPU's latest swap-in", SCHED, "kQuantumPerSwap"),
     H(PROTO, r"\*kGrantExclusive\* \((?P<v>\d+)\)", PROTOCOL, "kGrantExclusive"),
+    H(PROTO, r"\*kGrantContended\* \((?P<v>\d+)\)", PROTOCOL, "kGrantContended"),
+    H(PROTO, r"\*kGrantOversubscribed\* \((?P<v>\d+)\)", PROTOCOL, "kGrantOversubscribed"),
     H(PROTO, r"\*kKeepEverything\* \((?P<v>0x[0-9A-F]+)\)", PROTOCOL, "kKeepEverything"),
     H(PROTO, r"\*kDropTurnsBegin\* \((?P<v>\d+)\)", PROTOCOL, "kDropTurnsBegin"),
     H(PROTO, r"\*kRunAheadBounded\* \((?P<v>\d+)\)", PROTOCOL, "kRunAheadBounded"),
@@ -361,7 +366,7 @@ def number_errors(read):
         if abs(got - want) > 1e-12 * max(1.0, abs(want)):
             errors.append(f"{s.page} says {' '.join(m.group(0).split())!r}, but {s.source}'s "
                           f"{s.expr} is {want:g}")
-    return errors
+    return errors + field_errors(read(PROTO), read(PROTOCOL))
 
 
 OTHER_WORD = {"quarter": "half", "half": "quarter", "twice": "ten", "ten": "twice",
@@ -422,3 +427,88 @@ def reader(root):
                 cache[path] = f.read()
         return cache[path]
     return read
+
+
+# ---- the payloads' fields: size and offset, as nvshare-protocol(7) states them ----------
+
+PRIMITIVES = {"uint8_t": 1, "char": 1, "uint16_t": 2, "int32_t": 4, "uint32_t": 4, "uint64_t": 8}
+
+
+def struct_layouts(header):
+    """{struct: {field: (size, offset)}} of common/protocol.h, natural alignment."""
+    layouts, sizes, aligns = {}, {}, {}
+    for struct, body in re.findall(r"struct (\w+) \{(.*?)\};", header, re.S):
+        offset, align, fields = 0, 1, {}
+        for kind, field, count in re.findall(r"^\s*(\w+)\s+(\w+)(?:\[(\w+)\])?;", body, re.M):
+            one = PRIMITIVES.get(kind) or sizes[kind]
+            a = PRIMITIVES.get(kind) or aligns[kind]
+            n = int(count) if count.isdigit() else int(code_value(header, count)) if count else 1
+            offset = (offset + a - 1) // a * a
+            fields[field] = (one * n, offset)
+            offset += one * n
+            align = max(align, a)
+        layouts[struct] = fields
+        sizes[struct], aligns[struct] = (offset + align - 1) // align * align, align
+    return layouts
+
+
+FIELD = re.compile(r"_(?P<field>\w+)_\s+\((?P<size>\d+)\s+bytes(?:,\s+offset\s+(?P<offset>\d+))?\)")
+OPENS = re.compile(r"\(\*(\w+)\*,\s+\d+\s+bytes")
+# A row of the frame header's table: offset, size, field.
+HEADER_ROW = re.compile(r"^\|\s+(?P<offset>\d+)\n:\s+(?P<size>\d+)\n:\s+_(?P<field>\w+)_", re.M)
+
+
+def field_statements(page):
+    """[(struct, field, size, offset or None, match)]: the rows of the frame
+    header's table, and the fields each payload's paragraph states, from its
+    (*Struct*, N bytes) to the next one or item."""
+    out = []
+    for f in HEADER_ROW.finditer(page):
+        out.append(("FrameHeader", f.group("field"), int(f.group("size")),
+                    int(f.group("offset")), f))
+    opens = list(OPENS.finditer(page))
+    for i, o in enumerate(opens):
+        end = opens[i + 1].start() if i + 1 < len(opens) else len(page)
+        item = page.find("\n*", o.end())
+        end = min(end, item if item >= 0 else len(page))
+        for f in FIELD.finditer(page, o.end(), end):
+            offset = int(f.group("offset")) if f.group("offset") else None
+            out.append((o.group(1), f.group("field"), int(f.group("size")), offset, f))
+    return out
+
+
+def field_errors(page, header):
+    layouts, errors = struct_layouts(header), []
+    stated = field_statements(page)
+    if len(stated) < 40:
+        errors.append(f"nvshare-protocol.7 states only {len(stated)} fields with their size")
+    for struct, field, size, offset, _ in stated:
+        have = layouts.get(struct, {}).get(field)
+        if have is None:
+            errors.append(f"nvshare-protocol.7 states a field _{field}_ of {struct}, which "
+                          "common/protocol.h does not have")
+        elif size != have[0] or (offset is not None and offset != have[1]):
+            errors.append(f"nvshare-protocol.7 says {struct}.{field} is {size} bytes at offset "
+                          f"{offset}, common/protocol.h {have[0]} at {have[1]}")
+    return errors
+
+
+def field_page_mutations(page):
+    """Each stated size, and each offset, one more."""
+    out = []
+    for *_, f in field_statements(page):
+        for g in ("size", "offset"):
+            if f.group(g):
+                out.append(page[:f.start(g)] + str(int(f.group(g)) + 1) + page[f.end(g):])
+    return out
+
+
+def field_header_mutations(header):
+    """Each struct's first uint32_t field made uint64_t (its size and what follows move)."""
+    out = []
+    for m in re.finditer(r"struct \w+ \{", header):
+        f = re.compile(r"^(\s*)uint32_t(\s+\w+;)", re.M).search(header, m.end())
+        if f and f.start() < header.find("};", m.end()):
+            out.append(header[:f.start()] + f.group(1) + "uint64_t" + f.group(2) +
+                       header[f.end():])
+    return out

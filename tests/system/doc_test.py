@@ -586,6 +586,20 @@ def numbers_selftest():
                 print(f"FAIL: the numbers check does not notice {path} changed "
                       f"({statement.expr} of {statement.page})")
                 failures += 1
+    # The payloads' fields: a size or offset on the page, a field's type in the header.
+    page, header = read(doc_numbers.PROTO), read(doc_numbers.PROTOCOL)
+    for what, changes, check in (
+            ("page", doc_numbers.field_page_mutations(page),
+             lambda p: doc_numbers.field_errors(p, header)),
+            ("header", doc_numbers.field_header_mutations(header),
+             lambda h: doc_numbers.field_errors(page, h))):
+        if len(changes) < 10:
+            print(f"FAIL: only {len(changes)} field sizes could be changed in the {what}")
+            failures += 1
+        for i, text in enumerate(changes):
+            if not check(text):
+                print(f"FAIL: the numbers check does not notice the {what}'s field change {i}")
+                failures += 1
     return failures
 
 
