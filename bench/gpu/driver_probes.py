@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Driver behaviour the swap engine and nvshared rely on, measured on the GPU
-(bench/README.md, "Oversubscription"). No nvshare is involved unless
+(bench/README.md, driver_probes.py). No nvshare is involved unless
 --lib is given.
 
   driver_probes.py exit [--lib libnvshare.so]   when a process's GPU memory

@@ -1,5 +1,5 @@
 // Every number the swap engine and its switch policy assume, in one place:
-// each with why it is what it is (the measurement behind it, in
+// each with why it is what it is (the bench that measures it, in
 // bench/README.md) and the sentence of libnvshare(8) that states it. The
 // doc test (tests/system/doc_test.py, doc-ranges) holds the page to these
 // values: change one here and the page must say so.
@@ -17,11 +17,11 @@ inline constexpr uint64_t kSec = 1000 * kMs;
 
 // "physical chunks of at most 64 MiB, or 512 MiB on a GPU of 64 GiB or
 // more". Large enough that mapping costs vanish beside the copy, small
-// enough that what stays or moves is chosen finely (2 MiB chunks cost
-// 300 ms per 8 GiB in cuMemSetAccess and unmap; "Swap mechanisms"). On a
-// GPU of at least kLargeChunkShare such chunks, granting access while the
-// bus copies costs far less in chunks of 512 MiB (0.13-1.8 ms per GiB
-// against 9.4 ms in chunks of 64 MiB on an H200: `driver_probes.py
+// enough that what stays or moves is chosen finely (the cost of
+// cuMemSetAccess and unmapping is per chunk: bench/README.md,
+// swap_mechanisms). On a GPU of at least kLargeChunkShare such chunks,
+// granting access while the bus copies is the slow part of a swap-in, and
+// it costs far less in chunks of 512 MiB (`driver_probes.py
 // access`).
 inline constexpr uint64_t kMaxChunk = 64ull << 20;
 inline constexpr uint64_t kLargeChunk = 512ull << 20;
@@ -30,26 +30,28 @@ inline constexpr uint64_t kLargeChunkShare = 128;
 // ---- rates assumed until the process has measured its own ----
 
 // "it assumes 40 GB/s each way for swappable memory": the swap engine's
-// copies run at the bus's speed, about 50 GB/s each way on PCIe 5 ("Swap
-// mechanisms").
+// copies run at the bus's speed, about 50 GB/s each way on PCIe 5
+// (swap_mechanisms); a little below it, so that the first switch is not
+// counted cheaper than it turns out.
 inline constexpr double kAssumedSwapEngineRate = 40e9;
-// "16 GB/s out and 48 GB/s in for managed memory": bulk migration of
-// managed memory on an H200 over PCIe 5; eviction is slower, the driver
-// allocates host pages as it goes.
+// "16 GB/s out and 48 GB/s in for managed memory": the driver's bulk
+// migration of managed memory over PCIe 5 (evict_rate, swap_mechanisms);
+// eviction is slower, since the driver allocates host pages as it goes.
 inline constexpr double kAssumedEvictRate = 16e9;
 inline constexpr double kAssumedSwapInRate = 48e9;
 // "host memory not yet made at 10 GB/s": huge pages faulted in by 8
-// threads, then registered, ran at ~13 GB/s on an H100 host; slower with
-// fewer cores or no huge pages ("Pinning").
+// threads, then registered (`driver_probes.py pinways`, `register`); below
+// what a host of many cores reaches, since fewer cores or no huge pages
+// make it slower.
 inline constexpr double kAssumedPinRate = 10e9;
 
 // ---- what stays on the GPU ----
 
 // "keeps a 32nd of the GPU's capacity (at most 2 GiB) less than nvshared
 // allows": nvshared counts allocations, but every process's CUDA contexts
-// and the driver take device memory too (about 0.5 GiB a context); without
-// it the next holder found ~1.3 GiB of its data without room on an H100.
-// Moving 2 GiB more costs ~40 ms each way.
+// and the driver take device memory too (about 0.5 GiB a context), which
+// the next holder would otherwise find taken and have to leave its data in
+// host memory. Moving 2 GiB more costs ~40 ms each way at the bus's rate.
 inline constexpr uint64_t kKeepHeadroomShare = 32;
 inline constexpr uint64_t kKeepHeadroomMax = 2ull << 30;
 
@@ -61,10 +63,10 @@ inline constexpr uint64_t kKeepHeadroomMax = 2ull << 30;
 // that call (out of memory) on a full GPU. A program sees nvshared's
 // capacity, not that the device is full of other processes' memory, so it
 // cannot leave that room itself. A release leaves it free beside its
-// headroom (swap_plan::kept_at_release): in a switch of three processes of
-// PyTorch on an H200 the headroom alone, less the contexts, was less than
-// this room, and the next holder's swap-in met it at every switch
-// (oversub_bench torch-triple 1.2x slower).
+// headroom (swap_plan::kept_at_release): with several processes' contexts
+// on the GPU the headroom alone, less the contexts, can be less than this
+// room, and the next holder's swap-in would then meet a full GPU at every
+// switch.
 inline constexpr uint64_t kDriverReserveShare = 256;
 inline constexpr uint64_t kDriverReserveMax = 256ull << 20;
 
@@ -83,8 +85,9 @@ inline constexpr uint64_t kSharedRoomWaitNs = 100 * kMs;
 inline constexpr uint64_t kRoomWaitMaxNs = 10 * kSec;
 // "once the room has not grown for 2 s goes to host memory": an allocation
 // of a holder waits longer, since a process asked to shrink that has no
-// host memory made yet makes it group by group as it copies (0.3-0.5 s a
-// group of about 1 GiB on the H100's host while another process pinned).
+// host memory made yet makes it group by group as it copies, and pinning
+// a group of about 1 GiB takes a good part of a second while another
+// process pins too (`driver_probes.py pin`).
 inline constexpr uint64_t kAwaitRoomNs = 2 * kSec;
 
 // ---- memory in host memory while holding ----
@@ -100,7 +103,8 @@ inline constexpr uint64_t kStrandedPatienceNs = 1 * kSec;
 // ---- host memory made ahead ----
 
 // A step of host memory made ahead of a swap-out: one chunk, since the
-// client thread does nothing else meanwhile (~5 ms on an H100 host).
+// client thread does nothing else meanwhile (milliseconds at the pinning
+// rate).
 inline constexpr uint64_t kPrestageStep = 64ull << 20;
 // "once it has not changed for 250 ms": a holder whose memory changed this
 // recently is still allocating (a fill), and a step between its

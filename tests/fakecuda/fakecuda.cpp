@@ -659,9 +659,9 @@ CUresult sync_context(Context* c)
 
 #if defined(__SANITIZE_THREAD__)
 // Under ThreadSanitizer its memmove interceptor checks every 8 bytes of both
-// ranges: the fake's copies ran some 20 times slower and the swap engine's
-// end-to-end tests took 400 s (66 s without TSan), though what TSan is there
-// for is libnvshare.so's threads. So the bytes move uninstrumented, and TSan
+// ranges, which makes the fake's copies many times slower and the swap
+// engine's end-to-end tests minutes long, though what TSan is there for is
+// libnvshare.so's threads. So the bytes move uninstrumented, and TSan
 // sees one read of the source and one write of the destination at both ends
 // of each range and every 64 KiB in it, at 64 KiB-aligned addresses: two
 // copies that share such an address meet there (the swap engine moves

@@ -5,7 +5,7 @@
 // (run_suite.py links that name to the host's libcuda.so.1 in a folder of
 // its own): every other name resolves there. libnvshare.so looks the driver
 // up by its handle on libcuda.so.1, so it reaches these three, as the fake
-// driver's fakecuda_fail_next makes its own fail in CI.
+// driver's fakecuda_fail_next makes its own fail where no GPU is.
 #define _GNU_SOURCE
 #include <cuda.h>
 #include <dlfcn.h>

@@ -174,7 +174,7 @@ int flag_wait(const char* ready, const char* go, long alloc_mib)
     auto wait_value = driver<decltype(&cuStreamWaitValue32_v2)>("cuStreamWaitValue32", 12000);
     auto write_value = driver<decltype(&cuStreamWriteValue32_v2)>("cuStreamWriteValue32", 12000);
     // The flag in mapped pinned host memory: stream memory operations refuse
-    // managed memory (CUDA_ERROR_INVALID_VALUE on the H100), which is what
+    // managed memory (CUDA_ERROR_INVALID_VALUE), which is what
     // libnvshare makes of cudaMalloc.
     unsigned* host_flag;
     CHECK(cudaHostAlloc(&host_flag, 4096, cudaHostAllocMapped));

@@ -486,7 +486,7 @@ TEST(Descriptors, ExhaustionNeitherSpinsNorStopsService)
     // Room for exactly the descriptors it has now: the next accept fails.
     // Counted once it is steady (the status query's connection may still be
     // closing) and once only: two counts could differ, and a soft limit above
-    // the hard one is EINVAL (seen on a loaded machine).
+    // the hard one is EINVAL (the count can change while a connection closes).
     rlim_t open = 0;
     ASSERT_TRUE(wait_until([&] {
         open = open_fds(pid);

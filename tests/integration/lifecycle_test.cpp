@@ -288,7 +288,7 @@ TEST(Lifecycle, StartedBySystemdSocketActivate)
     Process p(spec);
     // systemd-socket-activate binds, listens, then waits for the first
     // connection. The file exists from bind() on: a client that came before
-    // listen() was refused (seen on a loaded machine), so wait for listen().
+    // listen() is refused (a loaded machine may delay listen()), so wait for it.
     const auto deadline = std::chrono::steady_clock::now() + kTimeout;
     while (!listening(socket) && std::chrono::steady_clock::now() < deadline)
         std::this_thread::sleep_for(2ms);

@@ -231,7 +231,7 @@ TEST(Stress, ManyClientsWithKillsAndSettingChanges)
 #else
     // Margin: what glibc's allocator may keep in its arenas after a different
     // mix of allocations, which depends on how many clients a loaded machine
-    // leaves connected at once (1.6 MiB was seen on a busy host). A leak per
+    // leaves connected at once (a few MiB). A leak per
     // client or per cycle is larger (64 clients x 200 cycles), and the
     // sanitizer pass's LeakSanitizer checks the daemon byte for byte.
     EXPECT_LE(rss_after, rss_before + 4096) << "resident KiB before " << rss_before;

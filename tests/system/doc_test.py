@@ -27,10 +27,14 @@
               kMaxTimeQuantum) or nvshare-device-plugin's poll interval's
               (kMinPollInterval to kMaxPollInterval of deviceplugin/options.h),
               and each setting of that range states it
+  numbers     every other number a page states of nvshare's behaviour (a
+              default, limit, size, duration, rate, share or file mode) is
+              the code's: doc_numbers.py lists each with the constant or
+              expression that holds it
   deviceplugin every option of `nvshare-device-plugin --help` in OPTIONS of
               nvshare-device-plugin(8) (skipped where the plugin is not built)
   selftest    each check above fails on a page with one item taken out, and
-              the ranges check on a page or a constant changed
+              the ranges and numbers checks on a page or a constant changed
 
 A term counts as documented when the page shows it in bold (*term*), fields
 in underline (_field_). A page still holding the "; nvshare-stub" placeholder
@@ -43,6 +47,8 @@ import os
 import re
 import subprocess
 import sys
+
+import doc_numbers
 
 SKIP = 77
 SOURCE = os.environ["NVSHARE_SOURCE_ROOT"]
@@ -550,9 +556,58 @@ CHECKS = {
 }
 
 
+def run_numbers():
+    errors = doc_numbers.number_errors(doc_numbers.reader(SOURCE))
+    for e in errors:
+        print(e)
+    if not errors:
+        print(f"each of the {len(doc_numbers.STATEMENTS)} numbers held is the code's")
+    return 1 if errors else 0
+
+
+def numbers_selftest():
+    """The numbers check must notice a page, or a constant, changed."""
+    read = doc_numbers.reader(SOURCE)
+    if doc_numbers.number_errors(read):
+        print("note: the pages already misstate a number (see doc-numbers)")
+        return 1
+    failures = 0
+    page_changes = doc_numbers.page_mutations(read)
+    code_changes = doc_numbers.source_mutations(read)
+    for what, changes in (("page", page_changes), ("code", code_changes)):
+        if len(changes) != len(doc_numbers.STATEMENTS):
+            print(f"FAIL: only {len(changes)} of {len(doc_numbers.STATEMENTS)} numbers could be "
+                  f"changed in the {what}")
+            failures += 1
+        for statement, path, text in changes:
+            def changed(p, path=path, text=text):
+                return text if p == path else read(p)
+            if text == read(path) or not doc_numbers.number_errors(changed):
+                print(f"FAIL: the numbers check does not notice {path} changed "
+                      f"({statement.expr} of {statement.page})")
+                failures += 1
+    # The payloads' fields: a size or offset on the page, a field's type in the header.
+    page, header = read(doc_numbers.PROTO), read(doc_numbers.PROTOCOL)
+    for what, changes, check in (
+            ("page", doc_numbers.field_page_mutations(page),
+             lambda p: doc_numbers.field_errors(p, header)),
+            ("header", doc_numbers.field_header_mutations(header),
+             lambda h: doc_numbers.field_errors(page, h))):
+        if len(changes) < 10:
+            print(f"FAIL: only {len(changes)} field sizes could be changed in the {what}")
+            failures += 1
+        for i, text in enumerate(changes):
+            if not check(text):
+                print(f"FAIL: the numbers check does not notice the {what}'s field change {i}")
+                failures += 1
+    return failures
+
+
 def run_check(name):
     if name == "ranges":
         return run_ranges()
+    if name == "numbers":
+        return run_numbers()
     page_name, find_missing = CHECKS[name]
     text = page(page_name)
     if is_stub(text):
@@ -627,6 +682,7 @@ def selftest():
         print("FAIL: the exit code check does not notice a missing code")
         failures += 1
     failures += ranges_selftest()
+    failures += numbers_selftest()
     print("selftest:", "failed" if failures else "every check notices a missing item")
     return 1 if failures else 0
 

@@ -37,7 +37,7 @@ if ACTIVATE is None:
 
 def connect(path, limit=20.0):
     """The socket file exists from bind(), connections succeed only from
-    listen(): a loaded machine can come between (seen in CI)."""
+    listen(): on a loaded machine a client can come between."""
     deadline = time.monotonic() + limit
     while True:
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -11,7 +11,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// As the 580 driver writes it (seen on an H200).
+// As the 580 driver writes it.
 constexpr const char* kInformation =
     "Model: \t\t NVIDIA H200\n"
     "IRQ:   \t\t 41\n"
