@@ -9,14 +9,18 @@
 // /proc): over the measured cycles alone, which shows whether its cost per
 // event grows with N, and over every cycle, warm-up included; and the
 // messages the clients received per measured cycle (the Grant, and the
-// Waiting notices of those whose wait changed).
+// Waiting notices of those whose wait changed). `--mixed`: the clients are
+// of three users (uids kMixedUid + 0..2, in turn: needs root), so that the
+// order between users moves at every hand-over.
 //
 //   lock_bench PATH/TO/nvshared [--clients 1,2,8,64,512] [--cycles N]
-//              [--notify] [--perf-pause]
+//              [--mixed] [--notify] [--perf-pause]
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -53,10 +57,14 @@ int64_t monotonic_ns()
     return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
+// The first of the three users of --mixed (no account needed).
+constexpr uid_t kMixedUid = 60001;
+
 struct Config {
     std::string daemon;
     std::vector<unsigned> clients{1, 2, 8, 64, 512};
     uint64_t cycles = 20000;
+    bool mixed = false;       // clients of three users, not one
     bool notify = false;      // give the daemon a NOTIFY_SOCKET, drained like systemd does
     bool perf_pause = false;  // print the daemon's pid and wait for Enter before measuring
     bool verbose = false;     // the daemon logs every grant (for debugging the benchmark)
@@ -107,6 +115,8 @@ public:
             exit(1);
         }
         dir_ = tmpl;
+        if (config.mixed)
+            chmod(dir_.c_str(), 0711);  // other users reach the socket (0666)
         socket_ = dir_ + "/nvshare.sock";
         if (config.notify)
             bind_notify_socket();
@@ -120,6 +130,7 @@ public:
                 putenv(const_cast<char*>(notify_env.c_str()));
             execl(config.daemon.c_str(), config.daemon.c_str(), "--socket", socket_.c_str(),
                   "--anti-thrashing", "on", "--time-quantum", "1h", "--max-clients", "100000",
+                  "--max-clients-per-user", "100000",
                   config.verbose ? "--verbose" : static_cast<char*>(nullptr),
                   static_cast<char*>(nullptr));
             _exit(127);
@@ -205,26 +216,6 @@ private:
     std::thread notify_reader_;
 };
 
-// LockClient::expect, counting every message received on the way.
-std::optional<nvshare::Frame> expect_counting(LockClient& c, MsgType type,
-                                              std::chrono::milliseconds timeout,
-                                              std::atomic<uint64_t>& received)
-{
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    for (;;) {
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-            deadline - std::chrono::steady_clock::now());
-        if (left.count() < 0)
-            return std::nullopt;
-        auto f = c.receive(left);
-        if (!f)
-            return f;
-        received++;
-        if (f->type == type)
-            return f;
-    }
-}
-
 struct Result {
     unsigned clients = 0;
     uint64_t cycles = 0;
@@ -270,7 +261,14 @@ Result run(const Config& config, unsigned n)
         threads.emplace_back([&, i] {
             LockClient c;
             std::string error;
-            if (!c.connect(daemon.socket(), &error) ||
+            // This thread alone becomes the user (the raw call: glibc's
+            // setresuid would change every thread's).
+            if (config.mixed && syscall(SYS_setresuid, kMixedUid + i % 3, kMixedUid + i % 3,
+                                        kMixedUid + i % 3) != 0) {
+                error = std::string("setresuid: ") + strerror(errno);
+                failed = true;
+            }
+            if (failed || !c.connect(daemon.socket(), &error) ||
                 !c.hello("bench", {nvshare::test::test_gpu(0, uint64_t{16} << 30)}) ||
                 !c.expect(MsgType::Welcome, 30s)) {
                 fprintf(stderr, "lock_bench: client %u: cannot register: %s\n", i, error.c_str());
@@ -282,7 +280,7 @@ Result run(const Config& config, unsigned n)
             go.arrive_and_wait();
             while (!failed) {
                 const int64_t asked = monotonic_ns();
-                if (!c.request(1) || !expect_counting(c, MsgType::Grant, 30s, received)) {
+                if (!c.request(1) || !c.expect(MsgType::Grant, 30s, &received)) {
                     fprintf(stderr, "lock_bench: client %u: no grant after %.3f s%s\n", i,
                             static_cast<double>(monotonic_ns() - asked) / 1e9,
                             c.eof() ? " (connection closed)" : "");
@@ -366,6 +364,8 @@ int main(int argc, char** argv)
             config.clients = parse_list(argv[++i]);
         else if (arg == "--cycles" && i + 1 < argc)
             config.cycles = std::stoull(argv[++i]);
+        else if (arg == "--mixed")
+            config.mixed = true;
         else if (arg == "--notify")
             config.notify = true;
         else if (arg == "--perf-pause")
@@ -377,7 +377,7 @@ int main(int argc, char** argv)
         else {
             fprintf(stderr,
                     "usage: lock_bench PATH/TO/nvshared [--clients 1,2,8,64,512] [--cycles N] "
-                    "[--notify] [--perf-pause]\n");
+                    "[--mixed] [--notify] [--perf-pause]\n");
             return 2;
         }
     }

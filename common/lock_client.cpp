@@ -161,7 +161,8 @@ std::optional<Frame> LockClient::receive(std::chrono::milliseconds timeout)
     }
 }
 
-std::optional<Frame> LockClient::expect(proto::MsgType type, std::chrono::milliseconds timeout)
+std::optional<Frame> LockClient::expect(proto::MsgType type, std::chrono::milliseconds timeout,
+                                        std::atomic<uint64_t>* received)
 {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     for (;;) {
@@ -170,6 +171,8 @@ std::optional<Frame> LockClient::expect(proto::MsgType type, std::chrono::millis
         if (left.count() < 0)
             return std::nullopt;
         auto f = receive(left);
+        if (f && received != nullptr)
+            ++*received;
         if (!f || f->type == type)
             return f;
     }

@@ -2,6 +2,7 @@
 // benchmarks. (libnvshare.so has its own, libc-only client.)
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -60,8 +61,10 @@ public:
     // Next frame within the timeout; nullopt on timeout, EOF or garbage
     // (eof() tells which).
     std::optional<Frame> receive(std::chrono::milliseconds timeout);
-    // Skips frames until one of `type` arrives (or nullopt).
-    std::optional<Frame> expect(proto::MsgType type, std::chrono::milliseconds timeout);
+    // Skips frames until one of `type` arrives (or nullopt). `received`, if
+    // given, counts every frame received on the way, that one included.
+    std::optional<Frame> expect(proto::MsgType type, std::chrono::milliseconds timeout,
+                                std::atomic<uint64_t>* received = nullptr);
     bool eof() const { return eof_; }
 
     // Connect, ask for the status JSON, return it (empty + *error on failure).

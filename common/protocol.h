@@ -163,7 +163,11 @@ enum class Priority : uint32_t { Unset = 0, Interactive = 1, Normal = 2, Batch =
 inline constexpr uint32_t kHelloPriorityMask = 0x3u;
 
 // Sent for each GPU a client waits for when it is queued, and again when the
-// holder, the client's place, the reason or the holder's quantum changes.
+// holder, the client's place, the reason or the holder's quantum changes;
+// beyond the first kNamedPlaces only as the place enters or leaves them or
+// the GPU's own reason changes (nvshare-protocol(7), Waiting): a place told
+// there is as it was when sent.
+inline constexpr uint32_t kNamedPlaces = 8;
 struct WaitingPayload {
     uint32_t gpu;         // client-local index
     uint32_t reason;      // WaitReason

@@ -16,12 +16,14 @@ ClientFacts client_facts(const Scheduler& scheduler, const ClientRecord& c, Time
     f.held = held_so_far(c, now);
     f.waited = waited_so_far(c, now);
     f.quantum_left = quantum_left(scheduler, c, now);
+    // Its place now, not the one last told (deep in a line that is a snapshot).
     if (c.phase == Phase::Waiting)
-        for (const auto& [g, w] : c.wait_sent)
-            if (f.wait_place == 0 || w.place < f.wait_place) {
-                f.wait_place = w.place;
-                f.wait_reason = proto::wait_reason_name(w.reason);
-            }
+        for (const auto& [g, told] : c.wait_sent)
+            if (const auto w = scheduler.wait_facts(c.id, g))
+                if (f.wait_place == 0 || w->place < f.wait_place) {
+                    f.wait_place = w->place;
+                    f.wait_reason = proto::wait_reason_name(w->reason);
+                }
     for (const auto& [g, x] : c.swaps) {
         f.swaps.bytes_prefetched += x.bytes_prefetched;
         f.swaps.bytes_evicted += x.bytes_evicted;

@@ -17,8 +17,9 @@ struct ClientFacts {
     Duration held{};                // so far, the running hold included
     Duration waited{};              // so far, the running wait included
     Duration quantum_left{};        // zero unless it holds
-    // Its best place (1 = next) among the GPUs it waits for, and why it waits
-    // there, as the scheduler last told it; 0 and "" unless it waits.
+    // Its best place (1 = next) among the GPUs it was told it waits for, and
+    // why it waits there, as they are now (Scheduler::wait_facts); 0 and ""
+    // unless it waits.
     uint64_t wait_place = 0;
     const char* wait_reason = "";
     SwapStats swaps;  // what nvshare's bulk migration moved for it, all GPUs

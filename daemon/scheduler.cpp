@@ -305,7 +305,7 @@ std::optional<WaitFacts> Scheduler::wait_facts(ClientId id, GpuIndex gpu) const
     const ClientRecord* c = client(id);
     if (c == nullptr || c->phase != Phase::Waiting || (c->wanted & gpu_bit(gpu)) == 0)
         return std::nullopt;
-    return facts_at(gpu, queues_[gpu].line.place(line_order(now_), *c));
+    return WaitNotices::due(queues_[gpu].line, line_order(now_), facts_at(gpu, 0), clients_, *c);
 }
 
 std::vector<Action> Scheduler::take_actions()

@@ -163,9 +163,11 @@ public:
     static constexpr int kMaxQuantumStretch = 4;
     // A waiter among the first kNamedPlaces of a GPU's line is told of every
     // change (the holder, its place, the reason, the quantum); one further
-    // back only that processes are ahead of it, and its place again when the
-    // place halves (or the reason changes): a hand-over then sends a few
-    // Waiting messages, not one per waiter.
+    // back only that processes are ahead of it, its place and its reason,
+    // when it is queued, when its place enters or leaves the first
+    // kNamedPlaces and when the GPU's own reason changes (wait_notices.h): an
+    // event then sends at most 2 x kNamedPlaces Waiting messages a GPU
+    // besides one to each waiter it queued, however many wait.
     static constexpr uint32_t kNamedPlaces = WaitNotices::kNamedPlaces;
     // Waiting clients that want this GPU, in the order they go: by rank
     // (class, raised by waiting), then by their user's held time, then first
@@ -173,8 +175,9 @@ public:
     std::vector<ClientId> queue(GpuIndex gpu) const;
     // Each user's held time (seconds, decaying), as the order uses it.
     double user_held(uint32_t uid, TimePoint now) const { return shares_.held(uid, now); }
-    // Why client `id` waits for `gpu`; nullopt if it does not wait for it,
-    // or the GPU is not taken in turns (then it waits for another one).
+    // Why client `id` waits for `gpu` now, at its exact place, as it would be
+    // told (WaitNotices::due); nullopt if it does not wait for it, or the GPU
+    // is not taken in turns (then it waits for another one).
     std::optional<WaitFacts> wait_facts(ClientId id, GpuIndex gpu) const;
     size_t holding_count() const { return holding_; }
     size_t waiting_count() const { return waiting_; }
@@ -184,18 +187,28 @@ public:
 private:
     // Every event touches only the GPUs and clients it concerns: each GPU's
     // waiters sit in its line (waiting_line.h), which finds the first ones
-    // and any one's place without walking it; what they were told, in
-    // groups whose news is at their ends (wait_notices.h); its clients by
-    // class and activity (member_classes.h); deadlines in one ordered set.
-    // So a request, a release, a hand-over, a connect or a disconnect costs
-    // O(B^2 log^2 N) for N clients and B (user, class) pairs waiting on the
-    // GPU, besides the messages it sends. What still looks at every waiter
-    // of a GPU: soft turns' admission (admit, wanted_by_others), a change of
-    // its turn style (reschedule_all; every waiter is told the new reason),
-    // a Shrink round and a client's first growth (each waiter's deadline
-    // moves), and settings changed at run time. The messages are the
-    // protocol's: where the order between users or classes moves, many
-    // waiters' places move with it and they are told.
+    // and any one's place without walking it; what they were told, with
+    // only the first kNamedPlaces, those told a place among them and those
+    // told nothing yet to look at (wait_notices.h); its clients by class and
+    // activity (member_classes.h); deadlines in one ordered set. So a
+    // request, a release, a hand-over, a connect or a disconnect on a GPU
+    // taken in strict or group turns costs O(B^2 log^2 N) for N clients and
+    // B (user, class) pairs waiting on the GPU, and sends at most
+    // 2 x kNamedPlaces Waiting messages a GPU besides one to each waiter it
+    // queues, however many users wait. What still looks at every waiter of
+    // a GPU, O(N):
+    //  - in soft turns, at every event that may let a waiter join (admit),
+    //    and at a grant or a contention notice (wanted_by_others): each
+    //    waiter's join time is its own (its class, burst and wait:
+    //    policy::join_after), so none can be skipped without an index by
+    //    join time. Soft turns mean that the clients' memory fits together,
+    //    where waiters join the holders within a burst and lines stay short;
+    //  - a client's first memory growth after its first grant, once in its
+    //    life: its GPUs' members' deadlines move with its settle time;
+    //  - rare changes: a GPU's turn style (reschedule_all: every waiter is
+    //    queued again and told the new reason), a Shrink round (the waiters'
+    //    join times move) and settings changed at run time (mode, quantum,
+    //    capacity, grace, quantum ceiling).
     struct GpuQueue {
         WaitingLine line;
         std::set<ClientId> members;

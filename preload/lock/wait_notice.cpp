@@ -98,7 +98,9 @@ size_t format_waiting(char* out, size_t size, const proto::WaitingPayload* w,
     } else {
         l.add(": free, but this process waits for its other GPUs");
     }
-    l.add("; %u%s in line; why: %s", w->place, ordinal_suffix(w->place), reason_text(w->reason));
+    // Beyond the named places the place is as nvshared last told it.
+    l.add("; %u%s in line%s; why: %s", w->place, ordinal_suffix(w->place),
+          w->place > proto::kNamedPlaces ? " as last told" : "", reason_text(w->reason));
     return l.len;
 }
 
