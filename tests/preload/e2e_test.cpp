@@ -290,8 +290,11 @@ TEST(Release, ReleasesEarlyWhenIdle)
 }
 
 // A holder whose pauses have proved long lets go as soon as it is idle: its
-// first pause costs the idle period (120 ms here) before the waiter runs,
-// later ones only the handoff. (Bursts of 300 ms: idle checks come every
+// first pause waits the idle period (120 ms here), later ones less. This
+// checks what the library decided for each pause (its debug log), not how
+// long a loaded machine took to hand over; the rule is IdleGaps'
+// (preload_unit_test.cpp: WithoutAHistoryWaitsTheSwitchCostOrThePeriod,
+// LongPausesLetGoAfterTheFloor). (Bursts of 300 ms: idle checks come every
 // period, so a burst of two periods is seen to end when it ends.) The
 // quantum (2 s) only makes the hog hand over: a burst and the idle period
 // fit in it with room for a loaded machine (with 600 ms, a start delayed
@@ -321,18 +324,15 @@ TEST(Release, LetsGoAtOnceOncePausesProveLong)
     const auto mine = work_of(work, bursty.pid());
     const auto theirs = work_of(work, hog.pid());
     ASSERT_EQ(mine.size(), 8u) << read_text(dir / "fake.log");
-    // From the end of each burst but the last to the hog's next kernel.
-    std::vector<double> handoff_ms;
-    for (size_t burst = 0; burst + 1 < 4; ++burst) {
-        const uint64_t end = mine[2 * burst + 1].end;
-        uint64_t next = UINT64_MAX;
-        for (const Work& w : theirs)
-            if (w.start >= end && w.start < next)
-                next = w.start;
-        ASSERT_NE(next, UINT64_MAX);
-        handoff_ms.push_back(static_cast<double>(next - end) / 1e6);
-    }
-    EXPECT_GE(handoff_ms[0], 110) << "the first pause waits the idle period";
+    // It let go in every pause between its bursts: the hog ran there.
+    for (size_t burst = 0; burst + 1 < 4; ++burst)
+        EXPECT_TRUE(std::any_of(theirs.begin(), theirs.end(),
+                                [&](const Work& w) {
+                                    return w.start >= mine[2 * burst + 1].end &&
+                                           w.end <= mine[2 * burst + 2].start;
+                                }))
+            << "pause " << burst << "\n"
+            << read_text(dir / "fake.log");
     // What the library decided for each pause (not how fast a loaded
     // machine carried it out): the idle period first, then less, once its
     // pauses have shown they outlast it.
