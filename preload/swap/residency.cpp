@@ -13,6 +13,7 @@
 #include "preload/memory/contexts.h"
 #include "preload/memory/devices.h"
 #include "preload/swap/host_memory.h"
+#include "preload/swap/room_wait.h"
 #include "preload/swap/swap_plan.h"
 #include "preload/swap/swappable.h"
 #include "preload/swap/tuning.h"
@@ -183,33 +184,23 @@ uint64_t engine_swap_in(uint32_t i, uint64_t patience)
     if (!contexts::with_device_context(devices::at(i).ordinal, engine_move, &m) || !m.ran)
         return 0;
     const uint64_t first = now_ns();
-    uint64_t until = first + patience;
-    uint64_t left = m.moved.left_waiting + m.moved.left_on_host;
-    bool grew = true, waiting = patience != 0;
-    while (m.moved.short_of_room && waiting) {
+    swap::RoomWait wait(first, patience, m.moved.left_waiting + m.moved.left_on_host);
+    while (m.moved.short_of_room && wait.waiting()) {
         // Host memory we kept would only save pinning at our next swap-out;
         // those who give the room may find none to swap out to without it,
         // and our work would then run over the bus until they found some.
         swappable::give_back_kept_host(i);
-        const bool last = now_ns() >= until;  // then what still waits goes to host memory
+        const bool last = wait.last(now_ns());  // then what still waits goes to host memory
         if (!last) {
-            const timespec pause{
-                0, static_cast<long>(grew ? tuning::kRoomPollFastNs : tuning::kRoomPollNs)};
+            const timespec pause{0, static_cast<long>(wait.pause_ns())};
             nanosleep(&pause, nullptr);
         }
         EngineMove again{i, true, engine_budget(i), {}, !last};
         if (!contexts::with_device_context(devices::at(i).ordinal, engine_move, &again) ||
             !again.ran)
             break;
-        const uint64_t still = again.moved.left_waiting + again.moved.left_on_host;
-        grew = still < left;
-        left = still;
-        if (grew) {  // room grows: wait on
-            const uint64_t later = now_ns() + patience;
-            until = later < first + tuning::kRoomWaitMaxNs ? later : first + tuning::kRoomWaitMaxNs;
-        }
+        wait.round_done(last, again.moved.left_waiting + again.moved.left_on_host, now_ns());
         add_round(m.moved, again.moved);
-        waiting = !last;
     }
     if (m.moved.left_waiting != 0) {  // a round failed: nothing may stay unmapped
         EngineMove rest{i, true, engine_budget(i), {}, false};

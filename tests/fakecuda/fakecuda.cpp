@@ -39,9 +39,11 @@
 //    do nothing, as a driver error other than a full device would; a `fail`
 //    line is logged. Called by the program right before the call it means
 //    (how many VMM calls come before it is the library's business).
-// Every allocation and every piece of GPU work is appended to $FAKECUDA_LOG
-// (one line per event: CLOCK_MONOTONIC ns, pid, event...), so tests can tell
-// from outside whether two processes' work overlapped.
+// Every allocation, every cuMemCreate of device memory refused for a full
+// device (`full vmm`), every cuMemGetInfo (`meminfo`) and every piece of GPU
+// work is appended to $FAKECUDA_LOG (one line per event: CLOCK_MONOTONIC
+// ns, pid, event...), so tests can tell from outside whether two processes'
+// work overlapped, and when a process looked for device room.
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
 #include <fcntl.h>
@@ -1699,6 +1701,7 @@ FAKE_EXPORT CUresult cuMemGetInfo_v2(size_t* free, size_t* total)
     *total = st().memory;
     const uint64_t used = device_used_by_all(c->device);
     *free = used < st().memory ? st().memory - used : 0;
+    log_event("meminfo free=%zu", *free);
     return CUDA_SUCCESS;
 }
 
@@ -1818,6 +1821,7 @@ FAKE_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t si
     }
     if (device && !take_device_memory(dev, size, true)) {
         close(fd);
+        log_event("full vmm %zu cuMemCreate", size);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     *handle = st().next_handle++;

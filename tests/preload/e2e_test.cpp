@@ -7,9 +7,11 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <utility>
 
+#include "preload/swap/tuning.h"
 #include "tests/preload/clients.h"
 #include "tests/preload/fake_log.h"
 #include "tests/support/daemon.h"
@@ -23,6 +25,7 @@ namespace {
 
 using std::chrono::milliseconds;
 using std::chrono::seconds;
+namespace tuning = nvshare::preload::tuning;
 
 // What a holder's debug log says once it has made the host memory for its
 // next swap-out ahead.
@@ -287,8 +290,11 @@ TEST(Release, ReleasesEarlyWhenIdle)
 }
 
 // A holder whose pauses have proved long lets go as soon as it is idle: its
-// first pause costs the idle period (120 ms here) before the waiter runs,
-// later ones only the handoff. (Bursts of 300 ms: idle checks come every
+// first pause waits the idle period (120 ms here), later ones less. This
+// checks what the library decided for each pause (its debug log), not how
+// long a loaded machine took to hand over; the rule is IdleGaps'
+// (preload_unit_test.cpp: WithoutAHistoryWaitsTheSwitchCostOrThePeriod,
+// LongPausesLetGoAfterTheFloor). (Bursts of 300 ms: idle checks come every
 // period, so a burst of two periods is seen to end when it ends.) The
 // quantum (2 s) only makes the hog hand over: a burst and the idle period
 // fit in it with room for a loaded machine (with 600 ms, a start delayed
@@ -318,18 +324,15 @@ TEST(Release, LetsGoAtOnceOncePausesProveLong)
     const auto mine = work_of(work, bursty.pid());
     const auto theirs = work_of(work, hog.pid());
     ASSERT_EQ(mine.size(), 8u) << read_text(dir / "fake.log");
-    // From the end of each burst but the last to the hog's next kernel.
-    std::vector<double> handoff_ms;
-    for (size_t burst = 0; burst + 1 < 4; ++burst) {
-        const uint64_t end = mine[2 * burst + 1].end;
-        uint64_t next = UINT64_MAX;
-        for (const Work& w : theirs)
-            if (w.start >= end && w.start < next)
-                next = w.start;
-        ASSERT_NE(next, UINT64_MAX);
-        handoff_ms.push_back(static_cast<double>(next - end) / 1e6);
-    }
-    EXPECT_GE(handoff_ms[0], 110) << "the first pause waits the idle period";
+    // It let go in every pause between its bursts: the hog ran there.
+    for (size_t burst = 0; burst + 1 < 4; ++burst)
+        EXPECT_TRUE(std::any_of(theirs.begin(), theirs.end(),
+                                [&](const Work& w) {
+                                    return w.start >= mine[2 * burst + 1].end &&
+                                           w.end <= mine[2 * burst + 2].start;
+                                }))
+            << "pause " << burst << "\n"
+            << read_text(dir / "fake.log");
     // What the library decided for each pause (not how fast a loaded
     // machine carried it out): the idle period first, then less, once its
     // pauses have shown they outlast it.
@@ -1846,14 +1849,67 @@ TEST(SwapEngine, LargeGpusMoveLargeChunksAlignedToTheirSize)
     EXPECT_EQ(events_of_both(dir, p, "access 1073741824"), 0) << read_text(log);
 }
 
+// Host memory that a holder of `a` and `b` placed its chunks in at a grant
+// (alloc vmm-host) before it had waited `patience` for room without finding
+// any. The wait began with the swap-in's first round, at or after the
+// holder's first look for device room (meminfo, or a cuMemCreate of device
+// memory) since the other's last kernel (its grant came after that kernel);
+// every round that found room made device memory (alloc vmm). The round
+// that places in host memory starts `patience` after the first round and
+// after the last round that found room (swap::RoomWait, room_wait_test.cpp),
+// so some span of `patience` without device memory made lies between the
+// wait's start and the placement. One line per placement without one;
+// empty if none. `patience(pid)`: the least that process's grants allow.
+std::string early_host_placements(const std::string& log, pid_t a, pid_t b,
+                                  const std::function<uint64_t(pid_t)>& patience)
+{
+    const auto events = read_events(log);
+    const auto kernels = work_named(read_work(log), "cuLaunch");
+    const auto starts_with = [](const std::string& s, const char* prefix) {
+        return s.rfind(prefix, 0) == 0;
+    };
+    std::ostringstream early;
+    for (const Event& placed : events) {
+        if ((placed.pid != a && placed.pid != b) || !starts_with(placed.what, "alloc vmm-host"))
+            continue;
+        const pid_t other = placed.pid == a ? b : a;
+        uint64_t since = 0;  // the other's last kernel's end
+        for (const Work& k : kernels)
+            if (k.pid == other && k.end < placed.ns)
+                since = std::max(since, k.end);
+        std::vector<uint64_t> found;  // the wait's start, then device memory made
+        for (const Event& e : events) {
+            if (e.pid != placed.pid || e.ns <= since || e.ns >= placed.ns)
+                continue;
+            const bool made = starts_with(e.what, "alloc vmm ");
+            const bool looked =
+                made || starts_with(e.what, "meminfo") || starts_with(e.what, "full vmm");
+            if (found.empty() ? looked : made)
+                found.push_back(e.ns);
+        }
+        if (found.empty())
+            found.push_back(since);
+        found.push_back(placed.ns);
+        uint64_t longest = 0;
+        for (size_t k = 1; k < found.size(); ++k)
+            longest = std::max(longest, found[k] - found[k - 1]);
+        if (longest < patience(placed.pid))
+            early << placed.ns << " " << placed.pid << " " << placed.what << ": longest wait "
+                  << longest / 1000000 << " ms since " << found.front() << "\n";
+    }
+    return early.str();
+}
+
 // A holder lets go before it swaps out, so that its copies out overlap the
 // next holder's copies in: here both share one fake device of 512 MiB (each
 // needs 350 MiB; every copy of a chunk takes 40 ms). The next holder finds
 // no room at first and takes it as the releaser's groups leave, rather than
 // pinning host memory for what does not fit (no host-located VMM memory).
-// It waits for room while the room grows, and gives up after 0.5 s without
-// growth: on a loaded machine the releaser's first group can take longer
-// than that to leave, so the test makes no claim on the time it takes.
+// It goes to host memory only
+// where the room has not grown for kRoomWaitNs (a loaded machine can take
+// longer than that to make the releaser's host memory): this checks that
+// decision as the fake's log shows it, not that the machine was fast enough
+// never to take it; the decision itself is room_wait_test.cpp's.
 TEST(SwapEngine, TheNextHolderCopiesInWhileTheReleaserCopiesOut)
 {
     TempDir dir;
@@ -1862,13 +1918,31 @@ TEST(SwapEngine, TheNextHolderCopiesInWhileTheReleaserCopiesOut)
                                      {{"FAKECUDA_SHARED_DEVICE", dir / "device"},
                                       {"FAKECUDA_MEMORY", std::to_string(512ull << 20)},
                                       {"FAKECUDA_COPY_US", "40000"}});
-    const auto work = read_work(dir / "fake.log");
+    const std::string log = dir / "fake.log";
+    const auto work = read_work(log);
     EXPECT_FALSE(overlapped(work_named(work, "cuLaunch"), p.a.pid(), p.b.pid()));
+    // A grant that is neither exclusive nor oversubscribed waits less
+    // (kSharedRoomWaitNs): a loaded machine can make a releaser report so
+    // little memory left on the GPU that nvshared grants both at once.
+    // nvshared's log names the exclusive ones; a shared one may also be
+    // oversubscribed, so only the shorter wait is certain there.
+    const std::string journal = daemon.log();
+    const auto patience = [&](pid_t pid) {
+        std::istringstream lines(journal);
+        const std::string who = "pid " + std::to_string(pid) + " (";
+        for (std::string line; std::getline(lines, line);)
+            if (line.find(who) != std::string::npos &&
+                line.find("): granted ") != std::string::npos &&
+                line.find(", shared") != std::string::npos)
+                return tuning::kSharedRoomWaitNs;
+        return tuning::kRoomWaitNs;
+    };
+    EXPECT_EQ(early_host_placements(log, p.a.pid(), p.b.pid(), patience), "")
+        << read_text(log) << p.a.err() << p.b.err() << journal;
     if (!kTimingsHold)
         return;
     EXPECT_TRUE(overlapped(work_named(work, "cuMemcpyAsync"), p.a.pid(), p.b.pid()))
-        << read_text(dir / "fake.log") << p.a.err() << p.b.err();
-    EXPECT_EQ(events_of_both(dir, p, "alloc vmm-host"), 0) << read_text(dir / "fake.log");
+        << read_text(log) << p.a.err() << p.b.err();
 }
 
 // At a program's exit cudart releases its primary context, which can come

@@ -65,6 +65,22 @@ bool overlapped(const std::vector<Work>& all, pid_t a, pid_t b)
     return false;
 }
 
+std::vector<Event> read_events(const std::string& log)
+{
+    std::istringstream in(read_text(log));
+    std::vector<Event> events;
+    std::string line;
+    while (std::getline(in, line)) {
+        std::istringstream f(line);
+        Event e{};
+        if (!(f >> e.ns >> e.pid))
+            continue;
+        std::getline(f >> std::ws, e.what);
+        events.push_back(e);
+    }
+    return events;
+}
+
 int count_events(const std::string& log, pid_t pid, const std::string& needle)
 {
     std::istringstream in(read_text(log));
