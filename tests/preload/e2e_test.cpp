@@ -1905,11 +1905,11 @@ std::string early_host_placements(const std::string& log, pid_t a, pid_t b,
 // needs 350 MiB; every copy of a chunk takes 40 ms). The next holder finds
 // no room at first and takes it as the releaser's groups leave, rather than
 // pinning host memory for what does not fit (no host-located VMM memory).
-// It goes to host memory only
-// where the room has not grown for kRoomWaitNs (a loaded machine can take
-// longer than that to make the releaser's host memory): this checks that
-// decision as the fake's log shows it, not that the machine was fast enough
-// never to take it; the decision itself is room_wait_test.cpp's.
+// It goes to host memory only where the room has not grown for kRoomWaitNs (a
+// loaded machine can take longer than that to make the releaser's host
+// memory): this checks that decision as the fake's log shows it, not that the
+// machine was fast enough never to take it; the decision itself is
+// room_wait_test.cpp's.
 TEST(SwapEngine, TheNextHolderCopiesInWhileTheReleaserCopiesOut)
 {
     TempDir dir;
