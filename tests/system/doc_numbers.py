@@ -87,7 +87,7 @@ STATEMENTS = [
     H(LIB, r"and waits, at most (?P<v>\d+) (?P<u>s), for the one \d+ calls back",
       "preload/lock/run_ahead.h", "kWaitLimitNs", "ns"),
     H(LIB, r"for the one (?P<v>\d+) calls back", "preload/lock/run_ahead.h", "kQueued"),
-    H(LIB, r"Beyond the (?P<v>\d+)th place", "daemon/wait_notices.h", "kNamedPlaces"),
+    H(LIB, r"Beyond the (?P<v>\d+)th place", "common/protocol.h", "kNamedPlaces"),
     H(LIB, r"Repeated at most every (?P<v>\d+) (?P<u>s) while the process still waits",
       "preload/lock/wait_announcer.cpp", "kWaitNoticeRepeatNs", "ns"),
     H(LIB, r"pauses since its latest long one, and at least its latest (?P<v>two)",
@@ -250,7 +250,7 @@ STATEMENTS = [
     H(PROTO, r"exceeds its share by at least (?P<v>\d+) (?P<u>MiB)", "daemon/room.h",
       "kShrinkStep"),
     H(PROTO, r"\*kUnpageableStep\* \((?P<v>\d+) (?P<u>MiB)\)", PROTOCOL, "kUnpageableStep"),
-    H(PROTO, r"Beyond the (?P<v>\d+)th place", "daemon/wait_notices.h", "kNamedPlaces"),
+    H(PROTO, r"Beyond the (?P<v>\d+)th place", "common/protocol.h", "kNamedPlaces"),
     # nvshare(7)
     H(OVERVIEW, r"_/run/nvshare/nvshare\.sock_ \(mode (?P<v>0\d+):", "systemd/nvshare.socket.in",
       r"re:^SocketMode=(?P<v>0\d+)$"),
@@ -311,6 +311,8 @@ def _definition(text, name):
 
 def code_value(text, expr, code_unit=None, _depth=0):
     """expr (names of constants of text, arithmetic, log2) in seconds, bytes or plain."""
+    if _depth > 16:
+        raise KeyError(f"{expr}: defined in terms of itself")
     env = {"log2": math.log2}
     for kind in CHRONO_SECONDS:
         env["_chrono_" + kind] = _chrono(kind)
