@@ -29,6 +29,11 @@ bool AcceptGate::admit(uint32_t principal, Clock::time_point now)
     return u != nullptr && u->connections.take(now);
 }
 
+bool AcceptGate::round_goes_on(int accepted, int admitted)
+{
+    return accepted < kAcceptsPerRound && admitted < kSetupsPerRound;
+}
+
 bool AcceptGate::pause_after(int accepted, int refused)
 {
     return refused > 0 && 2 * refused >= accepted;

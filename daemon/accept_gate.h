@@ -5,8 +5,10 @@
 //   connections a second on average, kConnectionBurst at once. A
 //   connection beyond that is refused as soon as it is accepted, before
 //   anything is set up for it: the cheapest the daemon can make it.
-// - A round of the loop accepts at most kAcceptsPerRound connections, and
-//   the loop serves the clients' messages that are ready before the next.
+// - A round of the loop accepts at most kAcceptsPerRound connections, of
+//   which it sets up at most kSetupsPerRound (refusing one costs a few
+//   system calls, setting one up much more), and the loop serves the
+//   clients' messages that are ready before the next round.
 // - A round in which at least half of what was accepted was refused for
 //   its rate (a storm of one user's connections) is followed by
 //   kAcceptPause without accepting: the storm waits in the kernel's backlog
@@ -31,7 +33,8 @@ namespace nvshare::daemon {
 
 inline constexpr double kConnectionsPerSecond = 100.0;
 inline constexpr double kConnectionBurst = 1000.0;
-inline constexpr int kAcceptsPerRound = 16;
+inline constexpr int kAcceptsPerRound = 64;
+inline constexpr int kSetupsPerRound = 16;
 inline constexpr std::chrono::milliseconds kAcceptPause{1};
 inline constexpr std::chrono::seconds kConnectionLogInterval{1};
 inline constexpr size_t kMaxUsers = 4096;
@@ -43,6 +46,9 @@ public:
     // Whether a connection of `principal` accepted now is served (charged
     // to its rate); root's always is.
     bool admit(uint32_t principal, Clock::time_point now);
+    // Whether a round that has accepted `accepted` connections, set up
+    // `admitted` of them, accepts another.
+    static bool round_goes_on(int accepted, int admitted);
     // After a round that accepted `accepted` connections, `refused` of them
     // by admit(): whether to stop accepting for kAcceptPause.
     static bool pause_after(int accepted, int refused);

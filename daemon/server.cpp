@@ -372,22 +372,23 @@ int Server::on_idle_timer(sd_event_source*, uint64_t, void* self)
 
 void Server::accept_clients()
 {
-    // At most kAcceptsPerRound: the listener stays readable while more wait,
-    // and the loop takes them up in its next round, after the clients'
-    // messages that came meanwhile (the listener's priority is below
-    // theirs).
+    // A round's worth (accept_gate.h): the listener stays readable while
+    // more wait, and the loop takes them up in its next round, after the
+    // clients' messages that came meanwhile (the listener's priority is
+    // below theirs).
     const auto now = Clock::now();
     int accepted = 0, refused = 0;
-    for (int round = 0; round < kAcceptsPerRound; ++round) {
+    while (AcceptGate::round_goes_on(accepted, accepted - refused)) {
         const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        ++accepted;
         if (fd < 0) {
             if (errno == EINTR || errno == ECONNABORTED)
                 continue;
+            --accepted;
             if (errno == EMFILE || errno == ENFILE)
                 pause_accepting();
             break;
         }
-        ++accepted;
         ucred peer{};
         socklen_t len = sizeof peer;
         if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len) < 0) {

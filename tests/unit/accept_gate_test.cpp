@@ -8,6 +8,7 @@ using nvshare::daemon::kConnectionBurst;
 using nvshare::daemon::kConnectionLogInterval;
 using nvshare::daemon::kConnectionsPerSecond;
 using nvshare::daemon::kMaxUsers;
+using nvshare::daemon::kSetupsPerRound;
 using namespace std::chrono_literals;
 
 namespace {
@@ -44,6 +45,18 @@ TEST(AcceptGate, OneUsersStormLeavesOthersAndRootTheirs)
     EXPECT_TRUE(gate.admit(kUser + 1, kStart));
     for (int i = 0; i < 10 * kBurst; ++i)
         ASSERT_TRUE(gate.admit(0, kStart));
+}
+
+TEST(AcceptGate, ARoundSetsUpFewerThanItMayRefuse)
+{
+    static_assert(kSetupsPerRound < kAcceptsPerRound);
+    EXPECT_TRUE(AcceptGate::round_goes_on(0, 0));
+    EXPECT_TRUE(AcceptGate::round_goes_on(kSetupsPerRound - 1, kSetupsPerRound - 1));
+    EXPECT_FALSE(AcceptGate::round_goes_on(kSetupsPerRound, kSetupsPerRound));
+    // Refused ones are cheap: more of them.
+    EXPECT_TRUE(AcceptGate::round_goes_on(kAcceptsPerRound - 1, 0));
+    EXPECT_FALSE(AcceptGate::round_goes_on(kAcceptsPerRound, 0));
+    EXPECT_FALSE(AcceptGate::round_goes_on(kAcceptsPerRound, kSetupsPerRound - 1));
 }
 
 TEST(AcceptGate, PausesAfterARoundMostlyRefused)
