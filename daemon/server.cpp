@@ -9,6 +9,7 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -48,9 +49,6 @@ constexpr auto kUnreadLimit = std::chrono::seconds(10);
 // What one user's connections may leave unread before that user's next
 // status query waits (a status of up to 64 MiB still goes, one at a time).
 constexpr size_t kMaxUnreadPerPrincipal = size_t{4} << 20;
-// Connections accepted per round of the loop: a storm of connections
-// leaves the lock's clients their turn.
-constexpr int kAcceptsPerRound = 16;
 // A connection must say Hello (or be done with its status query) this soon.
 constexpr auto kHelloDeadline = std::chrono::seconds(5);
 // Status queries of one user other than root: on average, and at once.
@@ -101,6 +99,7 @@ Server::~Server()
     sd_event_source_disable_unref(timer_source_);
     sd_event_source_disable_unref(idle_source_);
     sd_event_source_disable_unref(retry_source_);
+    sd_event_source_disable_unref(rest_source_);
     sd_event_source_disable_unref(status_line_timer_);
     if (listen_fd_ >= 0)
         close(listen_fd_);
@@ -166,6 +165,8 @@ bool Server::init()
         NVS_ERROR("cannot watch the socket: %s", strerror(-r));
         return false;
     }
+    // New connections after the clients' messages of the same round.
+    sd_event_source_set_priority(listen_source_, SD_EVENT_PRIORITY_NORMAL + 1);
     r = sd_event_add_time(event_, &timer_source_, CLOCK_MONOTONIC, UINT64_MAX, 1000, on_timer,
                           this);
     if (r < 0)
@@ -371,27 +372,40 @@ int Server::on_idle_timer(sd_event_source*, uint64_t, void* self)
 
 void Server::accept_clients()
 {
-    // At most kAcceptsPerRound: the listener stays readable while more wait,
-    // and the loop takes them up in its next round, after the clients'
-    // messages that came meanwhile.
-    for (int round = 0; round < kAcceptsPerRound; ++round) {
+    // A round's worth (accept_gate.h): the listener stays readable while
+    // more wait, and the loop takes them up in its next round, after the
+    // clients' messages that came meanwhile (the listener's priority is
+    // below theirs).
+    const auto now = Clock::now();
+    int accepted = 0, refused = 0;
+    while (AcceptGate::round_goes_on(accepted, accepted - refused)) {
         const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        ++accepted;
         if (fd < 0) {
             if (errno == EINTR || errno == ECONNABORTED)
                 continue;
+            --accepted;
             if (errno == EMFILE || errno == ENFILE)
                 pause_accepting();
-            return;
+            break;
+        }
+        ucred peer{};
+        socklen_t len = sizeof peer;
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len) < 0) {
+            close(fd);
+            continue;
+        }
+        const uint32_t principal = principals_.of(peer.uid);
+        if (!accept_gate_.admit(principal, now)) {
+            ++refused;
+            refuse_fast(fd, peer, principal, now);
+            continue;
         }
         auto c = std::make_unique<Connection>();
         c->server = this;
         c->serial = next_serial_++;
         c->fd = fd;
-        socklen_t len = sizeof c->peer;
-        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &c->peer, &len) < 0) {
-            close(fd);
-            continue;
-        }
+        c->peer = peer;
         if (sd_event_add_io(event_, &c->source, fd, EPOLLIN, on_connection, c.get()) < 0) {
             close(fd);
             continue;
@@ -402,8 +416,8 @@ void Server::accept_clients()
             close(fd);
             continue;
         }
-        c->hello_deadline = Clock::now() + kHelloDeadline;
-        c->principal = principals_.of(c->peer.uid);
+        c->hello_deadline = now + kHelloDeadline;
+        c->principal = principal;
         Connection& ref = *c;
         connections_.emplace(c->serial, std::move(c));
         ++connections_per_principal_[ref.principal];
@@ -414,6 +428,30 @@ void Server::accept_clients()
         NVS_DEBUG("connection %llu from pid %d uid %u", static_cast<unsigned long long>(ref.serial),
                   ref.peer.pid, ref.peer.uid);
     }
+    if (AcceptGate::pause_after(accepted, refused))
+        rest_accepting();
+}
+
+void Server::refuse_fast(int fd, const ucred& peer, uint32_t principal, TimePoint now)
+{
+    char text[160];
+    const int n = snprintf(text, sizeof text,
+                           "user %u opens connections faster than %.0f a second (bursts of %.0f)",
+                           principal, kConnectionsPerSecond, kConnectionBurst);
+    uint8_t frame[256];
+    const size_t size = proto::encode(
+        proto::ErrorReply{proto::ErrorCode::Refused, text,
+                          static_cast<uint32_t>(std::clamp(n, 0, int{sizeof text} - 1))},
+        frame, sizeof frame);
+    if (size != 0)
+        (void)::send(fd, frame, size, MSG_DONTWAIT | MSG_NOSIGNAL);
+    close(fd);
+    uint64_t left_out = 0;
+    if (accept_gate_.log_refusal(principal, now, &left_out))
+        NVS_WARN(
+            "refused a connection of pid %d uid %u: %s (%llu more refused since the last "
+            "line)",
+            peer.pid, peer.uid, text, static_cast<unsigned long long>(left_out));
 }
 
 // Root is always served; anyone else within the global limit and their own
@@ -1224,7 +1262,7 @@ void Server::pause_accepting()
         return;
     accept_paused_ = true;
     NVS_WARN("out of file descriptors: new clients wait in the backlog until one is free");
-    sd_event_source_set_enabled(listen_source_, SD_EVENT_OFF);
+    update_listener();
     if (retry_source_ == nullptr)
         sd_event_add_time_relative(event_, &retry_source_, CLOCK_MONOTONIC, 1000000, 100000,
                                    on_accept_retry, this);
@@ -1238,8 +1276,39 @@ void Server::resume_accepting()
     if (!accept_paused_)
         return;
     accept_paused_ = false;
-    sd_event_source_set_enabled(listen_source_, SD_EVENT_ON);
+    update_listener();
     sd_event_source_set_enabled(retry_source_, SD_EVENT_OFF);
+}
+
+void Server::rest_accepting()
+{
+    if (accept_resting_)
+        return;
+    const uint64_t usec = to_usec(kAcceptPause);
+    if (rest_source_ == nullptr) {
+        if (sd_event_add_time_relative(event_, &rest_source_, CLOCK_MONOTONIC, usec, 1,
+                                       on_accept_rest, this) < 0)
+            return;
+    } else {
+        sd_event_source_set_time_relative(rest_source_, usec);
+    }
+    sd_event_source_set_enabled(rest_source_, SD_EVENT_ONESHOT);
+    accept_resting_ = true;
+    update_listener();
+}
+
+int Server::on_accept_rest(sd_event_source*, uint64_t, void* self)
+{
+    auto* s = static_cast<Server*>(self);
+    s->accept_resting_ = false;
+    s->update_listener();
+    return 0;
+}
+
+void Server::update_listener()
+{
+    sd_event_source_set_enabled(listen_source_,
+                                accept_paused_ || accept_resting_ ? SD_EVENT_OFF : SD_EVENT_ON);
 }
 
 int Server::on_accept_retry(sd_event_source*, uint64_t, void* self)

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/codec.h"
+#include "daemon/accept_gate.h"
 #include "daemon/journal.h"
 #include "daemon/memory_watch.h"
 #include "daemon/notify.h"
@@ -113,13 +114,20 @@ private:
     static int on_reload_signal(sd_event_source* s, const struct signalfd_siginfo* si, void* self);
     static int on_idle_timer(sd_event_source* s, uint64_t usec, void* self);
     static int on_accept_retry(sd_event_source* s, uint64_t usec, void* self);
+    static int on_accept_rest(sd_event_source* s, uint64_t usec, void* self);
     static int on_connection_timer(sd_event_source* s, uint64_t usec, void* conn);
     static int on_status_line_timer(sd_event_source* s, uint64_t usec, void* self);
     static int on_process_exit(sd_event_source* s, int fd, uint32_t revents, void* conn);
     void pause_accepting();
     void resume_accepting();
+    // Stops accepting for kAcceptPause (accept_gate.h).
+    void rest_accepting();
+    void update_listener();
 
     void accept_clients();
+    // Answers a connection over its user's rate with an Error frame, if the
+    // socket takes it at once, and closes it.
+    void refuse_fast(int fd, const ucred& peer, uint32_t principal, TimePoint now);
     void read_from(Connection& c);
     void process_input(Connection& c);
     bool handle_frame(Connection& c, const proto::FrameHeader& h, const uint8_t* payload);
@@ -181,6 +189,9 @@ private:
     sd_event_source* idle_source_ = nullptr;
     sd_event_source* retry_source_ = nullptr;  // resumes accepting after EMFILE
     bool accept_paused_ = false;
+    sd_event_source* rest_source_ = nullptr;  // accepting again after kAcceptPause
+    bool accept_resting_ = false;
+    AcceptGate accept_gate_;
     std::map<uint64_t, std::unique_ptr<Connection>> connections_;
     uint64_t next_serial_ = 1;
     std::vector<uint64_t> doomed_;  // connections to close at the next reap

@@ -545,9 +545,11 @@ TEST(Untrusted, StatusFloodIsRateLimitedAndOthersAreServed)
 
 // Another user opens connections in bursts of 2,000 and closes them, as
 // fast as the socket takes them (at the same CPU priority as the daemon):
-// the daemon accepts at most 16 per round of its loop, so the lock still
-// changes hands at its usual speed (before, it accepted every waiting
-// connection at once: a median hand-over of 384 ms, 0.9 s at most).
+// that user's connections beyond its rate are refused as they are accepted,
+// and a round of accepts mostly refused rests the listener, so the lock
+// still changes hands at its usual speed (issue 47 item 6; before, the
+// median hand-over grew to 10-20 ms on a shared 2-core machine). A new
+// client of another user still gets in, behind the storm in the backlog.
 TEST(Untrusted, ConnectionStormsLeaveTheLockServed)
 {
     require_root();
@@ -589,20 +591,61 @@ TEST(Untrusted, ConnectionStormsLeaveTheLockServed)
     });
     std::this_thread::sleep_for(300ms);  // the storm under way
     const auto loaded = handovers(*a, *b, 100);
+    const auto connecting = std::chrono::steady_clock::now();
+    auto c = welcomed(d.socket(), "gamma", {test_gpu(1, 16 * kGiB)});
+    const double welcome_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - connecting)
+            .count();
     storm.finish();
     const uint64_t made = std::stoull("0" + storm.line());
     ASSERT_EQ(loaded.size(), 100u);
     const double loaded_max = *std::max_element(loaded.begin(), loaded.end());
     printf(
         "hand-over median %.0f us quiet, %.0f us (max %.0f us) under a storm of %llu "
-        "connections\n",
-        median(quiet), median(loaded), loaded_max, static_cast<unsigned long long>(made));
+        "connections; a new client welcomed in %.1f ms\n",
+        median(quiet), median(loaded), loaded_max, static_cast<unsigned long long>(made),
+        welcome_ms);
     EXPECT_GT(made, 2000u);
-    // The storm runs at the daemon's priority on the same CPUs, with the
-    // rest of the suite beside it: 10 ms for what it takes of them (a loaded
-    // 2-core CI machine saw 2.5 ms; the daemon before: 384 ms).
-    EXPECT_LE(median(loaded), 2 * median(quiet) + 10000.0);
+    // Within twice the quiet median, and 100 us for the jitter of a shared
+    // machine's scheduler (the medians of quiet runs alone vary by tens of
+    // microseconds). The maximum is the CPU's: the storm takes one of them.
+    EXPECT_LE(median(loaded), 2 * median(quiet) + 100.0);
     EXPECT_LE(loaded_max, 1'000'000.0);
+    EXPECT_TRUE(c) << "a new client was not welcomed during the storm";
+}
+
+// Another user opens connections one after another and closes them: beyond
+// the burst and the rate, a connection is answered with an Error frame that
+// says why, and closed.
+TEST(Untrusted, ConnectionsBeyondTheUsersRateAreRefused)
+{
+    require_root();
+    Daemon d;
+    ASSERT_TRUE(d.start());
+    AsUser opener(kNobody, [&](FILE* out, int) {
+        std::string error;
+        for (int i = 0; i < 1100; ++i) {
+            LockClient c;
+            if (!c.connect(d.socket(), &error))
+                break;
+        }
+        LockClient last;
+        if (!last.connect(d.socket(), &error)) {
+            fprintf(out, "not connected: %s\n", error.c_str());
+            return;
+        }
+        const auto e = error_of(last);
+        fprintf(out, "%u %s\n", e ? e->first : 0u, e ? e->second.c_str() : "no error");
+    });
+    const std::string line = opener.line();
+    opener.finish();
+    EXPECT_EQ(line.substr(0, line.find(' ')),
+              std::to_string(static_cast<uint32_t>(ErrorCode::Refused)))
+        << line;
+    EXPECT_NE(line.find("opens connections faster than 100 a second"), std::string::npos) << line;
+    // Root, and the lock, are still served.
+    EXPECT_TRUE(welcomed(d.socket(), "root", {test_gpu(1, 16 * kGiB)}));
+    EXPECT_NE(d.log().find("refused a connection of pid"), std::string::npos);
 }
 
 // Another user's 64 connections each ask for a status of about 0.5 MiB and

@@ -53,6 +53,7 @@ BUS, PROTO, OVERVIEW = "man/org.nvshare.Scheduler1.5.scd", "man/nvshare-protocol
     "man/nvshare.7.scd"
 METRICS, PLUGIN = "man/nvshare-metrics.8.scd", "man/nvshare-device-plugin.8.scd"
 TUNING, SCHED, SERVER = "preload/swap/tuning.h", "daemon/scheduler.h", "daemon/server.cpp"
+GATE = "daemon/accept_gate.h"
 PROTOCOL, UNIT = "common/protocol.h", "systemd/nvshare.service.in"
 
 STATEMENTS = [
@@ -162,7 +163,11 @@ STATEMENTS = [
     H(DAEMON, r"cumulative swap times above 2\^(?P<v>\d+) microseconds", SCHED,
       "log2(kMaxReportedMicroseconds)"),
     H(DAEMON, r"has not said Hello within (?P<v>\d+) (?P<u>seconds)", SERVER, "kHelloDeadline"),
-    H(DAEMON, r"most (?P<v>\d+) connections per round of its loop", SERVER, "kAcceptsPerRound"),
+    H(DAEMON, r"opens at most (?P<v>\d+) connections a second", GATE, "kConnectionsPerSecond"),
+    H(DAEMON, r"a second, in bursts of up to (?P<v>\d+)\.", GATE, "kConnectionBurst"),
+    H(DAEMON, r"most (?P<v>\d+) connections per round of its loop", GATE, "kAcceptsPerRound"),
+    H(DAEMON, r"sets up at most (?P<v>\d+) of them", GATE, "kSetupsPerRound"),
+    H(DAEMON, r"it accepts nothing for (?P<v>\d+) (?P<u>ms)", GATE, "kAcceptPause"),
     H(DAEMON, r"served at (?P<v>\d+) a second on average", SERVER, "kStatusPerSecond"),
     H(DAEMON, r"on average \(bursts of (?P<v>\d+)\)", SERVER, "kStatusBurst"),
     H(DAEMON, r"connections leave (?P<v>\d+) (?P<u>MiB) or more unread", SERVER,
