@@ -712,10 +712,11 @@ TimePoint Scheduler::join_time(const ClientRecord& c, GpuIndex gpu, TimePoint no
 TimePoint Scheduler::policy_join_time(const ClientRecord& c, GpuIndex gpu, TimePoint now) const
 {
     std::vector<policy::HolderBurst> holders;
-    for (ClientId h : gpus_[gpu].holders) {
-        const ClientRecord& o = clients_.at(h);
-        holders.push_back({o.burst, now - o.granted_at});
-    }
+    if (policy::join_reads_holders(c.info.priority, c.burst))
+        for (ClientId h : gpus_[gpu].holders) {
+            const ClientRecord& o = clients_.at(h);
+            holders.push_back({o.burst, now - o.granted_at});
+        }
     return c.waiting_since + policy::join_after(c.info.priority, c.burst, now - c.waiting_since,
                                                 holders, time_quantum_of(gpu));
 }
