@@ -14,9 +14,11 @@
 // users (normal class; `--mixed`: every other one batch) on one GPU whose
 // memory they fit, all queued. Each cycle one job ends and another of its
 // user takes its place: the earliest granted holder exits, a new client of
-// its user connects and asks for the GPU, and each client granted since the
-// last cycle reports its memory (its first growth). Events come 100 ms
-// apart, so that holders settle (policy::kStartupSettle) between them.
+// its user connects and asks for the GPU, each client granted since reports
+// its memory (its first growth), and 400 ms later, the starts settled
+// (policy::kStartupSettle), the daemon's timer calls tick() and each client
+// it granted reports too. Events come 100 ms apart. It reports the grants
+// per cycle as well.
 //
 //   scheduler_cost [--clients 2,64,512,1024,4096,16384] [--cycles N] [--mixed] [--auto]
 #include <algorithm>
