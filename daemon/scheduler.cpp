@@ -712,10 +712,11 @@ TimePoint Scheduler::join_time(const ClientRecord& c, GpuIndex gpu, TimePoint no
 TimePoint Scheduler::policy_join_time(const ClientRecord& c, GpuIndex gpu, TimePoint now) const
 {
     std::vector<policy::HolderBurst> holders;
-    for (ClientId h : gpus_[gpu].holders) {
-        const ClientRecord& o = clients_.at(h);
-        holders.push_back({o.burst, now - o.granted_at});
-    }
+    if (policy::join_reads_holders(c.info.priority, c.burst))
+        for (ClientId h : gpus_[gpu].holders) {
+            const ClientRecord& o = clients_.at(h);
+            holders.push_back({o.burst, now - o.granted_at});
+        }
     return c.waiting_since + policy::join_after(c.info.priority, c.burst, now - c.waiting_since,
                                                 holders, time_quantum_of(gpu));
 }
@@ -776,17 +777,18 @@ bool Scheduler::wanted_by_others(const ClientRecord& c, TimePoint now) const
         }
         // Softly, nobody hands over while a process there is still
         // starting: it would hand over into a start, which may fill the GPU.
-        bool others = false, starts = false;
-        queues_[g].line.for_each([&](ClientId id) {
-            others = true;
-            // One that waits only for the starts to settle starts next.
-            const ClientRecord& w = clients_.at(id);
-            starts |= starting(w, now) && policy_join_time(w, g, now) <= now;
-        });
+        bool others = !queues_[g].line.empty(), starts = false;
         for (ClientId h : gpus_[g].holders) {
             others |= h != c.id;
             starts |= starting(clients_.at(h), now);
         }
+        // One that waits only for the starts to settle starts next. The
+        // line is looked at only where that decides, until one is found.
+        if (others && !starts)
+            starts = queues_[g].line.any_of([&](ClientId id) {
+                const ClientRecord& w = clients_.at(id);
+                return starting(w, now) && policy_join_time(w, g, now) <= now;
+            });
         any |= others && !starts;
     });
     return any;

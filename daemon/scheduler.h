@@ -197,14 +197,20 @@ private:
     // 2 x kNamedPlaces Waiting messages a GPU besides one to each waiter it
     // queues, however many users wait. What still looks at every waiter of
     // a GPU, O(N):
-    //  - in soft turns, at every event that may let a waiter join (admit),
-    //    and at a grant or a contention notice (wanted_by_others): each
-    //    waiter's join time is its own (its class, burst and wait:
-    //    policy::join_after), so none can be skipped without an index by
-    //    join time. Soft turns mean that the clients' memory fits together,
-    //    where waiters join the holders within a burst and lines stay short;
+    //  - in soft turns, at every event that may let a waiter join (admit):
+    //    each waiter's join time is its own (its class, burst and wait:
+    //    policy::join_after) and, while it has not started, follows the
+    //    holders' starts, so each is looked at and its deadline moved. Those
+    //    deadlines fire one by one in (time, client) order, which decides
+    //    who joins first among waiters due at once: one deadline per GPU
+    //    instead would change that order. bench/scheduler_cost --auto
+    //    (jobs of three users that end and are replaced) measures it;
     //  - a client's first memory growth after its first grant, once in its
-    //    life: its GPUs' members' deadlines move with its settle time;
+    //    life: its GPUs' members' deadlines move with its settle time (in
+    //    soft turns, those of every waiter that has not started);
+    //  - at a grant or a contention notice in soft turns (wanted_by_others),
+    //    only where no holder is starting: the line until a waiter that
+    //    starts next, all of it where none does;
     //  - rare changes: a GPU's turn style (reschedule_all: every waiter is
     //    queued again and told the new reason), a Shrink round (the waiters'
     //    join times move) and settings changed at run time (mode, quantum,

@@ -77,7 +77,7 @@ Duration join_after(Priority cls, Duration burst, Duration waited,
         return Duration::zero();
     if (cls == Priority::Batch)
         return quantum;
-    if (burst <= kShortBurst)  // short, or not known yet
+    if (!join_reads_holders(cls, burst))  // short, or not known yet
         return Duration::zero();
     if (!holders.empty()) {
         // The longest the holders' current burst still runs by their record;
@@ -94,6 +94,11 @@ Duration join_after(Priority cls, Duration burst, Duration waited,
             return waited;
     }
     return std::min(2 * burst, quantum);
+}
+
+bool join_reads_holders(Priority cls, Duration burst)
+{
+    return cls != Priority::Interactive && cls != Priority::Batch && burst > kShortBurst;
 }
 
 size_t user_share_cap(const std::map<uint32_t, size_t>& others)

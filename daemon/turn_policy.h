@@ -83,6 +83,9 @@ struct HolderBurst {
 //     the holders' burst, but at most twice its own burst (and a quantum).
 Duration join_after(Priority cls, Duration burst, Duration waited,
                     std::span<const HolderBurst> holders, Duration quantum);
+// Whether join_after reads `holders` for such a waiter at all: only a
+// normal one whose bursts are known to be long compares them.
+bool join_reads_holders(Priority cls, Duration burst);
 
 // The most processes of one user that may run together on a GPU while other
 // users' processes want it too: as many as the least of those users runs,

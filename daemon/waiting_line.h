@@ -69,11 +69,26 @@ public:
     template <typename F>
     void for_each(F&& f) const
     {
-        for (const auto& [bucket, arrivals] : buckets_)
+        any_of([&](ClientId id) {
+            f(id);
+            return false;
+        });
+    }
+    // Whether pred(id) holds for a waiter: calls it, in no particular
+    // order, until it does.
+    template <typename P>
+    bool any_of(P&& pred) const
+    {
+        bool found = false;
+        for (const auto& [bucket, arrivals] : buckets_) {
             arrivals.for_each([&](const Key& k, const TimePoint&) {
-                f(k.second);
-                return true;
+                found = pred(k.second);
+                return !found;
             });
+            if (found)
+                return true;
+        }
+        return false;
     }
 
 private:

@@ -68,6 +68,28 @@ TEST(TurnPolicy, WhoJoinsTheHolders)
     EXPECT_EQ(join_after(Priority::Normal, 2s, 0s, {}, 30s), 4s);
 }
 
+// The scheduler lists the holders only for the waiters whose join time
+// they change: for every other waiter, they must change nothing.
+TEST(TurnPolicy, OnlyANormalWaiterWithLongBurstsReadsTheHolders)
+{
+    const std::vector<HolderBurst> steady{{Duration::zero(), 10s}};
+    const std::vector<Duration> bursts{Duration::zero(), 100ms, kShortBurst, 2s};
+    for (const Priority cls :
+         {Priority::Interactive, Priority::Normal, Priority::Batch, Priority::Unset}) {
+        for (const Duration burst : bursts) {
+            if (!join_reads_holders(cls, burst)) {
+                EXPECT_EQ(join_after(cls, burst, 1s, steady, 30s),
+                          join_after(cls, burst, 1s, {}, 30s))
+                    << static_cast<int>(cls) << " " << burst.count();
+            }
+        }
+    }
+    EXPECT_TRUE(join_reads_holders(Priority::Normal, 2s));
+    EXPECT_TRUE(join_reads_holders(Priority::Unset, 2s));
+    EXPECT_NE(join_after(Priority::Normal, 2s, 1s, steady, 30s),
+              join_after(Priority::Normal, 2s, 1s, {}, 30s));
+}
+
 TEST(TurnPolicy, UserShareCapIsTheLeastOtherUsersRun)
 {
     EXPECT_EQ(user_share_cap({}), SIZE_MAX);

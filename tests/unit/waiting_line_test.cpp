@@ -126,6 +126,40 @@ TEST(WaitingLine, IsInTheOrderASortGives)
     }
 }
 
+// any_of, what the scheduler asks instead of walking the line, calls its
+// predicate on the waiters in for_each's order until it holds.
+TEST(WaitingLine, AnyOfStopsAtTheFirstMatch)
+{
+    WaitingLine line;
+    for (ClientId id = 1; id <= 30; ++id) {
+        ClientRecord c;
+        c.id = id;
+        c.info = ClientInfo{static_cast<int32_t>(id), 1000 + static_cast<uint32_t>(id % 3), "c"};
+        c.info.priority = id % 2 == 0 ? Priority::Batch : Priority::Normal;
+        c.sequence = id;
+        c.waiting_since = TimePoint{std::chrono::seconds(id)};
+        line.add(c);
+    }
+    std::vector<ClientId> walk;
+    line.for_each([&](ClientId id) { walk.push_back(id); });
+    ASSERT_EQ(walk.size(), 30u);
+    for (size_t i = 0; i < walk.size(); ++i) {
+        size_t calls = 0;
+        EXPECT_TRUE(line.any_of([&](ClientId id) {
+            ++calls;
+            return id == walk[i];
+        }));
+        EXPECT_EQ(calls, i + 1);
+    }
+    size_t calls = 0;
+    EXPECT_FALSE(line.any_of([&](ClientId) {
+        ++calls;
+        return false;
+    }));
+    EXPECT_EQ(calls, walk.size());
+    EXPECT_FALSE(WaitingLine{}.any_of([](ClientId) { return true; }));
+}
+
 // Whether `sent` tells a waiter what it would be told now, by the rule of
 // Scheduler::kNamedPlaces: all of it among the first places, and whether it
 // is among them; further back a snapshot, whose reason is the GPU's own one
