@@ -473,9 +473,8 @@ void ClientLoop::release_if_idle(uint64_t now)
         s_.next_idle_check = a.next_look;
         return;
     }
-    // (No call waits at an open gate once it closes idle: the wish for the
-    // lock is stale; idle_release.h.)
-    mailbox::clear_want();
+    if (a.forget_wish)
+        mailbox::clear_want();
     if (!gate_close_if_idle())
         return;
     // Closed idle, with nothing in flight or waiting: quiet unless work went

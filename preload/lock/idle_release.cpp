@@ -29,6 +29,7 @@ AfterDrain after_drain(const Look& l, uint64_t drained)
         return a;
     }
     a.release = true;
+    a.forget_wish = true;
     a.idle_ns = was_busy ? 0 : drained - l.quiet_since;
     return a;
 }

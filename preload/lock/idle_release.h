@@ -53,8 +53,12 @@ Decision look(const Look& l);
 // A drain begun at the look `l` ended at `drained` with no work submitted
 // meanwhile.
 struct AfterDrain {
-    uint64_t idle_from = 0;    // where the pause began (IdleGaps::idle_since)
-    bool release = false;      // let go now, the stale wish forgotten first
+    uint64_t idle_from = 0;  // where the pause began (IdleGaps::idle_since)
+    bool release = false;    // let go now (if the gate closes idle)
+    // With release: drop the wish for the lock before closing the gate. No
+    // call waits at a gate that closes idle, so a wish left from earlier
+    // (the grant's swap-in) is stale: the next comes from work that resumes.
+    bool forget_wish = false;
     uint64_t idle_ns = 0;      // with release: how long the GPU was idle
     uint64_t quiet_since = 0;  // without release: quiet from then on
     uint64_t next_look = 0;    // without release
