@@ -13,6 +13,7 @@
 #include "preload/env.h"
 #include "preload/lock/admission.h"
 #include "preload/lock/gate.h"
+#include "preload/lock/idle_release.h"
 #include "preload/lock/mailbox.h"
 #include "preload/lock/wait_notice.h"
 #include "preload/log.h"
@@ -37,11 +38,6 @@ constexpr uint64_t kGraphPollNs = 200ull * 1000 * 1000;
 constexpr uint64_t kIdleDrainLimitNs = 10ull * 1000 * 1000 * 1000;
 // An early release waits at most this long for its eviction to finish.
 constexpr uint64_t kEvictLimitNs = 10ull * 1000 * 1000 * 1000;
-// A drain that takes longer than this found GPU work still in flight.
-constexpr uint64_t kInFlightNs = 1ull * 1000 * 1000;
-// How often a holder that lets go sooner than the idle period looks whether
-// its work ran out.
-constexpr uint64_t kQuickCheckNs = 2ull * 1000 * 1000;
 // How often completion of a bulk prefetch is looked for.
 constexpr uint64_t kSwapPollNs = 2ull * 1000 * 1000;
 
@@ -245,6 +241,7 @@ void ClientLoop::on_grant(const proto::GrantPayload& g, uint64_t now)
     s_.switching.granted();
     s_.next_idle_check = now + config().idle_release_ms * 1000000ull;
     s_.quiet_since = now;
+    s_.hold_told = false;
     mailbox::clear_want();
     wait_.granted(g.gpus, now);
     if (residency::on_grant(g.gpus, s_.lock.oversubscribed(),
@@ -425,8 +422,9 @@ void ClientLoop::finish_drop(uint64_t now)
 // Early release: when others wait and the GPU has gone idle, hand it on now
 // rather than at the end of the quantum. How long to stay idle first is
 // IdleGaps' call: our share of what a switch would cost (evicting our data
-// and bringing it back), at least the idle period, until this process's pauses have shown
-// which of them outlast that.
+// and bringing it back), at least the idle period, until this process's
+// pauses have shown which of them outlast that. When to look, when the pause
+// began and when to let go: idle_release.
 void ClientLoop::release_if_idle(uint64_t now)
 {
     const uint64_t period = config().idle_release_ms * 1000000ull;
@@ -435,56 +433,62 @@ void ClientLoop::release_if_idle(uint64_t now)
         return;
     const uint64_t share =
         residency::switch_share_ns(s_.lock.oversubscribed(), s_.lock.keep_bytes());
-    const uint64_t hold = s_.switching.idle_hold(facts(now), gaps_.hold_for(share, period), period);
-    // A process that lets go sooner than the period is watched closely, so
-    // that the end of its burst is seen when it comes, not up to two periods
-    // later.
-    s_.next_idle_check = IdleGaps::next_look(
-        now, now + (hold < period && period > kQuickCheckNs ? kQuickCheckNs : period), period);
-    if (contexts::active_captures() > 0) {
-        // never release (and sync) in the middle of a capture
-    } else if (gate_active()) {
+    idle_release::Look l;
+    l.now = now;
+    l.period = period;
+    l.hold = s_.switching.idle_hold(facts(now), gaps_.hold_for(share, period), period);
+    l.quiet_since = s_.quiet_since;
+    l.capturing = contexts::active_captures() > 0;
+    l.active = !l.capturing && gate_active();
+    const idle_release::Decision d = idle_release::look(l);
+    s_.next_idle_check = d.next_look;
+    if (d.step == idle_release::Step::Resumed) {
         gate_clear_active();
         gaps_.resumed(gate_active_at());
         s_.quiet_since = now;
-    } else if (now - s_.quiet_since < hold) {
-        const uint64_t at = s_.quiet_since + hold;
-        s_.next_idle_check = IdleGaps::next_look(now, at, period);
-    } else if (const uint32_t let_through = gate_fail_opens(); drain(now + kIdleDrainLimitNs)) {
-        const uint64_t drained = now_ns();
-        // Work submitted earlier that was still running means the GPU has
-        // been idle only from now on (a burst queued at once and then waited
-        // for is not idleness).
-        const bool was_busy = drained - now > kInFlightNs;
-        if (!gate_active()) {  // still idle: nobody set ACTIVE
-            // The pause began when the work ran out, not when we looked: a
-            // pause measured from the end of a long hold reads short, and
-            // one such reading kept holders waiting out every later pause.
-            gaps_.idle_since(was_busy ? drained : s_.quiet_since);
-            if (was_busy && hold != 0) {
-                s_.quiet_since = drained;
-                s_.next_idle_check = IdleGaps::next_look(drained, drained + hold, period);
-            } else if ((mailbox::clear_want(), gate_close_if_idle())) {
-                // (No call waits at an open gate: a wish for the lock left
-                // from the grant's swap-in, when the program's calls waited
-                // and asked again, is stale. Kept, it asked for the GPU again
-                // at once, mid-pause, and the pause read as none.)
-                const uint64_t idle = was_busy ? 0 : drained - s_.quiet_since;
-                // Closed idle, with nothing in flight or waiting: quiet
-                // unless work went through during the drain.
-                release(now + kEvictLimitNs, hold_moves(let_through));
-                const uint64_t ski = IdleGaps::ski_rental(share, period);
-                log_debug(
-                    "released early: idle for %llu ms (kept it idle up to %llu ms; our share of "
-                    "a switch %llu ms; %s; longest recent short pause %llu ms)",
-                    static_cast<unsigned long long>(idle / 1000000),
-                    static_cast<unsigned long long>(hold / 1000000),
-                    static_cast<unsigned long long>(share / 1000000),
-                    gaps_.long_seen(ski) ? "longer pauses seen" : "no longer pause seen",
-                    static_cast<unsigned long long>(gaps_.longest_recent_short(ski) / 1000000));
-            }
-        }  // else work came in while we drained: the next check sees it
+        s_.hold_told = false;
+        return;
     }
+    if (d.step == idle_release::Step::Wait) {
+        if (!l.capturing && !s_.hold_told) {  // once a pause
+            s_.hold_told = true;
+            log_debug(
+                "idle: keeping the GPU up to %llu ms while others wait (our share of a "
+                "switch %llu ms)",
+                static_cast<unsigned long long>(l.hold / 1000000),
+                static_cast<unsigned long long>(share / 1000000));
+        }
+        return;
+    }
+    const uint32_t let_through = gate_fail_opens();
+    if (!drain(now + kIdleDrainLimitNs))
+        return;
+    const uint64_t drained = now_ns();
+    if (gate_active())
+        return;  // work came in while we drained: the next check sees it
+    const idle_release::AfterDrain a = idle_release::after_drain(l, drained);
+    gaps_.idle_since(a.idle_from);
+    if (!a.release) {
+        s_.quiet_since = a.quiet_since;
+        s_.next_idle_check = a.next_look;
+        return;
+    }
+    if (a.forget_wish)
+        mailbox::clear_want();
+    if (!gate_close_if_idle())
+        return;
+    // Closed idle, with nothing in flight or waiting: quiet unless work went
+    // through during the drain.
+    release(now + kEvictLimitNs, hold_moves(let_through));
+    const uint64_t ski = IdleGaps::ski_rental(share, period);
+    log_debug(
+        "released early: idle for %llu ms (kept it idle up to %llu ms; our share of "
+        "a switch %llu ms; %s; longest recent short pause %llu ms)",
+        static_cast<unsigned long long>(a.idle_ns / 1000000),
+        static_cast<unsigned long long>(l.hold / 1000000),
+        static_cast<unsigned long long>(share / 1000000),
+        gaps_.long_seen(ski) ? "longer pauses seen" : "no longer pause seen",
+        static_cast<unsigned long long>(gaps_.longest_recent_short(ski) / 1000000));
 }
 
 // An allocation found the GPU full while we share it and closed the gate:

@@ -25,6 +25,7 @@ struct Session {
     uint64_t connected_at = 0;
     uint64_t next_idle_check = 0;
     uint64_t quiet_since = 0;  // when ACTIVE was last cleared: no work submitted since
+    bool hold_told = false;    // the debug log said this pause's idle hold
     uint64_t last_graph_check = 0;
     uint32_t revoke_cause = 0;  // from the RevokeCause before a Revoked
     // When the swap engine moves memory around our switches (prestaging,

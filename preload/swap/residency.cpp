@@ -16,6 +16,7 @@
 #include "preload/swap/room_wait.h"
 #include "preload/swap/swap_plan.h"
 #include "preload/swap/swappable.h"
+#include "preload/swap/switch_share.h"
 #include "preload/swap/tuning.h"
 
 namespace nvshare::preload::residency {
@@ -577,43 +578,25 @@ uint64_t switch_share_ns(bool oversubscribed, uint64_t keep_bytes)
 {
     if (!wanted(config().evict, oversubscribed))
         return 0;  // nothing moves when we let go
-    double most = 0, pinning = 0;
-    for (uint32_t i = 0; i < devices::count(); ++i) {
+    swap::GpuShare gpus[devices::kMaxGpus];
+    const uint32_t count = devices::count();
+    for (uint32_t i = 0; i < count; ++i) {
         const GpuState& g = g_gpus[i];
         const swap_plan::Kept kept = kept_on(i, keep_bytes);
-        const uint64_t keep = kept.total;
-        // The swap engine's memory stays first (as before_release keeps it).
-        const uint64_t engine = swappable::device_bytes(i);
-        const uint64_t engine_kept = kept.engine;
-        const double pin = static_cast<double>(swappable::unstaged_bytes(i, engine_kept)) /
-                           tuning::kAssumedPinRate;
-        pinning = pin > pinning ? pin : pinning;
-        const uint64_t engine_moved = engine > engine_kept ? engine - engine_kept : 0;
-        const uint64_t keep_left = keep > engine ? keep - engine : 0;
-        const int64_t managed = devices::at(i).managed.load(std::memory_order_relaxed) -
-                                static_cast<int64_t>(swappable::total_bytes(i));
-        const uint64_t m = managed > 0 ? static_cast<uint64_t>(managed) : 0;
-        const double moved = static_cast<double>(m > keep_left ? m - keep_left : 0);
-        const double out = g.evict_rate.get(tuning::kAssumedEvictRate);
-        const double in = g.swap_in_rate.get(tuning::kAssumedSwapInRate);
-        const double engine_out = g.engine_out_rate.get(tuning::kAssumedSwapEngineRate);
-        const double engine_in = g.engine_in_rate.get(tuning::kAssumedSwapEngineRate);
-        const double engine_out_s = static_cast<double>(engine_moved) / engine_out;
-        const double engine_in_s = static_cast<double>(engine_moved) / engine_in;
-        // Where only the swap engine's memory moves, our copies out overlap
-        // the next holder's copies in (and its out ours in, on the way
-        // back): a switch costs the longer of the two, not their sum.
-        const double engine_s = moves_only_swappable(i)
-                                    ? (engine_out_s > engine_in_s ? engine_out_s : engine_in_s)
-                                    : engine_out_s + engine_in_s;
-        const double ours = moved / out + moved / in + engine_s;
-        most = ours > most ? ours : most;
+        swap::GpuShare& s = gpus[i];
+        s.managed = devices::at(i).managed.load(std::memory_order_relaxed);
+        s.engine = swappable::device_bytes(i);
+        s.engine_total = swappable::total_bytes(i);
+        s.keep = kept.total;
+        s.engine_kept = kept.engine;
+        s.unstaged = swappable::unstaged_bytes(i, kept.engine);
+        s.evict_rate = g.evict_rate.get(tuning::kAssumedEvictRate);
+        s.swap_in_rate = g.swap_in_rate.get(tuning::kAssumedSwapInRate);
+        s.engine_out_rate = g.engine_out_rate.get(tuning::kAssumedSwapEngineRate);
+        s.engine_in_rate = g.engine_in_rate.get(tuning::kAssumedSwapEngineRate);
+        s.pin_rate = tuning::kAssumedPinRate;
     }
-    // Our half of the round trip; the next holder pays as much (it brings in
-    // what takes our room and moves it out when we come back), out of its
-    // own pause or of a quantum's end, which would switch anyway. Host
-    // memory not made ahead yet is pinned as our swap-out goes.
-    return static_cast<uint64_t>((most + pinning) * 1e9);
+    return swap::switch_share_ns(gpus, count);
 }
 
 void reset_after_fork()

@@ -95,14 +95,10 @@ struct Stats {
 };
 Stats& stats(uint32_t gpu);
 
-// Our share of what letting go now would cost, on the GPU where that is
-// most: moving out what exceeds `keep_bytes` and bringing it back later, at
+// Our share of what letting go now would cost (swap::switch_share_ns, the
+// rule): moving out what exceeds `keep_bytes` and bringing it back later, at
 // the rates this process's latest moves reached (assumed rates until
-// measured). The next holder's share (bringing in what takes our room and
-// moving it out when we come back) is as much, paid out of its own pause.
-// Where only the swap engine's memory moves, our copies out overlap the
-// next holder's in: the longer of the two counts, not their sum.
-// 0 where nothing would be evicted.
+// measured). 0 where nothing would be evicted.
 uint64_t switch_share_ns(bool oversubscribed, uint64_t keep_bytes);
 
 void reset_after_fork();

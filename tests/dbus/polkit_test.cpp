@@ -27,6 +27,7 @@
 #include "tests/support/private_bus.h"
 #include "tests/support/programs.h"
 #include "tests/support/test_gpu.h"
+#include "tests/support/welcomed.h"
 
 namespace nvshare::test {
 namespace {
@@ -309,12 +310,9 @@ protected:
 
     LockClient root_client(const std::string& comm)
     {
-        LockClient c;
-        std::string error;
-        EXPECT_TRUE(c.connect(dir / "nvshare.sock", &error)) << error;
-        EXPECT_TRUE(c.hello(comm, {test_gpu(1, 16 * kGiB)}));
-        EXPECT_TRUE(c.expect(MsgType::Welcome, 10s));
-        return c;
+        auto c = welcomed(dir / "nvshare.sock", comm, {test_gpu(1, 16 * kGiB)});
+        EXPECT_TRUE(c.has_value()) << comm;
+        return c ? std::move(*c) : LockClient{};
     }
 };
 

@@ -5,8 +5,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "tests/support/wait.h"
-
 namespace nvshare::test {
 
 AsUser::AsUser(uid_t uid, const std::function<void(FILE* report, int stop)>& body)
@@ -70,17 +68,6 @@ void wait_for_stop(int stop)
     char c;
     while (read(stop, &c, 1) > 0) {
     }
-}
-
-std::optional<LockClient> welcomed(const std::string& socket, const std::string& comm,
-                                   const std::vector<GpuSpec>& gpus)
-{
-    LockClient c;
-    std::string error;
-    if (!c.connect(socket, &error) || !c.hello(comm, gpus) ||
-        !c.expect(proto::MsgType::Welcome, kTimeout))
-        return std::nullopt;
-    return c;
 }
 
 }  // namespace nvshare::test

@@ -6,11 +6,7 @@
 
 #include <cstdio>
 #include <functional>
-#include <optional>
 #include <string>
-#include <vector>
-
-#include "common/lock_client.h"
 
 namespace nvshare::test {
 
@@ -36,10 +32,5 @@ private:
 
 // Blocks until the parent closes `stop`.
 void wait_for_stop(int stop);
-
-// A raw client that has said Hello and got its Welcome; nullopt when it was
-// refused (or got no answer within kTimeout).
-std::optional<LockClient> welcomed(const std::string& socket, const std::string& comm,
-                                   const std::vector<GpuSpec>& gpus);
 
 }  // namespace nvshare::test

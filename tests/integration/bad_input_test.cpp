@@ -24,6 +24,7 @@
 #include "tests/support/process.h"
 #include "tests/support/test_gpu.h"
 #include "tests/support/wait.h"
+#include "tests/support/welcomed.h"
 
 namespace nvshare::test {
 namespace {
@@ -42,10 +43,9 @@ LockClient connect_to(const Daemon& d)
 // A registered raw client (Hello answered by Welcome).
 LockClient registered(const Daemon& d, const std::vector<GpuSpec>& gpus = {test_gpu(0, 1 << 30)})
 {
-    LockClient c = connect_to(d);
-    EXPECT_TRUE(c.hello("raw", gpus));
-    EXPECT_TRUE(c.expect(MsgType::Welcome, kTimeout));
-    return c;
+    auto c = welcomed(d.socket(), "raw", gpus);
+    EXPECT_TRUE(c.has_value());
+    return c ? std::move(*c) : LockClient{};
 }
 
 // The honest parties of every bad-input test: one client that holds the

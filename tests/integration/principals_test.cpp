@@ -21,6 +21,7 @@
 #include "tests/support/mount_namespace.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/test_gpu.h"
+#include "tests/support/welcomed.h"
 
 namespace nvshare::test {
 namespace {

@@ -14,6 +14,7 @@
 #include "tests/support/files.h"
 #include "tests/support/test_gpu.h"
 #include "tests/support/wait.h"
+#include "tests/support/welcomed.h"
 
 namespace nvshare::test {
 namespace {
@@ -35,11 +36,10 @@ protected:
     // its class as the status document says.
     std::string settled(const std::string& comm, Priority asked)
     {
-        LockClient& c = clients_.emplace_back();
-        std::string error;
-        EXPECT_TRUE(c.connect(daemon_.socket(), &error)) << error;
-        EXPECT_TRUE(c.hello(comm, {test_gpu(0, 1 << 30)}, asked));
-        EXPECT_TRUE(c.expect(proto::MsgType::Welcome, kTimeout));
+        auto c = welcomed(daemon_.socket(), comm, {test_gpu(0, 1 << 30)}, asked);
+        EXPECT_TRUE(c.has_value()) << comm;
+        if (c)
+            clients_.push_back(std::move(*c));
         const auto status = daemon_.wait_status([&](const nlohmann::json& s) {
             for (const auto& client : s["clients"])
                 if (client["comm"] == comm)

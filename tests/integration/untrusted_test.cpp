@@ -29,6 +29,7 @@
 #include "tests/support/handover.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/test_gpu.h"
+#include "tests/support/welcomed.h"
 
 namespace nvshare::test {
 namespace {
@@ -65,12 +66,10 @@ TEST(Untrusted, CommandCutMidCharacterLeavesTheDaemonAndItsStatusAlive)
     const std::string comm = std::string("abcdefghijklmn训练").substr(0, 15);
     GpuSpec gpu = test_gpu(0, 16 * kGiB);
     AsUser attacker(kNobody, [&](FILE* out, int stop) {
-        LockClient c;
-        std::string error;
-        const bool ok = c.connect(d.socket(), &error) && c.hello(comm, {gpu}) &&
-                        c.expect(MsgType::Welcome, kTimeout);
-        fprintf(out, "%s\n", ok ? "welcome" : "refused");
+        const auto c = welcomed(d.socket(), comm, {gpu});
+        fprintf(out, "%s\n", c ? "welcome" : "refused");
         // Everyone's status query, nobody's too: the daemon must answer.
+        std::string error;
         const std::string status = LockClient::query_status(d.socket(), &error);
         fprintf(out, "%s\n", status.empty() ? "no status" : "status");
         wait_for_stop(stop);
