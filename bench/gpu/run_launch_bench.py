@@ -43,11 +43,16 @@ def main():
     # The *-2M variants copy into a 2 MiB cudaMalloc, which nvshare keeps as
     # device memory (smaller ones are managed memory).
     big = ["20000", "15", "device", str(2 << 20)]
-    res = {"plain": [], "plain-managed": [], "nvshare": [], "plain-2M": [], "nvshare-2M": []}
+    # The *-1M variants: a 1 MiB cudaMalloc, below the swap granularity.
+    mid = ["20000", "15", "device", str(1 << 20)]
+    res = {"plain": [], "plain-managed": [], "nvshare": [], "plain-1M": [], "nvshare-1M": [],
+           "plain-2M": [], "nvshare-2M": []}
     for _ in range(a.rounds):
         res["plain"].append(run([a.bench], plain_env))
         res["plain-managed"].append(run([a.bench, "20000", "15", "managed"], plain_env))
         res["nvshare"].append(run([a.bench], lib_env))
+        res["plain-1M"].append(run([a.bench] + mid, plain_env))
+        res["nvshare-1M"].append(run([a.bench] + mid, lib_env))
         res["plain-2M"].append(run([a.bench] + big, plain_env))
         res["nvshare-2M"].append(run([a.bench] + big, lib_env))
     d.terminate()
@@ -60,6 +65,8 @@ def main():
     for base in ("plain", "plain-managed"):
         print(f"ratio nvshare/{base}: launch {med['nvshare'][0] / med[base][0]:.3f}, "
               f"async copy {med['nvshare'][1] / med[base][1]:.3f}")
+    print(f"ratio nvshare-1M/plain-1M: launch {med['nvshare-1M'][0] / med['plain-1M'][0]:.3f}, "
+          f"async copy {med['nvshare-1M'][1] / med['plain-1M'][1]:.3f}")
     print(f"ratio nvshare-2M/plain-2M: launch {med['nvshare-2M'][0] / med['plain-2M'][0]:.3f}, "
           f"async copy {med['nvshare-2M'][1] / med['plain-2M'][1]:.3f}")
     print(f"({a.rounds} interleaved rounds)")
