@@ -4,10 +4,10 @@
 
 #include "preload/env.h"
 #include "preload/lock/admission.h"
-#include "preload/lock/mailbox.h"
 #include "preload/lock/run_ahead.h"
 #include "preload/lock/thread.h"
 #include "preload/log.h"
+#include "preload/mailbox.h"
 #include "preload/memory/contexts.h"
 #include "preload/memory/devices.h"
 #include "preload/swap/swappable.h"

@@ -6,7 +6,7 @@
 #include <atomic>
 
 #include "preload/driver/hook_table.h"
-#include "preload/lock/mailbox.h"
+#include "preload/mailbox.h"
 
 namespace nvshare::preload::alloc {
 

@@ -6,8 +6,8 @@
 
 #include "preload/driver/hook_table.h"
 #include "preload/env.h"
-#include "preload/lock/mailbox.h"
 #include "preload/log.h"
+#include "preload/mailbox.h"
 
 namespace nvshare::preload::devices {
 

@@ -1,4 +1,4 @@
-#include "preload/lock/mailbox.h"
+#include "preload/mailbox.h"
 
 #include <linux/futex.h>
 #include <sys/syscall.h>
