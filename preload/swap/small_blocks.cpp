@@ -337,6 +337,17 @@ bool Pool::give(uint32_t slab, uint64_t addr, bool* drop_slab)
     return true;
 }
 
+bool Pool::live_at(uint32_t slab, uint64_t addr) const
+{
+    if (slab >= slabs_used_ || !slabs_[slab].live)
+        return false;
+    const Slab& s = slabs_[slab];
+    if (addr < s.base || addr - s.base >= units_ * kAlign || (addr - s.base) % kAlign != 0)
+        return false;
+    const uint32_t n = s.node_at[(addr - s.base) / kAlign];
+    return n != 0 && !nodes_[n].free;
+}
+
 bool Pool::empty(uint32_t slab) const
 {
     return slab < slabs_used_ && slabs_[slab].live && slabs_[slab].used == 0;

@@ -69,6 +69,8 @@ public:
     // its memory back).
     bool give(uint32_t slab, uint64_t addr, bool* drop_slab);
 
+    // Whether a live block of slab `slab` starts at `addr`.
+    bool live_at(uint32_t slab, uint64_t addr) const;
     // Whether slab `slab` is the pool's and has no live block.
     bool empty(uint32_t slab) const;
     uint32_t live_slabs() const { return live_slabs_; }

@@ -128,8 +128,9 @@ TEST_P(Routes, SerializeInOnModeAndRewriteAllocations)
         for (const Work& w : work_of(work, pid))
             kernels += w.name.find(c.kernel) != std::string::npos;
         EXPECT_GE(kernels, 4) << "kernels through " << c.kernel;
-        // cuMemAlloc became a managed allocation.
-        EXPECT_GE(count_events(dir / "fake.log", pid, "alloc managed 1048576"), 1);
+        // cuMemAlloc became a block of a slab of swappable memory.
+        EXPECT_GE(count_events(dir / "fake.log", pid, "alloc vmm 8388608"), 1);
+        EXPECT_EQ(count_events(dir / "fake.log", pid, "alloc managed"), 0);
         EXPECT_EQ(count_events(dir / "fake.log", pid, "alloc device"), 0);
     }
 }
@@ -965,8 +966,11 @@ TEST(Gate, ContextlessStreamCallsWaitForTheLock)
                               false},
                              "a");
     ASSERT_TRUE(wait_until([&] { return count_events(dir / "fake.log", a.pid(), "end") >= 2; }));
-    Process b =
-        start_client(dir, daemon.socket(), {{"--kernels", "0", "--contextless"}, {}, false}, "b");
+    // b's allocation is managed memory: swappable memory would wait for the
+    // grant in cuMemAlloc (no allocation returns unmapped memory).
+    Process b = start_client(
+        dir, daemon.socket(),
+        {{"--kernels", "0", "--contextless"}, {{"NVSHARE_SWAP", "managed"}}, false}, "b");
     ASSERT_TRUE(wait_until([&] { return b.out().find("contextless=ready") != std::string::npos; }))
         << b.out() << b.err();
     // Unlocked, the calls return at once; gated, they wait for a. Either
@@ -1487,7 +1491,9 @@ TEST(Memory, ManagedVariableRejectsNonsenseWithAWarning)
         {{"--kernels", "1", "--alloc", "1M"}, {{"NVSHARE_MANAGED", "maybe"}}, false}, "p");
     expect_clean_exit(p);
     EXPECT_NE(p.err().find("ignoring NVSHARE_MANAGED=maybe"), std::string::npos) << p.err();
-    EXPECT_EQ(count_events(dir / "fake.log", p.pid(), "alloc managed 1048576"), 1);
+    // Rewritten as by default: a block of a slab of swappable memory.
+    EXPECT_EQ(count_events(dir / "fake.log", p.pid(), "alloc vmm 8388608"), 1);
+    EXPECT_EQ(count_events(dir / "fake.log", p.pid(), "alloc device"), 0);
 }
 
 // ---- capture ----------------------------------------------------------------------------
@@ -1668,6 +1674,7 @@ TEST(Switching, WorkWaitsForTheSwapIn)
     EXPECT_GE(prefetches, 4) << read_text(dir / "fake.log");
 }
 
+// Managed memory (NVSHARE_SWAP=managed) of processes that fit together.
 TEST(Switching, FitsMovesEachAllocationOnceAndNeverEvicts)
 {
     TempDir dir;
@@ -1675,7 +1682,7 @@ TEST(Switching, FitsMovesEachAllocationOnceAndNeverEvicts)
     Pair p =
         run_pair(dir, daemon.socket(),
                  {{"--kernels", "2", "--kernel-us", "20000", "--alloc", "1M", "--hold-ms", "400"},
-                  {},
+                  {{"NVSHARE_SWAP", "managed"}},
                   false});
     expect_clean_exit(p.a);
     expect_clean_exit(p.b);
@@ -1708,7 +1715,7 @@ TEST(Switching, PolicyVariablesDecide)
         Pair p = run_pair(
             dir, daemon.socket(),
             {{"--kernels", "2", "--kernel-us", "20000", "--alloc", "1M", "--hold-ms", "400"},
-             {{"NVSHARE_PREFETCH", "1"}, {"NVSHARE_EVICT", "1"}},
+             {{"NVSHARE_PREFETCH", "1"}, {"NVSHARE_EVICT", "1"}, {"NVSHARE_SWAP", "managed"}},
              false});
         expect_clean_exit(p.a);
         expect_clean_exit(p.b);
@@ -1741,12 +1748,12 @@ int faults(const TempDir& dir, pid_t pid)
 // both environments.
 Pair run_swapping_pair(const TempDir& dir, const Daemon& daemon,
                        std::map<std::string, std::string> env, const std::string& alloc = "350M",
-                       const std::string& kernels = "20")
+                       const std::string& kernels = "20", const std::string& allocs = "1")
 {
     env["NVSHARE_DEBUG"] = "1";
     Pair p = run_pair(dir, daemon.socket(),
-                      {{"--kernels", kernels, "--kernel-us", "50000", "--alloc", alloc,
-                        "--check-data", "--hold-ms", "300"},
+                      {{"--kernels", kernels, "--kernel-us", "50000", "--alloc", alloc, "--allocs",
+                        allocs, "--check-data", "--hold-ms", "300"},
                        env,
                        false});
     expect_clean_exit(p.a, seconds(240));
@@ -1799,6 +1806,42 @@ TEST(SwapEngine, SwapsChunksOutAndInAndKeepsTheData)
                     p.b.err().find(kMadeAhead) != std::string::npos)
             << p.a.err() << p.b.err();
     }
+}
+
+// Allocations smaller than the granularity (2 MiB in the fake) are blocks of
+// slabs of 8 MiB, swappable memory that moves with the rest, not managed
+// memory: 1200 of 300 KiB each (27 to a slab: 45 slabs, 360 MiB) in each of
+// two processes on a capacity of 512 MiB take turns, swap out and in whole
+// slabs and keep their data. With nothing but swappable memory, a releaser
+// lets go first and swaps out while the next holder swaps in.
+TEST(SwapEngine, SmallAllocationsAreBlocksOfSlabsThatSwapWithTheRest)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "auto", "--capacity", "512M"});
+    const Pair p = run_swapping_pair(dir, daemon, {}, "300K", "20", "1200");
+    const std::string log = dir / "fake.log";
+    EXPECT_EQ(events_of_both(dir, p, "alloc managed"), 0) << p.a.err();
+    EXPECT_GE(events_of_both(dir, p, "alloc vmm 8388608"), 2 * 45) << p.a.err() << p.b.err();
+    EXPECT_GE(events_of_both(dir, p, "host-register 8388608"), 1);
+    // Whole slabs moved out (each process says what it swapped out).
+    int swap_outs = 0;
+    for (const Process* c : {&p.a, &p.b}) {
+        std::istringstream lines(c->err());
+        for (std::string line; std::getline(lines, line);) {
+            const size_t at = line.find("swapped out ");
+            if (at == std::string::npos)
+                continue;
+            const uint64_t bytes = std::stoull(line.substr(at + 12));
+            EXPECT_EQ(bytes % (8ull << 20), 0u) << line;
+            swap_outs += bytes != 0;
+        }
+    }
+    EXPECT_GE(swap_outs, 1) << p.a.err() << p.b.err();
+    EXPECT_FALSE(overlapped(work_named(read_work(log), "cuLaunch"), p.a.pid(), p.b.pid()));
+    const std::string let_go_first = "let go before swapping out";
+    EXPECT_TRUE(p.a.err().find(let_go_first) != std::string::npos ||
+                p.b.err().find(let_go_first) != std::string::npos)
+        << p.a.err() << p.b.err();
 }
 
 // On a GPU of 64 GiB or more the engine's chunks are of 512 MiB, each mapped

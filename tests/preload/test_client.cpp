@@ -140,6 +140,12 @@ struct Options {
     // holds the lock); the late allocation is read back once more at the
     // end ("late-end=ok").
     bool free_first = false;
+    // --free-middle: after the patterns are written (--check-data), the
+    // middle --alloc allocation is freed and allocated again (the same
+    // size: it may land where the freed one was), and the new one filled
+    // with 0xa5 and read back ("refill=ok"); the neighbours' patterns are
+    // checked at the end as usual.
+    bool free_middle = false;
     // --release-primary-when FILE: after its work, once FILE exists, the
     // primary context is released as cudart's exit handler does, while the
     // library may still be moving memory out after letting go; the process
@@ -315,6 +321,24 @@ __attribute__((no_sanitize("thread"))) size_t first_mismatch(const uint64_t* wor
     return w;
 }
 
+void free_middle()
+{
+    if (pointers.size() < 3)
+        return;
+    CUdeviceptr& middle = pointers[pointers.size() / 2];
+    CHECK(api.mem_free(middle));
+    middle = 0;  // skipped by the checks
+    CUdeviceptr p = 0;
+    CHECK(api.mem_alloc(&p, opt.alloc));
+    CHECK(api.memset_d8(p, 0xa5, opt.alloc));
+    std::vector<unsigned char> back(opt.alloc);
+    CHECK(api.memcpy_dtoh(back.data(), p, opt.alloc));
+    const bool ok =
+        std::all_of(back.begin(), back.end(), [](unsigned char c) { return c == 0xa5; });
+    printf("refill=%s\n", ok ? "ok" : "corrupt");
+    fflush(stdout);
+}
+
 void write_patterns()
 {
     for (size_t i = 0; i < pointers.size() && i < static_cast<size_t>(opt.allocs); ++i) {
@@ -328,6 +352,8 @@ void write_patterns()
 void check_patterns()
 {
     for (size_t i = 0; i < pointers.size() && i < static_cast<size_t>(opt.allocs); ++i) {
+        if (pointers[i] == 0)
+            continue;  // freed (--free-middle)
         const size_t n = opt.alloc / 8;
         auto words = std::make_unique_for_overwrite<uint64_t[]>(n);
         CHECK(api.memcpy_dtoh(words.get(), pointers[i], n * 8));
@@ -837,10 +863,12 @@ void attrs(const char* when)
     const CUresult r1 = api.pointer_get_attribute(&ctx_alone, CU_POINTER_ATTRIBUTE_CONTEXT, p);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     const long ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
-    printf("attrs-%s r=%d/%d ctx=%s/%s type=%u ordinal=%d id=%llu start=%s ms=%ld\n", when,
+    size_t size = 0;
+    api.pointer_get_attribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, p);
+    printf("attrs-%s r=%d/%d ctx=%s/%s type=%u ordinal=%d id=%llu start=%s size=%zu ms=%ld\n", when,
            static_cast<int>(r), static_cast<int>(r1), ctx == context ? "same" : "other",
            ctx_alone == context ? "same" : "other", type, ordinal, id, start == base ? "ok" : "bad",
-           ms);
+           size, ms);
     fflush(stdout);
 }
 
@@ -987,6 +1015,8 @@ bool parse(int argc, char** argv)
             opt.late_alloc_after = next();
         else if (a == "--late-stream")
             opt.late_stream = true;
+        else if (a == "--free-middle")
+            opt.free_middle = true;
         else if (a == "--free-first")
             opt.free_first = true;
         else if (a == "--no-free")
@@ -1131,6 +1161,8 @@ int main(int argc, char** argv)
         free_during_capture();
     if (opt.check_data)
         write_patterns();
+    if (opt.free_middle)
+        free_middle();
     run_round();
     if (opt.late_alloc != 0) {
         if (!opt.late_alloc_after.empty())
@@ -1218,7 +1250,8 @@ int main(int argc, char** argv)
     }
     if (opt.free_at_end)
         for (CUdeviceptr p : pointers)
-            CHECK(api.mem_free(p));
+            if (p != 0)
+                CHECK(api.mem_free(p));
     if (opt.peer_kernel) {
         if (peer_result == CUDA_SUCCESS)
             printf("peer=ok rounds=%d\n", peer_rounds);
