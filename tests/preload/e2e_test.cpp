@@ -845,6 +845,25 @@ TEST(Drain, AFreeDuringACaptureLeavesQueuedWorkItsMemory)
     EXPECT_EQ(count_events(dir / "fake.log", a.pid(), " fault "), 0) << read_text(dir / "fake.log");
 }
 
+// The same for a small allocation, a block of a slab: the slab stays mapped
+// anyway, and the block stays taken until the next wait for all the work,
+// so that an allocation made meanwhile does not get the memory that the
+// queued memset still writes.
+TEST(Drain, ABlockFreedDuringACaptureIsNotHandedOutAgainBeforeItsWorkRan)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "on"});
+    Process a = start_client(
+        dir, daemon.socket(),
+        {{"--kernels", "1", "--free-during-capture", "--alloc", "64K"}, {}, false}, "a");
+    expect_clean_exit(a);
+    EXPECT_NE(a.out().find("free-during-capture=ok"), std::string::npos) << a.out() << a.err();
+    EXPECT_NE(a.out().find("reuse=ok"), std::string::npos) << a.out() << a.err();
+    EXPECT_EQ(count_events(dir / "fake.log", a.pid(), " fault "), 0) << read_text(dir / "fake.log");
+    EXPECT_EQ(count_events(dir / "fake.log", a.pid(), "alloc managed"), 0)
+        << read_text(dir / "fake.log");
+}
+
 // Issue 20. A call admitted just before a drop may still be putting work on
 // the GPU (here a graph launch that takes the driver 8 x 30 ms to submit)
 // when the release comes: the release waits for it to leave the driver, so

@@ -798,23 +798,43 @@ void failed_captures()
 // 100 ms kernel on a stream of its own), while another stream captures, so
 // that no synchronisation is allowed: the memory must stay mapped until that
 // work has run ("free-during-capture=ok"; a fault fails the stream's sync).
+// With --alloc SIZE, the memory is of SIZE (64 MiB otherwise), and one more
+// allocation of SIZE follows the free, still during the capture, set to 2
+// on a stream of its own before the queued memset runs: "reuse=ok" if it
+// still holds 2 once that memset has run (the freed memory was not handed
+// out again while work used it), "reuse=overwritten" otherwise.
 void free_during_capture()
 {
-    constexpr size_t kBytes = 64 << 20;
-    CUstream worker = nullptr, capturing = nullptr;
+    const size_t bytes = opt.alloc != 0 ? opt.alloc : 64 << 20;
+    CUstream worker = nullptr, capturing = nullptr, other = nullptr;
     CHECK(api.stream_create(&worker, 0));
     CHECK(api.stream_create(&capturing, 0));
+    CHECK(api.stream_create(&other, 0));
     CUdeviceptr p = 0;
-    CHECK(api.mem_alloc(&p, kBytes));
+    CHECK(api.mem_alloc(&p, bytes));
     launch_on(worker, 100000);
-    CHECK(api.memset_d8_async(p, 1, kBytes, worker));
+    CHECK(api.memset_d8_async(p, 1, bytes, worker));
     CHECK(api.begin_capture(capturing, CU_STREAM_CAPTURE_MODE_RELAXED));
     launch_on(capturing, 1000);
     CHECK(api.mem_free(p));
+    CUdeviceptr again = 0;
+    if (opt.alloc != 0)
+        CHECK(api.mem_alloc(&again, bytes));
     CUgraph g = nullptr;
     CHECK(api.end_capture(capturing, &g));
     CHECK(api.graph_destroy(g));
+    if (again != 0) {
+        CHECK(api.memset_d8_async(again, 2, bytes, other));
+        CHECK(api.stream_synchronize(other));
+    }
     CHECK(api.stream_synchronize(worker));
+    if (again != 0) {
+        std::vector<unsigned char> back(bytes);
+        CHECK(api.memcpy_dtoh(back.data(), again, bytes));
+        const bool ok =
+            std::all_of(back.begin(), back.end(), [](unsigned char c) { return c == 2; });
+        printf("reuse=%s\n", ok ? "ok" : "overwritten");
+    }
     printf("free-during-capture=ok\n");
     fflush(stdout);
 }
