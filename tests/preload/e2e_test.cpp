@@ -2146,6 +2146,38 @@ TEST(Allocation, NeverReturnsMemoryWithNothingMappedBehindIt)
     EXPECT_GE(escaped[0].start, held.back().end) << read_text(dir / "fake.log");
 }
 
+// The same for a small allocation that lands in a slab already made, whose
+// memory was swapped out: b's slab leaves the GPU when b lets go
+// (NVSHARE_EVICT=1) during its pause, while a holds it; b's next allocation
+// is a block of that slab and waits for the grant that brings it back.
+TEST(Allocation, ABlockOfASwappedOutSlabWaitsForTheGrant)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "on", "--time-quantum", "10min"});
+    const std::string resume = dir / "resume";
+    Process b =
+        start_client(dir, daemon.socket(),
+                     {{"--kernels", "1", "--alloc", "64K", "--escape-after-alloc", "--rounds", "2",
+                       "--pause-until", resume, "--alloc-each-round", "64K"},
+                      {{"NVSHARE_EVICT", "1"}, {"NVSHARE_DEBUG", "1"}},
+                      false},
+                     "b");
+    ASSERT_TRUE(launched_one(dir, b)) << b.out() << b.err();
+    Process a = start_client(dir, daemon.socket(),
+                             {{"--kernels", "8", "--kernel-us", "50000"}, {}, false}, "a");
+    ASSERT_TRUE(launched_one(dir, a)) << a.out() << a.err();
+    ASSERT_TRUE(wait_until([&] { return b.err().find("swapped out ") != std::string::npos; }))
+        << b.err();
+    touch(resume);
+    expect_clean_exit(a);
+    expect_clean_exit(b);
+    EXPECT_EQ(count_lines_containing(b.out(), "escape=0 "), 2) << b.out() << b.err();
+    EXPECT_EQ(faults(dir, b.pid()), 0) << read_text(dir / "fake.log");
+    EXPECT_EQ(count_events(dir / "fake.log", b.pid(), "alloc vmm 8388608"), 2)
+        << "one slab, made and swapped in again\n"
+        << read_text(dir / "fake.log");
+}
+
 // An allocation made while the process holds a GPU that is physically full
 // (here: the fake's 512 MiB, where nvshared counts 1 GiB, as when another
 // process's memory fills the rest) lives in host memory, mapped where the

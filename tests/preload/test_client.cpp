@@ -93,7 +93,8 @@ struct Options {
     bool peer_disable = false;
     std::string dlopen_copy;  // another libnvshare.so to dlopen and call into first
     int hold_ms = 0;
-    // --escape-after-alloc: right after each --alloc, a memset of it that
+    // --escape-after-alloc: right after each --alloc (and --alloc-each-round)
+    // allocation, a memset of it that
     // passes no gate (the fake's fakecuda_escape_memset): "escape=RESULT"
     // and "alloc_ms=N", how long the allocation took.
     bool escape_after_alloc = false;
@@ -508,7 +509,7 @@ void late_stream()
 
 // Work on a new allocation that passes no gate, at once: it finds memory
 // mapped only if the allocation returned none without it.
-void escape(CUdeviceptr p, std::chrono::steady_clock::time_point began)
+void escape(CUdeviceptr p, std::chrono::steady_clock::time_point began, size_t bytes)
 {
     const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
         std::chrono::steady_clock::now() - began);
@@ -516,7 +517,7 @@ void escape(CUdeviceptr p, std::chrono::steady_clock::time_point began)
     void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
     auto fn = driver != nullptr ? reinterpret_cast<Escape>(dlsym(driver, "fakecuda_escape_memset"))
                                 : nullptr;
-    const CUresult r = fn != nullptr ? fn(p, 0x5a, opt.alloc) : CUDA_ERROR_NOT_FOUND;
+    const CUresult r = fn != nullptr ? fn(p, 0x5a, bytes) : CUDA_ERROR_NOT_FOUND;
     printf("escape=%d alloc_ms=%lld\n", static_cast<int>(r), static_cast<long long>(took.count()));
     fflush(stdout);
 }
@@ -536,7 +537,7 @@ void allocate()
         CHECK(r);
         printf("alloc=ok\n");
         if (opt.escape_after_alloc)
-            escape(p, began);
+            escape(p, began, opt.alloc);
         pointers.push_back(p);
         if (!opt.gpudirect.empty())
             gpudirect(p);
@@ -1208,7 +1209,10 @@ int main(int argc, char** argv)
         usleep(static_cast<useconds_t>(opt.pause_ms) * 1000);  // a CPU phase: GPU idle
         if (opt.alloc_each_round != 0) {
             CUdeviceptr p = 0;
+            const auto began = std::chrono::steady_clock::now();
             CHECK(api.mem_alloc(&p, opt.alloc_each_round));
+            if (opt.escape_after_alloc)
+                escape(p, began, opt.alloc_each_round);
             pointers.push_back(p);
         }
         if (opt.load_each_round) {
