@@ -1,8 +1,7 @@
 // cuMemAlloc/cuMemAllocPitch become swappable memory of the swap engine
-// (swap/swappable.h) or managed allocations, so system memory backs what
-// does not fit on the GPU; every allocation kind is accounted per GPU and
-// reported to nvshared (swappable and managed: pageable; async/pool/VMM:
-// pinned).
+// (swap/swappable.h; small ones blocks of its slabs) or managed allocations, so system memory backs
+// what does not fit on the GPU; every allocation kind is accounted per GPU and reported to nvshared
+// (swappable and managed: pageable; async/pool/VMM: pinned).
 #include <atomic>
 #include <cstring>
 
@@ -130,9 +129,10 @@ void wait_until_mapped(swappable::Unmapped unmapped)
     lock::leave();
 }
 
-// What the program asked for as device memory: swappable memory where the
-// hybrid rule says so (swap_plan::choose_backing), managed memory (or plain,
-// see allocate_managed) otherwise and wherever the engine cannot give it.
+// What the program asked for as device memory: swappable memory (below the
+// granularity, a block of a slab of it) where the hybrid rule says so
+// (swap_plan::choose_backing), managed memory (or plain, see
+// allocate_managed) otherwise and wherever the engine cannot give it.
 CUresult allocate_rewritten(CUdeviceptr* dptr, size_t bytes, int gpu)
 {
     const PendingWork allocating(true);  // not a pause: the holder keeps the GPU
@@ -144,15 +144,24 @@ CUresult allocate_rewritten(CUdeviceptr* dptr, size_t bytes, int gpu)
         f.gpu_supports = f.granularity != 0;
         f.bytes = bytes;
         f.beyond_capacity = devices::used(index) + bytes > devices::capacity(index);
-        if (swap_plan::choose_backing(f) == swap_plan::Backing::Swappable) {
+        const swap_plan::Backing backing = swap_plan::choose_backing(f);
+        if (backing != swap_plan::Backing::Managed) {
             // A lost context: the answer cuMemAlloc gives (the VMM calls
             // below would succeed and hide it).
             if (const CUresult lost = contexts::lost_error(); lost != CUDA_SUCCESS)
                 return lost;
             uint64_t reserved = 0;
             swappable::Unmapped unmapped = swappable::Unmapped::None;
-            const CUresult r = swappable::allocate(dptr, bytes, index, &reserved, &unmapped,
-                                                   residency::room_will_come(index, bytes));
+            // A small allocation is a block of a slab, whose memory the
+            // engine counts while the slab lives (what the GPU holds): its
+            // entry, for cuMemFree to find, counts nothing.
+            const bool small = backing == swap_plan::Backing::Small;
+            const CUresult r =
+                small ? swappable::allocate_small(
+                            dptr, bytes, index, &unmapped,
+                            residency::room_will_come(index, swap_plan::small_slab(f.granularity)))
+                      : swappable::allocate(dptr, bytes, index, &reserved, &unmapped,
+                                            residency::room_will_come(index, bytes));
             if (r == CUDA_SUCCESS) {
                 track(Table::Pointers, *dptr, reserved, gpu, Kind::Managed, true, true);
                 wait_until_mapped(unmapped);

@@ -380,8 +380,10 @@ void ClientLoop::release(uint64_t deadline, bool quiet)
     send_mask(proto::MsgType::Released);
     s_.lock.released();
     gate_set_bounded(false);
-    if (move_after)
+    if (move_after) {
+        log_debug("let go before swapping out: the next holder's swap-in overlaps it");
         residency::before_release(all, oversubscribed, keep, deadline);
+    }
     report_stats();
 }
 

@@ -31,10 +31,17 @@ uint64_t max_chunk_for(uint64_t physical_memory)
 
 Backing choose_backing(const BackingFacts& f)
 {
-    if (!f.engine_on || !f.gpu_supports || f.beyond_capacity || f.granularity == 0 ||
-        f.bytes < f.granularity)
+    if (!f.engine_on || !f.gpu_supports || f.beyond_capacity || f.granularity == 0)
         return Backing::Managed;
-    return Backing::Swappable;
+    return f.bytes < f.granularity ? Backing::Small : Backing::Swappable;
+}
+
+uint64_t small_slab(uint64_t granularity)
+{
+    if (granularity == 0 || (granularity & (granularity - 1)) != 0)
+        return 0;
+    const uint64_t slab = tuning::kSmallSlab > granularity ? tuning::kSmallSlab : granularity;
+    return (slab + granularity - 1) & ~(granularity - 1);
 }
 
 Kept kept_at_release(uint64_t allowed, uint64_t capacity, bool evict_all)

@@ -39,6 +39,7 @@ Layout layout(uint64_t bytes, uint64_t granularity, uint64_t max_chunk = kMaxChu
 
 enum class Backing {
     Swappable,  // device memory the engine swaps (VMM chunks)
+    Small,      // a block of a slab of such memory (small_blocks.h)
     Managed,    // managed memory the driver migrates
 };
 
@@ -51,10 +52,15 @@ struct BackingFacts {
 };
 
 // The hybrid rule: swappable device memory for what the process can hold
-// alone; managed memory for a process larger than the GPU (the driver then
-// pages its hot data in), for allocations smaller than the granularity
-// (which would waste most of a chunk), and where the engine cannot run.
+// alone, allocations smaller than the granularity as blocks of slabs of it
+// (a chunk of their own would waste most of it); managed memory for a
+// process larger than the GPU (the driver then pages its hot data in) and
+// where the engine cannot run.
 Backing choose_backing(const BackingFacts& f);
+
+// The bytes of a slab of small allocations on a GPU of VMM `granularity`
+// (a power of two): tuning::kSmallSlab rounded up to it; 0 if none.
+uint64_t small_slab(uint64_t granularity);
 
 // What stays on a GPU of `capacity` bytes when the process lets go there
 // and nvshared allows `allowed` bytes of its movable memory to stay

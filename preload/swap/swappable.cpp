@@ -13,6 +13,7 @@
 #include "preload/memory/contexts.h"
 #include "preload/memory/devices.h"
 #include "preload/swap/host_memory.h"
+#include "preload/swap/small_blocks.h"
 #include "preload/swap/swap_plan.h"
 
 namespace nvshare::preload::swappable {
@@ -40,7 +41,9 @@ struct Record {
     uint32_t gpu;
     CUdevice ordinal;
     CUcontext context;  // current at the allocation, as the driver records it
-    Chunk chunks[1];    // layout.count of them
+    bool is_slab;       // of small blocks (g_small[gpu]), its slab number:
+    uint32_t slab;
+    Chunk chunks[1];  // layout.count of them
 };
 
 // The allocations, oldest first (appended; a free closes the gap).
@@ -49,13 +52,21 @@ Record** g_records = nullptr;
 Record** g_by_address = nullptr;
 size_t g_count = 0;
 // Freed while a stream capture ran (no synchronisation allowed), in the
-// order freed: still mapped until the work queued before them has ended.
+// order freed: still mapped (a block: still taken) until the work queued
+// before them has ended. `block` 0: the whole record, out of the lists; else
+// a block of the slab `record`, still listed.
+struct Deferred {
+    Record* record;
+    CUdeviceptr block;
+};
 constexpr size_t kMaxDeferred = 64;
-Record* g_deferred[kMaxDeferred];
+Deferred g_deferred[kMaxDeferred];
 size_t g_deferred_count = 0;
 size_t g_capacity = 0;
 uint64_t g_next_id = 1;
 pthread_mutex_t g_mutex = PTHREAD_MUTEX_INITIALIZER;
+// Per GPU: the books of its slabs of small allocations (small_blocks.h).
+small_blocks::Pool g_small[devices::kMaxGpus];
 // Per GPU: the process holds it (allocations get device memory at once).
 bool g_resident[devices::kMaxGpus];
 std::atomic<bool> g_shared_hold[devices::kMaxGpus];
@@ -434,6 +445,9 @@ void destroy(Record* r)
             free_address(r->staging, r->layout.reserved);
     }
     g_total[r->gpu].fetch_sub(r->layout.reserved, std::memory_order_relaxed);
+    if (r->is_slab)  // counted while it lived (allocate_small)
+        devices::add_usage(r->gpu, devices::Kind::Managed,
+                           -static_cast<int64_t>(r->layout.reserved));
     munmap(r, r->map_bytes);
 }
 
@@ -708,21 +722,135 @@ CUresult allocate(CUdeviceptr* dptr, uint64_t bytes, uint32_t gpu, uint64_t* res
     return CUDA_SUCCESS;
 }
 
+namespace {
+
+// Whether every chunk of `r` has memory at its address. With the lock held.
+bool all_mapped(const Record& r)
+{
+    for (uint32_t i = 0; i < r.layout.count; ++i)
+        if (r.chunks[i].where != Where::Device && r.chunks[i].where != Where::Host)
+            return false;
+    return true;
+}
+
+// A block of `bytes` from a slab of GPU `gpu` with room, for an allocation
+// made in `context`: false if none has room. *unmapped: where the slab has
+// chunks without memory, what an allocation that left them so waits out:
+// the grant where the process does not hold the GPU; holding it, as
+// allocate() waits for the room on a full GPU (the slab was made so, or a
+// swap-in waits for room). With the lock held.
+bool take_block(uint64_t bytes, uint32_t gpu, CUcontext context, CUdeviceptr* dptr,
+                Unmapped* unmapped)
+{
+    uint64_t addr = 0;
+    uint32_t slab = 0;
+    if (!g_small[gpu].take(bytes, g_next_id, reinterpret_cast<uint64_t>(context), &addr, &slab))
+        return false;
+    g_next_id++;
+    const Record* r = find_containing(addr);
+    *dptr = addr;
+    if (r == nullptr || all_mapped(*r))
+        *unmapped = Unmapped::None;
+    else if (!g_resident[gpu])
+        *unmapped = Unmapped::UntilGrant;
+    else
+        *unmapped = g_shared_hold[gpu].load(std::memory_order_relaxed) ? Unmapped::UntilSharedGrant
+                                                                       : Unmapped::UntilRoom;
+    return true;
+}
+
+// Gives back the block at `block` of slab `r`: nothing is unmapped, the
+// block's room is free for the next allocations; the slab goes (destroyed,
+// as a freed allocation) where the books say so. The work that may use
+// the block has ended (the caller waited). With the lock held.
+bool give_block(Record* r, CUdeviceptr block)
+{
+    bool drop = false;
+    if (!g_small[r->gpu].give(r->slab, block, &drop))
+        return false;
+    if (drop) {
+        wait_unsynced(r->gpu);
+        remove(r);
+        destroy(r);
+    }
+    return true;
+}
+
+}  // namespace
+
+CUresult allocate_small(CUdeviceptr* dptr, uint64_t bytes, uint32_t gpu, Unmapped* unmapped,
+                        bool wait_for_room)
+{
+    *unmapped = Unmapped::None;
+    const uint64_t slab_bytes = swap_plan::small_slab(devices::at(gpu).swap_granularity);
+    if (slab_bytes == 0 || bytes == 0 || bytes > slab_bytes)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    CUcontext context = nullptr;
+    if (auto current = NVS_REAL(cuCtxGetCurrent); current != nullptr)
+        current(&context);
+    {
+        Lock lock;
+        small_blocks::Pool& pool = g_small[gpu];
+        if (pool.slab_bytes() != slab_bytes && !pool.set_slab_bytes(slab_bytes))
+            return CUDA_ERROR_NOT_SUPPORTED;
+        if (take_block(bytes, gpu, context, dptr, unmapped))
+            return CUDA_SUCCESS;
+    }
+    // No slab has room: a new one, made as any allocation (on the device,
+    // in host memory, or absent until a grant or the room).
+    CUdeviceptr base = 0;
+    uint64_t reserved = 0;
+    Unmapped slab_unmapped = Unmapped::None;
+    if (const CUresult e =
+            allocate(&base, slab_bytes, gpu, &reserved, &slab_unmapped, wait_for_room);
+        e != CUDA_SUCCESS)
+        return e;
+    Lock lock;
+    Record* r = find_containing(base);
+    uint32_t slab = 0;
+    if (r == nullptr || r->ptr != base || reserved != slab_bytes ||
+        !g_small[gpu].add_slab(base, &slab)) {
+        if (r != nullptr && r->ptr == base) {
+            wait_unsynced(gpu);
+            remove(r);
+            destroy(r);
+        }
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    r->is_slab = true;
+    r->slab = slab;
+    devices::add_usage(gpu, devices::Kind::Managed, static_cast<int64_t>(reserved));
+    if (!take_block(bytes, gpu, context, dptr, unmapped))
+        return CUDA_ERROR_OUT_OF_MEMORY;  // not for a slab this size
+    // The new slab waits as allocate() decided, with the same facts.
+    if (*unmapped != Unmapped::None && slab_unmapped != Unmapped::None)
+        *unmapped = slab_unmapped;
+    return CUDA_SUCCESS;
+}
+
 bool free_allocation(CUdeviceptr ptr, bool later)
 {
     Lock lock;
     Record* r = find_containing(ptr);
-    if (r == nullptr || r->ptr != ptr)
+    if (r == nullptr || (r->is_slab ? !g_small[r->gpu].live_at(r->slab, ptr) : r->ptr != ptr))
         return false;
-    wait_unsynced(r->gpu);
-    remove(r);
-    if (later && g_deferred_count < kMaxDeferred) {
-        g_deferred[g_deferred_count++] = r;  // still mapped: work queued before may use it
+    const bool room = g_deferred_count < kMaxDeferred;
+    if (later && room) {
+        // Still mapped (a block: still taken): work queued before may use it.
+        if (!r->is_slab) {
+            wait_unsynced(r->gpu);
+            remove(r);
+        }
+        g_deferred[g_deferred_count++] = {r, r->is_slab ? ptr : 0};
         return true;
     }
     if (later)
         log_warn("more than %zu allocations freed during stream captures: one is unmapped now",
                  kMaxDeferred);
+    if (r->is_slab)
+        return give_block(r, ptr);
+    wait_unsynced(r->gpu);
+    remove(r);
     destroy(r);
     return true;
 }
@@ -737,9 +865,13 @@ void finish_frees(size_t count)
 {
     Lock lock;
     count = count < g_deferred_count ? count : g_deferred_count;
-    for (size_t k = 0; k < count; ++k)
-        destroy(g_deferred[k]);
-    memmove(g_deferred, g_deferred + count, (g_deferred_count - count) * sizeof(Record*));
+    for (size_t k = 0; k < count; ++k) {
+        if (g_deferred[k].block != 0)
+            give_block(g_deferred[k].record, g_deferred[k].block);
+        else
+            destroy(g_deferred[k].record);
+    }
+    memmove(g_deferred, g_deferred + count, (g_deferred_count - count) * sizeof(Deferred));
     g_deferred_count -= count;
 }
 
@@ -747,9 +879,19 @@ bool describe(CUdeviceptr ptr, Described* out)
 {
     Lock lock;
     const Record* found = find_containing(ptr);
-    if (found == nullptr || ptr - found->ptr >= found->bytes)
+    if (found == nullptr)
         return false;
     const Record& r = *found;
+    if (r.is_slab) {
+        small_blocks::Block b{};
+        if (!g_small[r.gpu].find(r.slab, ptr, &b))
+            return false;
+        *out = {b.start, b.bytes, kBufferIdBase + b.id, r.ordinal,
+                reinterpret_cast<CUcontext>(b.tag)};
+        return true;
+    }
+    if (ptr - r.ptr >= r.bytes)
+        return false;
     *out = {r.ptr, r.bytes, kBufferIdBase + r.id, r.ordinal, r.context};
     return true;
 }
@@ -1168,6 +1310,8 @@ void reset_after_fork()
     g_by_address = nullptr;
     g_count = g_capacity = 0;
     g_deferred_count = 0;
+    for (small_blocks::Pool& pool : g_small)
+        pool.forget();
     g_absent.store(0);
     g_moves_held = false;
     g_sticky = false;

@@ -56,16 +56,31 @@ enum class Unmapped {
 CUresult allocate(CUdeviceptr* dptr, uint64_t bytes, uint32_t gpu, uint64_t* reserved,
                   Unmapped* unmapped, bool wait_for_room = false);
 
+// Allocates `bytes` (less than the granularity) on GPU `gpu` as a block of
+// a slab (small_blocks.h): a swappable allocation of swap_plan::small_slab
+// bytes that moves as any other, made where no slab of the GPU has room
+// (as allocate() makes memory, `wait_for_room` for it). Blocks start at a
+// multiple of small_blocks::kAlign. `unmapped`: what the caller waits out,
+// as for allocate(); a block of a slab that is mapped needs nothing. The
+// slab's memory is counted as the process's on the GPU (devices::add_usage)
+// while the slab lives, not the block's: that is what the GPU holds. Errors:
+// the driver's, or CUDA_ERROR_OUT_OF_MEMORY.
+CUresult allocate_small(CUdeviceptr* dptr, uint64_t bytes, uint32_t gpu, Unmapped* unmapped,
+                        bool wait_for_room = false);
+
 // The process holds GPU `gpu` together with others and the GPU is not
 // oversubscribed (residency::on_grant): an allocation that finds the device
 // full waits for the next grant (see allocate) rather than pinning host
 // memory, since the others' memory may be what fills it.
 void set_shared_hold(uint32_t gpu, bool shared);
 
-// Frees the swappable allocation that starts at `ptr`; false if there is none
-// (nothing done). The caller has waited for the work that may use it; with
-// `later` (a stream capture runs, so it could not) the memory stays mapped
-// until finish_frees() after such a wait.
+// Frees the swappable allocation or small block that starts at `ptr`; false
+// if there is none (nothing done). The caller has waited for the work that
+// may use it; with `later` (a stream capture runs, so it could not) the
+// memory stays mapped, and a block taken, until finish_frees() after such a
+// wait. A block's slab, still used by other blocks, stays mapped; the slab
+// goes (as an allocation freed) once none of its blocks is used and another
+// empty slab of the GPU is kept.
 bool free_allocation(CUdeviceptr ptr, bool later = false);
 // Allocations freed with `later`, not yet unmapped: a caller that is about
 // to wait for all of the process's GPU work reads this first, then passes it
@@ -74,7 +89,7 @@ size_t deferred_frees();
 void finish_frees(size_t count);
 
 // What the driver says of cuMemAlloc memory, for the swappable allocation
-// that `ptr` points into, from what the engine knows (its chunks may be
+// or small block that `ptr` points into, from what the engine knows (its chunks may be
 // swapped out, and each mapping is a buffer of its own to the driver): its
 // start and size, one buffer ID for its life (kBufferIdBase + a counter:
 // far above the driver's own counter), its GPU's CUDA ordinal and the

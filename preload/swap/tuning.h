@@ -27,6 +27,18 @@ inline constexpr uint64_t kMaxChunk = 64ull << 20;
 inline constexpr uint64_t kLargeChunk = 512ull << 20;
 inline constexpr uint64_t kLargeChunkShare = 128;
 
+// ---- allocations smaller than the granularity (small_blocks) ----
+
+// "carved out of slabs of 8 MiB": each slab is one chunk of the engine's
+// (4 of the usual 2 MiB granularity), so that allocations of up to the
+// granularity share one (a slab of one granularity would hold a single
+// allocation above half of it), and the per-chunk costs of a move
+// (mapping, cuMemSetAccess, unmapping) are shared by 4 times more of them
+// than with a slab of the granularity. "up to one slab of memory per GPU
+// beyond what the program asked for": the empty slab kept (beside the free
+// space of the slabs in use). Rounded up to the granularity.
+inline constexpr uint64_t kSmallSlab = 8ull << 20;
+
 // ---- rates assumed until the process has measured its own ----
 
 // "it assumes 40 GB/s each way for swappable memory": the swap engine's

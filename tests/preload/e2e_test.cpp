@@ -128,8 +128,9 @@ TEST_P(Routes, SerializeInOnModeAndRewriteAllocations)
         for (const Work& w : work_of(work, pid))
             kernels += w.name.find(c.kernel) != std::string::npos;
         EXPECT_GE(kernels, 4) << "kernels through " << c.kernel;
-        // cuMemAlloc became a managed allocation.
-        EXPECT_GE(count_events(dir / "fake.log", pid, "alloc managed 1048576"), 1);
+        // cuMemAlloc became a block of a slab of swappable memory.
+        EXPECT_GE(count_events(dir / "fake.log", pid, "alloc vmm 8388608"), 1);
+        EXPECT_EQ(count_events(dir / "fake.log", pid, "alloc managed"), 0);
         EXPECT_EQ(count_events(dir / "fake.log", pid, "alloc device"), 0);
     }
 }
@@ -844,6 +845,25 @@ TEST(Drain, AFreeDuringACaptureLeavesQueuedWorkItsMemory)
     EXPECT_EQ(count_events(dir / "fake.log", a.pid(), " fault "), 0) << read_text(dir / "fake.log");
 }
 
+// The same for a small allocation, a block of a slab: the slab stays mapped
+// anyway, and the block stays taken until the next wait for all the work,
+// so that an allocation made meanwhile does not get the memory that the
+// queued memset still writes.
+TEST(Drain, ABlockFreedDuringACaptureIsNotHandedOutAgainBeforeItsWorkRan)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "on"});
+    Process a = start_client(
+        dir, daemon.socket(),
+        {{"--kernels", "1", "--free-during-capture", "--alloc", "64K"}, {}, false}, "a");
+    expect_clean_exit(a);
+    EXPECT_NE(a.out().find("free-during-capture=ok"), std::string::npos) << a.out() << a.err();
+    EXPECT_NE(a.out().find("reuse=ok"), std::string::npos) << a.out() << a.err();
+    EXPECT_EQ(count_events(dir / "fake.log", a.pid(), " fault "), 0) << read_text(dir / "fake.log");
+    EXPECT_EQ(count_events(dir / "fake.log", a.pid(), "alloc managed"), 0)
+        << read_text(dir / "fake.log");
+}
+
 // Issue 20. A call admitted just before a drop may still be putting work on
 // the GPU (here a graph launch that takes the driver 8 x 30 ms to submit)
 // when the release comes: the release waits for it to leave the driver, so
@@ -965,8 +985,11 @@ TEST(Gate, ContextlessStreamCallsWaitForTheLock)
                               false},
                              "a");
     ASSERT_TRUE(wait_until([&] { return count_events(dir / "fake.log", a.pid(), "end") >= 2; }));
-    Process b =
-        start_client(dir, daemon.socket(), {{"--kernels", "0", "--contextless"}, {}, false}, "b");
+    // b's allocation is managed memory: swappable memory would wait for the
+    // grant in cuMemAlloc (no allocation returns unmapped memory).
+    Process b = start_client(
+        dir, daemon.socket(),
+        {{"--kernels", "0", "--contextless"}, {{"NVSHARE_SWAP", "managed"}}, false}, "b");
     ASSERT_TRUE(wait_until([&] { return b.out().find("contextless=ready") != std::string::npos; }))
         << b.out() << b.err();
     // Unlocked, the calls return at once; gated, they wait for a. Either
@@ -1487,7 +1510,9 @@ TEST(Memory, ManagedVariableRejectsNonsenseWithAWarning)
         {{"--kernels", "1", "--alloc", "1M"}, {{"NVSHARE_MANAGED", "maybe"}}, false}, "p");
     expect_clean_exit(p);
     EXPECT_NE(p.err().find("ignoring NVSHARE_MANAGED=maybe"), std::string::npos) << p.err();
-    EXPECT_EQ(count_events(dir / "fake.log", p.pid(), "alloc managed 1048576"), 1);
+    // Rewritten as by default: a block of a slab of swappable memory.
+    EXPECT_EQ(count_events(dir / "fake.log", p.pid(), "alloc vmm 8388608"), 1);
+    EXPECT_EQ(count_events(dir / "fake.log", p.pid(), "alloc device"), 0);
 }
 
 // ---- capture ----------------------------------------------------------------------------
@@ -1668,6 +1693,7 @@ TEST(Switching, WorkWaitsForTheSwapIn)
     EXPECT_GE(prefetches, 4) << read_text(dir / "fake.log");
 }
 
+// Managed memory (NVSHARE_SWAP=managed) of processes that fit together.
 TEST(Switching, FitsMovesEachAllocationOnceAndNeverEvicts)
 {
     TempDir dir;
@@ -1675,7 +1701,7 @@ TEST(Switching, FitsMovesEachAllocationOnceAndNeverEvicts)
     Pair p =
         run_pair(dir, daemon.socket(),
                  {{"--kernels", "2", "--kernel-us", "20000", "--alloc", "1M", "--hold-ms", "400"},
-                  {},
+                  {{"NVSHARE_SWAP", "managed"}},
                   false});
     expect_clean_exit(p.a);
     expect_clean_exit(p.b);
@@ -1708,7 +1734,7 @@ TEST(Switching, PolicyVariablesDecide)
         Pair p = run_pair(
             dir, daemon.socket(),
             {{"--kernels", "2", "--kernel-us", "20000", "--alloc", "1M", "--hold-ms", "400"},
-             {{"NVSHARE_PREFETCH", "1"}, {"NVSHARE_EVICT", "1"}},
+             {{"NVSHARE_PREFETCH", "1"}, {"NVSHARE_EVICT", "1"}, {"NVSHARE_SWAP", "managed"}},
              false});
         expect_clean_exit(p.a);
         expect_clean_exit(p.b);
@@ -1741,12 +1767,12 @@ int faults(const TempDir& dir, pid_t pid)
 // both environments.
 Pair run_swapping_pair(const TempDir& dir, const Daemon& daemon,
                        std::map<std::string, std::string> env, const std::string& alloc = "350M",
-                       const std::string& kernels = "20")
+                       const std::string& kernels = "20", const std::string& allocs = "1")
 {
     env["NVSHARE_DEBUG"] = "1";
     Pair p = run_pair(dir, daemon.socket(),
-                      {{"--kernels", kernels, "--kernel-us", "50000", "--alloc", alloc,
-                        "--check-data", "--hold-ms", "300"},
+                      {{"--kernels", kernels, "--kernel-us", "50000", "--alloc", alloc, "--allocs",
+                        allocs, "--check-data", "--hold-ms", "300"},
                        env,
                        false});
     expect_clean_exit(p.a, seconds(240));
@@ -1799,6 +1825,49 @@ TEST(SwapEngine, SwapsChunksOutAndInAndKeepsTheData)
                     p.b.err().find(kMadeAhead) != std::string::npos)
             << p.a.err() << p.b.err();
     }
+}
+
+// Allocations smaller than the granularity (2 MiB in the fake) are blocks of
+// slabs of 8 MiB, swappable memory that moves with the rest, not managed
+// memory: 1200 of 300 KiB each (27 to a slab: 45 slabs, 360 MiB) in each of
+// two processes on one device of 512 MiB take turns, swap out and in whole
+// slabs and keep their data. With nothing but swappable memory, a releaser
+// lets go first and swaps out while the next holder swaps in.
+TEST(SwapEngine, SmallAllocationsAreBlocksOfSlabsThatSwapWithTheRest)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "auto", "--capacity", "512M"});
+    const Pair p = run_swapping_pair(dir, daemon,
+                                     {{"FAKECUDA_SHARED_DEVICE", dir / "device"},
+                                      {"FAKECUDA_MEMORY", std::to_string(512ull << 20)}},
+                                     "300K", "20", "1200");
+    const std::string log = dir / "fake.log";
+    EXPECT_EQ(events_of_both(dir, p, "alloc managed"), 0) << p.a.err();
+    EXPECT_GE(events_of_both(dir, p, "alloc vmm 8388608"), 2 * 45) << p.a.err() << p.b.err();
+    EXPECT_GE(events_of_both(dir, p, "host-register 8388608"), 1);
+    // Whole slabs moved out (each process says what it swapped out).
+    int swap_outs = 0;
+    for (const Process* c : {&p.a, &p.b}) {
+        std::istringstream lines(c->err());
+        for (std::string line; std::getline(lines, line);) {
+            const size_t at = line.find("swapped out ");
+            if (at == std::string::npos)
+                continue;
+            const uint64_t bytes = std::stoull(line.substr(at + 12));
+            EXPECT_EQ(bytes % (8ull << 20), 0u) << line;
+            swap_outs += bytes != 0;
+        }
+    }
+    EXPECT_GE(swap_outs, 1) << p.a.err() << p.b.err();
+    EXPECT_FALSE(overlapped(work_named(read_work(log), "cuLaunch"), p.a.pid(), p.b.pid()));
+    const std::string let_go_first = "let go before swapping out";
+    EXPECT_TRUE(p.a.err().find(let_go_first) != std::string::npos ||
+                p.b.err().find(let_go_first) != std::string::npos)
+        << p.a.err() << p.b.err();
+    if (!kTimingsHold)
+        return;
+    EXPECT_TRUE(overlapped(work_named(read_work(log), "cuMemcpyAsync"), p.a.pid(), p.b.pid()))
+        << p.a.err() << p.b.err();
 }
 
 // On a GPU of 64 GiB or more the engine's chunks are of 512 MiB, each mapped
@@ -2075,6 +2144,38 @@ TEST(Allocation, NeverReturnsMemoryWithNothingMappedBehindIt)
     ASSERT_EQ(escaped.size(), 1u) << read_text(dir / "fake.log");
     ASSERT_EQ(held.size(), 8u) << read_text(dir / "fake.log");
     EXPECT_GE(escaped[0].start, held.back().end) << read_text(dir / "fake.log");
+}
+
+// The same for a small allocation that lands in a slab already made, whose
+// memory was swapped out: b's slab leaves the GPU when b lets go
+// (NVSHARE_EVICT=1) during its pause, while a holds it; b's next allocation
+// is a block of that slab and waits for the grant that brings it back.
+TEST(Allocation, ABlockOfASwappedOutSlabWaitsForTheGrant)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "on", "--time-quantum", "10min"});
+    const std::string resume = dir / "resume";
+    Process b =
+        start_client(dir, daemon.socket(),
+                     {{"--kernels", "1", "--alloc", "64K", "--escape-after-alloc", "--rounds", "2",
+                       "--pause-until", resume, "--alloc-each-round", "64K"},
+                      {{"NVSHARE_EVICT", "1"}, {"NVSHARE_DEBUG", "1"}},
+                      false},
+                     "b");
+    ASSERT_TRUE(launched_one(dir, b)) << b.out() << b.err();
+    Process a = start_client(dir, daemon.socket(),
+                             {{"--kernels", "8", "--kernel-us", "50000"}, {}, false}, "a");
+    ASSERT_TRUE(launched_one(dir, a)) << a.out() << a.err();
+    ASSERT_TRUE(wait_until([&] { return b.err().find("swapped out ") != std::string::npos; }))
+        << b.err();
+    touch(resume);
+    expect_clean_exit(a);
+    expect_clean_exit(b);
+    EXPECT_EQ(count_lines_containing(b.out(), "escape=0 "), 2) << b.out() << b.err();
+    EXPECT_EQ(faults(dir, b.pid()), 0) << read_text(dir / "fake.log");
+    EXPECT_EQ(count_events(dir / "fake.log", b.pid(), "alloc vmm 8388608"), 2)
+        << "one slab, made and swapped in again\n"
+        << read_text(dir / "fake.log");
 }
 
 // An allocation made while the process holds a GPU that is physically full

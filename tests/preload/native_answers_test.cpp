@@ -54,6 +54,36 @@ TEST(PointerAttributes, AreThoseOfCuMemAllocMemoryWhereverItLies)
         << read_text(dir / "fake.log");
 }
 
+// A small allocation is a block of a slab (one swappable allocation): the
+// driver's questions about it are answered for the block, as cuMemAlloc
+// memory: its own start, size and buffer ID. Freeing a block (the middle of
+// three, here) leaves its neighbours' data, and a new block in its place
+// holds what is written there.
+TEST(PointerAttributes, OfASmallAllocationAreThoseOfItsBlock)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "auto"});
+    Process p = start_client(dir, daemon.socket(),
+                             {{"--alloc", "100000", "--allocs", "3", "--kernels", "1", "--attrs",
+                               "--check-data", "--free-middle"},
+                              {},
+                              false},
+                             "p");
+    expect_clean_exit(p);
+    const std::string first = line_of(p.out(), "attrs-first");
+    EXPECT_NE(first.find("r=0/0 ctx=same/same type=2 ordinal=0 "), std::string::npos) << p.out();
+    EXPECT_NE(first.find("start=ok size=100000 "), std::string::npos) << first;
+    const size_t id_at = first.find(" id=");
+    ASSERT_NE(id_at, std::string::npos) << first;
+    EXPECT_GE(std::stoull(first.substr(id_at + 4)), 1ull << 62) << first;
+    EXPECT_NE(p.out().find("refill=ok"), std::string::npos) << p.out();
+    EXPECT_NE(p.out().find("data=ok"), std::string::npos) << p.out();
+    // One slab for all four blocks, no managed memory.
+    const std::string log = dir / "fake.log";
+    EXPECT_EQ(count_events(log, p.pid(), "alloc managed"), 0) << read_text(log);
+    EXPECT_EQ(count_events(log, p.pid(), "alloc vmm 8388608"), 1) << read_text(log);
+}
+
 // Swapped out while another process holds the GPU, the memory is still
 // described at once (no wait for the GPU), and as before: same context,
 // same buffer ID.

@@ -110,13 +110,27 @@ TEST(SwapPlan, HybridRule)
     larger_than_gpu.beyond_capacity = true;  // the driver pages a process bigger than the GPU
     EXPECT_EQ(choose_backing(larger_than_gpu), Backing::Managed);
     BackingFacts small = f;
-    small.bytes = 2 * MiB - 1;  // would waste most of a granule
+    small.bytes = 2 * MiB - 1;  // would waste most of a granule: a block of a slab
+    EXPECT_EQ(choose_backing(small), Backing::Small);
+    small.bytes = 1;
+    EXPECT_EQ(choose_backing(small), Backing::Small);
+    small.engine_on = false;  // the fallback as for any other size
     EXPECT_EQ(choose_backing(small), Backing::Managed);
+    small.engine_on = true;
     small.bytes = 2 * MiB;
     EXPECT_EQ(choose_backing(small), Backing::Swappable);
     BackingFacts no_granularity = f;
     no_granularity.granularity = 0;
     EXPECT_EQ(choose_backing(no_granularity), Backing::Managed);
+}
+
+TEST(SwapPlan, SmallSlabsAreWholeGranules)
+{
+    EXPECT_EQ(small_slab(2 * MiB), nvshare::preload::tuning::kSmallSlab);
+    EXPECT_EQ(small_slab(64 << 10), nvshare::preload::tuning::kSmallSlab);
+    EXPECT_EQ(small_slab(32 * MiB), 32 * MiB);  // at least one granule
+    EXPECT_EQ(small_slab(3 * MiB), 0u);         // not a power of two
+    EXPECT_EQ(small_slab(0), 0u);
 }
 
 TEST(SwapPlan, BudgetAdmitsWhileItFits)

@@ -93,7 +93,8 @@ struct Options {
     bool peer_disable = false;
     std::string dlopen_copy;  // another libnvshare.so to dlopen and call into first
     int hold_ms = 0;
-    // --escape-after-alloc: right after each --alloc, a memset of it that
+    // --escape-after-alloc: right after each --alloc (and --alloc-each-round)
+    // allocation, a memset of it that
     // passes no gate (the fake's fakecuda_escape_memset): "escape=RESULT"
     // and "alloc_ms=N", how long the allocation took.
     bool escape_after_alloc = false;
@@ -140,6 +141,12 @@ struct Options {
     // holds the lock); the late allocation is read back once more at the
     // end ("late-end=ok").
     bool free_first = false;
+    // --free-middle: after the patterns are written (--check-data), the
+    // middle --alloc allocation is freed and allocated again (the same
+    // size: it may land where the freed one was), and the new one filled
+    // with 0xa5 and read back ("refill=ok"); the neighbours' patterns are
+    // checked at the end as usual.
+    bool free_middle = false;
     // --release-primary-when FILE: after its work, once FILE exists, the
     // primary context is released as cudart's exit handler does, while the
     // library may still be moving memory out after letting go; the process
@@ -315,6 +322,24 @@ __attribute__((no_sanitize("thread"))) size_t first_mismatch(const uint64_t* wor
     return w;
 }
 
+void free_middle()
+{
+    if (pointers.size() < 3)
+        return;
+    CUdeviceptr& middle = pointers[pointers.size() / 2];
+    CHECK(api.mem_free(middle));
+    middle = 0;  // skipped by the checks
+    CUdeviceptr p = 0;
+    CHECK(api.mem_alloc(&p, opt.alloc));
+    CHECK(api.memset_d8(p, 0xa5, opt.alloc));
+    std::vector<unsigned char> back(opt.alloc);
+    CHECK(api.memcpy_dtoh(back.data(), p, opt.alloc));
+    const bool ok =
+        std::all_of(back.begin(), back.end(), [](unsigned char c) { return c == 0xa5; });
+    printf("refill=%s\n", ok ? "ok" : "corrupt");
+    fflush(stdout);
+}
+
 void write_patterns()
 {
     for (size_t i = 0; i < pointers.size() && i < static_cast<size_t>(opt.allocs); ++i) {
@@ -328,6 +353,8 @@ void write_patterns()
 void check_patterns()
 {
     for (size_t i = 0; i < pointers.size() && i < static_cast<size_t>(opt.allocs); ++i) {
+        if (pointers[i] == 0)
+            continue;  // freed (--free-middle)
         const size_t n = opt.alloc / 8;
         auto words = std::make_unique_for_overwrite<uint64_t[]>(n);
         CHECK(api.memcpy_dtoh(words.get(), pointers[i], n * 8));
@@ -482,7 +509,7 @@ void late_stream()
 
 // Work on a new allocation that passes no gate, at once: it finds memory
 // mapped only if the allocation returned none without it.
-void escape(CUdeviceptr p, std::chrono::steady_clock::time_point began)
+void escape(CUdeviceptr p, std::chrono::steady_clock::time_point began, size_t bytes)
 {
     const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
         std::chrono::steady_clock::now() - began);
@@ -490,7 +517,7 @@ void escape(CUdeviceptr p, std::chrono::steady_clock::time_point began)
     void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
     auto fn = driver != nullptr ? reinterpret_cast<Escape>(dlsym(driver, "fakecuda_escape_memset"))
                                 : nullptr;
-    const CUresult r = fn != nullptr ? fn(p, 0x5a, opt.alloc) : CUDA_ERROR_NOT_FOUND;
+    const CUresult r = fn != nullptr ? fn(p, 0x5a, bytes) : CUDA_ERROR_NOT_FOUND;
     printf("escape=%d alloc_ms=%lld\n", static_cast<int>(r), static_cast<long long>(took.count()));
     fflush(stdout);
 }
@@ -510,7 +537,7 @@ void allocate()
         CHECK(r);
         printf("alloc=ok\n");
         if (opt.escape_after_alloc)
-            escape(p, began);
+            escape(p, began, opt.alloc);
         pointers.push_back(p);
         if (!opt.gpudirect.empty())
             gpudirect(p);
@@ -772,23 +799,43 @@ void failed_captures()
 // 100 ms kernel on a stream of its own), while another stream captures, so
 // that no synchronisation is allowed: the memory must stay mapped until that
 // work has run ("free-during-capture=ok"; a fault fails the stream's sync).
+// With --alloc SIZE, the memory is of SIZE (64 MiB otherwise), and one more
+// allocation of SIZE follows the free, still during the capture, set to 2
+// on a stream of its own before the queued memset runs: "reuse=ok" if it
+// still holds 2 once that memset has run (the freed memory was not handed
+// out again while work used it), "reuse=overwritten" otherwise.
 void free_during_capture()
 {
-    constexpr size_t kBytes = 64 << 20;
-    CUstream worker = nullptr, capturing = nullptr;
+    const size_t bytes = opt.alloc != 0 ? opt.alloc : 64 << 20;
+    CUstream worker = nullptr, capturing = nullptr, other = nullptr;
     CHECK(api.stream_create(&worker, 0));
     CHECK(api.stream_create(&capturing, 0));
+    CHECK(api.stream_create(&other, 0));
     CUdeviceptr p = 0;
-    CHECK(api.mem_alloc(&p, kBytes));
+    CHECK(api.mem_alloc(&p, bytes));
     launch_on(worker, 100000);
-    CHECK(api.memset_d8_async(p, 1, kBytes, worker));
+    CHECK(api.memset_d8_async(p, 1, bytes, worker));
     CHECK(api.begin_capture(capturing, CU_STREAM_CAPTURE_MODE_RELAXED));
     launch_on(capturing, 1000);
     CHECK(api.mem_free(p));
+    CUdeviceptr again = 0;
+    if (opt.alloc != 0)
+        CHECK(api.mem_alloc(&again, bytes));
     CUgraph g = nullptr;
     CHECK(api.end_capture(capturing, &g));
     CHECK(api.graph_destroy(g));
+    if (again != 0) {
+        CHECK(api.memset_d8_async(again, 2, bytes, other));
+        CHECK(api.stream_synchronize(other));
+    }
     CHECK(api.stream_synchronize(worker));
+    if (again != 0) {
+        std::vector<unsigned char> back(bytes);
+        CHECK(api.memcpy_dtoh(back.data(), again, bytes));
+        const bool ok =
+            std::all_of(back.begin(), back.end(), [](unsigned char c) { return c == 2; });
+        printf("reuse=%s\n", ok ? "ok" : "overwritten");
+    }
     printf("free-during-capture=ok\n");
     fflush(stdout);
 }
@@ -837,10 +884,12 @@ void attrs(const char* when)
     const CUresult r1 = api.pointer_get_attribute(&ctx_alone, CU_POINTER_ATTRIBUTE_CONTEXT, p);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     const long ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
-    printf("attrs-%s r=%d/%d ctx=%s/%s type=%u ordinal=%d id=%llu start=%s ms=%ld\n", when,
+    size_t size = 0;
+    api.pointer_get_attribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, p);
+    printf("attrs-%s r=%d/%d ctx=%s/%s type=%u ordinal=%d id=%llu start=%s size=%zu ms=%ld\n", when,
            static_cast<int>(r), static_cast<int>(r1), ctx == context ? "same" : "other",
            ctx_alone == context ? "same" : "other", type, ordinal, id, start == base ? "ok" : "bad",
-           ms);
+           size, ms);
     fflush(stdout);
 }
 
@@ -987,6 +1036,8 @@ bool parse(int argc, char** argv)
             opt.late_alloc_after = next();
         else if (a == "--late-stream")
             opt.late_stream = true;
+        else if (a == "--free-middle")
+            opt.free_middle = true;
         else if (a == "--free-first")
             opt.free_first = true;
         else if (a == "--no-free")
@@ -1131,6 +1182,8 @@ int main(int argc, char** argv)
         free_during_capture();
     if (opt.check_data)
         write_patterns();
+    if (opt.free_middle)
+        free_middle();
     run_round();
     if (opt.late_alloc != 0) {
         if (!opt.late_alloc_after.empty())
@@ -1156,7 +1209,10 @@ int main(int argc, char** argv)
         usleep(static_cast<useconds_t>(opt.pause_ms) * 1000);  // a CPU phase: GPU idle
         if (opt.alloc_each_round != 0) {
             CUdeviceptr p = 0;
+            const auto began = std::chrono::steady_clock::now();
             CHECK(api.mem_alloc(&p, opt.alloc_each_round));
+            if (opt.escape_after_alloc)
+                escape(p, began, opt.alloc_each_round);
             pointers.push_back(p);
         }
         if (opt.load_each_round) {
@@ -1218,7 +1274,8 @@ int main(int argc, char** argv)
     }
     if (opt.free_at_end)
         for (CUdeviceptr p : pointers)
-            CHECK(api.mem_free(p));
+            if (p != 0)
+                CHECK(api.mem_free(p));
     if (opt.peer_kernel) {
         if (peer_result == CUDA_SUCCESS)
             printf("peer=ok rounds=%d\n", peer_rounds);

@@ -472,6 +472,7 @@ ENGINE_STATEMENTS = [
     ("kMaxChunk", r"physical chunks of at most (?P<v>\d+) (?P<u>MiB)"),
     ("kLargeChunk", r"or (?P<v>\d+) (?P<u>MiB) on a GPU of \d+ GiB or more"),
     ("kLargeChunk*kLargeChunkShare", r"MiB on a GPU of (?P<v>\d+) (?P<u>GiB) or more"),
+    ("kSmallSlab", r"carved out of slabs of (?P<v>\d+) (?P<u>MiB)"),
     ("kAssumedSwapEngineRate", r"it assumes (?P<v>\d+) (?P<u>GB/s) each way for swappable memory"),
     ("kAssumedEvictRate", r"(?P<v>\d+) (?P<u>GB/s) out and \d+ GB/s in for managed memory"),
     ("kAssumedSwapInRate", r"\d+ GB/s out and (?P<v>\d+) (?P<u>GB/s) in for managed memory"),
