@@ -2,8 +2,8 @@
 // clients, on one GPU. What the host confirms counts (the process's GPU
 // memory as NVML counts it, and its resident host memory, where swapped-out
 // copies live); an unconfirmed increase counts too for kClaimGrace after it
-// was reported, or after the client's turn came where it waited for it
-// (memory that waits for its turn or for room, or was just placed, is not
+// was reported, or after the client's first turn since where it waited for
+// it (memory that waits for its turn or for room, or was just placed, is not
 // yet where the host sees it), and then no more until the host confirms it. A
 // client gets a new grace only once the host confirmed the most the
 // previous one covered: a claim nobody confirms counts for others one grace
@@ -25,14 +25,25 @@ namespace nvshare::daemon {
 // (kMemoryWatchInterval); the rest is margin for the grant itself.
 inline constexpr Duration kClaimGrace = std::chrono::seconds(15);
 
+// Where the client stands in the GPU's turns when its claim is counted.
+enum class ClaimTurn : uint8_t {
+    None,     // it does not wait for the GPU
+    Waits,    // it waits for its turn
+    Granted,  // its turn came just now
+};
+
 class ClaimGrace {
 public:
     // What of `claim` counts for others at `now`, `confirmed` being what
     // the host confirms of it; starts a grace where the claim exceeds that
-    // and one is due. `waits`: the client waits for its turn on the GPU, or
-    // was granted it just now: a running grace then lasts at least
-    // kClaimGrace from `now`.
-    uint64_t counted(uint64_t claim, uint64_t confirmed, TimePoint now, bool waits = false);
+    // and one is due. A running grace lasts at least kClaimGrace from `now`
+    // while the client waits for its first turn since the grace began, and
+    // from that turn's grant; not from a later one.
+    uint64_t counted(uint64_t claim, uint64_t confirmed, TimePoint now,
+                     ClaimTurn turn = ClaimTurn::None);
+    // The client left the line without its turn: its grace lasts no longer
+    // for any wait of its from now on.
+    void left_line();
     // When the running grace ends (counted() then changes), if one runs.
     std::optional<TimePoint> ends() const { return until_; }
     // The most claimed during the latest grace that the host has not yet
@@ -42,6 +53,7 @@ public:
 private:
     std::optional<TimePoint> until_;
     uint64_t owed_ = 0;
+    bool turn_over_ = false;  // the running grace's first turn came, or was given up
 };
 
 }  // namespace nvshare::daemon

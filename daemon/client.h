@@ -38,10 +38,11 @@ struct MemoryUse {
     // counts for the client's own scheduling alone.
     uint64_t confirmed_pinned = 0;
     // The part of `managed` others are told of and make room for: at most
-    // the GPU's size, and for a client of a user other than root what the
-    // host confirms (its GPU memory beyond confirmed_pinned and its resident
-    // host memory) or what its grace still covers (claim_grace.h; where the
-    // host cannot say, all of it). The rest counts for its own fit alone.
+    // the GPU's size (or its capacity where larger), and for a client of a
+    // user other than root what the host confirms (its GPU memory beyond
+    // confirmed_pinned and its resident host memory) or what its grace
+    // still covers (claim_grace.h; where the host cannot say, all of it).
+    // The rest counts for its own fit alone.
     uint64_t confirmed_managed = 0;
     uint64_t total() const { return managed + pinned; }                       // its own view
     uint64_t shared() const { return confirmed_managed + confirmed_pinned; }  // everybody else's

@@ -85,7 +85,7 @@ bool Room::oversubscribed_any(GpuSet gpus) const
 uint64_t Room::size_of(GpuIndex gpu) const
 {
     const Gpu& g = gpus_[gpu];
-    return g.description.physical_memory != 0 ? g.description.physical_memory : g.capacity;
+    return std::max(g.description.physical_memory, g.capacity);
 }
 
 uint64_t Room::host_share(const ClientRecord& c, GpuIndex gpu) const
@@ -103,7 +103,7 @@ uint64_t Room::host_share(const ClientRecord& c, GpuIndex gpu) const
 }
 
 void Room::set(ClientRecord& c, GpuIndex gpu, MemoryUse use, TimePoint now,
-               std::vector<Action>& out, bool waits)
+               std::vector<Action>& out, ClaimTurn turn)
 {
     // No process pins more than the GPU has; swappable memory may exceed
     // it (held in host memory), and above the GPU's size it changes nothing
@@ -126,7 +126,7 @@ void Room::set(ClientRecord& c, GpuIndex gpu, MemoryUse use, TimePoint now,
         // holds swapped-out copies, confirm the swappable claim.
         const uint64_t on_gpu = host->second - use.confirmed_pinned;
         use.confirmed_managed =
-            c.graces[gpu].counted(claim, on_gpu + host_share(c, gpu), now, waits);
+            c.graces[gpu].counted(claim, on_gpu + host_share(c, gpu), now, turn);
     }
     GpuRoom& r = rooms_[gpu];
     const bool counts = !holds(c, gpu);  // in what others keep

@@ -65,10 +65,9 @@ public:
     // Tells the others where their view of its pinned memory moved. What
     // the host confirms on its later GPUs depends on this one (host_share):
     // they are set again after it.
-    // `waits`: it waits for its turn on `gpu`, or was just granted it
-    // (ClaimGrace::counted).
+    // `turn`: where it stands in the GPU's turns (ClaimGrace::counted).
     void set(ClientRecord& c, GpuIndex gpu, MemoryUse use, TimePoint now, std::vector<Action>& out,
-             bool waits = false);
+             ClaimTurn turn = ClaimTurn::None);
     // What the host confirms of the client's memory on `gpu` (nullopt: it
     // can no longer say); applies at the next set().
     static void confirm(ClientRecord& c, GpuIndex gpu, std::optional<uint64_t> bytes);
@@ -132,8 +131,9 @@ private:
         uint64_t room_asked = 0;
         TimePoint room_asked_at{};
     };
-    // The most of a claim on `gpu` that counts for others: its size (NVML's,
-    // else its capacity).
+    // The most of a swappable claim on `gpu` that counts for others: its
+    // size, or its capacity where that is set larger (what the scheduler
+    // lets its clients use).
     uint64_t size_of(GpuIndex gpu) const;
     // The part of `c`'s resident host memory that may confirm its managed
     // memory on `gpu`: what its GPUs before `gpu` did not need of it.

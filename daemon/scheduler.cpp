@@ -413,6 +413,10 @@ void Scheduler::release(ClientId id, GpuSet gpus, TimePoint now)
     set_activity(*c, c->phase, now);
     if (c->phase == Phase::Waiting && (c->wanted & gpus) != 0) {
         const GpuSet wanted = c->wanted;
+        for_each_gpu(wanted, [&](GpuIndex g) {
+            if (const auto grace = c->graces.find(g); grace != c->graces.end())
+                grace->second.left_line();
+        });
         dequeue(*c);
         c->waited_total += now - c->waiting_since;
         set_activity(*c, Phase::Idle, c->last_active);
@@ -511,8 +515,10 @@ void Scheduler::set_room(ClientRecord& c, GpuIndex gpu, MemoryUse use, TimePoint
         return grace != c.graces.end() ? grace->second.ends() : std::nullopt;
     };
     const std::optional<TimePoint> before = end_of();
-    const bool waits = (c.wanted & gpu_bit(gpu)) != 0 || just_granted;
-    room_.set(c, gpu, use, now, actions_, waits);
+    const ClaimTurn turn = just_granted                     ? ClaimTurn::Granted
+                           : (c.wanted & gpu_bit(gpu)) != 0 ? ClaimTurn::Waits
+                                                            : ClaimTurn::None;
+    room_.set(c, gpu, use, now, actions_, turn);
     const std::optional<TimePoint> after = end_of();
     if (before == after)
         return;

@@ -237,8 +237,8 @@ private:
     // GPUs (what the host confirms there depends on it).
     void refresh_memory(ClientRecord& c, GpuIndex gpu, MemoryUse use, TimePoint now);
     // Room::set, keeping the end of the client's grace among grace_ends_;
-    // the grace lasts while it waits for `gpu` and from its grant
-    // (`just_granted`).
+    // the grace lasts while it waits for its first turn on `gpu` and from
+    // that turn's grant (`just_granted`: ClaimGrace::counted).
     void set_room(ClientRecord& c, GpuIndex gpu, MemoryUse use, TimePoint now,
                   bool just_granted = false);
     // The memory of a GPU's clients or its capacity changed: its style may

@@ -69,4 +69,27 @@ TEST(ClaimGrace, ConfirmedGrowthGetsAGraceAtEveryStep)
     EXPECT_EQ(g.counted(8 * GiB, 8 * GiB, now + 60s), 8 * GiB);
 }
 
+// A newcomer's memory waits for its turn where the host cannot see it: the
+// grace lasts while it waits and kClaimGrace from its grant, but only for
+// that first turn; leaving the line ends the extension too.
+TEST(ClaimGrace, AGraceOutlastsTheFirstWaitAndTurnOnly)
+{
+    ClaimGrace g;
+    EXPECT_EQ(g.counted(12 * GiB, 0, at0, ClaimTurn::Waits), 12 * GiB);
+    EXPECT_EQ(g.counted(12 * GiB, 0, at0 + 40s, ClaimTurn::Waits), 12 * GiB);
+    EXPECT_EQ(g.counted(12 * GiB, 0, at0 + 50s, ClaimTurn::Granted), 12 * GiB);
+    EXPECT_EQ(g.ends(), at0 + 50s + kClaimGrace);
+    EXPECT_EQ(g.counted(12 * GiB, 0, at0 + 60s, ClaimTurn::Waits), 12 * GiB);  // a second wait
+    EXPECT_EQ(g.ends(), at0 + 50s + kClaimGrace);
+    EXPECT_EQ(g.counted(12 * GiB, 0, at0 + 50s + kClaimGrace, ClaimTurn::Granted), 0u);
+
+    ClaimGrace left;
+    EXPECT_EQ(left.counted(12 * GiB, 0, at0, ClaimTurn::Waits), 12 * GiB);
+    EXPECT_EQ(left.counted(12 * GiB, 0, at0 + 10s, ClaimTurn::Waits), 12 * GiB);
+    left.left_line();
+    EXPECT_EQ(left.counted(12 * GiB, 0, at0 + 20s, ClaimTurn::Waits), 12 * GiB);
+    EXPECT_EQ(left.ends(), at0 + 10s + kClaimGrace);
+    EXPECT_EQ(left.counted(12 * GiB, 0, at0 + 10s + kClaimGrace, ClaimTurn::Waits), 0u);
+}
+
 }  // namespace

@@ -271,6 +271,28 @@ TEST(SchedulerClaims, AHolderLeavesRoomForAnUnconfirmedNewcomerOnlyInItsGrace)
     }
 }
 
+// A claimer that leaves the line before its turn and asks again keeps its
+// claim counting no longer than kClaimGrace after it left.
+TEST(SchedulerClaims, LeavingTheLineEndsTheWaitsHoldOnTheGrace)
+{
+    Scheduler s(SchedulerSettings{Mode::On, 30s, 10s});
+    const auto g = s.ensure_gpu({"GPU-a", "t", 16 * GiB});
+    ASSERT_TRUE(s.connect(1, {1, 1000, "holder"}, {*g}));
+    ASSERT_TRUE(s.connect(2, {2, 1001, "liar"}, {*g}));
+    ASSERT_TRUE(s.report_memory(1, *g, {12 * GiB, 0}, t0));
+    s.confirm_memory(1, *g, 12 * GiB, t0);
+    s.request(1, gpu_bit(*g), t0);
+    ASSERT_TRUE(s.report_memory(2, *g, {12 * GiB, 0}, t0));
+    s.request(2, gpu_bit(*g), t0);
+    s.confirm_memory(2, *g, 0, t0 + 1s);
+    s.confirm_host_memory(2, 0, t0 + 1s);
+    s.release(2, gpu_bit(*g), t0 + 10s);  // before its turn
+    s.request(2, gpu_bit(*g), t0 + 11s);
+    s.tick(t0 + 1s + kClaimGrace);
+    EXPECT_EQ(s.requested_memory(*g), 12 * GiB);
+    EXPECT_EQ(s.client(2)->phase, Phase::Waiting);
+}
+
 // A swappable claim beyond the GPU counts as the GPU, root's too.
 TEST(SchedulerClaims, NoSwappableClaimCountsForMoreThanTheGpu)
 {
