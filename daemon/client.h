@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/protocol.h"
+#include "daemon/claim_grace.h"
 #include "daemon/scheduler_types.h"
 
 namespace nvshare::daemon {
@@ -36,8 +37,15 @@ struct MemoryUse {
     // NVML counts for the process: Scheduler::confirm_memory). The rest
     // counts for the client's own scheduling alone.
     uint64_t confirmed_pinned = 0;
-    uint64_t total() const { return managed + pinned; }             // its own view
-    uint64_t shared() const { return managed + confirmed_pinned; }  // everybody else's
+    // The part of `managed` others are told of and make room for: at most
+    // the GPU's size (or its capacity where larger), and for a client of a
+    // user other than root what the host confirms (its GPU memory beyond
+    // confirmed_pinned and its resident host memory) or what its grace
+    // still covers (claim_grace.h; where the host cannot say, all of it).
+    // The rest counts for its own fit alone.
+    uint64_t confirmed_managed = 0;
+    uint64_t total() const { return managed + pinned; }                       // its own view
+    uint64_t shared() const { return confirmed_managed + confirmed_pinned; }  // everybody else's
 };
 
 enum class Phase { Idle, Waiting, Holding };
@@ -85,6 +93,12 @@ struct ClientRecord {
     // What the host confirms of its memory on each GPU (NVML's figure for
     // the process), where it was asked; confirmed_pinned is bounded by it.
     std::map<GpuIndex, uint64_t> host_confirms;
+    // Its resident host memory (anonymous: where the library keeps
+    // swapped-out copies), as the host last read it; it confirms its
+    // managed memory beside host_confirms, GPU by GPU in index order.
+    std::optional<uint64_t> host_resident;
+    // Each GPU's grace for managed memory the host does not confirm yet.
+    std::map<GpuIndex, ClaimGrace> graces;
     std::optional<TimePoint> grew_at;  // when its memory last grew (on any GPU)
     std::map<GpuIndex, SwapStats> swaps;
     std::map<GpuIndex, Duration> last_swap_in;  // its own latest bulk swap-in

@@ -12,6 +12,7 @@ ClientFacts client_facts(const Scheduler& scheduler, const ClientRecord& c, Time
         f.memory += m.total();
         f.pinned += m.pinned;
         f.confirmed_pinned += m.confirmed_pinned;
+        f.confirmed += m.shared();
     }
     f.held = held_so_far(c, now);
     f.waited = waited_so_far(c, now);

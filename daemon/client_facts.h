@@ -14,6 +14,7 @@ struct ClientFacts {
     uint64_t memory = 0;            // reported, all its GPUs, pinned included
     uint64_t pinned = 0;            // the part that is never evicted
     uint64_t confirmed_pinned = 0;  // the part of that others see (MemoryUse)
+    uint64_t confirmed = 0;         // the part of `memory` others see (MemoryUse::shared)
     Duration held{};                // so far, the running hold included
     Duration waited{};              // so far, the running wait included
     Duration quantum_left{};        // zero unless it holds

@@ -21,6 +21,7 @@ struct MemoryWatch::Shared {
     std::condition_variable wake;
     bool stop = false;                // under mutex
     std::set<std::string> uuids;      // under mutex
+    std::set<int32_t> pids;           // under mutex
     std::optional<Readings> pending;  // under mutex: read, not yet delivered
     int ready_fd = -1;                // the loop's eventfd; closed by the last owner
 
@@ -32,18 +33,22 @@ struct MemoryWatch::Shared {
 };
 
 void MemoryWatch::run(const std::shared_ptr<Shared>& shared, const Reader& reader,
-                      Duration interval)
+                      const HostReader& host_reader, Duration interval)
 {
     std::unique_lock<std::mutex> lock(shared->mutex);
     for (;;) {
-        shared->wake.wait(lock, [&] { return shared->stop || !shared->uuids.empty(); });
+        shared->wake.wait(
+            lock, [&] { return shared->stop || !shared->uuids.empty() || !shared->pids.empty(); });
         if (shared->stop)
             return;
         const std::set<std::string> uuids = shared->uuids;
+        const std::set<int32_t> pids = shared->pids;
         lock.unlock();
         Readings readings;
         for (const std::string& uuid : uuids)
-            readings[uuid] = reader(uuid);
+            readings.gpus[uuid] = reader(uuid);
+        for (const int32_t pid : pids)
+            readings.host[pid] = host_reader(pid);
         lock.lock();
         if (shared->stop)
             return;
@@ -55,8 +60,11 @@ void MemoryWatch::run(const std::shared_ptr<Shared>& shared, const Reader& reade
     }
 }
 
-MemoryWatch::MemoryWatch(Reader reader, Duration interval)
-    : reader_(std::move(reader)), interval_(interval), shared_(std::make_shared<Shared>())
+MemoryWatch::MemoryWatch(Reader reader, HostReader host_reader, Duration interval)
+    : reader_(std::move(reader)),
+      host_reader_(std::move(host_reader)),
+      interval_(interval),
+      shared_(std::make_shared<Shared>())
 {
 }
 
@@ -84,8 +92,9 @@ bool MemoryWatch::start(sd_event* event, std::function<void(const Readings&)> de
         return false;
     }
     try {
-        std::thread([shared = shared_, reader = reader_, interval = interval_] {
-            run(shared, reader, interval);
+        std::thread([shared = shared_, reader = reader_, host_reader = host_reader_,
+                     interval = interval_] {
+            run(shared, reader, host_reader, interval);
         }).detach();
     } catch (const std::system_error& e) {
         NVS_ERROR("cannot start the memory watch: %s", e.what());
@@ -94,13 +103,14 @@ bool MemoryWatch::start(sd_event* event, std::function<void(const Readings&)> de
     return true;
 }
 
-void MemoryWatch::watch(std::set<std::string> uuids)
+void MemoryWatch::watch(std::set<std::string> uuids, std::set<int32_t> pids)
 {
     bool wake = false;
     {
         std::lock_guard<std::mutex> lock(shared_->mutex);
-        wake = shared_->uuids.empty() && !uuids.empty();
+        wake = shared_->uuids.empty() && shared_->pids.empty() && (!uuids.empty() || !pids.empty());
         shared_->uuids = std::move(uuids);
+        shared_->pids = std::move(pids);
     }
     if (wake)
         shared_->wake.notify_all();

@@ -1,5 +1,6 @@
-// What the host confirms of each process's GPU memory: NVML's per-process
-// counts (nvml_process_memory) for the GPUs asked for, read every
+// What the host confirms of each process's memory: NVML's per-process
+// counts (nvml_process_memory) for the GPUs asked for and the resident host
+// memory of the processes asked for (process_anon_memory), read every
 // kMemoryWatchInterval on a thread of its own and handed to the event loop
 // through an eventfd. Reading asks the driver, which can take long on a GPU
 // in trouble; the loop never waits for it and keeps the latest readings,
@@ -29,9 +30,14 @@ public:
     using Counts = std::map<int32_t, uint64_t>;  // pid -> bytes
     // One GPU's counts; nullopt where the host cannot say.
     using Reader = std::function<std::optional<Counts>(const std::string& uuid)>;
-    using Readings = std::map<std::string, std::optional<Counts>>;  // by GPU UUID
+    // One process's resident host memory; nullopt where the host cannot say.
+    using HostReader = std::function<std::optional<uint64_t>(int32_t pid)>;
+    struct Readings {
+        std::map<std::string, std::optional<Counts>> gpus;  // by GPU UUID
+        std::map<int32_t, std::optional<uint64_t>> host;    // by pid
+    };
 
-    explicit MemoryWatch(Reader reader, Duration interval = kMemoryWatchInterval);
+    MemoryWatch(Reader reader, HostReader host_reader, Duration interval = kMemoryWatchInterval);
     // Stops the thread without waiting for it: a reading under way ends on
     // its own, and nothing of it reaches the loop.
     ~MemoryWatch();
@@ -41,16 +47,18 @@ public:
     // Calls `deliver` on `event`'s loop with each round's readings. False
     // (logged) when the eventfd or the thread cannot be made.
     bool start(sd_event* event, std::function<void(const Readings&)> deliver);
-    // The GPUs to read from now on; none: the thread sleeps.
-    void watch(std::set<std::string> uuids);
+    // The GPUs and processes to read from now on; none: the thread sleeps.
+    void watch(std::set<std::string> uuids, std::set<int32_t> pids);
 
 private:
     struct Shared;  // what the thread and the loop share
     // The thread: reads the GPUs asked for every `interval` until stopped.
-    static void run(const std::shared_ptr<Shared>& shared, const Reader& reader, Duration interval);
+    static void run(const std::shared_ptr<Shared>& shared, const Reader& reader,
+                    const HostReader& host_reader, Duration interval);
     static int on_ready(sd_event_source* s, int fd, uint32_t revents, void* self);
 
     Reader reader_;
+    HostReader host_reader_;
     Duration interval_;
     std::function<void(const Readings&)> deliver_;
     sd_event_source* source_ = nullptr;

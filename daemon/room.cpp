@@ -9,11 +9,18 @@ namespace nvshare::daemon {
 
 namespace {
 
-// The managed (movable) memory a client reported on `gpu`.
+// The managed (movable) memory a client reported on `gpu`: its own view.
 uint64_t managed_on(const ClientRecord& c, GpuIndex gpu)
 {
     const auto m = c.memory.find(gpu);
     return m != c.memory.end() ? m->second.managed : 0;
+}
+
+// The part of it others see and make room for.
+uint64_t shared_managed_on(const ClientRecord& c, GpuIndex gpu)
+{
+    const auto m = c.memory.find(gpu);
+    return m != c.memory.end() ? m->second.confirmed_managed : 0;
 }
 
 // The part of its pinned memory the host did not confirm: it counts for the
@@ -34,7 +41,7 @@ bool holds(const ClientRecord& c, GpuIndex gpu)
 uint64_t Room::kept_part(const ClientRecord& c, GpuIndex gpu)
 {
     const auto k = c.kept.find(gpu);
-    return k != c.kept.end() ? std::min(k->second, managed_on(c, gpu)) : 0;
+    return k != c.kept.end() ? std::min(k->second, shared_managed_on(c, gpu)) : 0;
 }
 
 std::pair<uint64_t, ClientId> Room::told_pinned_key(const ClientRecord& c, GpuIndex gpu)
@@ -75,19 +82,51 @@ bool Room::oversubscribed_any(GpuSet gpus) const
     return any;
 }
 
-void Room::set(ClientRecord& c, GpuIndex gpu, MemoryUse use, std::vector<Action>& out)
+uint64_t Room::size_of(GpuIndex gpu) const
+{
+    const Gpu& g = gpus_[gpu];
+    return std::max(g.description.physical_memory, g.capacity);
+}
+
+uint64_t Room::host_share(const ClientRecord& c, GpuIndex gpu) const
+{
+    uint64_t left = c.host_resident.value_or(0);
+    for (const auto& [g, m] : c.memory) {
+        const auto host = c.host_confirms.find(g);
+        if (g >= gpu || host == c.host_confirms.end())
+            continue;
+        const uint64_t claim = std::min(m.managed, size_of(g));
+        const uint64_t on_gpu = host->second - std::min(host->second, m.confirmed_pinned);
+        left -= std::min(left, claim - std::min(claim, on_gpu));
+    }
+    return left;
+}
+
+void Room::set(ClientRecord& c, GpuIndex gpu, MemoryUse use, TimePoint now,
+               std::vector<Action>& out, ClaimTurn turn)
 {
     // No process pins more than the GPU has; swappable memory may exceed
     // it (held in host memory), and above the GPU's size it changes nothing
     // for others.
     if (const uint64_t size = gpus_[gpu].description.physical_memory; size != 0)
         use.pinned = std::min(use.pinned, size);
+    const uint64_t claim = std::min(use.managed, size_of(gpu));
+    const auto host = c.host_confirms.find(gpu);
     if (c.info.uid == 0) {
         use.confirmed_pinned = use.pinned;
+        use.confirmed_managed = claim;
+    } else if (host == c.host_confirms.end()) {
+        // The host cannot say (no NVML, or not read yet): pinned memory
+        // waits for it, swappable memory counts as claimed.
+        use.confirmed_pinned = 0;
+        use.confirmed_managed = claim;
     } else {
-        const auto host = c.host_confirms.find(gpu);
-        use.confirmed_pinned =
-            host == c.host_confirms.end() ? 0 : std::min(use.pinned, host->second);
+        use.confirmed_pinned = std::min(use.pinned, host->second);
+        // NVML's count beyond the pinned part, and the host memory that
+        // holds swapped-out copies, confirm the swappable claim.
+        const uint64_t on_gpu = host->second - use.confirmed_pinned;
+        use.confirmed_managed =
+            c.graces[gpu].counted(claim, on_gpu + host_share(c, gpu), now, turn);
     }
     GpuRoom& r = rooms_[gpu];
     const bool counts = !holds(c, gpu);  // in what others keep
@@ -230,9 +269,9 @@ uint64_t Room::keep_allowance(const ClientRecord& c, GpuSet gpus) const
             need -= kept_part(c, g);
         for (ClientId h : gpus_[g].holders)
             if (h != c.id)
-                need += managed_on(clients_.at(h), g);
+                need += shared_managed_on(clients_.at(h), g);
         if (const ClientRecord& n = clients_.at(*next); !holds(n, g))
-            need += managed_on(n, g) - kept_part(n, g);
+            need += shared_managed_on(n, g) - kept_part(n, g);
         const uint64_t capacity = gpus_[g].capacity;
         const uint64_t room = capacity > need ? capacity - need : 0;
         keep = std::min({keep, room, own});
@@ -246,7 +285,7 @@ uint64_t Room::holders_need(GpuIndex gpu) const
 {
     uint64_t need = rooms_[gpu].pinned;
     for (ClientId h : gpus_[gpu].holders)
-        need += managed_on(clients_.at(h), gpu);
+        need += shared_managed_on(clients_.at(h), gpu);
     return need;
 }
 
@@ -262,15 +301,16 @@ std::vector<ClientRecord*> Room::beyond_fit(GpuIndex gpu,
     uint64_t need = rooms_[gpu].pinned;
     bool first = true, full = false;
     for (ClientRecord* h : holders) {
-        const uint64_t mine = managed_on(*h, gpu);
-        // The first keeps it; the next ones while they fit (each with its
-        // own unconfirmed pinned memory, which others do not make room for).
-        full |= !first && need + mine + unconfirmed_on(*h, gpu) > gpus_[gpu].capacity;
+        // The first keeps it; the next ones while they fit (each with all
+        // its own memory, of which others make room only for what counts
+        // for them).
+        full |=
+            !first && need + managed_on(*h, gpu) + unconfirmed_on(*h, gpu) > gpus_[gpu].capacity;
         first = false;
         if (full)
             beyond.push_back(h);
         else
-            need += mine;
+            need += shared_managed_on(*h, gpu);
     }
     return beyond;
 }
@@ -324,7 +364,7 @@ GpuSet Room::publish_shrinks(TimePoint now, std::vector<Action>& out)
             const auto m = c.memory.find(g);
             if (holds(c, g) || k == c.kept.end() || m == c.memory.end())
                 return std::nullopt;
-            return std::min(k->second, m->second.managed);
+            return std::min(k->second, m->second.confirmed_managed);
         };
         const uint64_t asked = std::min(room_to_ask(g, kept_here - room, now), kept_here);
         uint64_t left = kept_here - asked;

@@ -59,10 +59,15 @@ public:
     // Whether that exceeds the GPU's capacity (on any of `gpus`).
     bool oversubscribed(GpuIndex gpu) const;
     bool oversubscribed_any(GpuSet gpus) const;
-    // A client's memory on `gpu` as it reported it; the host's figure
-    // (confirm) bounds the pinned part others count. Tells the others where
-    // their view of its pinned memory moved.
-    void set(ClientRecord& c, GpuIndex gpu, MemoryUse use, std::vector<Action>& out);
+    // A client's memory on `gpu` as it reported it; the host's figures
+    // (confirm, ClientRecord::host_resident) bound what others count of it
+    // (MemoryUse::confirmed_pinned, confirmed_managed; its grace at `now`).
+    // Tells the others where their view of its pinned memory moved. What
+    // the host confirms on its later GPUs depends on this one (host_share):
+    // they are set again after it.
+    // `turn`: where it stands in the GPU's turns (ClaimGrace::counted).
+    void set(ClientRecord& c, GpuIndex gpu, MemoryUse use, TimePoint now, std::vector<Action>& out,
+             ClaimTurn turn = ClaimTurn::None);
     // What the host confirms of the client's memory on `gpu` (nullopt: it
     // can no longer say); applies at the next set().
     static void confirm(ClientRecord& c, GpuIndex gpu, std::optional<uint64_t> bytes);
@@ -126,8 +131,16 @@ private:
         uint64_t room_asked = 0;
         TimePoint room_asked_at{};
     };
+    // The most of a swappable claim on `gpu` that counts for others: its
+    // size, or its capacity where that is set larger (what the scheduler
+    // lets its clients use).
+    uint64_t size_of(GpuIndex gpu) const;
+    // The part of `c`'s resident host memory that may confirm its managed
+    // memory on `gpu`: what its GPUs before `gpu` did not need of it.
+    uint64_t host_share(const ClientRecord& c, GpuIndex gpu) const;
     // What `c` keeps on `gpu` that counts in GpuRoom::kept while it does not
-    // hold it: what it left there, as far as it still has it.
+    // hold it: what it left there, as far as it still has it (and counts
+    // for others).
     static uint64_t kept_part(const ClientRecord& c, GpuIndex gpu);
     // Its key in GpuRoom::told_pinned.
     static std::pair<uint64_t, ClientId> told_pinned_key(const ClientRecord& c, GpuIndex gpu);

@@ -323,6 +323,8 @@ std::optional<TimePoint> Scheduler::next_deadline() const
     std::optional<TimePoint> next = run_ahead_recheck_;
     if (!deadlines_.empty())
         next = std::min(next.value_or(TimePoint::max()), deadlines_.begin()->first);
+    if (!grace_ends_.empty())
+        next = std::min(next.value_or(TimePoint::max()), std::get<0>(*grace_ends_.begin()));
     return next;
 }
 
@@ -411,6 +413,10 @@ void Scheduler::release(ClientId id, GpuSet gpus, TimePoint now)
     set_activity(*c, c->phase, now);
     if (c->phase == Phase::Waiting && (c->wanted & gpus) != 0) {
         const GpuSet wanted = c->wanted;
+        for_each_gpu(wanted, [&](GpuIndex g) {
+            if (const auto grace = c->graces.find(g); grace != c->graces.end())
+                grace->second.left_line();
+        });
         dequeue(*c);
         c->waited_total += now - c->waiting_since;
         set_activity(*c, Phase::Idle, c->last_active);
@@ -470,11 +476,56 @@ void Scheduler::confirm_memory(ClientId id, GpuIndex gpu, std::optional<uint64_t
         set_memory(*c, gpu, m->second, now);
 }
 
+void Scheduler::confirm_host_memory(ClientId id, std::optional<uint64_t> bytes, TimePoint now)
+{
+    now_ = std::max(now_, now);
+    ClientRecord* c = find(id);
+    if (c == nullptr || c->memory.empty())
+        return;
+    c->host_resident = bytes;
+    const auto first = c->memory.begin();
+    set_memory(*c, first->first, first->second, now);
+}
+
 void Scheduler::set_memory(ClientRecord& c, GpuIndex gpu, MemoryUse use, TimePoint now)
 {
-    room_.set(c, gpu, use, actions_);
-    room_changed(gpu, now);
+    refresh_memory(c, gpu, use, now);
     tick(now);
+}
+
+void Scheduler::refresh_memory(ClientRecord& c, GpuIndex gpu, MemoryUse use, TimePoint now)
+{
+    set_room(c, gpu, use, now);
+    room_changed(gpu, now);
+    // What the host confirms on its later GPUs depends on this one
+    // (Room::host_share).
+    for (auto it = c.memory.upper_bound(gpu); it != c.memory.end(); ++it) {
+        const uint64_t was = it->second.shared();
+        set_room(c, it->first, it->second, now);
+        if (it->second.shared() != was)
+            room_changed(it->first, now);
+    }
+}
+
+void Scheduler::set_room(ClientRecord& c, GpuIndex gpu, MemoryUse use, TimePoint now,
+                         bool just_granted)
+{
+    const auto end_of = [&]() -> std::optional<TimePoint> {
+        const auto grace = c.graces.find(gpu);
+        return grace != c.graces.end() ? grace->second.ends() : std::nullopt;
+    };
+    const std::optional<TimePoint> before = end_of();
+    const ClaimTurn turn = just_granted                     ? ClaimTurn::Granted
+                           : (c.wanted & gpu_bit(gpu)) != 0 ? ClaimTurn::Waits
+                                                            : ClaimTurn::None;
+    room_.set(c, gpu, use, now, actions_, turn);
+    const std::optional<TimePoint> after = end_of();
+    if (before == after)
+        return;
+    if (before)
+        grace_ends_.erase({*before, c.id, gpu});
+    if (after)
+        grace_ends_.insert({*after, c.id, gpu});
 }
 
 void Scheduler::room_changed(GpuIndex gpu, TimePoint now)
@@ -528,6 +579,9 @@ void Scheduler::disconnect(ClientId id, TimePoint now)
         dequeue(*c);
     }
     room_.forget(*c);
+    for (const auto& [g, grace] : c->graces)
+        if (grace.ends())
+            grace_ends_.erase({*grace.ends(), id, g});
     const GpuSet registered = c->registered();
     const int rank = policy::class_rank(c->info.priority);
     const Phase phase = c->phase;
@@ -908,6 +962,9 @@ void Scheduler::grant(ClientRecord& c, TimePoint now)
     for_each_gpu(c.held, [&](GpuIndex g) {
         gpus_[g].holders.push_back(c.id);
         gpus_[g].grants++;
+        // The grace of memory that waited for this turn runs from now.
+        if (const auto m = c.memory.find(g); m != c.memory.end())
+            set_room(c, g, m->second, now, true);
     });
     line_moved_ |= c.held & gpus_with({Turns::Soft, Turns::Groups});
     c.contended_sent = wanted_by_others(c, now);
@@ -1199,6 +1256,13 @@ void Scheduler::reschedule_all(TimePoint now, GpuSet became_serialized)
 void Scheduler::tick(TimePoint now)
 {
     now_ = std::max(now_, now);
+    // Unconfirmed claims whose grace ended count for others no more.
+    while (!grace_ends_.empty() && std::get<0>(*grace_ends_.begin()) <= now) {
+        const auto [at, id, g] = *grace_ends_.begin();
+        grace_ends_.erase(grace_ends_.begin());
+        ClientRecord& c = clients_.at(id);
+        refresh_memory(c, g, c.memory.at(g), now);
+    }
     // The order of waiters moves with time (aging, held time), so a free GPU
     // whose first waiter could not go (it waits for another GPU too) may
     // have a new first waiter that can.

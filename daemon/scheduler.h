@@ -118,14 +118,22 @@ public:
     void request(ClientId id, GpuSet gpus, TimePoint now);
     void release(ClientId id, GpuSet gpus, TimePoint now);
     // False, changing nothing, for a report past the bounds above. Pinned
-    // memory is bounded by the GPU's size, and only its confirmed part
-    // (MemoryUse::confirmed_pinned) changes what others are told or get;
-    // the rest counts for the client's own fit alone.
+    // and managed memory are bounded by the GPU's size, and only their
+    // confirmed parts (MemoryUse::confirmed_pinned, confirmed_managed)
+    // change what others are told or get; the rest counts for the client's
+    // own fit alone.
     bool report_memory(ClientId id, GpuIndex gpu, MemoryUse use, TimePoint now);
     // What the host confirms of the client's memory on `gpu` (NVML's count
     // for its process); nullopt: the host can no longer say. A client of
     // root needs none.
     void confirm_memory(ClientId id, GpuIndex gpu, std::optional<uint64_t> bytes, TimePoint now);
+    // What the host confirms of the client's resident host memory, where
+    // swapped-out copies of its managed memory live (nullopt: it cannot
+    // say). With the GPU's figure it confirms the client's managed memory
+    // (MemoryUse::confirmed_managed); beyond that an increase counts for
+    // others for kClaimGrace (claim_grace.h). Bounded by the GPU's size
+    // either way; a client of root needs none.
+    void confirm_host_memory(ClientId id, std::optional<uint64_t> bytes, TimePoint now);
     bool report_swaps(ClientId id, GpuIndex gpu, const SwapStats& stats, TimePoint now);
     void disconnect(ClientId id, TimePoint now);
     // Takes the lock away from a holder now. False if it holds nothing.
@@ -225,6 +233,14 @@ private:
     ClientRecord* find(ClientId id);
     // A client's memory on a GPU changed, as reported or as confirmed.
     void set_memory(ClientRecord& c, GpuIndex gpu, MemoryUse use, TimePoint now);
+    // The same without tick(): the room of `gpu` and of the client's later
+    // GPUs (what the host confirms there depends on it).
+    void refresh_memory(ClientRecord& c, GpuIndex gpu, MemoryUse use, TimePoint now);
+    // Room::set, keeping the end of the client's grace among grace_ends_;
+    // the grace lasts while it waits for its first turn on `gpu` and from
+    // that turn's grant (`just_granted`: ClaimGrace::counted).
+    void set_room(ClientRecord& c, GpuIndex gpu, MemoryUse use, TimePoint now,
+                  bool just_granted = false);
     // The memory of a GPU's clients or its capacity changed: its style may
     // have changed, and in group turns who fits together.
     void room_changed(GpuIndex gpu, TimePoint now);
@@ -316,6 +332,8 @@ private:
     std::optional<uint64_t> default_capacity_;
     std::map<ClientId, ClientRecord> clients_;
     std::set<std::pair<TimePoint, ClientId>> deadlines_;
+    // When the grace of a client's unconfirmed managed memory on a GPU ends.
+    std::set<std::tuple<TimePoint, ClientId, GpuIndex>> grace_ends_;
     // The GPUs of each turn style (Turns as index); each GPU in one.
     std::array<GpuSet, kTurnStyles> gpus_by_turns_{};
     TimePoint now_{};  // the latest time an event brought

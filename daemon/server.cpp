@@ -26,17 +26,18 @@
 #include "daemon/process_cgroup.h"
 #include "daemon/process_command.h"
 #include "daemon/process_exit.h"
+#include "daemon/process_memory.h"
 #include "daemon/status.h"
 
 namespace nvshare::daemon {
 
 namespace {
 
-// Whether a client's pinned memory needs NVML's confirmation: that of a
-// user other than root does (Scheduler::confirm_memory).
-bool needs_confirming(const ClientInfo& client, uint64_t pinned)
+// Whether a client's memory needs the host's confirmation: that of a user
+// other than root does (Scheduler::confirm_memory, confirm_host_memory).
+bool needs_confirming(const ClientInfo& client, const MemoryUse& use)
 {
-    return client.uid != 0 && pinned != 0;
+    return client.uid != 0 && (use.pinned != 0 || use.managed != 0);
 }
 
 // A client that lets this much pile up unread is stuck; drop it rather than
@@ -151,8 +152,10 @@ bool Server::init()
                      gpu.physical_memory != 0 ? ", memory from NVML" : "");
     }
 
-    // What NVML confirms of clients' pinned memory, read off the loop.
-    memory_watch_ = std::make_unique<MemoryWatch>(nvml_process_memory);
+    // What NVML and the processes' host memory confirm of clients' memory,
+    // read off the loop.
+    memory_watch_ = std::make_unique<MemoryWatch>(
+        nvml_process_memory, [](int32_t pid) { return process_anon_memory(pid); });
     if (!memory_watch_->start(event_, [this](const MemoryWatch::Readings& readings) {
             on_memory_readings(readings);
         }))
@@ -722,11 +725,13 @@ bool Server::on_memory(Connection& c, const ClientRecord& client, const proto::M
         fail(c, proto::ErrorCode::BadValue, "memory report out of bounds");
         return false;
     }
-    // Pinned memory of a user other than root counts for others once NVML
-    // confirms it: watch the GPU.
-    if (needs_confirming(client.info, m.pinned_bytes) && memory_watch_ &&
-        watched_gpus_.insert(scheduler_.gpus()[gpu].description.uuid).second)
-        memory_watch_->watch(watched_gpus_);
+    // Memory of a user other than root counts for others as far as the
+    // host confirms it: watch the GPU and the process.
+    if (needs_confirming(client.info, {m.managed_bytes, m.pinned_bytes}) && memory_watch_) {
+        const bool new_gpu = watched_gpus_.insert(scheduler_.gpus()[gpu].description.uuid).second;
+        if (watched_pids_.insert(client.info.pid).second || new_gpu)
+            memory_watch_->watch(watched_gpus_, watched_pids_);
+    }
     return true;
 }
 
@@ -735,15 +740,22 @@ void Server::on_memory_readings(const MemoryWatch::Readings& readings)
     const TimePoint now = Clock::now();
     const auto& gpus = scheduler_.gpus();
     std::set<std::string> watched;
+    std::set<int32_t> watched_pids;
     std::vector<std::tuple<ClientId, GpuIndex, std::optional<uint64_t>>> changes;
+    std::vector<std::pair<ClientId, std::optional<uint64_t>>> host_changes;
     for (const auto& [id, c] : scheduler_.clients()) {
         if (c.info.uid == 0)
             continue;  // confirmed whole
+        if (const auto h = readings.host.find(c.info.pid);
+            h != readings.host.end() && h->second != c.host_resident)
+            host_changes.emplace_back(id, h->second);
         for (const auto& [g, use] : c.memory) {
-            if (needs_confirming(c.info, use.pinned))
+            if (needs_confirming(c.info, use)) {
                 watched.insert(gpus[g].description.uuid);
-            const auto r = readings.find(gpus[g].description.uuid);
-            if (r == readings.end())
+                watched_pids.insert(c.info.pid);
+            }
+            const auto r = readings.gpus.find(gpus[g].description.uuid);
+            if (r == readings.gpus.end())
                 continue;
             // A process NVML does not list has no memory there it confirms.
             std::optional<uint64_t> confirmed;
@@ -758,13 +770,16 @@ void Server::on_memory_readings(const MemoryWatch::Readings& readings)
                 changes.emplace_back(id, g, confirmed);
         }
     }
+    for (const auto& [id, bytes] : host_changes)
+        scheduler_.confirm_host_memory(id, bytes, now);
     for (const auto& [id, g, confirmed] : changes)
         scheduler_.confirm_memory(id, g, confirmed, now);
-    if (watched != watched_gpus_) {
+    if (watched != watched_gpus_ || watched_pids != watched_pids_) {
         watched_gpus_ = std::move(watched);
-        memory_watch_->watch(watched_gpus_);
+        watched_pids_ = std::move(watched_pids);
+        memory_watch_->watch(watched_gpus_, watched_pids_);
     }
-    if (!changes.empty())
+    if (!changes.empty() || !host_changes.empty())
         after_change();
 }
 

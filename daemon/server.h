@@ -145,8 +145,9 @@ private:
                    TimePoint now);
     bool on_stats(Connection& c, const ClientRecord& client, const proto::StatsPayload& st,
                   TimePoint now);
-    // What NVML confirms of the pinned memory of clients of users other
-    // than root (MemoryWatch), handed to the scheduler.
+    // What NVML and the processes' host memory confirm of the memory of
+    // clients of users other than root (MemoryWatch), handed to the
+    // scheduler.
     void on_memory_readings(const MemoryWatch::Readings& readings);
     void on_request(Connection& c, const ClientRecord& client, GpuSet gpus, TimePoint now);
     void on_released(const ClientRecord& client, GpuSet gpus, TimePoint now);
@@ -214,6 +215,7 @@ private:
     EventLog events_;
     std::unique_ptr<MemoryWatch> memory_watch_;
     std::set<std::string> watched_gpus_;  // the GPUs it reads (UUIDs)
+    std::set<int32_t> watched_pids_;      // the processes whose host memory it reads
 };
 
 }  // namespace nvshare::daemon

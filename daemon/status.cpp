@@ -30,6 +30,7 @@ nlohmann::json status_json(const Scheduler& scheduler, size_t connections, TimeP
                            {"memory", f.memory},
                            {"pinned_memory", f.pinned},
                            {"confirmed_pinned_memory", f.confirmed_pinned},
+                           {"confirmed_memory", f.confirmed},
                            {"held_us", to_usec(f.held)},
                            {"waited_us", to_usec(f.waited)},
                            {"quantum_left_us", to_usec(f.quantum_left)},

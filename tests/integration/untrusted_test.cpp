@@ -337,6 +337,170 @@ TEST(Untrusted, PinnedMemoryReachesOthersOnlyAsFarAsNvmlConfirmsIt)
     EXPECT_EQ(liar_of(d.status())["confirmed_pinned_memory"], kGiB);
 }
 
+// Another user reports `managed` bytes of swappable memory on GPU 0 and says
+// its pid; where `request_after` is given, it asks for the GPU that much
+// later and says "requested". It stays until the test ends.
+std::unique_ptr<AsUser> swappable_claim(const Daemon& d, uint64_t managed,
+                                        std::optional<Millis> request_after = std::nullopt)
+{
+    return std::make_unique<AsUser>(kNobody, [&d, managed, request_after](FILE* out, int stop) {
+        auto c = welcomed(d.socket(), "claim", {test_gpu(0, 16 * kGiB)});
+        fprintf(out, "%d\n", c && c->report_memory(0, managed) ? getpid() : 0);
+        fflush(out);
+        if (c && request_after) {
+            std::this_thread::sleep_for(*request_after);
+            fprintf(out, "%s\n", c->request(1) ? "requested" : "failed");
+            fflush(out);
+        }
+        wait_for_stop(stop);
+    });
+}
+
+// The status of the client with this pid.
+nlohmann::json client_of(const nlohmann::json& status, int pid)
+{
+    for (const auto& c : status["clients"])
+        if (c["pid"] == pid)
+            return c;
+    return {};
+}
+
+// A root process holding GPU 0 with 12 GiB of swappable memory.
+std::optional<LockClient> holder_of_12_gib(const Daemon& d)
+{
+    auto h = welcomed(d.socket(), "holder", {test_gpu(0, 16 * kGiB)});
+    if (!h || !h->report_memory(0, 12 * kGiB) || !h->request(1) ||
+        !h->expect(MsgType::Grant, kTimeout))
+        return std::nullopt;
+    return h;
+}
+
+// The keep allowances (MiB) of the Drop and Contended messages `c` gets
+// within `window`.
+std::vector<uint32_t> keeps_told(LockClient& c, Millis window)
+{
+    std::vector<uint32_t> keeps;
+    const auto end = std::chrono::steady_clock::now() + window;
+    while (std::chrono::steady_clock::now() < end) {
+        const auto f = c.receive(
+            std::chrono::duration_cast<Millis>(end - std::chrono::steady_clock::now() + 1ms));
+        if (!f)
+            break;
+        if (f->type == MsgType::Drop)
+            keeps.push_back(f->as<proto::DropPayload>().keep_mib);
+        else if (f->type == MsgType::Contended)
+            keeps.push_back(f->as<proto::GrantPayload>().keep_mib);
+    }
+    return keeps;
+}
+
+// Issue 47: another user claiming 12 GiB of swappable memory it does not
+// have (NVML counts nothing for it, its host memory is small) forced turns
+// on a 16 GiB GPU whose holder uses 12 GiB, and its request made the holder
+// leave only 4 GiB there. Now the claim counts for others for its grace
+// alone (15 s): then the holder runs in no turns and keeps everything when
+// the claimer asks for the GPU.
+TEST(Untrusted, UnconfirmedSwappableMemoryCountsForOthersOnlyForItsGrace)
+{
+    require_root();
+    TempDir info;
+    const std::string uuid = list_host_gpu(info);
+    const std::string processes = info / "processes";
+    std::ofstream(processes).flush();
+    Daemon d;
+    auto config = nvml_config(info, uuid, processes, "auto");
+    config.args.insert(config.args.end(), {"--time-quantum", "2s"});
+    ASSERT_TRUE(d.start(config));
+    auto holder = holder_of_12_gib(d);
+    ASSERT_TRUE(holder);
+    const auto liar = swappable_claim(d, 12 * kGiB, 18s);
+    const int pid = std::stoi("0" + liar->line());
+    ASSERT_GT(pid, 0);
+    auto status = d.status();
+    EXPECT_EQ(Daemon::gpu_by_number(status, 0)["serializing"], true) << "within its grace";
+    EXPECT_EQ(client_of(status, pid)["confirmed_memory"], 12 * kGiB);
+    ASSERT_EQ(liar->line(), "requested");  // its grace and a reading of the host's figures after
+    status = d.status();
+    EXPECT_EQ(Daemon::gpu_by_number(status, 0)["requested_memory"],
+              12 * kGiB + client_of(status, pid)["confirmed_memory"].get<uint64_t>());
+    EXPECT_LT(client_of(status, pid)["confirmed_memory"], kGiB);
+    EXPECT_EQ(client_of(status, pid)["memory"], 12 * kGiB);
+    EXPECT_EQ(Daemon::gpu_by_number(status, 0)["serializing"], false);
+    const auto keeps = keeps_told(*holder, 4s);
+    ASSERT_FALSE(keeps.empty()) << "the holder was not told the claimer waits";
+    for (const uint32_t keep : keeps)
+        EXPECT_EQ(keep, proto::kKeepEverything);
+}
+
+// An honest process of another user whose swappable memory the host
+// confirms (here NVML's count for it) counts after its grace as before.
+TEST(Untrusted, ConfirmedSwappableMemoryCountsAfterItsGrace)
+{
+    require_root();
+    TempDir info;
+    const std::string uuid = list_host_gpu(info);
+    const std::string processes = info / "processes";
+    std::ofstream(processes).flush();
+    Daemon d;
+    auto config = nvml_config(info, uuid, processes, "auto");
+    config.args.insert(config.args.end(), {"--time-quantum", "2s"});
+    ASSERT_TRUE(d.start(config));
+    auto holder = holder_of_12_gib(d);
+    ASSERT_TRUE(holder);
+    const auto honest = swappable_claim(d, 12 * kGiB, 18s);
+    const int pid = std::stoi("0" + honest->line());
+    ASSERT_GT(pid, 0);
+    std::ofstream(processes) << uuid << " " << pid << " " << 12 * kGiB << "\n";
+    ASSERT_EQ(honest->line(), "requested");
+    const auto status = d.status();
+    EXPECT_EQ(client_of(status, pid)["confirmed_memory"], 12 * kGiB);
+    EXPECT_EQ(Daemon::gpu_by_number(status, 0)["requested_memory"], 24 * kGiB);
+    EXPECT_EQ(Daemon::gpu_by_number(status, 0)["serializing"], true);
+    const auto keeps = keeps_told(*holder, 4s);
+    ASSERT_FALSE(keeps.empty());
+    EXPECT_EQ(keeps.front(), 4096u);  // room for its 12 GiB
+}
+
+// No swappable claim counts for more than the GPU: 8 TiB of root's counts
+// as 16 GiB, and alone it forces no turns.
+TEST(Untrusted, ASwappableClaimBeyondTheGpuCountsAsTheGpu)
+{
+    require_root();
+    TempDir info;
+    const std::string uuid = list_host_gpu(info);
+    Daemon d;
+    ASSERT_TRUE(d.start(nvml_config(info, uuid, info / "processes", "auto")));
+    auto c = welcomed(d.socket(), "big", {test_gpu(0, 16 * kGiB)});
+    ASSERT_TRUE(c && c->report_memory(0, uint64_t{1} << 43));
+    const auto status = d.status();
+    EXPECT_EQ(Daemon::gpu_by_number(status, 0)["requested_memory"], 16 * kGiB);
+    EXPECT_EQ(Daemon::gpu_by_number(status, 0)["serializing"], false);
+}
+
+// An honest newcomer's memory waits for its turn where the host cannot see
+// it: its claim counts for others while it waits (here past its 15 s of
+// grace, the holder's quantum being 20 s), so the holder leaves it room.
+TEST(Untrusted, ANewcomersUnconfirmedClaimGetsItsRoomWhileItWaits)
+{
+    require_root();
+    TempDir info;
+    const std::string uuid = list_host_gpu(info);
+    const std::string processes = info / "processes";
+    std::ofstream(processes).flush();
+    Daemon d;
+    auto config = nvml_config(info, uuid, processes, "on");
+    config.args.insert(config.args.end(), {"--time-quantum", "20s"});
+    ASSERT_TRUE(d.start(config));
+    auto holder = holder_of_12_gib(d);
+    ASSERT_TRUE(holder);
+    const auto newcomer = swappable_claim(d, 12 * kGiB, 0ms);
+    ASSERT_GT(std::stoi("0" + newcomer->line()), 0);
+    ASSERT_EQ(newcomer->line(), "requested");
+    const auto drop = holder->expect(MsgType::Drop, 25s);
+    ASSERT_TRUE(drop);
+    EXPECT_EQ(drop->as<proto::DropPayload>().keep_mib, 4096u);
+}
+
 // NVML is read off the event loop: a driver that takes 5 s to list a GPU's
 // processes delays no hand-over of the lock, nor the daemon's exit.
 TEST(Untrusted, ASlowNvmlDelaysNoHandOver)

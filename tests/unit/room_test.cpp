@@ -46,7 +46,7 @@ protected:
         c.info = ClientInfo{static_cast<int32_t>(id), uid, "c"};
         c.gpus = {0};
         members_.insert(id);
-        room_.set(c, 0, {managed, 0}, out_);
+        room_.set(c, 0, {managed, 0}, now_, out_);
         return c;
     }
     void hold(ClientId id)

@@ -105,8 +105,9 @@ TEST(SchedulerClaims, ReportsPastTheBoundsAreRefusedAndChangeNothing)
     EXPECT_FALSE(s.report_memory(2, *g, {0, kMaxReportedBytes + 1}, t0));
     EXPECT_EQ(s.requested_memory(*g), 12 * GiB);
     EXPECT_TRUE(s.report_memory(2, *g, {kMaxReportedBytes, kMaxReportedBytes}, t0));
-    // Its pinned part, unconfirmed, counts for itself alone.
-    EXPECT_EQ(s.requested_memory(*g), 12 * GiB + kMaxReportedBytes);
+    // Its pinned part, unconfirmed, counts for itself alone; its swappable
+    // part as the GPU's size.
+    EXPECT_EQ(s.requested_memory(*g), 12 * GiB + 16 * GiB);
     EXPECT_TRUE(s.report_memory(2, *g, {0, 0}, t0));
     EXPECT_EQ(s.requested_memory(*g), 12 * GiB);
 
@@ -193,6 +194,144 @@ TEST(SchedulerClaims, RootsPinnedMemoryCountsAndNoClaimExceedsTheGpu)
     ASSERT_TRUE(s.report_memory(2, *g, {0, kMaxReportedBytes}, t0));
     EXPECT_EQ(told(s), (std::map<ClientId, uint64_t>{{1, 16 * GiB}}));
     EXPECT_EQ(s.requested_memory(*g), 16 * GiB);
+}
+
+// Issue 47: a user's claim of swappable memory counts for others only as
+// far as the host confirms it (its GPU memory as NVML counts it beyond the
+// pinned part, and its resident host memory), beyond that only for
+// kClaimGrace after it was reported.
+TEST(SchedulerClaims, SwappableMemoryCountsForOthersAsConfirmedOrForItsGrace)
+{
+    Scheduler s(SchedulerSettings{Mode::Auto, 30s, 10s});
+    const auto g = s.ensure_gpu({"GPU-a", "t", 16 * GiB});
+    ASSERT_TRUE(s.connect(1, {1, 1000, "honest"}, {*g}));
+    ASSERT_TRUE(s.connect(2, {2, 1001, "liar"}, {*g}));
+    ASSERT_TRUE(s.report_memory(1, *g, {10 * GiB, 0}, t0));
+    s.confirm_memory(1, *g, 10 * GiB, t0);
+    ASSERT_TRUE(s.report_memory(2, *g, {12 * GiB, 0}, t0));
+    EXPECT_EQ(s.requested_memory(*g), 22 * GiB);  // the host cannot say yet
+    s.confirm_memory(2, *g, 0, t0);               // NVML lists nothing for it
+    s.confirm_host_memory(2, GiB / 2, t0);        // and its host memory is small
+    EXPECT_EQ(s.requested_memory(*g), 22 * GiB);  // within its grace
+    EXPECT_TRUE(s.serializing(*g));
+    EXPECT_EQ(s.next_deadline(), t0 + kClaimGrace);
+    s.tick(t0 + kClaimGrace);
+    EXPECT_EQ(s.requested_memory(*g), 10 * GiB + GiB / 2);
+    EXPECT_FALSE(s.serializing(*g));
+    EXPECT_EQ(s.client(2)->memory.at(*g).managed, 12 * GiB);  // its own view keeps it
+    EXPECT_EQ(s.client(2)->memory.at(*g).confirmed_managed, GiB / 2);
+    // Reporting again starts no new grace.
+    ASSERT_TRUE(s.report_memory(2, *g, {0, 0}, t0 + 20s));
+    ASSERT_TRUE(s.report_memory(2, *g, {12 * GiB, 0}, t0 + 21s));
+    EXPECT_EQ(s.requested_memory(*g), 10 * GiB + GiB / 2);
+    // What the host confirms counts: its GPU memory and its host memory.
+    s.confirm_memory(2, *g, 4 * GiB, t0 + 22s);
+    s.confirm_host_memory(2, 6 * GiB, t0 + 22s);
+    EXPECT_EQ(s.requested_memory(*g), 20 * GiB);
+    EXPECT_TRUE(s.serializing(*g));
+}
+
+// While the honest newcomer's claim counts (its grace, which lasts while
+// it waits for its turn), the holder leaves it room when it lets go; a
+// claim the host never confirms makes it leave nothing after the grace.
+TEST(SchedulerClaims, AHolderLeavesRoomForAnUnconfirmedNewcomerOnlyInItsGrace)
+{
+    for (const bool late : {false, true}) {
+        Scheduler s(SchedulerSettings{Mode::On, 30s, 10s});
+        const auto g = s.ensure_gpu({"GPU-a", "t", 16 * GiB});
+        ASSERT_TRUE(s.connect(1, {1, 1000, "holder"}, {*g}));
+        ASSERT_TRUE(s.connect(2, {2, 1001, "newcomer"}, {*g}));
+        ASSERT_TRUE(s.report_memory(1, *g, {12 * GiB, 0}, t0));
+        s.confirm_memory(1, *g, 12 * GiB, t0);
+        s.request(1, gpu_bit(*g), t0);
+        ASSERT_TRUE(s.report_memory(2, *g, {12 * GiB, 0}, t0));
+        s.confirm_memory(2, *g, 0, t0);
+        s.confirm_host_memory(2, 0, t0);
+        const TimePoint asked = late ? t0 + kClaimGrace : t0 + 1s;
+        s.tick(asked);
+        s.request(2, gpu_bit(*g), asked);
+        (void)s.take_actions();
+        s.tick(asked + 30s);  // the holder's quantum ends
+        uint64_t keep = UINT64_MAX;
+        for (const Action& a : s.take_actions())
+            if (a.kind == ActionKind::Drop && a.client == 1)
+                keep = a.keep;
+        EXPECT_EQ(keep, late ? UINT64_MAX : 4 * GiB) << late;
+        if (late)
+            continue;
+        // Its grace lasted while it waited (past kClaimGrace after its
+        // report), and lasts kClaimGrace from its grant.
+        s.release(1, gpu_bit(*g), asked + 31s);
+        EXPECT_EQ(s.client(2)->phase, Phase::Holding);
+        EXPECT_EQ(s.requested_memory(*g), 24 * GiB);
+        s.tick(asked + 31s + kClaimGrace - 1ns);
+        EXPECT_EQ(s.requested_memory(*g), 24 * GiB);
+        s.tick(asked + 31s + kClaimGrace);
+        EXPECT_EQ(s.requested_memory(*g), 12 * GiB);
+    }
+}
+
+// A claimer that leaves the line before its turn and asks again keeps its
+// claim counting no longer than kClaimGrace after it left.
+TEST(SchedulerClaims, LeavingTheLineEndsTheWaitsHoldOnTheGrace)
+{
+    Scheduler s(SchedulerSettings{Mode::On, 30s, 10s});
+    const auto g = s.ensure_gpu({"GPU-a", "t", 16 * GiB});
+    ASSERT_TRUE(s.connect(1, {1, 1000, "holder"}, {*g}));
+    ASSERT_TRUE(s.connect(2, {2, 1001, "liar"}, {*g}));
+    ASSERT_TRUE(s.report_memory(1, *g, {12 * GiB, 0}, t0));
+    s.confirm_memory(1, *g, 12 * GiB, t0);
+    s.request(1, gpu_bit(*g), t0);
+    ASSERT_TRUE(s.report_memory(2, *g, {12 * GiB, 0}, t0));
+    s.request(2, gpu_bit(*g), t0);
+    s.confirm_memory(2, *g, 0, t0 + 1s);
+    s.confirm_host_memory(2, 0, t0 + 1s);
+    s.release(2, gpu_bit(*g), t0 + 10s);  // before its turn
+    s.request(2, gpu_bit(*g), t0 + 11s);
+    s.tick(t0 + 1s + kClaimGrace);
+    EXPECT_EQ(s.requested_memory(*g), 12 * GiB);
+    EXPECT_EQ(s.client(2)->phase, Phase::Waiting);
+}
+
+// A swappable claim beyond the GPU counts as the GPU, root's too.
+TEST(SchedulerClaims, NoSwappableClaimCountsForMoreThanTheGpu)
+{
+    Scheduler s(SchedulerSettings{Mode::Auto, 30s, 10s});
+    const auto g = s.ensure_gpu({"GPU-a", "t", 16 * GiB});
+    ASSERT_TRUE(s.connect(1, {1, 0, "root"}, {*g}));
+    ASSERT_TRUE(s.connect(2, {2, 1001, "user"}, {*g}));
+    ASSERT_TRUE(s.report_memory(1, *g, {kMaxReportedBytes, 0}, t0));
+    EXPECT_EQ(s.requested_memory(*g), 16 * GiB);
+    EXPECT_FALSE(s.serializing(*g));
+    ASSERT_TRUE(s.report_memory(2, *g, {kMaxReportedBytes, 0}, t0));
+    EXPECT_EQ(s.requested_memory(*g), 32 * GiB);
+    EXPECT_EQ(s.client(2)->memory.at(*g).managed, kMaxReportedBytes);
+}
+
+// One process's host memory confirms its claims on its GPUs once, in
+// their order.
+TEST(SchedulerClaims, HostMemoryConfirmsAProcesssClaimsOnItsGpusOnce)
+{
+    Scheduler s(SchedulerSettings{Mode::Auto, 30s, 10s});
+    const auto a = s.ensure_gpu({"GPU-a", "t", 16 * GiB});
+    const auto b = s.ensure_gpu({"GPU-b", "t", 16 * GiB});
+    ASSERT_TRUE(s.connect(1, {1, 1000, "two"}, {*a, *b}));
+    ASSERT_TRUE(s.report_memory(1, *a, {8 * GiB, 0}, t0));
+    ASSERT_TRUE(s.report_memory(1, *b, {8 * GiB, 0}, t0));
+    s.confirm_memory(1, *a, 2 * GiB, t0);
+    s.confirm_memory(1, *b, 0, t0);
+    s.confirm_host_memory(1, 10 * GiB, t0);
+    s.tick(t0 + kClaimGrace);
+    EXPECT_EQ(s.requested_memory(*a), 8 * GiB);  // 2 on the GPU, 6 in host memory
+    EXPECT_EQ(s.requested_memory(*b), 4 * GiB);  // the host memory left
+    // Less host memory: GPU a's claim, confirmed whole before, gets a grace
+    // again; b's, never confirmed whole, gets none.
+    s.confirm_host_memory(1, 4 * GiB, t0 + 16s);
+    EXPECT_EQ(s.requested_memory(*a), 8 * GiB);
+    EXPECT_EQ(s.requested_memory(*b), 0u);
+    s.tick(t0 + 16s + kClaimGrace);
+    EXPECT_EQ(s.requested_memory(*a), 6 * GiB);
+    EXPECT_EQ(s.requested_memory(*b), 0u);
 }
 
 }  // namespace

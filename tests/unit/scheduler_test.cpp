@@ -1260,7 +1260,8 @@ TEST(SchedulerProperties, InvariantsHoldUnderRandomEvents)
             }
             s.take_actions();
             // Exclusivity: a serializing GPU has one holder, or in auto
-            // mode holders whose memory fits together, except while the
+            // mode holders whose memory fits together (as it counts for
+            // others: no claim for more than the GPU), except while the
             // extra holders are being asked to let go.
             for (GpuIndex g = 0; g < gpus; ++g) {
                 const auto& holders = s.gpus()[g].holders;
@@ -1273,7 +1274,7 @@ TEST(SchedulerProperties, InvariantsHoldUnderRandomEvents)
                     ASSERT_TRUE(hc->held & gpu_bit(g));
                     not_dropping += !hc->drop_sent;
                     if (!hc->drop_sent && hc->memory.count(g) != 0)
-                        their_memory += hc->memory.at(g).total();
+                        their_memory += hc->memory.at(g).shared();
                 }
                 if (s.serializing(g) && not_dropping > 1) {
                     ASSERT_EQ(s.mode_of(g), Mode::Auto) << "GPU " << g;
