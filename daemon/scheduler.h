@@ -20,6 +20,7 @@
 #include "daemon/member_classes.h"
 #include "daemon/room.h"
 #include "daemon/scheduler_types.h"
+#include "daemon/soft_followers.h"
 #include "daemon/turn_policy.h"
 #include "daemon/usage.h"
 #include "daemon/wait_notices.h"
@@ -179,6 +180,9 @@ public:
     // told (WaitNotices::due); nullopt if it does not wait for it, or the GPU
     // is not taken in turns (then it waits for another one).
     std::optional<WaitFacts> wait_facts(ClientId id, GpuIndex gpu) const;
+    // When tick() must look at client `id` next (ClientRecord::deadline, or
+    // its followers' where it is among a GPU's soft-turn followers).
+    std::optional<TimePoint> deadline_of(ClientId id) const;
     size_t holding_count() const { return holding_; }
     size_t waiting_count() const { return waiting_; }
     // Every user's use of every GPU, exited clients included.
@@ -220,6 +224,9 @@ private:
         std::set<ClientId> members;
         MemberClasses classes;
         WaitNotices notices;
+        SoftFollowers followers;
+        std::set<ClientId> loose;   // its waiters that are not among its followers
+        std::set<ClientId> others;  // its members that are not among its followers
     };
 
     ClientRecord* find(ClientId id);
@@ -305,6 +312,24 @@ private:
     std::optional<TimePoint> quantum_end(const ClientRecord& c) const;
     void update_deadline(ClientRecord& c);
     void update_holder_deadlines(GpuSet gpus);
+    // Soft-turn followers (soft_followers.h): the GPU whose followers waiter
+    // `c` is among by its facts now, if any; their deadline on `gpu` now;
+    // whether one of them may join the holders now (false only where none
+    // may); `c` joins or leaves them (keeping their deadline as its own,
+    // and among the GPU's loose waiters where it still waits there).
+    std::optional<GpuIndex> follower_gpu(const ClientRecord& c, TimePoint now) const;
+    std::optional<TimePoint> followers_due(GpuIndex gpu, TimePoint now) const;
+    bool followers_may_start(GpuIndex gpu, TimePoint now) const;
+    bool user_may_join(uint32_t uid, GpuIndex gpu) const;
+    bool a_follower_may_go(GpuIndex gpu, TimePoint now) const;
+    void follow(ClientRecord& c, GpuIndex gpu);
+    void unfollow(ClientRecord& c, bool still_waiting);
+    void set_followers_at(GpuIndex gpu, std::optional<TimePoint> at);
+    // Every follower leaves its GPU's followers (their bound may move).
+    void disband_followers();
+    // The deadlines of `gpu`'s members (but its holders, with `holders` false)
+    // worked out again: its followers' at once.
+    void update_member_deadlines(GpuIndex gpu, bool holders);
     void reschedule_all(TimePoint now, GpuSet became_serialized);
 
     SchedulerSettings settings_;
