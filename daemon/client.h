@@ -124,6 +124,9 @@ struct ClientRecord {
     // (Scheduler::deadline_of).
     std::optional<TimePoint> deadline;
     std::optional<GpuIndex> follows;
+    // The GPU whose soft-turn followers it would be among once its own
+    // bound (the time) comes, until then.
+    std::optional<std::pair<GpuIndex, TimePoint>> pending;
 
     // Statistics over the client's life.
     Duration held_total{};

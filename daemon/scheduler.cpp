@@ -656,6 +656,8 @@ void Scheduler::dequeue(ClientRecord& c)
     wait_dirty_ |= c.wanted;  // the places behind it move up
     if (c.follows)
         unfollow(c, false);
+    if (c.pending)
+        clear_pending(c, false);
     for_each_gpu(c.wanted, [&](GpuIndex g) {
         queues_[g].line.remove(c);
         queues_[g].loose.erase(c.id);
@@ -821,6 +823,17 @@ void Scheduler::admit(GpuSet gpus, TimePoint now)
         loose.reserve(q.loose.size());
         for (ClientId id : q.loose)
             loose.push_back({q.line.position_of(order, clients_.at(id)), id});
+        // Pending ones whose bound has come may go too, and the first in
+        // line where nobody holds the GPU.
+        for (const auto& [bound, id] : q.followers.pending) {
+            if (bound > now)
+                break;
+            loose.push_back({q.line.position_of(order, clients_.at(id)), id});
+        }
+        if (gpus_[g].holders.empty())
+            if (const auto first = head(g, now);
+                first && clients_.at(*first).pending && clients_.at(*first).pending->second > now)
+                loose.push_back({q.line.position_of(order, clients_.at(*first)), *first});
         std::sort(loose.begin(), loose.end());
         // The first follower after `passed` of each user that may join.
         const auto next_follower = [&](const std::optional<Place>& passed) {
@@ -862,6 +875,7 @@ void Scheduler::admit(GpuSet gpus, TimePoint now)
             }
         }
         set_followers_at(g, followers_due(g, now_));
+        update_pending(g);
     });
 }
 
@@ -1202,20 +1216,25 @@ void Scheduler::update_deadline(ClientRecord& c)
                 want = at;
         });
     }
-    // A follower whose deadline is its followers' stays or goes among them.
-    if (const auto g = follower_gpu(c, now_); g && want == queues_[*g].followers.at) {
-        if (c.follows == g)
+    // A follower whose deadline is its followers' stays or goes among them;
+    // one whose own bound has not come is pending.
+    const auto f = c.phase == Phase::Waiting ? follower_gpu(c, now_) : std::nullopt;
+    if (f && f->second <= now_ && want == queues_[f->first].followers.at) {
+        if (c.follows == f->first)
             return;
         if (c.follows)
             unfollow(c, true);
+        if (c.pending)
+            clear_pending(c, true);
         if (c.deadline)
             deadlines_.erase({*c.deadline, c.id});
         c.deadline.reset();
-        follow(c, *g);
+        follow(c, f->first);
         return;
     }
     if (c.follows)
         unfollow(c, true);
+    set_pending(c, f && f->second > now_ ? f : std::nullopt, want);
     if (want == c.deadline)
         return;
     if (c.deadline)
@@ -1225,7 +1244,8 @@ void Scheduler::update_deadline(ClientRecord& c)
         deadlines_.insert({*want, c.id});
 }
 
-std::optional<GpuIndex> Scheduler::follower_gpu(const ClientRecord& c, TimePoint now) const
+std::optional<std::pair<GpuIndex, TimePoint>> Scheduler::follower_gpu(const ClientRecord& c,
+                                                                      TimePoint now) const
 {
     if (c.phase != Phase::Waiting || c.first_granted_at ||
         c.info.priority == Priority::Interactive ||
@@ -1235,10 +1255,8 @@ std::optional<GpuIndex> Scheduler::follower_gpu(const ClientRecord& c, TimePoint
     if (std::popcount(in_turns) != 1 || (in_turns & gpus_with({Turns::Soft})) == 0)
         return std::nullopt;
     const auto g = static_cast<GpuIndex>(std::countr_zero(in_turns));
-    // Its own bound came: from now on only the holders' start keeps it.
-    if (policy_join_time(c, g, now) > now)
-        return std::nullopt;
-    return g;
+    // Once its own bound has come, only the holders' start keeps it.
+    return std::pair{g, policy_join_time(c, g, now)};
 }
 
 // A follower's join time is the latest settle time of the holders (it has
@@ -1316,14 +1334,69 @@ void Scheduler::set_followers_at(GpuIndex gpu, std::optional<TimePoint> at)
 
 void Scheduler::disband_followers()
 {
-    for (GpuQueue& q : queues_)
+    for (GpuQueue& q : queues_) {
         while (!q.followers.empty())
             unfollow(clients_.at(q.followers.first()), true);
+        while (!q.followers.pending.empty())
+            clear_pending(clients_.at(q.followers.pending.begin()->second), true);
+    }
+}
+
+void Scheduler::set_pending(ClientRecord& c, std::optional<std::pair<GpuIndex, TimePoint>> pending,
+                            std::optional<TimePoint> deadline)
+{
+    if (c.pending && c.pending != pending)
+        clear_pending(c, true);
+    if (!pending)
+        return;
+    GpuQueue& q = queues_[pending->first];
+    if (!c.pending) {
+        q.followers.pending.insert({pending->second, c.id});
+        q.loose.erase(c.id);
+        q.others.erase(c.id);
+        c.pending = pending;
+    }
+    if (deadline != pending->second)
+        q.followers.driven.insert(c.id);
+    else
+        q.followers.driven.erase(c.id);
+}
+
+void Scheduler::clear_pending(ClientRecord& c, bool still_waiting)
+{
+    GpuQueue& q = queues_[c.pending->first];
+    q.followers.pending.erase({c.pending->second, c.id});
+    q.followers.driven.erase(c.id);
+    q.others.insert(c.id);
+    if (still_waiting)
+        q.loose.insert(c.id);
+    c.pending.reset();
+}
+
+// A pending waiter's join time is the later of its bound and the holders'
+// start: where both its bound and its deadline were beyond that start, it
+// is as it was.
+void Scheduler::update_pending(GpuIndex gpu)
+{
+    const SoftFollowers& f = queues_[gpu].followers;
+    TimePoint upto = now_;
+    for (ClientId h : gpus_[gpu].holders)
+        upto = std::max(upto, settled_time(clients_.at(h)));
+    std::vector<ClientId> ids(f.driven.begin(), f.driven.end());
+    for (const auto& [bound, id] : f.pending) {
+        if (bound > upto)
+            break;
+        ids.push_back(id);
+    }
+    for (ClientId id : ids)
+        if (ClientRecord& c = clients_.at(id); c.pending && c.pending->first == gpu)
+            update_deadline(c);
 }
 
 void Scheduler::update_member_deadlines(GpuIndex gpu, bool holders)
 {
     set_followers_at(gpu, followers_due(gpu, now_));
+    update_pending(gpu);
     const std::vector<ClientId> others(queues_[gpu].others.begin(), queues_[gpu].others.end());
     for (ClientId id : others) {
         ClientRecord& c = clients_.at(id);

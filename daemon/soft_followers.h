@@ -55,6 +55,12 @@ public:
     // none while no holder is starting.
     std::optional<TimePoint> at;
 
+    // Those that will follow once their own bound comes (Scheduler::pending),
+    // by that bound; their deadline is their bound, but for those in
+    // `driven`, whose deadline was the holders' start, later.
+    std::set<std::pair<TimePoint, ClientId>> pending;
+    std::set<ClientId> driven;
+
 private:
     static Bucket bucket_of(const ClientRecord& c)
     {
