@@ -815,9 +815,10 @@ void Scheduler::admit(GpuSet gpus, TimePoint now)
     for_each_gpu(gpus & gpus_with({Turns::Soft}), [&](GpuIndex g) {
         GpuQueue& q = queues_[g];
         // The order as it was when the walk began (a grant's held time
-        // starts at 0, but need not sum to exactly the same).
-        const policy::UserShares shares = shares_;
-        const LineOrder order{now, settings_.time_quantum, &shares};
+        // starts at 0, but need not sum to exactly the same): kept before
+        // the first grant.
+        std::optional<policy::UserShares> shares;
+        LineOrder order = line_order(now);
         using Place = std::pair<WaitingLine::Position, ClientId>;
         std::vector<Place> loose;
         loose.reserve(q.loose.size());
@@ -868,6 +869,10 @@ void Scheduler::admit(GpuSet gpus, TimePoint now)
             if (w.phase != Phase::Waiting)
                 continue;
             if (grantable(w, now)) {
+                if (!shares) {
+                    shares = shares_;
+                    order.shares = &*shares;
+                }
                 grant(w, now);
                 followers = followers_may_start(g, now);
             } else {
