@@ -806,10 +806,12 @@ bool Scheduler::wanted_by_others(const ClientRecord& c, TimePoint now) const
 // Every waiter of a GPU in line order: those that may go go, the others'
 // deadlines move (a holder granted just now may still be starting). A
 // follower may go only where no holder is starting and its user is below
-// its share, and then the first in line of its user's followers does: so
-// only the loose waiters and, while followers may start, the first follower
-// in line of each user below its share are looked at, and the followers'
-// one deadline moves for all of them.
+// its share, and then the first in line of its user's followers does; a
+// pending one only once its bound has come, or as the first in line where
+// nobody holds the GPU. So only the loose waiters, those pending ones and,
+// while followers may start, the first follower in line of each user below
+// its share are looked at; the followers' one deadline moves for all of
+// them, the pending ones' where the holders' start passes their bound.
 void Scheduler::admit(GpuSet gpus, TimePoint now)
 {
     for_each_gpu(gpus & gpus_with({Turns::Soft}), [&](GpuIndex g) {
