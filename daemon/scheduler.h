@@ -358,7 +358,7 @@ private:
     // may have moved: those whose bound comes before the holders' start
     // (or has come), and those whose deadline was that start.
     void update_pending(GpuIndex gpu);
-    // Every follower leaves its GPU's followers (their bound may move).
+    // Every follower and pending waiter becomes loose (their bound may move).
     void disband_followers();
     // The deadlines of `gpu`'s members (but its holders, with `holders` false)
     // worked out again: its followers' at once.
