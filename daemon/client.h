@@ -133,7 +133,14 @@ struct ClientRecord {
     Duration burst{};
     bool drop_sent = false;
     TimePoint drop_deadline{};
-    std::optional<TimePoint> deadline;  // next time tick() must look at this holder
+    // Next time tick() must look at this client; none while it is among a
+    // GPU's soft-turn followers (`follows`), whose deadline is theirs
+    // (Scheduler::deadline_of).
+    std::optional<TimePoint> deadline;
+    std::optional<GpuIndex> follows;
+    // The GPU whose soft-turn followers it would be among once its own
+    // bound (the time) comes, until then.
+    std::optional<std::pair<GpuIndex, TimePoint>> pending;
 
     // Statistics over the client's life.
     Duration held_total{};

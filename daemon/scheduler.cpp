@@ -177,6 +177,7 @@ void Scheduler::set_time_quantum(Duration tq, TimePoint now)
         if (c.phase == Phase::Holding)
             update_deadline(c);
     // So do the waits under way: softly, a waiter joins within a quantum.
+    disband_followers();
     admit(gpus_with({Turns::Soft}), now);
     tick(now);
 }
@@ -205,6 +206,7 @@ void Scheduler::set_gpu_time_quantum(const std::string& uuid, std::optional<Dura
     for (auto& [id, c] : clients_)
         if (c.phase == Phase::Holding)
             update_deadline(c);
+    disband_followers();
     admit(gpus_with({Turns::Soft}), now);  // the waits under way, as set_time_quantum
     tick(now);
 }
@@ -351,6 +353,7 @@ bool Scheduler::connect(ClientId id, ClientInfo info, std::vector<GpuIndex> gpus
     usage_.joined(added);
     for_each_gpu(registered, [&](GpuIndex g) {
         queues_[g].members.insert(id);
+        queues_[g].others.insert(id);
         queues_[g].classes.add(rank, false, added.last_active);
         room_.joined(added, g, actions_);
     });
@@ -454,10 +457,7 @@ bool Scheduler::report_memory(ClientId id, GpuIndex gpu, MemoryUse use, TimePoin
         // own GPUs depend on it (update_deadline reads the holders of the
         // GPUs a client holds or wants).
         if (first_growth)
-            for_each_gpu(c->registered(), [&](GpuIndex g) {
-                for (ClientId member : queues_[g].members)
-                    update_deadline(clients_.at(member));
-            });
+            for_each_gpu(c->registered(), [&](GpuIndex g) { update_member_deadlines(g, true); });
     }
     set_memory(*c, gpu, use, now);
     return true;
@@ -592,6 +592,7 @@ void Scheduler::disconnect(ClientId id, TimePoint now)
     clients_.erase(id);
     for_each_gpu(registered, [&](GpuIndex g) {
         queues_[g].members.erase(id);
+        queues_[g].others.erase(id);
         queues_[g].classes.remove(rank, phase != Phase::Idle, last_active);
         room_.tell_unpageable(g, actions_);
     });
@@ -698,6 +699,7 @@ void Scheduler::enqueue(ClientRecord& c)
     wait_dirty_ |= c.wanted;
     for_each_gpu(c.wanted, [&](GpuIndex g) {
         queues_[g].line.add(c);
+        queues_[g].loose.insert(c.id);
         queues_[g].notices.queued(c, g);
     });
     waiting_++;
@@ -706,8 +708,13 @@ void Scheduler::enqueue(ClientRecord& c)
 void Scheduler::dequeue(ClientRecord& c)
 {
     wait_dirty_ |= c.wanted;  // the places behind it move up
+    if (c.follows)
+        unfollow(c, false);
+    if (c.pending)
+        clear_pending(c, false);
     for_each_gpu(c.wanted, [&](GpuIndex g) {
         queues_[g].line.remove(c);
+        queues_[g].loose.erase(c.id);
         queues_[g].notices.left(c, g);
     });
     waiting_--;
@@ -836,30 +843,100 @@ bool Scheduler::wanted_by_others(const ClientRecord& c, TimePoint now) const
             others |= h != c.id;
             starts |= starting(clients_.at(h), now);
         }
-        // One that waits only for the starts to settle starts next. The
-        // line is looked at only where that decides, until one is found.
+        // One that waits only for the starts to settle starts next (every
+        // follower: its own bound came by now_). The line is looked at only
+        // where that decides, until one is found.
         if (others && !starts)
-            starts = queues_[g].line.any_of([&](ClientId id) {
-                const ClientRecord& w = clients_.at(id);
-                return starting(w, now) && policy_join_time(w, g, now) <= now;
-            });
+            starts = (!queues_[g].followers.empty() && now >= now_) ||
+                     queues_[g].line.any_of([&](ClientId id) {
+                         const ClientRecord& w = clients_.at(id);
+                         return starting(w, now) && policy_join_time(w, g, now) <= now;
+                     });
         any |= others && !starts;
     });
     return any;
 }
 
+// Every waiter of a GPU in line order: those that may go go, the others'
+// deadlines move (a holder granted just now may still be starting). A
+// follower may go only where no holder is starting and its user is below
+// its share, and then the first in line of its user's followers does; a
+// pending one only once its bound has come, or as the first in line where
+// nobody holds the GPU. So only the loose waiters, those pending ones and,
+// while followers may start, the first follower in line of each user below
+// its share are looked at; the followers' one deadline moves for all of
+// them, the pending ones' where the holders' start passes their bound.
 void Scheduler::admit(GpuSet gpus, TimePoint now)
 {
     for_each_gpu(gpus & gpus_with({Turns::Soft}), [&](GpuIndex g) {
-        for (ClientId id : ordered(g, now)) {
-            ClientRecord& w = clients_.at(id);
+        GpuQueue& q = queues_[g];
+        // The order as it was when the walk began (a grant's held time
+        // starts at 0, but need not sum to exactly the same): kept before
+        // the first grant.
+        std::optional<policy::UserShares> shares;
+        LineOrder order = line_order(now);
+        using Place = std::pair<WaitingLine::Position, ClientId>;
+        std::vector<Place> loose;
+        loose.reserve(q.loose.size());
+        for (ClientId id : q.loose)
+            loose.push_back({q.line.position_of(order, clients_.at(id)), id});
+        // Pending ones whose bound has come may go too, and the first in
+        // line where nobody holds the GPU.
+        for (const auto& [bound, id] : q.followers.pending) {
+            if (bound > now)
+                break;
+            loose.push_back({q.line.position_of(order, clients_.at(id)), id});
+        }
+        if (gpus_[g].holders.empty())
+            if (const auto first = head(g, now);
+                first && clients_.at(*first).pending && clients_.at(*first).pending->second > now)
+                loose.push_back({q.line.position_of(order, clients_.at(*first)), *first});
+        std::sort(loose.begin(), loose.end());
+        // The first follower after `passed` of each user that may join.
+        const auto next_follower = [&](const std::optional<Place>& passed) {
+            std::optional<Place> best;
+            q.followers.for_each_bucket([&](const SoftFollowers::Bucket& b, const auto& arrivals) {
+                if (!user_may_join(b.first, g))
+                    return;
+                for (const auto& [sequence, id] : arrivals) {
+                    const Place at{q.line.position_of(order, clients_.at(id)), id};
+                    if (passed && at <= *passed)
+                        continue;
+                    if (!best || at < *best)
+                        best = at;
+                    break;
+                }
+            });
+            return best;
+        };
+        bool followers = followers_may_start(g, now);
+        std::optional<Place> passed;
+        size_t i = 0;
+        for (;;) {
+            const std::optional<Place> follower =
+                followers ? next_follower(passed) : std::optional<Place>();
+            if (i < loose.size() && (!follower || loose[i] < *follower))
+                passed = loose[i++];
+            else if (follower)
+                passed = follower;
+            else
+                break;
+            ClientRecord& w = clients_.at(passed->second);
             if (w.phase != Phase::Waiting)
                 continue;
-            if (grantable(w, now))
+            if (grantable(w, now)) {
+                if (!shares) {
+                    shares = shares_;
+                    order.shares = &*shares;
+                }
                 grant(w, now);
-            else
-                update_deadline(w);  // a holder granted just now may still be starting
+                followers = followers_may_start(g, now);
+            } else {
+                update_deadline(w);
+            }
         }
+        set_followers_at(g, followers_due(g, now_));
+        update_pending(g);
     });
 }
 
@@ -1073,11 +1150,8 @@ void Scheduler::publish_waits()
 
 void Scheduler::publish_shrinks()
 {
-    for_each_gpu(room_.publish_shrinks(now_, actions_), [&](GpuIndex g) {
-        for (ClientId id : queues_[g].members)
-            if ((clients_.at(id).held & gpu_bit(g)) == 0)
-                update_deadline(clients_.at(id));
-    });
+    for_each_gpu(room_.publish_shrinks(now_, actions_),
+                 [&](GpuIndex g) { update_member_deadlines(g, false); });
 }
 
 bool Scheduler::should_bound(const ClientRecord& c)
@@ -1206,6 +1280,25 @@ void Scheduler::update_deadline(ClientRecord& c)
                 want = at;
         });
     }
+    // A follower whose deadline is its followers' stays or goes among them;
+    // one whose own bound has not come is pending.
+    const auto f = c.phase == Phase::Waiting ? follower_gpu(c, now_) : std::nullopt;
+    if (f && f->second <= now_ && want == queues_[f->first].followers.at) {
+        if (c.follows == f->first)
+            return;
+        if (c.follows)
+            unfollow(c, true);
+        if (c.pending)
+            clear_pending(c, true);
+        if (c.deadline)
+            deadlines_.erase({*c.deadline, c.id});
+        c.deadline.reset();
+        follow(c, f->first);
+        return;
+    }
+    if (c.follows)
+        unfollow(c, true);
+    set_pending(c, f && f->second > now_ ? f : std::nullopt, want);
     if (want == c.deadline)
         return;
     if (c.deadline)
@@ -1213,6 +1306,175 @@ void Scheduler::update_deadline(ClientRecord& c)
     c.deadline = want;
     if (want)
         deadlines_.insert({*want, c.id});
+}
+
+std::optional<std::pair<GpuIndex, TimePoint>> Scheduler::follower_gpu(const ClientRecord& c,
+                                                                      TimePoint now) const
+{
+    if (c.phase != Phase::Waiting || c.first_granted_at ||
+        c.info.priority == Priority::Interactive ||
+        policy::join_reads_holders(c.info.priority, c.burst))
+        return std::nullopt;
+    const GpuSet in_turns = c.wanted & scheduled_gpus();
+    if (std::popcount(in_turns) != 1 || (in_turns & gpus_with({Turns::Soft})) == 0)
+        return std::nullopt;
+    const auto g = static_cast<GpuIndex>(std::countr_zero(in_turns));
+    // Once its own bound has come, only the holders' start keeps it.
+    return std::pair{g, policy_join_time(c, g, now)};
+}
+
+// A follower's join time is the latest settle time of the holders (it has
+// not started: join_time), its own bound having come.
+std::optional<TimePoint> Scheduler::followers_due(GpuIndex gpu, TimePoint now) const
+{
+    TimePoint settled{};
+    for (ClientId h : gpus_[gpu].holders)
+        settled = std::max(settled, settled_time(clients_.at(h)));
+    return settled > now ? std::optional<TimePoint>(settled) : std::nullopt;
+}
+
+bool Scheduler::followers_may_start(GpuIndex gpu, TimePoint now) const
+{
+    return gpus_[gpu].holders.empty() || !followers_due(gpu, now);
+}
+
+bool Scheduler::user_may_join(uint32_t uid, GpuIndex gpu) const
+{
+    size_t mine = 0;
+    for (ClientId h : gpus_[gpu].holders)
+        mine += clients_.at(h).info.principal == uid;
+    return mine < share_cap(uid, gpu);
+}
+
+bool Scheduler::a_follower_may_go(GpuIndex gpu, TimePoint now) const
+{
+    if (!followers_may_start(gpu, now))
+        return false;
+    bool any = false;
+    queues_[gpu].followers.for_each_bucket([&](const SoftFollowers::Bucket& b, const auto&) {
+        any = any || user_may_join(b.first, gpu);
+    });
+    return any;
+}
+
+void Scheduler::follow(ClientRecord& c, GpuIndex gpu)
+{
+    GpuQueue& q = queues_[gpu];
+    const std::optional<TimePoint> at = q.followers.at;
+    set_followers_at(gpu, std::nullopt);  // its entry moves if `c` comes first
+    q.followers.add(c);
+    q.loose.erase(c.id);
+    q.others.erase(c.id);
+    c.follows = gpu;
+    set_followers_at(gpu, at);
+}
+
+void Scheduler::unfollow(ClientRecord& c, bool still_waiting)
+{
+    const GpuIndex gpu = *c.follows;
+    GpuQueue& q = queues_[gpu];
+    const std::optional<TimePoint> at = q.followers.at;
+    set_followers_at(gpu, std::nullopt);
+    q.followers.remove(c);
+    q.others.insert(c.id);
+    if (still_waiting)
+        q.loose.insert(c.id);
+    c.follows.reset();
+    set_followers_at(gpu, at);
+    c.deadline = at;
+    if (at)
+        deadlines_.insert({*at, c.id});
+}
+
+void Scheduler::set_followers_at(GpuIndex gpu, std::optional<TimePoint> at)
+{
+    SoftFollowers& f = queues_[gpu].followers;
+    if (f.at && !f.empty())
+        deadlines_.erase({*f.at, f.first()});
+    f.at = at;
+    if (f.at && !f.empty())
+        deadlines_.insert({*f.at, f.first()});
+}
+
+void Scheduler::disband_followers()
+{
+    for (GpuQueue& q : queues_) {
+        while (!q.followers.empty())
+            unfollow(clients_.at(q.followers.first()), true);
+        while (!q.followers.pending.empty())
+            clear_pending(clients_.at(q.followers.pending.begin()->second), true);
+    }
+}
+
+void Scheduler::set_pending(ClientRecord& c, std::optional<std::pair<GpuIndex, TimePoint>> pending,
+                            std::optional<TimePoint> deadline)
+{
+    if (c.pending && c.pending != pending)
+        clear_pending(c, true);
+    if (!pending)
+        return;
+    GpuQueue& q = queues_[pending->first];
+    if (!c.pending) {
+        q.followers.pending.insert({pending->second, c.id});
+        q.loose.erase(c.id);
+        q.others.erase(c.id);
+        c.pending = pending;
+    }
+    if (deadline != pending->second)
+        q.followers.driven.insert(c.id);
+    else
+        q.followers.driven.erase(c.id);
+}
+
+void Scheduler::clear_pending(ClientRecord& c, bool still_waiting)
+{
+    GpuQueue& q = queues_[c.pending->first];
+    q.followers.pending.erase({c.pending->second, c.id});
+    q.followers.driven.erase(c.id);
+    q.others.insert(c.id);
+    if (still_waiting)
+        q.loose.insert(c.id);
+    c.pending.reset();
+}
+
+// A pending waiter's join time is the later of its bound and the holders'
+// start: where both its bound and its deadline were beyond that start, it
+// is as it was.
+void Scheduler::update_pending(GpuIndex gpu)
+{
+    const SoftFollowers& f = queues_[gpu].followers;
+    TimePoint upto = now_;
+    for (ClientId h : gpus_[gpu].holders)
+        upto = std::max(upto, settled_time(clients_.at(h)));
+    std::vector<ClientId> ids(f.driven.begin(), f.driven.end());
+    for (const auto& [bound, id] : f.pending) {
+        if (bound > upto)
+            break;
+        ids.push_back(id);
+    }
+    for (ClientId id : ids)
+        if (ClientRecord& c = clients_.at(id); c.pending && c.pending->first == gpu)
+            update_deadline(c);
+}
+
+void Scheduler::update_member_deadlines(GpuIndex gpu, bool holders)
+{
+    set_followers_at(gpu, followers_due(gpu, now_));
+    update_pending(gpu);
+    const std::vector<ClientId> others(queues_[gpu].others.begin(), queues_[gpu].others.end());
+    for (ClientId id : others) {
+        ClientRecord& c = clients_.at(id);
+        if (holders || (c.held & gpu_bit(gpu)) == 0)
+            update_deadline(c);
+    }
+}
+
+std::optional<TimePoint> Scheduler::deadline_of(ClientId id) const
+{
+    const ClientRecord* c = client(id);
+    if (c == nullptr)
+        return std::nullopt;
+    return c->follows ? queues_[*c->follows].followers.at : c->deadline;
 }
 
 void Scheduler::update_holder_deadlines(GpuSet gpus)
@@ -1272,9 +1534,24 @@ void Scheduler::tick(TimePoint now)
             idle |= gpu_bit(g);
     try_heads(idle & scheduled_gpus(), now);
     while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
-        const ClientId id = deadlines_.begin()->second;
-        deadlines_.erase(deadlines_.begin());
+        const auto [due, id] = *deadlines_.begin();
         ClientRecord& c = clients_.at(id);
+        if (c.follows) {
+            // A GPU's followers come due: where nothing else comes due among
+            // them and none of them may go, each would only find its
+            // deadline moved to the same new one.
+            const GpuIndex g = *c.follows;
+            const SoftFollowers& f = queues_[g].followers;
+            const auto next = deadlines_.upper_bound({due, id});
+            const bool between =
+                next != deadlines_.end() && next->first == due && next->second < f.last();
+            if (!between && !a_follower_may_go(g, now)) {
+                set_followers_at(g, followers_due(g, now_));
+                continue;
+            }
+            unfollow(c, true);  // then it comes due on its own, as any other
+        }
+        deadlines_.erase(deadlines_.begin());
         c.deadline.reset();
         if (c.phase == Phase::Waiting) {
             // Its bound for joining the holders came.

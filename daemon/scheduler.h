@@ -20,6 +20,7 @@
 #include "daemon/member_classes.h"
 #include "daemon/room.h"
 #include "daemon/scheduler_types.h"
+#include "daemon/soft_followers.h"
 #include "daemon/turn_policy.h"
 #include "daemon/usage.h"
 #include "daemon/wait_notices.h"
@@ -187,6 +188,9 @@ public:
     // told (WaitNotices::due); nullopt if it does not wait for it, or the GPU
     // is not taken in turns (then it waits for another one).
     std::optional<WaitFacts> wait_facts(ClientId id, GpuIndex gpu) const;
+    // When tick() must look at client `id` next (ClientRecord::deadline, or
+    // its followers' where it is among a GPU's soft-turn followers).
+    std::optional<TimePoint> deadline_of(ClientId id) const;
     size_t holding_count() const { return holding_; }
     size_t waiting_count() const { return waiting_; }
     // Every user's use of every GPU, exited clients included.
@@ -203,31 +207,55 @@ private:
     // taken in strict or group turns costs O(B^2 log^2 N) for N clients and
     // B (user, class) pairs waiting on the GPU, and sends at most
     // 2 x kNamedPlaces Waiting messages a GPU besides one to each waiter it
-    // queues, however many users wait. What still looks at every waiter of
-    // a GPU, O(N):
-    //  - in soft turns, at every event that may let a waiter join (admit):
-    //    each waiter's join time is its own (its class, burst and wait:
-    //    policy::join_after) and, while it has not started, follows the
-    //    holders' starts, so each is looked at and its deadline moved. Those
-    //    deadlines fire one by one in (time, client) order, which decides
-    //    who joins first among waiters due at once: one deadline per GPU
-    //    instead would change that order. bench/scheduler_cost --auto
-    //    (jobs of three users that end and are replaced) measures it;
+    // queues, however many users wait.
+    //
+    // In soft turns a waiter that has not started, is not interactive and
+    // waits for this GPU alone among those taken in turns joins when its own
+    // bound (policy::join_after) and the holders' start have come. Once its
+    // bound has come it is among the GPU's followers (soft_followers.h),
+    // whose one deadline is the holders' start, kept once in the deadline
+    // set under the smallest follower's id; until then it is pending there,
+    // its deadline its bound, looked at again only where the holders' start
+    // passes that bound. The followers come due together, at once where
+    // nothing else comes due among them and none of them may go, else one by
+    // one, so that who joins first among those due at once is decided in
+    // (time, client) order as if each had its own deadline. An event that
+    // may let a waiter join (admit) looks at the other, loose, waiters in
+    // line order and, while no holder is starting, at the first follower in
+    // line of each user below its share (the only one of them that may go
+    // then), and moves the followers' deadline once; a client's first
+    // growth and a Shrink round move it once too. Such an event costs
+    // O((L + 1) B (H + B) log N) for L loose waiters and H holders, so
+    // O(B (H + B) log N) where every waiter is a follower or pending
+    // (bench/scheduler_cost --auto, with and without --mixed, measures it).
+    // What still looks at every waiter of a GPU, O(N):
+    //  - in soft turns, the loose waiters at every admission, each with its
+    //    own join time: interactive ones, normal ones whose bursts are long
+    //    (their join time reads the holders' bursts), those that wait for
+    //    several GPUs taken in turns, and those that have started (granted
+    //    before);
+    //  - followers due together one by one where one of them may go (no
+    //    holder starting and a user below its share) or something else
+    //    comes due among their ids at the same time;
     //  - a client's first memory growth after its first grant, once in its
-    //    life: its GPUs' members' deadlines move with its settle time (in
-    //    soft turns, those of every waiter that has not started);
+    //    life: its GPUs' members that are not followers there (holders,
+    //    loose waiters, idle clients);
     //  - at a grant or a contention notice in soft turns (wanted_by_others),
-    //    only where no holder is starting: the line until a waiter that
-    //    starts next, all of it where none does;
+    //    only where no holder is starting and no follower waits: the line
+    //    until a waiter that starts next, all of it where none does;
     //  - rare changes: a GPU's turn style (reschedule_all: every waiter is
-    //    queued again and told the new reason), a Shrink round (the waiters'
-    //    join times move) and settings changed at run time (mode, quantum,
-    //    capacity, grace, quantum ceiling).
+    //    queued again and told the new reason), a Shrink round (the members
+    //    that are not followers) and settings changed at run time (mode,
+    //    capacity, grace, quantum ceiling; a quantum moves the followers' and
+    //    pending waiters' bounds: they become loose, one by one).
     struct GpuQueue {
         WaitingLine line;
         std::set<ClientId> members;
         MemberClasses classes;
         WaitNotices notices;
+        SoftFollowers followers;
+        std::set<ClientId> loose;   // its waiters that are not among its followers
+        std::set<ClientId> others;  // its members that are not among its followers
     };
 
     ClientRecord* find(ClientId id);
@@ -321,6 +349,36 @@ private:
     std::optional<TimePoint> quantum_end(const ClientRecord& c) const;
     void update_deadline(ClientRecord& c);
     void update_holder_deadlines(GpuSet gpus);
+    // Soft-turn followers (soft_followers.h): the GPU whose followers waiter
+    // `c` is among by its facts now, if any; their deadline on `gpu` now;
+    // whether one of them may join the holders now (false only where none
+    // may); `c` joins or leaves them (keeping their deadline as its own,
+    // and among the GPU's loose waiters where it still waits there).
+    // The GPU whose followers `c` is among, or will be once its own bound
+    // (the time) comes: if it has not come by `now`, `c` is pending there.
+    std::optional<std::pair<GpuIndex, TimePoint>> follower_gpu(const ClientRecord& c,
+                                                               TimePoint now) const;
+    std::optional<TimePoint> followers_due(GpuIndex gpu, TimePoint now) const;
+    bool followers_may_start(GpuIndex gpu, TimePoint now) const;
+    bool user_may_join(uint32_t uid, GpuIndex gpu) const;
+    bool a_follower_may_go(GpuIndex gpu, TimePoint now) const;
+    void follow(ClientRecord& c, GpuIndex gpu);
+    void unfollow(ClientRecord& c, bool still_waiting);
+    void set_followers_at(GpuIndex gpu, std::optional<TimePoint> at);
+    // Waiter `c` is pending on a GPU until the time (none: nowhere), with
+    // deadline `deadline`; or leaves it (still waiting there, or not).
+    void set_pending(ClientRecord& c, std::optional<std::pair<GpuIndex, TimePoint>> pending,
+                     std::optional<TimePoint> deadline);
+    void clear_pending(ClientRecord& c, bool still_waiting);
+    // The deadlines of `gpu`'s pending waiters worked out again where they
+    // may have moved: those whose bound comes before the holders' start
+    // (or has come), and those whose deadline was that start.
+    void update_pending(GpuIndex gpu);
+    // Every follower and pending waiter becomes loose (their bound may move).
+    void disband_followers();
+    // The deadlines of `gpu`'s members (but its holders, with `holders` false)
+    // worked out again: its followers' at once.
+    void update_member_deadlines(GpuIndex gpu, bool holders);
     void reschedule_all(TimePoint now, GpuSet became_serialized);
 
     SchedulerSettings settings_;

@@ -169,6 +169,12 @@ int WaitingLine::rank(const LineOrder& order, const ClientRecord& c) const
     return policy::waiting_rank(c.info.priority, order.now - c.waiting_since, order.aging);
 }
 
+WaitingLine::Position WaitingLine::position_of(const LineOrder& order, const ClientRecord& c) const
+{
+    const Bucket own = bucket_of(c);
+    return position(order, own.second, held(order, own.first), {c.sequence, c.id}, c.waiting_since);
+}
+
 int WaitingLine::best_class() const
 {
     int best = INT32_MAX;

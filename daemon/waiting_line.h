@@ -57,6 +57,10 @@ public:
     int rank(const LineOrder& order, const ClientRecord& c) const;
     // The best class among them (policy::class_rank); INT32_MAX if none.
     int best_class() const;
+    // Where `c` (which waits here, or would) stands in the order: one
+    // waiter goes before another exactly when its position is less.
+    using Position = std::tuple<int, double, uint64_t>;  // (rank, user's held time, sequence)
+    Position position_of(const LineOrder& order, const ClientRecord& c) const;
 
     // Calls f(principal, class rank) for each (user, class) that waits.
     template <typename F>
@@ -95,8 +99,6 @@ private:
     using Key = std::pair<uint64_t, ClientId>;   // (sequence, client)
     using Bucket = std::pair<uint32_t, int>;     // (principal, class rank)
     using Arrivals = RankedMap<Key, TimePoint>;  // by arrival: waiting_since
-    // Where a waiter stands in the order: (rank, user's held time, sequence).
-    using Position = std::tuple<int, double, uint64_t>;
     static Bucket bucket_of(const ClientRecord& c);
     static Position position(const LineOrder& order, int class_rank, double held, const Key& key,
                              TimePoint since);

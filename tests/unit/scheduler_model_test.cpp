@@ -493,7 +493,7 @@ private:
               << " wants " << c.wanted << " holds " << c.held << (c.drop_sent ? " asked" : "")
               << " since " << ms_at(c.phase == d::Phase::Holding ? c.granted_at : c.waiting_since)
               << ", first grant " << ms_at(c.first_granted_at) << ", grew " << ms_at(c.grew_at)
-              << ", deadline " << ms_at(c.deadline) << ", burst "
+              << ", deadline " << ms_at(s_.deadline_of(id)) << ", burst "
               << std::chrono::duration_cast<std::chrono::milliseconds>(c.burst).count()
               << " ms, memory";
             for (const auto& [g, m] : c.memory)
