@@ -356,7 +356,11 @@ TEST_F(Vmm, WorkIsCheckedWhenItRunsNotOnlyWhenItIsQueued)
     ASSERT_EQ(cuMemUnmap(va, kChunk), CUDA_SUCCESS);
     EXPECT_EQ(cuMemRelease(h), CUDA_SUCCESS);
     EXPECT_EQ(cuMemAddressFree(va, kChunk), CUDA_SUCCESS);
-    EXPECT_EQ(cuMemFree_v2(flag), CUDA_SUCCESS);
+    // The fake frees after the fault; a GPU answers the context's sticky
+    // error instead, and so does libnvshare.so in front of the fake (on a
+    // host where it is preloaded, the flag is swappable memory).
+    const CUresult freed = cuMemFree_v2(flag);
+    EXPECT_TRUE(freed == CUDA_SUCCESS || freed == CUDA_ERROR_ILLEGAL_ADDRESS) << freed;
     EXPECT_EQ(cuStreamDestroy_v2(writer), CUDA_SUCCESS);
 }
 
