@@ -168,8 +168,10 @@ bool Server::init()
         NVS_ERROR("cannot watch the socket: %s", strerror(-r));
         return false;
     }
-    // New connections after the clients' messages of the same round.
-    sd_event_source_set_priority(listen_source_, SD_EVENT_PRIORITY_NORMAL + 1);
+    // The listener keeps the clients' priority: sd-event serves the sources
+    // of one priority that are ready in the order they became ready, so a
+    // client that never stops sending cannot starve new connections (a
+    // lower priority would be served only when no client has anything).
     r = sd_event_add_time(event_, &timer_source_, CLOCK_MONOTONIC, UINT64_MAX, 1000, on_timer,
                           this);
     if (r < 0)
@@ -377,8 +379,8 @@ void Server::accept_clients()
 {
     // A round's worth (accept_gate.h): the listener stays readable while
     // more wait, and the loop takes them up in its next round, after the
-    // clients' messages that came meanwhile (the listener's priority is
-    // below theirs).
+    // clients' messages that came meanwhile (one priority: served in the
+    // order they became ready).
     const auto now = Clock::now();
     int accepted = 0, refused = 0;
     while (AcceptGate::round_goes_on(accepted, accepted - refused)) {
