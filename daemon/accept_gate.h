@@ -36,6 +36,10 @@ inline constexpr double kConnectionBurst = 1000.0;
 inline constexpr int kAcceptsPerRound = 64;
 inline constexpr int kSetupsPerRound = 16;
 inline constexpr std::chrono::milliseconds kAcceptPause{1};
+// The listener's priority is below the clients': while clients keep the
+// loop busy, a client's turn takes a round of new connections once this
+// long has passed without one, so that none is starved.
+inline constexpr std::chrono::milliseconds kAcceptAtLeastEvery{5};
 inline constexpr std::chrono::seconds kConnectionLogInterval{1};
 inline constexpr size_t kMaxUsers = 4096;
 

@@ -168,10 +168,11 @@ bool Server::init()
         NVS_ERROR("cannot watch the socket: %s", strerror(-r));
         return false;
     }
-    // The listener keeps the clients' priority: sd-event serves the sources
-    // of one priority that are ready in the order they became ready, so a
-    // client that never stops sending cannot starve new connections (a
-    // lower priority would be served only when no client has anything).
+    // New connections after the clients' messages of the same round; a
+    // client that never stops sending would then starve them, so a
+    // client's turn also takes a round of them once kAcceptAtLeastEvery has
+    // passed without one (accept_if_due).
+    sd_event_source_set_priority(listen_source_, SD_EVENT_PRIORITY_NORMAL + 1);
     r = sd_event_add_time(event_, &timer_source_, CLOCK_MONOTONIC, UINT64_MAX, 1000, on_timer,
                           this);
     if (r < 0)
@@ -306,8 +307,16 @@ int Server::on_connection(sd_event_source*, int, uint32_t revents, void* conn)
     } else if ((revents & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !c->dead) {
         s->read_from(*c);
     }
+    s->accept_if_due();
     s->after_change();  // may destroy c
     return 0;
+}
+
+void Server::accept_if_due()
+{
+    if (!accept_paused_ && !accept_resting_ &&
+        Clock::now() - last_accept_round_ >= kAcceptAtLeastEvery)
+        accept_clients();
 }
 
 int Server::on_connection_timer(sd_event_source*, uint64_t, void* conn)
@@ -379,9 +388,10 @@ void Server::accept_clients()
 {
     // A round's worth (accept_gate.h): the listener stays readable while
     // more wait, and the loop takes them up in its next round, after the
-    // clients' messages that came meanwhile (one priority: served in the
-    // order they became ready).
+    // clients' messages that came meanwhile (the listener's priority is
+    // below theirs).
     const auto now = Clock::now();
+    last_accept_round_ = now;
     int accepted = 0, refused = 0;
     while (AcceptGate::round_goes_on(accepted, accepted - refused)) {
         const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);

@@ -125,6 +125,9 @@ private:
     void update_listener();
 
     void accept_clients();
+    // A round of accept_clients() where none ran for kAcceptAtLeastEvery
+    // (clients' messages, of a higher priority, keep the listener waiting).
+    void accept_if_due();
     // Answers a connection over its user's rate with an Error frame, if the
     // socket takes it at once, and closes it.
     void refuse_fast(int fd, const ucred& peer, uint32_t principal, TimePoint now);
@@ -192,6 +195,7 @@ private:
     bool accept_paused_ = false;
     sd_event_source* rest_source_ = nullptr;  // accepting again after kAcceptPause
     bool accept_resting_ = false;
+    TimePoint last_accept_round_{};
     AcceptGate accept_gate_;
     std::map<uint64_t, std::unique_ptr<Connection>> connections_;
     uint64_t next_serial_ = 1;
