@@ -435,6 +435,11 @@ TEST(Release, HoldsThroughPausesShorterThanASwitch)
 {
     const PausesRun run = run_holder_with_pauses(
         "12G", "8G", "15", "20", {{"NVSHARE_DEBUG", "1"}, {"NVSHARE_IDLE_RELEASE_MS", "1"}});
+    // Under TSan the 20 ms pauses may all pass before the other registers:
+    // the path (both end cleanly, releases only after a pause outlasted the
+    // hold) is checked, the hold chosen is not.
+    if (!kTimingsHold)
+        return;
     ASSERT_FALSE(run.hold.empty()) << run.holder_err;
     EXPECT_EQ(run.hold[0], run.hold_share[0]) << run.holder_err;
     EXPECT_GE(run.hold_share[0], 107u) << run.holder_err;
