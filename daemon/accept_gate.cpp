@@ -12,7 +12,7 @@ AcceptGate::User* AcceptGate::entry(uint32_t principal, Clock::time_point now)
         // Drop those back to their burst and not refused lately: as if new.
         for (auto it = users_.begin(); it != users_.end();)
             it = it->second.connections.full(now) &&
-                         now - it->second.logged_at >= kConnectionLogInterval
+                         now - it->second.log.logged_at >= kConnectionLogInterval
                      ? users_.erase(it)
                      : std::next(it);
         if (users_.size() >= kMaxUsers)
@@ -44,14 +44,7 @@ bool AcceptGate::log_refusal(uint32_t principal, Clock::time_point now, uint64_t
     User* u = entry(principal, now);
     if (u == nullptr)
         return false;
-    if (u->logged_at != Clock::time_point{} && now - u->logged_at < kConnectionLogInterval) {
-        ++u->left_out;
-        return false;
-    }
-    *left_out = u->left_out;
-    u->left_out = 0;
-    u->logged_at = now;
-    return true;
+    return u->log.due(now, kConnectionLogInterval, left_out);
 }
 
 }  // namespace nvshare::daemon

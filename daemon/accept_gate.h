@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <map>
 
+#include "daemon/refusal_log.h"
 #include "daemon/token_bucket.h"
 
 namespace nvshare::daemon {
@@ -65,8 +66,7 @@ public:
 private:
     struct User {
         TokenBucket connections{kConnectionsPerSecond, kConnectionBurst};
-        Clock::time_point logged_at{};
-        uint64_t left_out = 0;
+        RefusalLog log;
     };
     User* entry(uint32_t principal, Clock::time_point now);
 

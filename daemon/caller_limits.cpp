@@ -8,7 +8,7 @@ bool CallerLimits::idle(Caller& c, Clock::time_point now)
 {
     // A count of left-out refusals goes with it: it only ever reaches the
     // log on a later refusal's line.
-    return c.pending == 0 && now - c.logged_at >= kRefusalLogInterval && c.refusals.full(now);
+    return c.pending == 0 && now - c.log.logged_at >= kRefusalLogInterval && c.refusals.full(now);
 }
 
 CallerLimits::Caller* CallerLimits::entry(uid_t uid, Clock::time_point now)
@@ -68,14 +68,7 @@ bool CallerLimits::log_refusal(uid_t uid, Clock::time_point now, uint64_t* left_
     Caller* c = entry(uid, now);
     if (c == nullptr)
         return false;  // the table is full: such a flood is not logged per caller
-    if (c->logged_at != Clock::time_point{} && now - c->logged_at < kRefusalLogInterval) {
-        ++c->left_out;
-        return false;
-    }
-    *left_out = c->left_out;
-    c->left_out = 0;
-    c->logged_at = now;
-    return true;
+    return c->log.due(now, kRefusalLogInterval, left_out);
 }
 
 }  // namespace nvshare::daemon

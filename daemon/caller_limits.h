@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <map>
 
+#include "daemon/refusal_log.h"
 #include "daemon/token_bucket.h"
 
 namespace nvshare::daemon {
@@ -67,8 +68,7 @@ private:
     struct Caller {
         TokenBucket refusals{kRefusalsPerSecond, kRefusalBurst};
         unsigned pending = 0;
-        Clock::time_point logged_at{};
-        uint64_t left_out = 0;
+        RefusalLog log;
     };
     // The entry for `uid`, made if there is room (after dropping idle
     // ones); null when the table is full.
