@@ -638,6 +638,80 @@ class Runner:
                                   f"{a.pid} (all: {smi}); exit {a.returncode}, daemon {rc}" +
                         ("" if ok else " | " + out[-300:]))
 
+    def nvml_confirms_swappable(self):
+        """Issue 47: another user's swappable memory counts for others only as
+        far as the host confirms it: NVML's count for the process while its
+        memory is on the GPU, its resident anonymous memory (RssAnon, where
+        swapped-out copies live) while it is not. Two honest processes as
+        nobody, 3 GiB each on a capacity of 4 GiB, take turns for about 30 s;
+        once every grace has run out (kClaimGrace, 15 s from the first turn)
+        what each claims stays confirmed whole, swapped out or not, also where
+        NVML alone (nvidia-smi, once a second) counts less than the claim."""
+        name = "nvml-confirms-swappable"
+        with tempfile.TemporaryDirectory(prefix="nvshare-gpu-") as wd:
+            os.chmod(wd, 0o777)
+            d = Daemon(self.a.nvshared, wd, ["--anti-thrashing", "auto", "--capacity", "4096M"],
+                       ["setpriv", "--bounding-set=-all", "--inh-caps=-all", "--no-new-privs"])
+            args = ["--bursts", "60", "--burst-us", "40000", "--gap-us", "400000", "--mem-mib",
+                    "3072"]
+            procs = [subprocess.Popen(["setpriv", "--reuid=65534", "--regid=65534",
+                                       "--clear-groups", self.a.work, "--log",
+                                       os.path.join(wd, f"iv-{i}.txt")] + args,
+                                      env=self.env(d.sock), stdout=subprocess.PIPE,
+                                      stderr=subprocess.STDOUT, text=True) for i in range(2)]
+            pids = {p.pid for p in procs}
+            samples, granted, smi = [], {}, {}
+            t0 = last_smi = time.time()
+            while any(p.poll() is None for p in procs) and time.time() - t0 < 150:
+                try:
+                    clients = query_status(d.sock)["clients"]
+                except OSError:
+                    clients = []
+                if time.time() - last_smi >= 1:  # what NVML alone counts for each pid
+                    last_smi = time.time()
+                    q = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,used_memory",
+                                        "--format=csv,noheader,nounits"], capture_output=True,
+                                       text=True)
+                    smi = {int(f[0]): int(f[1]) << 20 for f in
+                           (l.split(",") for l in q.stdout.splitlines()) if len(f) == 2}
+                now = time.time() - t0
+                for c in clients:
+                    if c["pid"] not in pids:
+                        continue
+                    if c["grants"] >= 1:
+                        granted.setdefault(c["pid"], now)
+                    c["nvml"] = smi.get(c["pid"])
+                    samples.append((now, c))
+                time.sleep(0.1)
+            outs = self.run_all(procs, 60)
+            rc = d.stop()
+            failed = programs_failed(outs)
+            # Every grace has ended 15 s after both were first granted; 1 s
+            # more for the host's figures, read every second.
+            settled = max(granted.values()) + 16 if len(granted) == 2 else float("inf")
+            late = [c for t, c in samples if t >= settled and c["memory"] > 0]
+            whole = [c for c in late if c["confirmed_memory"] >= c["memory"]]
+            waiting = [c for c in whole if c["state"] != "holding" and c["swap_outs"] > 0]
+            short = [c["confirmed_memory"] / c["memory"] for c in late
+                     if c["confirmed_memory"] < c["memory"]]
+            # Samples where NVML alone counts less than the claim: the host
+            # memory holding swapped-out copies confirmed the rest.
+            by_host = [c for c in waiting if c["nvml"] is not None and c["nvml"] < c["memory"]]
+            evictions = {c["pid"]: c["swap_outs"] for _, c in samples}
+            uids = {c["uid"] for _, c in samples}
+            ok = (not failed and rc == 0 and uids == {65534} and len(late) >= 40 and
+                  len(whole) >= 0.9 * len(late) and len(by_host) >= 5 and
+                  len(evictions) == 2 and min(evictions.values()) >= 2)
+            self.record(name, ok, f"{len(late)} samples after every grace ended: {len(whole)} "
+                                  f"confirmed whole ({len(waiting)} of them waiting after a "
+                                  f"swap-out, {len(by_host)} of those with NVML alone short of "
+                                  f"the claim, lowest "
+                                  f"{min((c['nvml'] / c['memory'] for c in by_host), default=1):.2f}"
+                                  f"), {len(short)} short (lowest "
+                                  f"{min(short, default=1):.2f} of the claim); swap-outs "
+                                  f"{sorted(evictions.values())}; uids {sorted(uids)}; daemon "
+                                  f"exit {rc}" + (" | " + failed if failed else ""))
+
     def contextless_stream_calls(self):
         """With no current context, a memset and a copy on an explicit stream
         wait for the lock that another process holds. The program allocates
@@ -1031,6 +1105,7 @@ def main():
         "revoked-work-keeps-its-memory": r.revoked_work_keeps_its_memory,
         "nvml-memory": r.nvml_memory,
         "nvml-confirms-pinned": r.nvml_confirms_pinned,
+        "nvml-confirms-swappable": r.nvml_confirms_swappable,
         "contextless-stream-calls": r.contextless_stream_calls,
         "failed-capture-releases-early": r.failed_capture_releases_early,
         "accounting-and-meminfo": r.accounting_on_the_real_driver,
