@@ -20,7 +20,7 @@ void erase_value(std::vector<ClientId>& v, ClientId id)
 // ---- GPUs and settings ----------------------------------------------------------
 
 Scheduler::Scheduler(SchedulerSettings settings)
-    : settings_(settings), room_(gpus_, clients_, lineup())
+    : settings_(settings), room_(gpus_.gpus(), clients_, lineup())
 {
 }
 
@@ -35,125 +35,50 @@ Lineup Scheduler::lineup()
 
 std::optional<GpuIndex> Scheduler::ensure_gpu(const GpuDescription& description)
 {
-    for (GpuIndex g = 0; g < gpus_.size(); ++g) {
-        if (gpus_[g].description.uuid != description.uuid)
-            continue;
-        gpus_[g].listed_by_host = true;
-        if (gpus_[g].description.name.empty())
-            gpus_[g].description.name = description.name;
-        if (description.physical_memory != 0) {  // before any client: nothing to refresh
-            gpus_[g].description.physical_memory = description.physical_memory;
-            gpus_[g].memory_confirmed = true;
-            if (capacity_follows_physical(g))
-                gpus_[g].capacity = description.physical_memory;
-        }
-        return g;
-    }
-    const auto g = add_gpu(description);
-    if (g) {
-        gpus_[*g].listed_by_host = true;
-        gpus_[*g].memory_confirmed = description.physical_memory != 0;
-    }
-    return g;
+    // Before any client: a size it gives has nothing to refresh.
+    const auto found = gpus_.ensure(description);
+    if (found && found->added)
+        add_gpu();
+    return found ? std::optional(found->gpu) : std::nullopt;
 }
 
 std::optional<GpuIndex> Scheduler::claim_gpu(const GpuDescription& description, uint32_t uid,
                                              uint32_t principal, TimePoint now,
                                              std::string* refusal)
 {
-    const uint64_t claimed = description.physical_memory;
-    if (claimed < kMinGpuMemory || claimed > kMaxReportedBytes) {
-        *refusal =
-            "implausible memory size " + std::to_string(claimed) + " for " + description.uuid;
+    const auto found = gpus_.claim(description, uid, principal, refusal);
+    if (!found)
         return std::nullopt;
-    }
-    for (GpuIndex g = 0; g < gpus_.size(); ++g) {
-        if (gpus_[g].description.uuid != description.uuid)
-            continue;
-        auto& d = gpus_[g].description;
-        if (d.name.empty())
-            d.name = description.name;
-        // A GPU's size is a fact of the host (NVML, at discovery) or of
-        // root's word; a user's claim only stands in until one of those
-        // comes, and only the first: a later one, smaller or larger, would
-        // let a user set what every other process sees (issue 47).
-        if (!gpus_[g].memory_confirmed && (uid == 0 || d.physical_memory == 0))
-            set_physical_memory(g, claimed, uid == 0, now);
-        return g;
-    }
-    if (uid != 0) {
-        size_t named = 0;
-        for (const Gpu& gpu : gpus_)
-            named += !gpu.listed_by_host && gpu.named_by == principal;
-        if (named >= kMaxUnlistedGpusPerUser) {
-            *refusal = description.uuid + " is not a GPU the host lists, and user " +
-                       std::to_string(principal) + " has named " + std::to_string(named) +
-                       " such GPUs already";
-            return std::nullopt;
-        }
-    }
-    const auto g = add_gpu(description);
-    if (!g) {
-        *refusal = "too many GPUs on this host";
-        return std::nullopt;
-    }
-    gpus_[*g].named_by = principal;
-    gpus_[*g].memory_confirmed = uid == 0;
-    return g;
+    if (found->added)
+        add_gpu();
+    else if (found->capacity_set)
+        room_changed(found->gpu, now);
+    return found->gpu;
 }
 
-void Scheduler::set_physical_memory(GpuIndex g, uint64_t bytes, bool confirmed, TimePoint now)
+void Scheduler::add_gpu()
 {
-    gpus_[g].description.physical_memory = bytes;
-    gpus_[g].memory_confirmed = confirmed;
-    if (capacity_follows_physical(g)) {
-        gpus_[g].capacity = bytes;
-        room_changed(g, now);
-    }
-}
-
-std::optional<GpuIndex> Scheduler::add_gpu(const GpuDescription& description)
-{
-    if (gpus_.size() >= kMaxGpus)
-        return std::nullopt;
-    Gpu gpu;
-    gpu.description = description;
-    if (auto it = capacity_overrides_.find(description.uuid); it != capacity_overrides_.end())
-        gpu.capacity = it->second;
-    else if (default_capacity_)
-        gpu.capacity = *default_capacity_;
-    else
-        gpu.capacity = description.physical_memory;
-    gpus_.push_back(std::move(gpu));
     queues_.emplace_back();
     room_.add_gpu();
     // A new GPU has no clients yet: its mode alone says how it is shared.
     update_turns();
-    return static_cast<GpuIndex>(gpus_.size() - 1);
-}
-
-bool Scheduler::capacity_follows_physical(GpuIndex gpu) const
-{
-    return !default_capacity_ && capacity_overrides_.count(gpus_[gpu].description.uuid) == 0;
 }
 
 void Scheduler::set_capacity_override(const std::string& uuid, uint64_t bytes)
 {
-    capacity_overrides_[uuid] = bytes;
+    gpus_.set_capacity_override(uuid, bytes);
 }
 
 void Scheduler::set_default_capacity(std::optional<uint64_t> bytes)
 {
-    default_capacity_ = bytes;
+    gpus_.set_default_capacity(bytes);
 }
 
 void Scheduler::set_capacity(GpuIndex gpu, uint64_t bytes, TimePoint now)
 {
     now_ = std::max(now_, now);
-    if (gpu >= gpus_.size())
+    if (!gpus_.set_capacity(gpu, bytes))
         return;
-    gpus_[gpu].capacity = bytes;
-    capacity_overrides_[gpus_[gpu].description.uuid] = bytes;
     room_changed(gpu, now);
     tick(now);
 }
@@ -185,10 +110,7 @@ void Scheduler::set_time_quantum(Duration tq, TimePoint now)
 void Scheduler::set_gpu_mode(const std::string& uuid, std::optional<Mode> mode, TimePoint now)
 {
     now_ = std::max(now_, now);
-    if (mode)
-        mode_overrides_[uuid] = *mode;
-    else
-        mode_overrides_.erase(uuid);
+    gpus_.set_mode(uuid, mode);
     wait_dirty_ = ~GpuSet{0};
     refresh_turns(now);
     tick(now);
@@ -198,10 +120,7 @@ void Scheduler::set_gpu_time_quantum(const std::string& uuid, std::optional<Dura
                                      TimePoint now)
 {
     now_ = std::max(now_, now);
-    if (tq)
-        quantum_overrides_[uuid] = *tq;
-    else
-        quantum_overrides_.erase(uuid);
+    gpus_.set_time_quantum(uuid, tq);
     wait_dirty_ = ~GpuSet{0};
     for (auto& [id, c] : clients_)
         if (c.phase == Phase::Holding)
@@ -213,20 +132,12 @@ void Scheduler::set_gpu_time_quantum(const std::string& uuid, std::optional<Dura
 
 Mode Scheduler::mode_of(GpuIndex gpu) const
 {
-    if (gpu < gpus_.size())
-        if (auto it = mode_overrides_.find(gpus_[gpu].description.uuid);
-            it != mode_overrides_.end())
-            return it->second;
-    return settings_.mode;
+    return gpus_.mode_of(gpu, settings_.mode);
 }
 
 Duration Scheduler::time_quantum_of(GpuIndex gpu) const
 {
-    if (gpu < gpus_.size())
-        if (auto it = quantum_overrides_.find(gpus_[gpu].description.uuid);
-            it != quantum_overrides_.end())
-            return it->second;
-    return settings_.time_quantum;
+    return gpus_.time_quantum_of(gpu, settings_.time_quantum);
 }
 
 void Scheduler::set_grace(Duration grace)

@@ -17,6 +17,7 @@
 #include "daemon/action.h"
 #include "daemon/client.h"
 #include "daemon/gpu.h"
+#include "daemon/gpu_table.h"
 #include "daemon/member_classes.h"
 #include "daemon/room.h"
 #include "daemon/scheduler_types.h"
@@ -27,20 +28,6 @@
 #include "daemon/waiting_line.h"
 
 namespace nvshare::daemon {
-
-inline constexpr GpuIndex kMaxGpus = 64;
-
-// Bounds on what clients report: their memory use and a GPU's memory size
-// (8 TiB: sums over a million clients still fit 64 bits), and their
-// cumulative swap times (2^44 us, about 200 days: sums stay within a
-// nanosecond Duration). Reports past them are refused, never wrapped.
-inline constexpr uint64_t kMaxReportedBytes = uint64_t{1} << 43;
-inline constexpr uint64_t kMaxReportedMicroseconds = uint64_t{1} << 44;
-// The smallest GPU memory a client may claim: no GPU CUDA 13 runs on has less.
-inline constexpr uint64_t kMinGpuMemory = uint64_t{256} << 20;
-// GPUs the host does not list (in /proc/driver/nvidia/gpus) that one user's
-// clients may add to the daemon's table; root is not limited.
-inline constexpr size_t kMaxUnlistedGpusPerUser = 4;
 
 struct SchedulerSettings {
     Mode mode = Mode::Auto;
@@ -70,17 +57,9 @@ public:
     Scheduler& operator=(const Scheduler&) = delete;
 
     // ---- GPUs -----------------------------------------------------------
-    // Finds or adds a GPU the host lists (trusted, its memory size too where
-    // given: NVML's); nullopt when kMaxGpus are known already.
+    // Finds or adds a GPU the host lists, or one named in the Hello of a
+    // client of user `uid` (GpuTable::ensure, GpuTable::claim).
     std::optional<GpuIndex> ensure_gpu(const GpuDescription& description);
-    // Finds or adds a GPU named in the Hello of a client of user `uid`. Its
-    // claims are bounded: a claimed memory size outside [kMinGpuMemory,
-    // kMaxReportedBytes] is refused; the size stands only where nothing
-    // better is known: a root client's claim sets it for good unless the
-    // host gave it, another user's only while no size is known at all.
-    // A GPU the host does not list counts against the user's
-    // kMaxUnlistedGpusPerUser (`principal`'s: principals.h). `refusal` says
-    // why when nullopt is returned.
     std::optional<GpuIndex> claim_gpu(const GpuDescription& description, uint32_t uid,
                                       uint32_t principal, TimePoint now, std::string* refusal);
     std::optional<GpuIndex> claim_gpu(const GpuDescription& description, uint32_t uid,
@@ -102,8 +81,8 @@ public:
     void set_gpu_time_quantum(const std::string& uuid, std::optional<Duration> tq, TimePoint now);
     Mode mode_of(GpuIndex gpu) const;
     Duration time_quantum_of(GpuIndex gpu) const;
-    const std::map<std::string, Mode>& gpu_modes() const { return mode_overrides_; }
-    const std::map<std::string, Duration>& gpu_time_quanta() const { return quantum_overrides_; }
+    const std::map<std::string, Mode>& gpu_modes() const { return gpus_.modes(); }
+    const std::map<std::string, Duration>& gpu_time_quanta() const { return gpus_.time_quanta(); }
     void set_grace(Duration grace);
     void set_quantum_ceiling(Duration ceiling, TimePoint now);
     const SchedulerSettings& settings() const { return settings_; }
@@ -150,7 +129,7 @@ public:
     std::vector<Action> take_actions();
 
     // ---- views -------------------------------------------------------------
-    const std::vector<Gpu>& gpus() const { return gpus_; }
+    const std::vector<Gpu>& gpus() const { return gpus_.gpus(); }
     const std::map<ClientId, ClientRecord>& clients() const { return clients_; }
     const ClientRecord* client(ClientId id) const;
     uint64_t requested_memory(GpuIndex gpu) const;
@@ -272,10 +251,8 @@ private:
     // The memory of a GPU's clients or its capacity changed: its style may
     // have changed, and in group turns who fits together.
     void room_changed(GpuIndex gpu, TimePoint now);
-    std::optional<GpuIndex> add_gpu(const GpuDescription& description);
-    bool capacity_follows_physical(GpuIndex gpu) const;
-    // A GPU's memory size (and its capacity, where none is configured).
-    void set_physical_memory(GpuIndex g, uint64_t bytes, bool confirmed, TimePoint now);
+    // A GPU joined the table: its queue and room, and its turn style.
+    void add_gpu();
     // The turn style of a GPU from its mode and memory.
     Turns turns_for(GpuIndex g) const;
     // The GPUs of these styles; those taken one holder or group at a time
@@ -382,12 +359,8 @@ private:
     void reschedule_all(TimePoint now, GpuSet became_serialized);
 
     SchedulerSettings settings_;
-    std::vector<Gpu> gpus_;
+    GpuTable gpus_;
     std::vector<GpuQueue> queues_;  // parallel to gpus_
-    std::map<std::string, uint64_t> capacity_overrides_;
-    std::map<std::string, Mode> mode_overrides_;
-    std::map<std::string, Duration> quantum_overrides_;
-    std::optional<uint64_t> default_capacity_;
     std::map<ClientId, ClientRecord> clients_;
     std::set<std::pair<TimePoint, ClientId>> deadlines_;
     // When the grace of a client's unconfirmed managed memory on a GPU ends.
