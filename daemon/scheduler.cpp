@@ -234,8 +234,8 @@ std::vector<Action> Scheduler::take_actions()
 std::optional<TimePoint> Scheduler::next_deadline() const
 {
     std::optional<TimePoint> next = run_ahead_recheck_;
-    if (!deadlines_.empty())
-        next = std::min(next.value_or(TimePoint::max()), deadlines_.begin()->first);
+    if (const auto at = deadlines_.next())
+        next = std::min(next.value_or(TimePoint::max()), *at);
     if (!grace_ends_.empty())
         next = std::min(next.value_or(TimePoint::max()), std::get<0>(*grace_ends_.begin()));
     return next;
@@ -498,8 +498,7 @@ void Scheduler::disconnect(ClientId id, TimePoint now)
     const Phase phase = c->phase;
     const TimePoint last_active = c->last_active;
     usage_.retire(*c, now);
-    if (c->deadline)
-        deadlines_.erase({*c->deadline, id});
+    deadlines_.set(*c, std::nullopt);
     clients_.erase(id);
     for_each_gpu(registered, [&](GpuIndex g) {
         queues_[g].members.erase(id);
@@ -1201,22 +1200,14 @@ void Scheduler::update_deadline(ClientRecord& c)
             unfollow(c, true);
         if (c.pending)
             clear_pending(c, true);
-        if (c.deadline)
-            deadlines_.erase({*c.deadline, c.id});
-        c.deadline.reset();
+        deadlines_.set(c, std::nullopt);
         follow(c, f->first);
         return;
     }
     if (c.follows)
         unfollow(c, true);
     set_pending(c, f && f->second > now_ ? f : std::nullopt, want);
-    if (want == c.deadline)
-        return;
-    if (c.deadline)
-        deadlines_.erase({*c.deadline, c.id});
-    c.deadline = want;
-    if (want)
-        deadlines_.insert({*want, c.id});
+    deadlines_.set(c, want);
 }
 
 std::optional<std::pair<GpuIndex, TimePoint>> Scheduler::follower_gpu(const ClientRecord& c,
@@ -1292,19 +1283,17 @@ void Scheduler::unfollow(ClientRecord& c, bool still_waiting)
         q.loose.insert(c.id);
     c.follows.reset();
     set_followers_at(gpu, at);
-    c.deadline = at;
-    if (at)
-        deadlines_.insert({*at, c.id});
+    deadlines_.set(c, at);  // it had none of its own
 }
 
 void Scheduler::set_followers_at(GpuIndex gpu, std::optional<TimePoint> at)
 {
     SoftFollowers& f = queues_[gpu].followers;
     if (f.at && !f.empty())
-        deadlines_.erase({*f.at, f.first()});
+        deadlines_.remove({*f.at, f.first()});
     f.at = at;
     if (f.at && !f.empty())
-        deadlines_.insert({*f.at, f.first()});
+        deadlines_.add({*f.at, f.first()});
 }
 
 void Scheduler::disband_followers()
@@ -1444,26 +1433,21 @@ void Scheduler::tick(TimePoint now)
         if (gpus_[g].holders.empty() && !queues_[g].line.empty())
             idle |= gpu_bit(g);
     try_heads(idle & scheduled_gpus(), now);
-    while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
-        const auto [due, id] = *deadlines_.begin();
-        ClientRecord& c = clients_.at(id);
+    while (const auto entry = deadlines_.due(now)) {
+        ClientRecord& c = clients_.at(entry->second);
         if (c.follows) {
             // A GPU's followers come due: where nothing else comes due among
             // them and none of them may go, each would only find its
             // deadline moved to the same new one.
             const GpuIndex g = *c.follows;
             const SoftFollowers& f = queues_[g].followers;
-            const auto next = deadlines_.upper_bound({due, id});
-            const bool between =
-                next != deadlines_.end() && next->first == due && next->second < f.last();
-            if (!between && !a_follower_may_go(g, now)) {
+            if (!deadlines_.another_before(*entry, f.last()) && !a_follower_may_go(g, now)) {
                 set_followers_at(g, followers_due(g, now_));
                 continue;
             }
             unfollow(c, true);  // then it comes due on its own, as any other
         }
-        deadlines_.erase(deadlines_.begin());
-        c.deadline.reset();
+        deadlines_.set(c, std::nullopt);  // the first entry: its own
         if (c.phase == Phase::Waiting) {
             // Its bound for joining the holders came.
             if (grantable(c, now))

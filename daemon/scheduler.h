@@ -16,6 +16,7 @@
 
 #include "daemon/action.h"
 #include "daemon/client.h"
+#include "daemon/deadlines.h"
 #include "daemon/gpu.h"
 #include "daemon/gpu_table.h"
 #include "daemon/member_classes.h"
@@ -362,7 +363,7 @@ private:
     GpuTable gpus_;
     std::vector<GpuQueue> queues_;  // parallel to gpus_
     std::map<ClientId, ClientRecord> clients_;
-    std::set<std::pair<TimePoint, ClientId>> deadlines_;
+    Deadlines deadlines_;
     // When the grace of a client's unconfirmed managed memory on a GPU ends.
     std::set<std::tuple<TimePoint, ClientId, GpuIndex>> grace_ends_;
     // The GPUs of each turn style (Turns as index); each GPU in one.
