@@ -102,7 +102,8 @@ void Scheduler::set_time_quantum(Duration tq, TimePoint now)
         if (c.phase == Phase::Holding)
             update_deadline(c);
     // So do the waits under way: softly, a waiter joins within a quantum.
-    disband_followers();
+    for (GpuQueue& q : queues_)
+        q.followers.disband(clients_, deadlines_);
     admit(gpus_with({Turns::Soft}), now);
     tick(now);
 }
@@ -125,7 +126,8 @@ void Scheduler::set_gpu_time_quantum(const std::string& uuid, std::optional<Dura
     for (auto& [id, c] : clients_)
         if (c.phase == Phase::Holding)
             update_deadline(c);
-    disband_followers();
+    for (GpuQueue& q : queues_)
+        q.followers.disband(clients_, deadlines_);
     admit(gpus_with({Turns::Soft}), now);  // the waits under way, as set_time_quantum
     tick(now);
 }
@@ -264,7 +266,7 @@ bool Scheduler::connect(ClientId id, ClientInfo info, std::vector<GpuIndex> gpus
     usage_.joined(added);
     for_each_gpu(registered, [&](GpuIndex g) {
         queues_[g].members.insert(id);
-        queues_[g].others.insert(id);
+        queues_[g].followers.joined(id);
         queues_[g].classes.add(rank, false, added.last_active);
         room_.joined(added, g, actions_);
     });
@@ -502,7 +504,7 @@ void Scheduler::disconnect(ClientId id, TimePoint now)
     clients_.erase(id);
     for_each_gpu(registered, [&](GpuIndex g) {
         queues_[g].members.erase(id);
-        queues_[g].others.erase(id);
+        queues_[g].followers.left(id);
         queues_[g].classes.remove(rank, phase != Phase::Idle, last_active);
         room_.tell_unpageable(g, actions_);
     });
@@ -609,7 +611,7 @@ void Scheduler::enqueue(ClientRecord& c)
     wait_dirty_ |= c.wanted;
     for_each_gpu(c.wanted, [&](GpuIndex g) {
         queues_[g].line.add(c);
-        queues_[g].loose.insert(c.id);
+        queues_[g].followers.queued(c.id);
         queues_[g].notices.queued(c, g);
     });
     waiting_++;
@@ -618,13 +620,10 @@ void Scheduler::enqueue(ClientRecord& c)
 void Scheduler::dequeue(ClientRecord& c)
 {
     wait_dirty_ |= c.wanted;  // the places behind it move up
-    if (c.follows)
-        unfollow(c, false);
-    if (c.pending)
-        clear_pending(c, false);
+    leave_followers(c, false);
     for_each_gpu(c.wanted, [&](GpuIndex g) {
         queues_[g].line.remove(c);
-        queues_[g].loose.erase(c.id);
+        queues_[g].followers.unqueued(c.id);
         queues_[g].notices.left(c, g);
     });
     waiting_--;
@@ -787,12 +786,12 @@ void Scheduler::admit(GpuSet gpus, TimePoint now)
         LineOrder order = line_order(now);
         using Place = std::pair<WaitingLine::Position, ClientId>;
         std::vector<Place> loose;
-        loose.reserve(q.loose.size());
-        for (ClientId id : q.loose)
+        loose.reserve(q.followers.loose().size());
+        for (ClientId id : q.followers.loose())
             loose.push_back({q.line.position_of(order, clients_.at(id)), id});
         // Pending ones whose bound has come may go too, and the first in
         // line where nobody holds the GPU.
-        for (const auto& [bound, id] : q.followers.pending) {
+        for (const auto& [bound, id] : q.followers.pending()) {
             if (bound > now)
                 break;
             loose.push_back({q.line.position_of(order, clients_.at(id)), id});
@@ -804,20 +803,12 @@ void Scheduler::admit(GpuSet gpus, TimePoint now)
         std::sort(loose.begin(), loose.end());
         // The first follower after `passed` of each user that may join.
         const auto next_follower = [&](const std::optional<Place>& passed) {
-            std::optional<Place> best;
-            q.followers.for_each_bucket([&](const SoftFollowers::Bucket& b, const auto& arrivals) {
-                if (!user_may_join(b.first, g))
-                    return;
-                for (const auto& [sequence, id] : arrivals) {
-                    const Place at{q.line.position_of(order, clients_.at(id)), id};
-                    if (passed && at <= *passed)
-                        continue;
-                    if (!best || at < *best)
-                        best = at;
-                    break;
-                }
-            });
-            return best;
+            return q.followers.next_in_line(
+                passed,
+                [&](ClientId id) {
+                    return Place{q.line.position_of(order, clients_.at(id)), id};
+                },
+                [&](uint32_t uid) { return user_may_join(uid, g); });
         };
         bool followers = followers_may_start(g, now);
         std::optional<Place> passed;
@@ -845,7 +836,7 @@ void Scheduler::admit(GpuSet gpus, TimePoint now)
                 update_deadline(w);
             }
         }
-        set_followers_at(g, followers_due(g, now_));
+        q.followers.set_at(followers_due(g, now_), deadlines_);
         update_pending(g);
     });
 }
@@ -1193,19 +1184,16 @@ void Scheduler::update_deadline(ClientRecord& c)
     // A follower whose deadline is its followers' stays or goes among them;
     // one whose own bound has not come is pending.
     const auto f = c.phase == Phase::Waiting ? follower_gpu(c, now_) : std::nullopt;
-    if (f && f->second <= now_ && want == queues_[f->first].followers.at) {
+    if (f && f->second <= now_ && want == queues_[f->first].followers.at()) {
         if (c.follows == f->first)
             return;
-        if (c.follows)
-            unfollow(c, true);
-        if (c.pending)
-            clear_pending(c, true);
+        leave_followers(c, true);
         deadlines_.set(c, std::nullopt);
-        follow(c, f->first);
+        queues_[f->first].followers.follow(c, f->first, deadlines_);
         return;
     }
     if (c.follows)
-        unfollow(c, true);
+        queues_[*c.follows].followers.unfollow(c, true, deadlines_);
     set_pending(c, f && f->second > now_ ? f : std::nullopt, want);
     deadlines_.set(c, want);
 }
@@ -1250,91 +1238,26 @@ bool Scheduler::user_may_join(uint32_t uid, GpuIndex gpu) const
 
 bool Scheduler::a_follower_may_go(GpuIndex gpu, TimePoint now) const
 {
-    if (!followers_may_start(gpu, now))
-        return false;
-    bool any = false;
-    queues_[gpu].followers.for_each_bucket([&](const SoftFollowers::Bucket& b, const auto&) {
-        any = any || user_may_join(b.first, gpu);
+    return followers_may_start(gpu, now) && queues_[gpu].followers.any_may_join([&](uint32_t uid) {
+        return user_may_join(uid, gpu);
     });
-    return any;
 }
 
-void Scheduler::follow(ClientRecord& c, GpuIndex gpu)
+void Scheduler::leave_followers(ClientRecord& c, bool still_waiting)
 {
-    GpuQueue& q = queues_[gpu];
-    const std::optional<TimePoint> at = q.followers.at;
-    set_followers_at(gpu, std::nullopt);  // its entry moves if `c` comes first
-    q.followers.add(c);
-    q.loose.erase(c.id);
-    q.others.erase(c.id);
-    c.follows = gpu;
-    set_followers_at(gpu, at);
-}
-
-void Scheduler::unfollow(ClientRecord& c, bool still_waiting)
-{
-    const GpuIndex gpu = *c.follows;
-    GpuQueue& q = queues_[gpu];
-    const std::optional<TimePoint> at = q.followers.at;
-    set_followers_at(gpu, std::nullopt);
-    q.followers.remove(c);
-    q.others.insert(c.id);
-    if (still_waiting)
-        q.loose.insert(c.id);
-    c.follows.reset();
-    set_followers_at(gpu, at);
-    deadlines_.set(c, at);  // it had none of its own
-}
-
-void Scheduler::set_followers_at(GpuIndex gpu, std::optional<TimePoint> at)
-{
-    SoftFollowers& f = queues_[gpu].followers;
-    if (f.at && !f.empty())
-        deadlines_.remove({*f.at, f.first()});
-    f.at = at;
-    if (f.at && !f.empty())
-        deadlines_.add({*f.at, f.first()});
-}
-
-void Scheduler::disband_followers()
-{
-    for (GpuQueue& q : queues_) {
-        while (!q.followers.empty())
-            unfollow(clients_.at(q.followers.first()), true);
-        while (!q.followers.pending.empty())
-            clear_pending(clients_.at(q.followers.pending.begin()->second), true);
-    }
+    if (c.follows)
+        queues_[*c.follows].followers.unfollow(c, still_waiting, deadlines_);
+    if (c.pending)
+        queues_[c.pending->first].followers.clear_pending(c, still_waiting);
 }
 
 void Scheduler::set_pending(ClientRecord& c, std::optional<std::pair<GpuIndex, TimePoint>> pending,
                             std::optional<TimePoint> deadline)
 {
     if (c.pending && c.pending != pending)
-        clear_pending(c, true);
-    if (!pending)
-        return;
-    GpuQueue& q = queues_[pending->first];
-    if (!c.pending) {
-        q.followers.pending.insert({pending->second, c.id});
-        q.loose.erase(c.id);
-        q.others.erase(c.id);
-        c.pending = pending;
-    }
-    if (deadline != pending->second)
-        q.followers.driven.insert(c.id);
-    else
-        q.followers.driven.erase(c.id);
-}
-
-void Scheduler::clear_pending(ClientRecord& c, bool still_waiting)
-{
-    GpuQueue& q = queues_[c.pending->first];
-    q.followers.pending.erase({c.pending->second, c.id});
-    q.followers.driven.erase(c.id);
-    q.others.insert(c.id);
-    if (still_waiting)
-        q.loose.insert(c.id);
-    c.pending.reset();
+        queues_[c.pending->first].followers.clear_pending(c, true);
+    if (pending)
+        queues_[pending->first].followers.set_pending(c, *pending, deadline);
 }
 
 // A pending waiter's join time is the later of its bound and the holders'
@@ -1342,26 +1265,20 @@ void Scheduler::clear_pending(ClientRecord& c, bool still_waiting)
 // is as it was.
 void Scheduler::update_pending(GpuIndex gpu)
 {
-    const SoftFollowers& f = queues_[gpu].followers;
     TimePoint upto = now_;
     for (ClientId h : gpus_[gpu].holders)
         upto = std::max(upto, settled_time(clients_.at(h)));
-    std::vector<ClientId> ids(f.driven.begin(), f.driven.end());
-    for (const auto& [bound, id] : f.pending) {
-        if (bound > upto)
-            break;
-        ids.push_back(id);
-    }
-    for (ClientId id : ids)
+    for (ClientId id : queues_[gpu].followers.to_update(upto))
         if (ClientRecord& c = clients_.at(id); c.pending && c.pending->first == gpu)
             update_deadline(c);
 }
 
 void Scheduler::update_member_deadlines(GpuIndex gpu, bool holders)
 {
-    set_followers_at(gpu, followers_due(gpu, now_));
+    SoftFollowers& f = queues_[gpu].followers;
+    f.set_at(followers_due(gpu, now_), deadlines_);
     update_pending(gpu);
-    const std::vector<ClientId> others(queues_[gpu].others.begin(), queues_[gpu].others.end());
+    const std::vector<ClientId> others(f.others().begin(), f.others().end());
     for (ClientId id : others) {
         ClientRecord& c = clients_.at(id);
         if (holders || (c.held & gpu_bit(gpu)) == 0)
@@ -1374,7 +1291,7 @@ std::optional<TimePoint> Scheduler::deadline_of(ClientId id) const
     const ClientRecord* c = client(id);
     if (c == nullptr)
         return std::nullopt;
-    return c->follows ? queues_[*c->follows].followers.at : c->deadline;
+    return c->follows ? queues_[*c->follows].followers.at() : c->deadline;
 }
 
 void Scheduler::update_holder_deadlines(GpuSet gpus)
@@ -1440,12 +1357,12 @@ void Scheduler::tick(TimePoint now)
             // them and none of them may go, each would only find its
             // deadline moved to the same new one.
             const GpuIndex g = *c.follows;
-            const SoftFollowers& f = queues_[g].followers;
+            SoftFollowers& f = queues_[g].followers;
             if (!deadlines_.another_before(*entry, f.last()) && !a_follower_may_go(g, now)) {
-                set_followers_at(g, followers_due(g, now_));
+                f.set_at(followers_due(g, now_), deadlines_);
                 continue;
             }
-            unfollow(c, true);  // then it comes due on its own, as any other
+            f.unfollow(c, true, deadlines_);  // then it comes due on its own, as any other
         }
         deadlines_.set(c, std::nullopt);  // the first entry: its own
         if (c.phase == Phase::Waiting) {

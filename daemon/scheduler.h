@@ -233,9 +233,7 @@ private:
         std::set<ClientId> members;
         MemberClasses classes;
         WaitNotices notices;
-        SoftFollowers followers;
-        std::set<ClientId> loose;   // its waiters that are not among its followers
-        std::set<ClientId> others;  // its members that are not among its followers
+        SoftFollowers followers;  // and the members that are not among them
     };
 
     ClientRecord* find(ClientId id);
@@ -328,32 +326,26 @@ private:
     void update_deadline(ClientRecord& c);
     void update_holder_deadlines(GpuSet gpus);
     // Soft-turn followers (soft_followers.h): the GPU whose followers waiter
-    // `c` is among by its facts now, if any; their deadline on `gpu` now;
-    // whether one of them may join the holders now (false only where none
-    // may); `c` joins or leaves them (keeping their deadline as its own,
-    // and among the GPU's loose waiters where it still waits there).
-    // The GPU whose followers `c` is among, or will be once its own bound
-    // (the time) comes: if it has not come by `now`, `c` is pending there.
+    // `c` is among by its facts now, or will be once its own bound (the
+    // time) comes: if it has not come by `now`, `c` is pending there; their
+    // deadline on `gpu` now; whether one of them may join the holders now
+    // (false only where none may).
     std::optional<std::pair<GpuIndex, TimePoint>> follower_gpu(const ClientRecord& c,
                                                                TimePoint now) const;
     std::optional<TimePoint> followers_due(GpuIndex gpu, TimePoint now) const;
     bool followers_may_start(GpuIndex gpu, TimePoint now) const;
     bool user_may_join(uint32_t uid, GpuIndex gpu) const;
     bool a_follower_may_go(GpuIndex gpu, TimePoint now) const;
-    void follow(ClientRecord& c, GpuIndex gpu);
-    void unfollow(ClientRecord& c, bool still_waiting);
-    void set_followers_at(GpuIndex gpu, std::optional<TimePoint> at);
+    // `c` leaves its GPU's followers or pending ones (among its loose
+    // waiters where it still waits there).
+    void leave_followers(ClientRecord& c, bool still_waiting);
     // Waiter `c` is pending on a GPU until the time (none: nowhere), with
-    // deadline `deadline`; or leaves it (still waiting there, or not).
+    // deadline `deadline`.
     void set_pending(ClientRecord& c, std::optional<std::pair<GpuIndex, TimePoint>> pending,
                      std::optional<TimePoint> deadline);
-    void clear_pending(ClientRecord& c, bool still_waiting);
     // The deadlines of `gpu`'s pending waiters worked out again where they
-    // may have moved: those whose bound comes before the holders' start
-    // (or has come), and those whose deadline was that start.
+    // may have moved (SoftFollowers::to_update).
     void update_pending(GpuIndex gpu);
-    // Every follower and pending waiter becomes loose (their bound may move).
-    void disband_followers();
     // The deadlines of `gpu`'s members (but its holders, with `holders` false)
     // worked out again: its followers' at once.
     void update_member_deadlines(GpuIndex gpu, bool holders);
