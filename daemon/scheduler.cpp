@@ -104,7 +104,7 @@ void Scheduler::set_time_quantum(Duration tq, TimePoint now)
     // So do the waits under way: softly, a waiter joins within a quantum.
     for (GpuQueue& q : queues_)
         q.followers.disband(clients_, deadlines_);
-    admit(gpus_with({Turns::Soft}), now);
+    admit(turns_.with({Turns::Soft}), now);
     tick(now);
 }
 
@@ -128,7 +128,7 @@ void Scheduler::set_gpu_time_quantum(const std::string& uuid, std::optional<Dura
             update_deadline(c);
     for (GpuQueue& q : queues_)
         q.followers.disband(clients_, deadlines_);
-    admit(gpus_with({Turns::Soft}), now);  // the waits under way, as set_time_quantum
+    admit(turns_.with({Turns::Soft}), now);  // the waits under way, as set_time_quantum
     tick(now);
 }
 
@@ -177,37 +177,6 @@ uint64_t Scheduler::requested_memory(GpuIndex gpu) const
     return room_.requested(gpu);
 }
 
-Turns Scheduler::turns(GpuIndex gpu) const
-{
-    if (gpu >= gpus_.size())
-        return Turns::Free;  // not a GPU it knows
-    for (size_t t = 0; t < kTurnStyles; ++t)
-        if ((gpus_by_turns_[t] & gpu_bit(gpu)) != 0)
-            return static_cast<Turns>(t);
-    return Turns::Free;
-}
-
-bool Scheduler::serializing(GpuIndex gpu) const
-{
-    switch (turns(gpu)) {
-        case Turns::Strict:
-        case Turns::Groups:
-            return true;
-        case Turns::Free:
-        case Turns::Soft:
-            return false;
-    }
-    return false;
-}
-
-GpuSet Scheduler::gpus_with(std::initializer_list<Turns> styles) const
-{
-    GpuSet s = 0;
-    for (Turns t : styles)
-        s |= gpus_by_turns_[static_cast<size_t>(t)];
-    return s;
-}
-
 std::vector<ClientId> Scheduler::queue(GpuIndex gpu) const
 {
     return ordered(gpu, now_);
@@ -215,7 +184,7 @@ std::vector<ClientId> Scheduler::queue(GpuIndex gpu) const
 
 std::optional<WaitFacts> Scheduler::wait_facts(ClientId id, GpuIndex gpu) const
 {
-    if (turns(gpu) == Turns::Free)
+    if (turns_.of(gpu) == Turns::Free)
         return std::nullopt;
     const ClientRecord* c = client(id);
     if (c == nullptr || c->phase != Phase::Waiting || (c->wanted & gpu_bit(gpu)) == 0)
@@ -444,9 +413,9 @@ void Scheduler::set_room(ClientRecord& c, GpuIndex gpu, MemoryUse use, TimePoint
 void Scheduler::room_changed(GpuIndex gpu, TimePoint now)
 {
     room_.changed(gpu_bit(gpu));
-    const GpuSet was_serialized = serialized_gpus();
+    const GpuSet was_serialized = turns_.serialized();
     refresh_turns(now);
-    if ((was_serialized & serialized_gpus() & gpu_bit(gpu)) != 0) {
+    if ((was_serialized & turns_.serialized() & gpu_bit(gpu)) != 0) {
         keep_holders_that_fit(gpu, now);
         try_heads(gpu_bit(gpu), now);  // room may have appeared
     }
@@ -509,12 +478,12 @@ void Scheduler::disconnect(ClientId id, TimePoint now)
         room_.tell_unpageable(g, actions_);
     });
     update_holder_deadlines(affected);
-    const GpuSet before = serialized_gpus();
+    const GpuSet before = turns_.serialized();
     refresh_turns(now);
     // Its memory left its GPUs too: in group turns the first in line may
     // fit beside the holders now.
-    if (before == serialized_gpus())
-        try_heads(affected | (registered & gpus_with({Turns::Groups})), now);
+    if (before == turns_.serialized())
+        try_heads(affected | (registered & turns_.with({Turns::Groups})), now);
     tick(now);
 }
 
@@ -541,7 +510,7 @@ bool Scheduler::oversubscribed(GpuIndex gpu) const
 void Scheduler::push(ActionKind kind, const ClientRecord& c, GpuSet gpus, Duration grace)
 {
     Action a{kind, c.id, gpus};
-    a.exclusive = (gpus & serialized_gpus()) == gpus;
+    a.exclusive = (gpus & turns_.serialized()) == gpus;
     a.contended = kind == ActionKind::Contended || c.contended_sent;
     a.grace = grace;
     room_.describe(a);
@@ -570,40 +539,24 @@ Duration Scheduler::quantum_for(const ClientRecord& c) const
         std::max(base, std::min(ceiling, std::min(swap, ceiling) * kQuantumPerSwap));
     // A waiter of a higher class cuts it short.
     return policy::preempted_quantum(own, c.info.priority,
-                                     best_waiting_class(c.held & scheduled_gpus()));
+                                     best_waiting_class(c.held & turns_.scheduled()));
 }
 
-Turns Scheduler::turns_for(GpuIndex g) const
+TurnStyles::Change Scheduler::update_turns()
 {
-    switch (mode_of(g)) {
-        case Mode::Off:
-            return Turns::Free;
-        case Mode::On:
-            return Turns::Strict;
-        case Mode::Auto:
-            return room_.oversubscribed(g) ? Turns::Groups : Turns::Soft;
-    }
-    return Turns::Strict;
-}
-
-GpuSet Scheduler::update_turns()
-{
-    const GpuSet serialized = serialized_gpus();
-    gpus_by_turns_ = {};
-    for (GpuIndex g = 0; g < gpus_.size(); ++g)
-        gpus_by_turns_[static_cast<size_t>(turns_for(g))] |= gpu_bit(g);
-    return serialized_gpus() & ~serialized;
+    return turns_.update(static_cast<GpuIndex>(gpus_.size()), [&](GpuIndex g) {
+        return TurnStyles::style(mode_of(g), room_.oversubscribed(g));
+    });
 }
 
 void Scheduler::refresh_turns(TimePoint now)
 {
-    const auto before = gpus_by_turns_;
-    const GpuSet became_serialized = update_turns();
-    if (gpus_by_turns_ == before)
+    const TurnStyles::Change change = update_turns();
+    if (!change.any)
         return;
     wait_dirty_ = ~GpuSet{0};
     room_.changed(~GpuSet{0});
-    reschedule_all(now, became_serialized);
+    reschedule_all(now, change.became_serialized);
 }
 
 void Scheduler::enqueue(ClientRecord& c)
@@ -738,11 +691,11 @@ bool Scheduler::over_share(const ClientRecord& c, GpuIndex gpu) const
 bool Scheduler::wanted_by_others(const ClientRecord& c, TimePoint now) const
 {
     bool any = false;
-    for_each_gpu(c.held & scheduled_gpus(), [&](GpuIndex g) {
-        if (turns(g) != Turns::Soft) {
+    for_each_gpu(c.held & turns_.scheduled(), [&](GpuIndex g) {
+        if (turns_.of(g) != Turns::Soft) {
             // In a group turn, one still starting is told once it has
             // started: what it placed would otherwise have to move again.
-            any |= !queues_[g].line.empty() && !(turns(g) == Turns::Groups && starting(c, now));
+            any |= !queues_[g].line.empty() && !(turns_.of(g) == Turns::Groups && starting(c, now));
             return;
         }
         // Softly, nobody hands over while a process there is still
@@ -777,7 +730,7 @@ bool Scheduler::wanted_by_others(const ClientRecord& c, TimePoint now) const
 // them, the pending ones' where the holders' start passes their bound.
 void Scheduler::admit(GpuSet gpus, TimePoint now)
 {
-    for_each_gpu(gpus & gpus_with({Turns::Soft}), [&](GpuIndex g) {
+    for_each_gpu(gpus & turns_.with({Turns::Soft}), [&](GpuIndex g) {
         GpuQueue& q = queues_[g];
         // The order as it was when the walk began (a grant's held time
         // starts at 0, but need not sum to exactly the same): kept before
@@ -848,12 +801,12 @@ void Scheduler::admit(GpuSet gpus, TimePoint now)
 bool Scheduler::grantable(const ClientRecord& c, TimePoint now) const
 {
     bool ok = true;
-    for_each_gpu(c.wanted & scheduled_gpus(), [&](GpuIndex g) {
+    for_each_gpu(c.wanted & turns_.scheduled(), [&](GpuIndex g) {
         if (!ok)
             return;
         if (gpus_[g].holders.empty() && head(g, now) == c.id)
             return;  // its turn
-        switch (turns(g)) {
+        switch (turns_.of(g)) {
             case Turns::Soft:
                 ok = may_join(c, g, now);
                 break;
@@ -871,7 +824,7 @@ bool Scheduler::grantable(const ClientRecord& c, TimePoint now) const
 
 bool Scheduler::joins_group(const ClientRecord& c, GpuIndex gpu, TimePoint now) const
 {
-    if (turns(gpu) != Turns::Groups || head(gpu, now) != c.id)
+    if (turns_.of(gpu) != Turns::Groups || head(gpu, now) != c.id)
         return false;
     // What a holder still starting will use is not known yet.
     for (ClientId h : gpus_[gpu].holders)
@@ -895,7 +848,7 @@ void Scheduler::keep_holders_that_fit(GpuIndex gpu, TimePoint now)
     std::stable_sort(
         holders.begin(), holders.end(),
         [](const ClientRecord* a, const ClientRecord* b) { return a->granted_at < b->granted_at; });
-    if (turns(gpu) != Turns::Groups) {
+    if (turns_.of(gpu) != Turns::Groups) {
         // One at a time: the first keeps it.
         for (size_t i = 1; i < holders.size(); ++i)
             send_drop(*holders[i], now, true);
@@ -913,8 +866,9 @@ void Scheduler::keep_holders_that_fit(GpuIndex gpu, TimePoint now)
 bool Scheduler::contended(const ClientRecord& c) const
 {
     bool any = false;
-    for_each_gpu(c.held & serialized_gpus(), [&](GpuIndex g) { any |= !queues_[g].line.empty(); });
-    for_each_gpu(c.held & gpus_with({Turns::Soft}), [&](GpuIndex g) {
+    for_each_gpu(c.held & turns_.serialized(),
+                 [&](GpuIndex g) { any |= !queues_[g].line.empty(); });
+    for_each_gpu(c.held & turns_.with({Turns::Soft}), [&](GpuIndex g) {
         queues_[g].line.for_each_bucket(
             [&](uint32_t principal, int) { any |= principal == c.info.principal; });
         any |= over_share(c, g);
@@ -944,7 +898,7 @@ void Scheduler::grant(ClientRecord& c, TimePoint now)
         if (const auto m = c.memory.find(g); m != c.memory.end())
             set_room(c, g, m->second, now, true);
     });
-    line_moved_ |= c.held & gpus_with({Turns::Soft, Turns::Groups});
+    line_moved_ |= c.held & turns_.with({Turns::Soft, Turns::Groups});
     c.contended_sent = wanted_by_others(c, now);
     // Bounded from its first submission, if a higher class is here.
     c.bounded_sent = should_bound(c);
@@ -962,7 +916,7 @@ void Scheduler::grant(ClientRecord& c, TimePoint now)
     update_deadline(c);
     // Joined others softly: once it has started they are told, so that they
     // hand over at the end of their burst, and their share may have changed.
-    for_each_gpu(c.held & gpus_with({Turns::Soft}), [&](GpuIndex g) {
+    for_each_gpu(c.held & turns_.with({Turns::Soft}), [&](GpuIndex g) {
         for (ClientId h : gpus_[g].holders) {
             if (h == c.id)
                 continue;
@@ -989,7 +943,7 @@ GpuSet Scheduler::end_hold(ClientRecord& c, GpuSet gpus, TimePoint now)
         c.contended_since.reset();
     }
     update_deadline(c);
-    update_holder_deadlines(gpus & gpus_with({Turns::Soft}));  // shares moved
+    update_holder_deadlines(gpus & turns_.with({Turns::Soft}));  // shares moved
     return gpus;
 }
 
@@ -1020,9 +974,9 @@ WaitFacts Scheduler::facts_at(GpuIndex gpu, uint32_t place) const
 {
     WaitFacts f;
     f.place = place;
-    f.reason = mode_of(gpu) == Mode::On ? WaitReason::ModeOn
-               : serializing(gpu)       ? WaitReason::Oversubscribed
-                                        : WaitReason::Turns;
+    f.reason = mode_of(gpu) == Mode::On  ? WaitReason::ModeOn
+               : turns_.serializing(gpu) ? WaitReason::Oversubscribed
+                                         : WaitReason::Turns;
     const auto& holders = gpus_[gpu].holders;
     if (!holders.empty()) {
         // The first granted: the one that keeps the GPU when it is taken in turns.
@@ -1039,7 +993,7 @@ WaitFacts Scheduler::facts_at(GpuIndex gpu, uint32_t place) const
 // and on each only the waiters that may have news (WaitNotices).
 void Scheduler::publish_waits()
 {
-    const GpuSet dirty = wait_dirty_ & scheduled_gpus();
+    const GpuSet dirty = wait_dirty_ & turns_.scheduled();
     wait_dirty_ = 0;
     for_each_gpu(dirty, [&](GpuIndex g) {
         if (g >= queues_.size())
@@ -1059,7 +1013,7 @@ bool Scheduler::should_bound(const ClientRecord& c)
 {
     const int own = policy::class_rank(c.info.priority);
     bool higher = false;
-    for_each_gpu(c.held & serialized_gpus(), [&](GpuIndex g) {
+    for_each_gpu(c.held & turns_.serialized(), [&](GpuIndex g) {
         // Looked at again when an idle one has been idle for long enough.
         higher |= queues_[g].classes.higher_around(own, now_, policy::kHigherClassIdleRelease,
                                                    run_ahead_recheck_);
@@ -1073,7 +1027,7 @@ void Scheduler::publish_run_ahead()
 {
     if (run_ahead_recheck_ && *run_ahead_recheck_ <= now_)
         run_ahead_recheck_.reset();  // made again below where still due
-    const GpuSet look = serialized_gpus() | bounded_gpus_;
+    const GpuSet look = turns_.serialized() | bounded_gpus_;
     bounded_gpus_ = 0;
     for_each_gpu(look, [&](GpuIndex g) {
         for (ClientId h : gpus_[g].holders) {
@@ -1096,7 +1050,7 @@ void Scheduler::publish_run_ahead()
 // started (update_deadline).
 void Scheduler::try_heads(GpuSet freed, TimePoint now)
 {
-    for_each_gpu(freed & serialized_gpus(), [&](GpuIndex g) {
+    for_each_gpu(freed & turns_.serialized(), [&](GpuIndex g) {
         const auto first = head(g, now);
         if (!first)
             return;
@@ -1113,7 +1067,7 @@ void Scheduler::try_heads(GpuSet freed, TimePoint now)
 // an idle holder hands over at once instead of at the end of its quantum.
 void Scheduler::notify_contention(GpuSet gpus, TimePoint now)
 {
-    for_each_gpu(gpus & scheduled_gpus(), [&](GpuIndex g) {
+    for_each_gpu(gpus & turns_.scheduled(), [&](GpuIndex g) {
         for (ClientId h : gpus_[g].holders) {
             ClientRecord& holder = clients_.at(h);
             tell_contended(holder, now);
@@ -1128,7 +1082,7 @@ void Scheduler::tell_contended(ClientRecord& c, TimePoint now)
         return;
     c.contended_sent = true;
     c.contended_since = now;
-    push(ActionKind::Contended, c, c.held & scheduled_gpus());
+    push(ActionKind::Contended, c, c.held & turns_.scheduled());
 }
 
 std::optional<TimePoint> Scheduler::quantum_end(const ClientRecord& c) const
@@ -1138,7 +1092,7 @@ std::optional<TimePoint> Scheduler::quantum_end(const ClientRecord& c) const
     TimePoint end = c.granted_at + quantum_for(c);
     // Past its user's share it hands over soon: switching costs only the
     // handoff while memory fits.
-    for_each_gpu(c.held & gpus_with({Turns::Soft}), [&](GpuIndex g) {
+    for_each_gpu(c.held & turns_.with({Turns::Soft}), [&](GpuIndex g) {
         if (over_share(c, g))
             end = std::min(end, c.granted_at + policy::kShareRebalance);
     });
@@ -1156,7 +1110,7 @@ void Scheduler::update_deadline(ClientRecord& c)
         }
         // Told that others want its GPUs once the holders there started.
         if (!c.contended_sent) {
-            for_each_gpu(c.held & gpus_with({Turns::Soft, Turns::Groups}), [&](GpuIndex g) {
+            for_each_gpu(c.held & turns_.with({Turns::Soft, Turns::Groups}), [&](GpuIndex g) {
                 for (ClientId h : gpus_[g].holders) {
                     const TimePoint at = settled_time(clients_.at(h));
                     if (at > now_ && (!want || at < *want))
@@ -1166,14 +1120,14 @@ void Scheduler::update_deadline(ClientRecord& c)
         }
     } else if (c.phase == Phase::Waiting) {
         // When it may join the holders of a GPU taken in turns softly.
-        for_each_gpu(c.wanted & gpus_with({Turns::Soft}), [&](GpuIndex g) {
+        for_each_gpu(c.wanted & turns_.with({Turns::Soft}), [&](GpuIndex g) {
             const TimePoint at = join_time(c, g, now_);
             if (at > now_ && (!want || at < *want))
                 want = at;
         });
         // When the holders of a GPU taken in group turns have started and
         // have their room.
-        for_each_gpu(c.wanted & gpus_with({Turns::Groups}), [&](GpuIndex g) {
+        for_each_gpu(c.wanted & turns_.with({Turns::Groups}), [&](GpuIndex g) {
             TimePoint at = room_.short_of_room_until(g);
             for (ClientId h : gpus_[g].holders)
                 at = std::max(at, settled_time(clients_.at(h)));
@@ -1205,8 +1159,8 @@ std::optional<std::pair<GpuIndex, TimePoint>> Scheduler::follower_gpu(const Clie
         c.info.priority == Priority::Interactive ||
         policy::join_reads_holders(c.info.priority, c.burst))
         return std::nullopt;
-    const GpuSet in_turns = c.wanted & scheduled_gpus();
-    if (std::popcount(in_turns) != 1 || (in_turns & gpus_with({Turns::Soft})) == 0)
+    const GpuSet in_turns = c.wanted & turns_.scheduled();
+    if (std::popcount(in_turns) != 1 || (in_turns & turns_.with({Turns::Soft})) == 0)
         return std::nullopt;
     const auto g = static_cast<GpuIndex>(std::countr_zero(in_turns));
     // Once its own bound has come, only the holders' start keeps it.
@@ -1306,7 +1260,7 @@ void Scheduler::update_holder_deadlines(GpuSet gpus)
 // look at everybody.
 void Scheduler::reschedule_all(TimePoint now, GpuSet became_serialized)
 {
-    for_each_gpu(serialized_gpus(), [&](GpuIndex g) { keep_holders_that_fit(g, now); });
+    for_each_gpu(turns_.serialized(), [&](GpuIndex g) { keep_holders_that_fit(g, now); });
 
     std::vector<ClientRecord*> waiters;
     for (auto& [id, c] : clients_)
@@ -1324,7 +1278,7 @@ void Scheduler::reschedule_all(TimePoint now, GpuSet became_serialized)
             // One told while its GPU was shared learns that it now takes
             // turns there (its allocations may then wait for room).
             if (c.contended_sent && !c.drop_sent && (c.held & became_serialized) != 0)
-                push(ActionKind::Contended, c, c.held & scheduled_gpus());
+                push(ActionKind::Contended, c, c.held & turns_.scheduled());
             tell_contended(c, now);
         }
         update_deadline(c);
@@ -1349,7 +1303,7 @@ void Scheduler::tick(TimePoint now)
     for (GpuIndex g = 0; g < gpus_.size(); ++g)
         if (gpus_[g].holders.empty() && !queues_[g].line.empty())
             idle |= gpu_bit(g);
-    try_heads(idle & scheduled_gpus(), now);
+    try_heads(idle & turns_.scheduled(), now);
     while (const auto entry = deadlines_.due(now)) {
         ClientRecord& c = clients_.at(entry->second);
         if (c.follows) {

@@ -24,6 +24,7 @@
 #include "daemon/scheduler_types.h"
 #include "daemon/soft_followers.h"
 #include "daemon/turn_policy.h"
+#include "daemon/turn_styles.h"
 #include "daemon/usage.h"
 #include "daemon/wait_notices.h"
 #include "daemon/waiting_line.h"
@@ -37,18 +38,6 @@ struct SchedulerSettings {
     // The most a client's own swap-in reports may stretch its quantum to.
     Duration quantum_ceiling = std::chrono::seconds(60);
 };
-
-// How the clients of a GPU share it, from its mode and their memory
-// (Scheduler::turns_for; one owner: update_turns).
-enum class Turns : uint8_t {
-    Free,    // off: they all run at once, unscheduled
-    Soft,    // auto, their memory fits: turns at the end of bursts, and a
-             // waiter joins the holders when waiting would cost more
-    Groups,  // auto, their memory exceeds the capacity: turns of groups
-             // whose memory fits together
-    Strict,  // on: one holder at a time
-};
-inline constexpr size_t kTurnStyles = 4;
 
 class Scheduler {
 public:
@@ -137,8 +126,8 @@ public:
     // How the clients of this GPU share it now (Turns), and whether that
     // is one holder or one group at a time (Strict or Groups): what the
     // status and the bus call serializing.
-    Turns turns(GpuIndex gpu) const;
-    bool serializing(GpuIndex gpu) const;
+    Turns turns(GpuIndex gpu) const { return turns_.of(gpu); }
+    bool serializing(GpuIndex gpu) const { return turns_.serializing(gpu); }
     bool oversubscribed(GpuIndex gpu) const;
     // The longest a client may hold while others wait: the quantum of its
     // GPUs, but at least kQuantumPerSwap times its own latest swap-in on the
@@ -252,16 +241,8 @@ private:
     void room_changed(GpuIndex gpu, TimePoint now);
     // A GPU joined the table: its queue and room, and its turn style.
     void add_gpu();
-    // The turn style of a GPU from its mode and memory.
-    Turns turns_for(GpuIndex g) const;
-    // The GPUs of these styles; those taken one holder or group at a time
-    // (Strict, Groups); those taken in turns of any kind (all but Free).
-    GpuSet gpus_with(std::initializer_list<Turns> styles) const;
-    GpuSet serialized_gpus() const { return gpus_with({Turns::Strict, Turns::Groups}); }
-    GpuSet scheduled_gpus() const { return gpus_with({Turns::Soft, Turns::Groups, Turns::Strict}); }
-    // Works every GPU's style out again; returns the GPUs that now serialize
-    // and did not before.
-    GpuSet update_turns();
+    // Works every GPU's style out again from its mode and memory.
+    TurnStyles::Change update_turns();
     // What the order of waiters depends on at `now` (WaitingLine).
     LineOrder line_order(TimePoint now) const { return {now, settings_.time_quantum, &shares_}; }
     std::optional<ClientId> head(GpuIndex gpu, TimePoint now) const;
@@ -358,9 +339,8 @@ private:
     Deadlines deadlines_;
     // When the grace of a client's unconfirmed managed memory on a GPU ends.
     std::set<std::tuple<TimePoint, ClientId, GpuIndex>> grace_ends_;
-    // The GPUs of each turn style (Turns as index); each GPU in one.
-    std::array<GpuSet, kTurnStyles> gpus_by_turns_{};
-    TimePoint now_{};  // the latest time an event brought
+    TurnStyles turns_;  // how each GPU is shared now
+    TimePoint now_{};   // the latest time an event brought
     policy::UserShares shares_;
     GpuSet wait_dirty_ = 0;    // GPUs for publish_waits() to look at
     GpuSet bounded_gpus_ = 0;  // GPUs with a holder told to keep its queued work short
