@@ -207,8 +207,8 @@ std::optional<TimePoint> Scheduler::next_deadline() const
     std::optional<TimePoint> next = run_ahead_recheck_;
     if (const auto at = deadlines_.next())
         next = std::min(next.value_or(TimePoint::max()), *at);
-    if (!grace_ends_.empty())
-        next = std::min(next.value_or(TimePoint::max()), std::get<0>(*grace_ends_.begin()));
+    if (const auto at = room_.next_grace_end())
+        next = std::min(next.value_or(TimePoint::max()), *at);
     return next;
 }
 
@@ -392,22 +392,10 @@ void Scheduler::refresh_memory(ClientRecord& c, GpuIndex gpu, MemoryUse use, Tim
 void Scheduler::set_room(ClientRecord& c, GpuIndex gpu, MemoryUse use, TimePoint now,
                          bool just_granted)
 {
-    const auto end_of = [&]() -> std::optional<TimePoint> {
-        const auto grace = c.graces.find(gpu);
-        return grace != c.graces.end() ? grace->second.ends() : std::nullopt;
-    };
-    const std::optional<TimePoint> before = end_of();
     const ClaimTurn turn = just_granted                     ? ClaimTurn::Granted
                            : (c.wanted & gpu_bit(gpu)) != 0 ? ClaimTurn::Waits
                                                             : ClaimTurn::None;
     room_.set(c, gpu, use, now, actions_, turn);
-    const std::optional<TimePoint> after = end_of();
-    if (before == after)
-        return;
-    if (before)
-        grace_ends_.erase({*before, c.id, gpu});
-    if (after)
-        grace_ends_.insert({*after, c.id, gpu});
 }
 
 void Scheduler::room_changed(GpuIndex gpu, TimePoint now)
@@ -461,9 +449,6 @@ void Scheduler::disconnect(ClientId id, TimePoint now)
         dequeue(*c);
     }
     room_.forget(*c);
-    for (const auto& [g, grace] : c->graces)
-        if (grace.ends())
-            grace_ends_.erase({*grace.ends(), id, g});
     const GpuSet registered = c->registered();
     const int rank = policy::class_rank(c->info.priority);
     const Phase phase = c->phase;
@@ -1290,9 +1275,8 @@ void Scheduler::tick(TimePoint now)
 {
     now_ = std::max(now_, now);
     // Unconfirmed claims whose grace ended count for others no more.
-    while (!grace_ends_.empty() && std::get<0>(*grace_ends_.begin()) <= now) {
-        const auto [at, id, g] = *grace_ends_.begin();
-        grace_ends_.erase(grace_ends_.begin());
+    while (const auto ended = room_.grace_ended(now)) {
+        const auto [id, g] = *ended;
         ClientRecord& c = clients_.at(id);
         refresh_memory(c, g, c.memory.at(g), now);
     }

@@ -231,9 +231,9 @@ private:
     // The same without tick(): the room of `gpu` and of the client's later
     // GPUs (what the host confirms there depends on it).
     void refresh_memory(ClientRecord& c, GpuIndex gpu, MemoryUse use, TimePoint now);
-    // Room::set, keeping the end of the client's grace among grace_ends_;
-    // the grace lasts while it waits for its first turn on `gpu` and from
-    // that turn's grant (`just_granted`: ClaimGrace::counted).
+    // Room::set, where the client stands in `gpu`'s turns: its grace lasts
+    // while it waits for its first turn there and from that turn's grant
+    // (`just_granted`: ClaimGrace::counted).
     void set_room(ClientRecord& c, GpuIndex gpu, MemoryUse use, TimePoint now,
                   bool just_granted = false);
     // The memory of a GPU's clients or its capacity changed: its style may
@@ -337,8 +337,6 @@ private:
     std::vector<GpuQueue> queues_;  // parallel to gpus_
     std::map<ClientId, ClientRecord> clients_;
     Deadlines deadlines_;
-    // When the grace of a client's unconfirmed managed memory on a GPU ends.
-    std::set<std::tuple<TimePoint, ClientId, GpuIndex>> grace_ends_;
     TurnStyles turns_;  // how each GPU is shared now
     TimePoint now_{};   // the latest time an event brought
     policy::UserShares shares_;
