@@ -20,7 +20,9 @@ void erase_value(std::vector<ClientId>& v, ClientId id)
 // ---- GPUs and settings ----------------------------------------------------------
 
 Scheduler::Scheduler(SchedulerSettings settings)
-    : settings_(settings), room_(gpus_.gpus(), clients_, lineup())
+    : settings_(settings),
+      run_ahead_([this](GpuIndex g) -> const MemberClasses& { return queues_[g].classes; }),
+      room_(gpus_.gpus(), clients_, lineup())
 {
 }
 
@@ -196,7 +198,7 @@ std::vector<Action> Scheduler::take_actions()
 {
     publish_waits();
     publish_shrinks();
-    publish_run_ahead();
+    run_ahead_.publish(gpus_.gpus(), clients_, turns_.serialized(), now_, actions_);
     std::vector<Action> out;
     out.swap(actions_);
     return out;
@@ -204,7 +206,7 @@ std::vector<Action> Scheduler::take_actions()
 
 std::optional<TimePoint> Scheduler::next_deadline() const
 {
-    std::optional<TimePoint> next = run_ahead_recheck_;
+    std::optional<TimePoint> next = run_ahead_.recheck();
     if (const auto at = deadlines_.next())
         next = std::min(next.value_or(TimePoint::max()), *at);
     if (const auto at = room_.next_grace_end())
@@ -886,9 +888,7 @@ void Scheduler::grant(ClientRecord& c, TimePoint now)
     line_moved_ |= c.held & turns_.with({Turns::Soft, Turns::Groups});
     c.contended_sent = wanted_by_others(c, now);
     // Bounded from its first submission, if a higher class is here.
-    c.bounded_sent = should_bound(c);
-    if (c.bounded_sent)
-        bounded_gpus_ |= c.held;
+    run_ahead_.granted(c, turns_.serialized(), now_);
     c.contended_since.reset();
     if (c.contended_sent)
         c.contended_since = now;
@@ -992,42 +992,6 @@ void Scheduler::publish_shrinks()
 {
     for_each_gpu(room_.publish_shrinks(now_, actions_),
                  [&](GpuIndex g) { update_member_deadlines(g, false); });
-}
-
-bool Scheduler::should_bound(const ClientRecord& c)
-{
-    const int own = policy::class_rank(c.info.priority);
-    bool higher = false;
-    for_each_gpu(c.held & turns_.serialized(), [&](GpuIndex g) {
-        // Looked at again when an idle one has been idle for long enough.
-        higher |= queues_[g].classes.higher_around(own, now_, policy::kHigherClassIdleRelease,
-                                                   run_ahead_recheck_);
-    });
-    return higher;
-}
-
-// Only GPUs taken in turns have a bounded holder (one each, but for holders
-// being asked to let go), and those that had one may need to hear it is over.
-void Scheduler::publish_run_ahead()
-{
-    if (run_ahead_recheck_ && *run_ahead_recheck_ <= now_)
-        run_ahead_recheck_.reset();  // made again below where still due
-    const GpuSet look = turns_.serialized() | bounded_gpus_;
-    bounded_gpus_ = 0;
-    for_each_gpu(look, [&](GpuIndex g) {
-        for (ClientId h : gpus_[g].holders) {
-            ClientRecord& c = clients_.at(h);
-            const bool want = should_bound(c);
-            if (want != c.bounded_sent) {
-                c.bounded_sent = want;
-                Action a{ActionKind::RunAhead, c.id, c.held};
-                a.bounded = want;
-                actions_.push_back(a);
-            }
-            if (c.bounded_sent)
-                bounded_gpus_ |= c.held;
-        }
-    });
 }
 
 // GPUs were freed, a waiter left or the line moved: the first waiter of each

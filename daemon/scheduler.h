@@ -21,6 +21,7 @@
 #include "daemon/gpu_table.h"
 #include "daemon/member_classes.h"
 #include "daemon/room.h"
+#include "daemon/run_ahead.h"
 #include "daemon/scheduler_types.h"
 #include "daemon/soft_followers.h"
 #include "daemon/turn_policy.h"
@@ -295,11 +296,6 @@ private:
     // Sends the room's Shrink rounds; where one went, the clients that do
     // not hold the GPU may join at another time (Room::short_of_room_until).
     void publish_shrinks();
-    // Tells each holder of GPUs taken in turns whether a process of a higher
-    // class is registered there (then it keeps its queued work short, so
-    // that it can let go quickly), where that changed.
-    void publish_run_ahead();
-    bool should_bound(const ClientRecord& c);
     void try_heads(GpuSet freed, TimePoint now);
     void notify_contention(GpuSet gpus, TimePoint now);
     // When a holder must be asked to let go, if anybody waits for it.
@@ -340,14 +336,11 @@ private:
     TurnStyles turns_;  // how each GPU is shared now
     TimePoint now_{};   // the latest time an event brought
     policy::UserShares shares_;
-    GpuSet wait_dirty_ = 0;    // GPUs for publish_waits() to look at
-    GpuSet bounded_gpus_ = 0;  // GPUs with a holder told to keep its queued work short
+    GpuSet wait_dirty_ = 0;  // GPUs for publish_waits() to look at
     // GPUs taken in soft or group turns where a grant moved the line since
     // the event began: tick() looks at their waiters again.
     GpuSet line_moved_ = 0;
-    // When an idle higher-class process stops bounding a holder's run-ahead
-    // (kHigherClassIdleRelease after its last use).
-    std::optional<TimePoint> run_ahead_recheck_;
+    RunAhead run_ahead_;  // which holders keep their queued work short
     size_t holding_ = 0;
     size_t waiting_ = 0;
     uint64_t next_sequence_ = 1;
