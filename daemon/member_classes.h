@@ -1,7 +1,7 @@
 // The clients registered on one GPU by class: how many of each class are
 // busy (waiting or holding) and when each idle one last used the GPU, so
-// that whether a process of a higher class is around (Scheduler::
-// should_bound) is known without walking them. Part of the scheduler, and
+// that whether a process of a higher class is around (RunAhead, run_ahead.h)
+// is known without walking them. Part of the scheduler, and
 // pure like it.
 #pragma once
 

@@ -105,6 +105,7 @@ uint64_t Room::host_share(const ClientRecord& c, GpuIndex gpu) const
 void Room::set(ClientRecord& c, GpuIndex gpu, MemoryUse use, TimePoint now,
                std::vector<Action>& out, ClaimTurn turn)
 {
+    const std::optional<TimePoint> grace_before = grace_end(c, gpu);
     // No process pins more than the GPU has; swappable memory may exceed
     // it (held in host memory), and above the GPU's size it changes nothing
     // for others.
@@ -147,6 +148,34 @@ void Room::set(ClientRecord& c, GpuIndex gpu, MemoryUse use, TimePoint now,
         r.told_pinned.insert(told_pinned_key(c, gpu));
         tell_unpageable(gpu, out);
     }
+    if (const std::optional<TimePoint> after = grace_end(c, gpu); after != grace_before) {
+        if (grace_before)
+            grace_ends_.erase({*grace_before, c.id, gpu});
+        if (after)
+            grace_ends_.insert({*after, c.id, gpu});
+    }
+}
+
+std::optional<TimePoint> Room::grace_end(const ClientRecord& c, GpuIndex gpu)
+{
+    const auto grace = c.graces.find(gpu);
+    return grace != c.graces.end() ? grace->second.ends() : std::nullopt;
+}
+
+std::optional<TimePoint> Room::next_grace_end() const
+{
+    if (grace_ends_.empty())
+        return std::nullopt;
+    return std::get<0>(*grace_ends_.begin());
+}
+
+std::optional<std::pair<ClientId, GpuIndex>> Room::grace_ended(TimePoint now)
+{
+    if (grace_ends_.empty() || std::get<0>(*grace_ends_.begin()) > now)
+        return std::nullopt;
+    const auto [at, id, gpu] = *grace_ends_.begin();
+    grace_ends_.erase(grace_ends_.begin());
+    return std::pair{id, gpu};
 }
 
 void Room::confirm(ClientRecord& c, GpuIndex gpu, std::optional<uint64_t> bytes)
@@ -173,6 +202,9 @@ void Room::forget(const ClientRecord& c)
     }
     for_each_gpu(c.registered(),
                  [&](GpuIndex g) { rooms_[g].told_pinned.erase(told_pinned_key(c, g)); });
+    for (const auto& [g, grace] : c.graces)
+        if (grace.ends())
+            grace_ends_.erase({*grace.ends(), c.id, g});
 }
 
 void Room::tell_unpageable(GpuIndex gpu, std::vector<Action>& out)

@@ -11,6 +11,8 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "daemon/action.h"
@@ -66,6 +68,8 @@ public:
     // the host confirms on its later GPUs depends on this one (host_share):
     // they are set again after it.
     // `turn`: where it stands in the GPU's turns (ClaimGrace::counted).
+    // Where its grace on `gpu` started, moved or ended, grace_ended()
+    // follows.
     void set(ClientRecord& c, GpuIndex gpu, MemoryUse use, TimePoint now, std::vector<Action>& out,
              ClaimTurn turn = ClaimTurn::None);
     // What the host confirms of the client's memory on `gpu` (nullopt: it
@@ -76,6 +80,12 @@ public:
     void joined(const ClientRecord& c, GpuIndex gpu, std::vector<Action>& out);
     // The client is leaving: its memory no longer counts.
     void forget(const ClientRecord& c);
+    // When the first running grace of a client's unconfirmed claim ends
+    // (claim_grace.h), as set() last saw it.
+    std::optional<TimePoint> next_grace_end() const;
+    // The client and GPU of a grace that ended by `now`, taken off the
+    // list: what it counts for others must be set() again. Nullopt: none.
+    std::optional<std::pair<ClientId, GpuIndex>> grace_ended(TimePoint now);
     // Tells each client of `gpu` the pinned memory of the others where it
     // moved by kUnpageableStep or more since it was last told (its members
     // changed, or their pinned memory), in the order of their ids.
@@ -144,6 +154,7 @@ private:
     static uint64_t kept_part(const ClientRecord& c, GpuIndex gpu);
     // Its key in GpuRoom::told_pinned.
     static std::pair<uint64_t, ClientId> told_pinned_key(const ClientRecord& c, GpuIndex gpu);
+    static std::optional<TimePoint> grace_end(const ClientRecord& c, GpuIndex gpu);
     // The memory that must stay on `gpu` for its holders: theirs, and the
     // pinned memory of every client of the GPU.
     uint64_t holders_need(GpuIndex gpu) const;
@@ -160,6 +171,8 @@ private:
     Lineup lineup_;
     std::vector<GpuRoom> rooms_;  // parallel to gpus_
     GpuSet dirty_ = 0;            // GPUs for publish_shrinks() to look at
+    // When the grace of a client's unconfirmed managed memory on a GPU ends.
+    std::set<std::tuple<TimePoint, ClientId, GpuIndex>> grace_ends_;
 };
 
 }  // namespace nvshare::daemon

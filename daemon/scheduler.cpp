@@ -20,7 +20,9 @@ void erase_value(std::vector<ClientId>& v, ClientId id)
 // ---- GPUs and settings ----------------------------------------------------------
 
 Scheduler::Scheduler(SchedulerSettings settings)
-    : settings_(settings), room_(gpus_, clients_, lineup())
+    : settings_(settings),
+      run_ahead_([this](GpuIndex g) -> const MemberClasses& { return queues_[g].classes; }),
+      room_(gpus_.gpus(), clients_, lineup())
 {
 }
 
@@ -35,125 +37,50 @@ Lineup Scheduler::lineup()
 
 std::optional<GpuIndex> Scheduler::ensure_gpu(const GpuDescription& description)
 {
-    for (GpuIndex g = 0; g < gpus_.size(); ++g) {
-        if (gpus_[g].description.uuid != description.uuid)
-            continue;
-        gpus_[g].listed_by_host = true;
-        if (gpus_[g].description.name.empty())
-            gpus_[g].description.name = description.name;
-        if (description.physical_memory != 0) {  // before any client: nothing to refresh
-            gpus_[g].description.physical_memory = description.physical_memory;
-            gpus_[g].memory_confirmed = true;
-            if (capacity_follows_physical(g))
-                gpus_[g].capacity = description.physical_memory;
-        }
-        return g;
-    }
-    const auto g = add_gpu(description);
-    if (g) {
-        gpus_[*g].listed_by_host = true;
-        gpus_[*g].memory_confirmed = description.physical_memory != 0;
-    }
-    return g;
+    // Before any client: a size it gives has nothing to refresh.
+    const auto found = gpus_.ensure(description);
+    if (found && found->added)
+        add_gpu();
+    return found ? std::optional(found->gpu) : std::nullopt;
 }
 
 std::optional<GpuIndex> Scheduler::claim_gpu(const GpuDescription& description, uint32_t uid,
                                              uint32_t principal, TimePoint now,
                                              std::string* refusal)
 {
-    const uint64_t claimed = description.physical_memory;
-    if (claimed < kMinGpuMemory || claimed > kMaxReportedBytes) {
-        *refusal =
-            "implausible memory size " + std::to_string(claimed) + " for " + description.uuid;
+    const auto found = gpus_.claim(description, uid, principal, refusal);
+    if (!found)
         return std::nullopt;
-    }
-    for (GpuIndex g = 0; g < gpus_.size(); ++g) {
-        if (gpus_[g].description.uuid != description.uuid)
-            continue;
-        auto& d = gpus_[g].description;
-        if (d.name.empty())
-            d.name = description.name;
-        // A GPU's size is a fact of the host (NVML, at discovery) or of
-        // root's word; a user's claim only stands in until one of those
-        // comes, and only the first: a later one, smaller or larger, would
-        // let a user set what every other process sees (issue 47).
-        if (!gpus_[g].memory_confirmed && (uid == 0 || d.physical_memory == 0))
-            set_physical_memory(g, claimed, uid == 0, now);
-        return g;
-    }
-    if (uid != 0) {
-        size_t named = 0;
-        for (const Gpu& gpu : gpus_)
-            named += !gpu.listed_by_host && gpu.named_by == principal;
-        if (named >= kMaxUnlistedGpusPerUser) {
-            *refusal = description.uuid + " is not a GPU the host lists, and user " +
-                       std::to_string(principal) + " has named " + std::to_string(named) +
-                       " such GPUs already";
-            return std::nullopt;
-        }
-    }
-    const auto g = add_gpu(description);
-    if (!g) {
-        *refusal = "too many GPUs on this host";
-        return std::nullopt;
-    }
-    gpus_[*g].named_by = principal;
-    gpus_[*g].memory_confirmed = uid == 0;
-    return g;
+    if (found->added)
+        add_gpu();
+    else if (found->capacity_set)
+        room_changed(found->gpu, now);
+    return found->gpu;
 }
 
-void Scheduler::set_physical_memory(GpuIndex g, uint64_t bytes, bool confirmed, TimePoint now)
+void Scheduler::add_gpu()
 {
-    gpus_[g].description.physical_memory = bytes;
-    gpus_[g].memory_confirmed = confirmed;
-    if (capacity_follows_physical(g)) {
-        gpus_[g].capacity = bytes;
-        room_changed(g, now);
-    }
-}
-
-std::optional<GpuIndex> Scheduler::add_gpu(const GpuDescription& description)
-{
-    if (gpus_.size() >= kMaxGpus)
-        return std::nullopt;
-    Gpu gpu;
-    gpu.description = description;
-    if (auto it = capacity_overrides_.find(description.uuid); it != capacity_overrides_.end())
-        gpu.capacity = it->second;
-    else if (default_capacity_)
-        gpu.capacity = *default_capacity_;
-    else
-        gpu.capacity = description.physical_memory;
-    gpus_.push_back(std::move(gpu));
     queues_.emplace_back();
     room_.add_gpu();
     // A new GPU has no clients yet: its mode alone says how it is shared.
     update_turns();
-    return static_cast<GpuIndex>(gpus_.size() - 1);
-}
-
-bool Scheduler::capacity_follows_physical(GpuIndex gpu) const
-{
-    return !default_capacity_ && capacity_overrides_.count(gpus_[gpu].description.uuid) == 0;
 }
 
 void Scheduler::set_capacity_override(const std::string& uuid, uint64_t bytes)
 {
-    capacity_overrides_[uuid] = bytes;
+    gpus_.set_capacity_override(uuid, bytes);
 }
 
 void Scheduler::set_default_capacity(std::optional<uint64_t> bytes)
 {
-    default_capacity_ = bytes;
+    gpus_.set_default_capacity(bytes);
 }
 
 void Scheduler::set_capacity(GpuIndex gpu, uint64_t bytes, TimePoint now)
 {
     now_ = std::max(now_, now);
-    if (gpu >= gpus_.size())
+    if (!gpus_.set_capacity(gpu, bytes))
         return;
-    gpus_[gpu].capacity = bytes;
-    capacity_overrides_[gpus_[gpu].description.uuid] = bytes;
     room_changed(gpu, now);
     tick(now);
 }
@@ -177,18 +104,16 @@ void Scheduler::set_time_quantum(Duration tq, TimePoint now)
         if (c.phase == Phase::Holding)
             update_deadline(c);
     // So do the waits under way: softly, a waiter joins within a quantum.
-    disband_followers();
-    admit(gpus_with({Turns::Soft}), now);
+    for (GpuQueue& q : queues_)
+        q.followers.disband(clients_, deadlines_);
+    admit(turns_.with({Turns::Soft}), now);
     tick(now);
 }
 
 void Scheduler::set_gpu_mode(const std::string& uuid, std::optional<Mode> mode, TimePoint now)
 {
     now_ = std::max(now_, now);
-    if (mode)
-        mode_overrides_[uuid] = *mode;
-    else
-        mode_overrides_.erase(uuid);
+    gpus_.set_mode(uuid, mode);
     wait_dirty_ = ~GpuSet{0};
     refresh_turns(now);
     tick(now);
@@ -198,35 +123,25 @@ void Scheduler::set_gpu_time_quantum(const std::string& uuid, std::optional<Dura
                                      TimePoint now)
 {
     now_ = std::max(now_, now);
-    if (tq)
-        quantum_overrides_[uuid] = *tq;
-    else
-        quantum_overrides_.erase(uuid);
+    gpus_.set_time_quantum(uuid, tq);
     wait_dirty_ = ~GpuSet{0};
     for (auto& [id, c] : clients_)
         if (c.phase == Phase::Holding)
             update_deadline(c);
-    disband_followers();
-    admit(gpus_with({Turns::Soft}), now);  // the waits under way, as set_time_quantum
+    for (GpuQueue& q : queues_)
+        q.followers.disband(clients_, deadlines_);
+    admit(turns_.with({Turns::Soft}), now);  // the waits under way, as set_time_quantum
     tick(now);
 }
 
 Mode Scheduler::mode_of(GpuIndex gpu) const
 {
-    if (gpu < gpus_.size())
-        if (auto it = mode_overrides_.find(gpus_[gpu].description.uuid);
-            it != mode_overrides_.end())
-            return it->second;
-    return settings_.mode;
+    return gpus_.mode_of(gpu, settings_.mode);
 }
 
 Duration Scheduler::time_quantum_of(GpuIndex gpu) const
 {
-    if (gpu < gpus_.size())
-        if (auto it = quantum_overrides_.find(gpus_[gpu].description.uuid);
-            it != quantum_overrides_.end())
-            return it->second;
-    return settings_.time_quantum;
+    return gpus_.time_quantum_of(gpu, settings_.time_quantum);
 }
 
 void Scheduler::set_grace(Duration grace)
@@ -264,37 +179,6 @@ uint64_t Scheduler::requested_memory(GpuIndex gpu) const
     return room_.requested(gpu);
 }
 
-Turns Scheduler::turns(GpuIndex gpu) const
-{
-    if (gpu >= gpus_.size())
-        return Turns::Free;  // not a GPU it knows
-    for (size_t t = 0; t < kTurnStyles; ++t)
-        if ((gpus_by_turns_[t] & gpu_bit(gpu)) != 0)
-            return static_cast<Turns>(t);
-    return Turns::Free;
-}
-
-bool Scheduler::serializing(GpuIndex gpu) const
-{
-    switch (turns(gpu)) {
-        case Turns::Strict:
-        case Turns::Groups:
-            return true;
-        case Turns::Free:
-        case Turns::Soft:
-            return false;
-    }
-    return false;
-}
-
-GpuSet Scheduler::gpus_with(std::initializer_list<Turns> styles) const
-{
-    GpuSet s = 0;
-    for (Turns t : styles)
-        s |= gpus_by_turns_[static_cast<size_t>(t)];
-    return s;
-}
-
 std::vector<ClientId> Scheduler::queue(GpuIndex gpu) const
 {
     return ordered(gpu, now_);
@@ -302,7 +186,7 @@ std::vector<ClientId> Scheduler::queue(GpuIndex gpu) const
 
 std::optional<WaitFacts> Scheduler::wait_facts(ClientId id, GpuIndex gpu) const
 {
-    if (turns(gpu) == Turns::Free)
+    if (turns_.of(gpu) == Turns::Free)
         return std::nullopt;
     const ClientRecord* c = client(id);
     if (c == nullptr || c->phase != Phase::Waiting || (c->wanted & gpu_bit(gpu)) == 0)
@@ -314,7 +198,7 @@ std::vector<Action> Scheduler::take_actions()
 {
     publish_waits();
     publish_shrinks();
-    publish_run_ahead();
+    run_ahead_.publish(gpus_.gpus(), clients_, turns_.serialized(), now_, actions_);
     std::vector<Action> out;
     out.swap(actions_);
     return out;
@@ -322,11 +206,11 @@ std::vector<Action> Scheduler::take_actions()
 
 std::optional<TimePoint> Scheduler::next_deadline() const
 {
-    std::optional<TimePoint> next = run_ahead_recheck_;
-    if (!deadlines_.empty())
-        next = std::min(next.value_or(TimePoint::max()), deadlines_.begin()->first);
-    if (!grace_ends_.empty())
-        next = std::min(next.value_or(TimePoint::max()), std::get<0>(*grace_ends_.begin()));
+    std::optional<TimePoint> next = run_ahead_.recheck();
+    if (const auto at = deadlines_.next())
+        next = std::min(next.value_or(TimePoint::max()), *at);
+    if (const auto at = room_.next_grace_end())
+        next = std::min(next.value_or(TimePoint::max()), *at);
     return next;
 }
 
@@ -353,7 +237,7 @@ bool Scheduler::connect(ClientId id, ClientInfo info, std::vector<GpuIndex> gpus
     usage_.joined(added);
     for_each_gpu(registered, [&](GpuIndex g) {
         queues_[g].members.insert(id);
-        queues_[g].others.insert(id);
+        queues_[g].followers.joined(id);
         queues_[g].classes.add(rank, false, added.last_active);
         room_.joined(added, g, actions_);
     });
@@ -510,30 +394,18 @@ void Scheduler::refresh_memory(ClientRecord& c, GpuIndex gpu, MemoryUse use, Tim
 void Scheduler::set_room(ClientRecord& c, GpuIndex gpu, MemoryUse use, TimePoint now,
                          bool just_granted)
 {
-    const auto end_of = [&]() -> std::optional<TimePoint> {
-        const auto grace = c.graces.find(gpu);
-        return grace != c.graces.end() ? grace->second.ends() : std::nullopt;
-    };
-    const std::optional<TimePoint> before = end_of();
     const ClaimTurn turn = just_granted                     ? ClaimTurn::Granted
                            : (c.wanted & gpu_bit(gpu)) != 0 ? ClaimTurn::Waits
                                                             : ClaimTurn::None;
     room_.set(c, gpu, use, now, actions_, turn);
-    const std::optional<TimePoint> after = end_of();
-    if (before == after)
-        return;
-    if (before)
-        grace_ends_.erase({*before, c.id, gpu});
-    if (after)
-        grace_ends_.insert({*after, c.id, gpu});
 }
 
 void Scheduler::room_changed(GpuIndex gpu, TimePoint now)
 {
     room_.changed(gpu_bit(gpu));
-    const GpuSet was_serialized = serialized_gpus();
+    const GpuSet was_serialized = turns_.serialized();
     refresh_turns(now);
-    if ((was_serialized & serialized_gpus() & gpu_bit(gpu)) != 0) {
+    if ((was_serialized & turns_.serialized() & gpu_bit(gpu)) != 0) {
         keep_holders_that_fit(gpu, now);
         try_heads(gpu_bit(gpu), now);  // room may have appeared
     }
@@ -579,30 +451,26 @@ void Scheduler::disconnect(ClientId id, TimePoint now)
         dequeue(*c);
     }
     room_.forget(*c);
-    for (const auto& [g, grace] : c->graces)
-        if (grace.ends())
-            grace_ends_.erase({*grace.ends(), id, g});
     const GpuSet registered = c->registered();
     const int rank = policy::class_rank(c->info.priority);
     const Phase phase = c->phase;
     const TimePoint last_active = c->last_active;
     usage_.retire(*c, now);
-    if (c->deadline)
-        deadlines_.erase({*c->deadline, id});
+    deadlines_.set(*c, std::nullopt);
     clients_.erase(id);
     for_each_gpu(registered, [&](GpuIndex g) {
         queues_[g].members.erase(id);
-        queues_[g].others.erase(id);
+        queues_[g].followers.left(id);
         queues_[g].classes.remove(rank, phase != Phase::Idle, last_active);
         room_.tell_unpageable(g, actions_);
     });
     update_holder_deadlines(affected);
-    const GpuSet before = serialized_gpus();
+    const GpuSet before = turns_.serialized();
     refresh_turns(now);
     // Its memory left its GPUs too: in group turns the first in line may
     // fit beside the holders now.
-    if (before == serialized_gpus())
-        try_heads(affected | (registered & gpus_with({Turns::Groups})), now);
+    if (before == turns_.serialized())
+        try_heads(affected | (registered & turns_.with({Turns::Groups})), now);
     tick(now);
 }
 
@@ -629,7 +497,7 @@ bool Scheduler::oversubscribed(GpuIndex gpu) const
 void Scheduler::push(ActionKind kind, const ClientRecord& c, GpuSet gpus, Duration grace)
 {
     Action a{kind, c.id, gpus};
-    a.exclusive = (gpus & serialized_gpus()) == gpus;
+    a.exclusive = (gpus & turns_.serialized()) == gpus;
     a.contended = kind == ActionKind::Contended || c.contended_sent;
     a.grace = grace;
     room_.describe(a);
@@ -658,40 +526,24 @@ Duration Scheduler::quantum_for(const ClientRecord& c) const
         std::max(base, std::min(ceiling, std::min(swap, ceiling) * kQuantumPerSwap));
     // A waiter of a higher class cuts it short.
     return policy::preempted_quantum(own, c.info.priority,
-                                     best_waiting_class(c.held & scheduled_gpus()));
+                                     best_waiting_class(c.held & turns_.scheduled()));
 }
 
-Turns Scheduler::turns_for(GpuIndex g) const
+TurnStyles::Change Scheduler::update_turns()
 {
-    switch (mode_of(g)) {
-        case Mode::Off:
-            return Turns::Free;
-        case Mode::On:
-            return Turns::Strict;
-        case Mode::Auto:
-            return room_.oversubscribed(g) ? Turns::Groups : Turns::Soft;
-    }
-    return Turns::Strict;
-}
-
-GpuSet Scheduler::update_turns()
-{
-    const GpuSet serialized = serialized_gpus();
-    gpus_by_turns_ = {};
-    for (GpuIndex g = 0; g < gpus_.size(); ++g)
-        gpus_by_turns_[static_cast<size_t>(turns_for(g))] |= gpu_bit(g);
-    return serialized_gpus() & ~serialized;
+    return turns_.update(static_cast<GpuIndex>(gpus_.size()), [&](GpuIndex g) {
+        return TurnStyles::style(mode_of(g), room_.oversubscribed(g));
+    });
 }
 
 void Scheduler::refresh_turns(TimePoint now)
 {
-    const auto before = gpus_by_turns_;
-    const GpuSet became_serialized = update_turns();
-    if (gpus_by_turns_ == before)
+    const TurnStyles::Change change = update_turns();
+    if (!change.any)
         return;
     wait_dirty_ = ~GpuSet{0};
     room_.changed(~GpuSet{0});
-    reschedule_all(now, became_serialized);
+    reschedule_all(now, change.became_serialized);
 }
 
 void Scheduler::enqueue(ClientRecord& c)
@@ -699,7 +551,7 @@ void Scheduler::enqueue(ClientRecord& c)
     wait_dirty_ |= c.wanted;
     for_each_gpu(c.wanted, [&](GpuIndex g) {
         queues_[g].line.add(c);
-        queues_[g].loose.insert(c.id);
+        queues_[g].followers.queued(c.id);
         queues_[g].notices.queued(c, g);
     });
     waiting_++;
@@ -708,13 +560,10 @@ void Scheduler::enqueue(ClientRecord& c)
 void Scheduler::dequeue(ClientRecord& c)
 {
     wait_dirty_ |= c.wanted;  // the places behind it move up
-    if (c.follows)
-        unfollow(c, false);
-    if (c.pending)
-        clear_pending(c, false);
+    leave_followers(c, false);
     for_each_gpu(c.wanted, [&](GpuIndex g) {
         queues_[g].line.remove(c);
-        queues_[g].loose.erase(c.id);
+        queues_[g].followers.unqueued(c.id);
         queues_[g].notices.left(c, g);
     });
     waiting_--;
@@ -829,11 +678,11 @@ bool Scheduler::over_share(const ClientRecord& c, GpuIndex gpu) const
 bool Scheduler::wanted_by_others(const ClientRecord& c, TimePoint now) const
 {
     bool any = false;
-    for_each_gpu(c.held & scheduled_gpus(), [&](GpuIndex g) {
-        if (turns(g) != Turns::Soft) {
+    for_each_gpu(c.held & turns_.scheduled(), [&](GpuIndex g) {
+        if (turns_.of(g) != Turns::Soft) {
             // In a group turn, one still starting is told once it has
             // started: what it placed would otherwise have to move again.
-            any |= !queues_[g].line.empty() && !(turns(g) == Turns::Groups && starting(c, now));
+            any |= !queues_[g].line.empty() && !(turns_.of(g) == Turns::Groups && starting(c, now));
             return;
         }
         // Softly, nobody hands over while a process there is still
@@ -868,7 +717,7 @@ bool Scheduler::wanted_by_others(const ClientRecord& c, TimePoint now) const
 // them, the pending ones' where the holders' start passes their bound.
 void Scheduler::admit(GpuSet gpus, TimePoint now)
 {
-    for_each_gpu(gpus & gpus_with({Turns::Soft}), [&](GpuIndex g) {
+    for_each_gpu(gpus & turns_.with({Turns::Soft}), [&](GpuIndex g) {
         GpuQueue& q = queues_[g];
         // The order as it was when the walk began (a grant's held time
         // starts at 0, but need not sum to exactly the same): kept before
@@ -877,12 +726,12 @@ void Scheduler::admit(GpuSet gpus, TimePoint now)
         LineOrder order = line_order(now);
         using Place = std::pair<WaitingLine::Position, ClientId>;
         std::vector<Place> loose;
-        loose.reserve(q.loose.size());
-        for (ClientId id : q.loose)
+        loose.reserve(q.followers.loose().size());
+        for (ClientId id : q.followers.loose())
             loose.push_back({q.line.position_of(order, clients_.at(id)), id});
         // Pending ones whose bound has come may go too, and the first in
         // line where nobody holds the GPU.
-        for (const auto& [bound, id] : q.followers.pending) {
+        for (const auto& [bound, id] : q.followers.pending()) {
             if (bound > now)
                 break;
             loose.push_back({q.line.position_of(order, clients_.at(id)), id});
@@ -894,20 +743,12 @@ void Scheduler::admit(GpuSet gpus, TimePoint now)
         std::sort(loose.begin(), loose.end());
         // The first follower after `passed` of each user that may join.
         const auto next_follower = [&](const std::optional<Place>& passed) {
-            std::optional<Place> best;
-            q.followers.for_each_bucket([&](const SoftFollowers::Bucket& b, const auto& arrivals) {
-                if (!user_may_join(b.first, g))
-                    return;
-                for (const auto& [sequence, id] : arrivals) {
-                    const Place at{q.line.position_of(order, clients_.at(id)), id};
-                    if (passed && at <= *passed)
-                        continue;
-                    if (!best || at < *best)
-                        best = at;
-                    break;
-                }
-            });
-            return best;
+            return q.followers.next_in_line(
+                passed,
+                [&](ClientId id) {
+                    return Place{q.line.position_of(order, clients_.at(id)), id};
+                },
+                [&](uint32_t uid) { return user_may_join(uid, g); });
         };
         bool followers = followers_may_start(g, now);
         std::optional<Place> passed;
@@ -935,7 +776,7 @@ void Scheduler::admit(GpuSet gpus, TimePoint now)
                 update_deadline(w);
             }
         }
-        set_followers_at(g, followers_due(g, now_));
+        q.followers.set_at(followers_due(g, now_), deadlines_);
         update_pending(g);
     });
 }
@@ -947,12 +788,12 @@ void Scheduler::admit(GpuSet gpus, TimePoint now)
 bool Scheduler::grantable(const ClientRecord& c, TimePoint now) const
 {
     bool ok = true;
-    for_each_gpu(c.wanted & scheduled_gpus(), [&](GpuIndex g) {
+    for_each_gpu(c.wanted & turns_.scheduled(), [&](GpuIndex g) {
         if (!ok)
             return;
         if (gpus_[g].holders.empty() && head(g, now) == c.id)
             return;  // its turn
-        switch (turns(g)) {
+        switch (turns_.of(g)) {
             case Turns::Soft:
                 ok = may_join(c, g, now);
                 break;
@@ -970,7 +811,7 @@ bool Scheduler::grantable(const ClientRecord& c, TimePoint now) const
 
 bool Scheduler::joins_group(const ClientRecord& c, GpuIndex gpu, TimePoint now) const
 {
-    if (turns(gpu) != Turns::Groups || head(gpu, now) != c.id)
+    if (turns_.of(gpu) != Turns::Groups || head(gpu, now) != c.id)
         return false;
     // What a holder still starting will use is not known yet.
     for (ClientId h : gpus_[gpu].holders)
@@ -994,7 +835,7 @@ void Scheduler::keep_holders_that_fit(GpuIndex gpu, TimePoint now)
     std::stable_sort(
         holders.begin(), holders.end(),
         [](const ClientRecord* a, const ClientRecord* b) { return a->granted_at < b->granted_at; });
-    if (turns(gpu) != Turns::Groups) {
+    if (turns_.of(gpu) != Turns::Groups) {
         // One at a time: the first keeps it.
         for (size_t i = 1; i < holders.size(); ++i)
             send_drop(*holders[i], now, true);
@@ -1012,8 +853,9 @@ void Scheduler::keep_holders_that_fit(GpuIndex gpu, TimePoint now)
 bool Scheduler::contended(const ClientRecord& c) const
 {
     bool any = false;
-    for_each_gpu(c.held & serialized_gpus(), [&](GpuIndex g) { any |= !queues_[g].line.empty(); });
-    for_each_gpu(c.held & gpus_with({Turns::Soft}), [&](GpuIndex g) {
+    for_each_gpu(c.held & turns_.serialized(),
+                 [&](GpuIndex g) { any |= !queues_[g].line.empty(); });
+    for_each_gpu(c.held & turns_.with({Turns::Soft}), [&](GpuIndex g) {
         queues_[g].line.for_each_bucket(
             [&](uint32_t principal, int) { any |= principal == c.info.principal; });
         any |= over_share(c, g);
@@ -1043,12 +885,10 @@ void Scheduler::grant(ClientRecord& c, TimePoint now)
         if (const auto m = c.memory.find(g); m != c.memory.end())
             set_room(c, g, m->second, now, true);
     });
-    line_moved_ |= c.held & gpus_with({Turns::Soft, Turns::Groups});
+    line_moved_ |= c.held & turns_.with({Turns::Soft, Turns::Groups});
     c.contended_sent = wanted_by_others(c, now);
     // Bounded from its first submission, if a higher class is here.
-    c.bounded_sent = should_bound(c);
-    if (c.bounded_sent)
-        bounded_gpus_ |= c.held;
+    run_ahead_.granted(c, turns_.serialized(), now_);
     c.contended_since.reset();
     if (c.contended_sent)
         c.contended_since = now;
@@ -1061,7 +901,7 @@ void Scheduler::grant(ClientRecord& c, TimePoint now)
     update_deadline(c);
     // Joined others softly: once it has started they are told, so that they
     // hand over at the end of their burst, and their share may have changed.
-    for_each_gpu(c.held & gpus_with({Turns::Soft}), [&](GpuIndex g) {
+    for_each_gpu(c.held & turns_.with({Turns::Soft}), [&](GpuIndex g) {
         for (ClientId h : gpus_[g].holders) {
             if (h == c.id)
                 continue;
@@ -1088,7 +928,7 @@ GpuSet Scheduler::end_hold(ClientRecord& c, GpuSet gpus, TimePoint now)
         c.contended_since.reset();
     }
     update_deadline(c);
-    update_holder_deadlines(gpus & gpus_with({Turns::Soft}));  // shares moved
+    update_holder_deadlines(gpus & turns_.with({Turns::Soft}));  // shares moved
     return gpus;
 }
 
@@ -1119,9 +959,9 @@ WaitFacts Scheduler::facts_at(GpuIndex gpu, uint32_t place) const
 {
     WaitFacts f;
     f.place = place;
-    f.reason = mode_of(gpu) == Mode::On ? WaitReason::ModeOn
-               : serializing(gpu)       ? WaitReason::Oversubscribed
-                                        : WaitReason::Turns;
+    f.reason = mode_of(gpu) == Mode::On  ? WaitReason::ModeOn
+               : turns_.serializing(gpu) ? WaitReason::Oversubscribed
+                                         : WaitReason::Turns;
     const auto& holders = gpus_[gpu].holders;
     if (!holders.empty()) {
         // The first granted: the one that keeps the GPU when it is taken in turns.
@@ -1138,7 +978,7 @@ WaitFacts Scheduler::facts_at(GpuIndex gpu, uint32_t place) const
 // and on each only the waiters that may have news (WaitNotices).
 void Scheduler::publish_waits()
 {
-    const GpuSet dirty = wait_dirty_ & scheduled_gpus();
+    const GpuSet dirty = wait_dirty_ & turns_.scheduled();
     wait_dirty_ = 0;
     for_each_gpu(dirty, [&](GpuIndex g) {
         if (g >= queues_.size())
@@ -1154,48 +994,12 @@ void Scheduler::publish_shrinks()
                  [&](GpuIndex g) { update_member_deadlines(g, false); });
 }
 
-bool Scheduler::should_bound(const ClientRecord& c)
-{
-    const int own = policy::class_rank(c.info.priority);
-    bool higher = false;
-    for_each_gpu(c.held & serialized_gpus(), [&](GpuIndex g) {
-        // Looked at again when an idle one has been idle for long enough.
-        higher |= queues_[g].classes.higher_around(own, now_, policy::kHigherClassIdleRelease,
-                                                   run_ahead_recheck_);
-    });
-    return higher;
-}
-
-// Only GPUs taken in turns have a bounded holder (one each, but for holders
-// being asked to let go), and those that had one may need to hear it is over.
-void Scheduler::publish_run_ahead()
-{
-    if (run_ahead_recheck_ && *run_ahead_recheck_ <= now_)
-        run_ahead_recheck_.reset();  // made again below where still due
-    const GpuSet look = serialized_gpus() | bounded_gpus_;
-    bounded_gpus_ = 0;
-    for_each_gpu(look, [&](GpuIndex g) {
-        for (ClientId h : gpus_[g].holders) {
-            ClientRecord& c = clients_.at(h);
-            const bool want = should_bound(c);
-            if (want != c.bounded_sent) {
-                c.bounded_sent = want;
-                Action a{ActionKind::RunAhead, c.id, c.held};
-                a.bounded = want;
-                actions_.push_back(a);
-            }
-            if (c.bounded_sent)
-                bounded_gpus_ |= c.held;
-        }
-    });
-}
-
 // GPUs were freed, a waiter left or the line moved: the first waiter of each
 // such GPU may now go; in group turns, if not now, when the holders have
 // started (update_deadline).
 void Scheduler::try_heads(GpuSet freed, TimePoint now)
 {
-    for_each_gpu(freed & serialized_gpus(), [&](GpuIndex g) {
+    for_each_gpu(freed & turns_.serialized(), [&](GpuIndex g) {
         const auto first = head(g, now);
         if (!first)
             return;
@@ -1212,7 +1016,7 @@ void Scheduler::try_heads(GpuSet freed, TimePoint now)
 // an idle holder hands over at once instead of at the end of its quantum.
 void Scheduler::notify_contention(GpuSet gpus, TimePoint now)
 {
-    for_each_gpu(gpus & scheduled_gpus(), [&](GpuIndex g) {
+    for_each_gpu(gpus & turns_.scheduled(), [&](GpuIndex g) {
         for (ClientId h : gpus_[g].holders) {
             ClientRecord& holder = clients_.at(h);
             tell_contended(holder, now);
@@ -1227,7 +1031,7 @@ void Scheduler::tell_contended(ClientRecord& c, TimePoint now)
         return;
     c.contended_sent = true;
     c.contended_since = now;
-    push(ActionKind::Contended, c, c.held & scheduled_gpus());
+    push(ActionKind::Contended, c, c.held & turns_.scheduled());
 }
 
 std::optional<TimePoint> Scheduler::quantum_end(const ClientRecord& c) const
@@ -1237,7 +1041,7 @@ std::optional<TimePoint> Scheduler::quantum_end(const ClientRecord& c) const
     TimePoint end = c.granted_at + quantum_for(c);
     // Past its user's share it hands over soon: switching costs only the
     // handoff while memory fits.
-    for_each_gpu(c.held & gpus_with({Turns::Soft}), [&](GpuIndex g) {
+    for_each_gpu(c.held & turns_.with({Turns::Soft}), [&](GpuIndex g) {
         if (over_share(c, g))
             end = std::min(end, c.granted_at + policy::kShareRebalance);
     });
@@ -1255,7 +1059,7 @@ void Scheduler::update_deadline(ClientRecord& c)
         }
         // Told that others want its GPUs once the holders there started.
         if (!c.contended_sent) {
-            for_each_gpu(c.held & gpus_with({Turns::Soft, Turns::Groups}), [&](GpuIndex g) {
+            for_each_gpu(c.held & turns_.with({Turns::Soft, Turns::Groups}), [&](GpuIndex g) {
                 for (ClientId h : gpus_[g].holders) {
                     const TimePoint at = settled_time(clients_.at(h));
                     if (at > now_ && (!want || at < *want))
@@ -1265,14 +1069,14 @@ void Scheduler::update_deadline(ClientRecord& c)
         }
     } else if (c.phase == Phase::Waiting) {
         // When it may join the holders of a GPU taken in turns softly.
-        for_each_gpu(c.wanted & gpus_with({Turns::Soft}), [&](GpuIndex g) {
+        for_each_gpu(c.wanted & turns_.with({Turns::Soft}), [&](GpuIndex g) {
             const TimePoint at = join_time(c, g, now_);
             if (at > now_ && (!want || at < *want))
                 want = at;
         });
         // When the holders of a GPU taken in group turns have started and
         // have their room.
-        for_each_gpu(c.wanted & gpus_with({Turns::Groups}), [&](GpuIndex g) {
+        for_each_gpu(c.wanted & turns_.with({Turns::Groups}), [&](GpuIndex g) {
             TimePoint at = room_.short_of_room_until(g);
             for (ClientId h : gpus_[g].holders)
                 at = std::max(at, settled_time(clients_.at(h)));
@@ -1283,29 +1087,18 @@ void Scheduler::update_deadline(ClientRecord& c)
     // A follower whose deadline is its followers' stays or goes among them;
     // one whose own bound has not come is pending.
     const auto f = c.phase == Phase::Waiting ? follower_gpu(c, now_) : std::nullopt;
-    if (f && f->second <= now_ && want == queues_[f->first].followers.at) {
+    if (f && f->second <= now_ && want == queues_[f->first].followers.at()) {
         if (c.follows == f->first)
             return;
-        if (c.follows)
-            unfollow(c, true);
-        if (c.pending)
-            clear_pending(c, true);
-        if (c.deadline)
-            deadlines_.erase({*c.deadline, c.id});
-        c.deadline.reset();
-        follow(c, f->first);
+        leave_followers(c, true);
+        deadlines_.set(c, std::nullopt);
+        queues_[f->first].followers.follow(c, f->first, deadlines_);
         return;
     }
     if (c.follows)
-        unfollow(c, true);
+        queues_[*c.follows].followers.unfollow(c, true, deadlines_);
     set_pending(c, f && f->second > now_ ? f : std::nullopt, want);
-    if (want == c.deadline)
-        return;
-    if (c.deadline)
-        deadlines_.erase({*c.deadline, c.id});
-    c.deadline = want;
-    if (want)
-        deadlines_.insert({*want, c.id});
+    deadlines_.set(c, want);
 }
 
 std::optional<std::pair<GpuIndex, TimePoint>> Scheduler::follower_gpu(const ClientRecord& c,
@@ -1315,8 +1108,8 @@ std::optional<std::pair<GpuIndex, TimePoint>> Scheduler::follower_gpu(const Clie
         c.info.priority == Priority::Interactive ||
         policy::join_reads_holders(c.info.priority, c.burst))
         return std::nullopt;
-    const GpuSet in_turns = c.wanted & scheduled_gpus();
-    if (std::popcount(in_turns) != 1 || (in_turns & gpus_with({Turns::Soft})) == 0)
+    const GpuSet in_turns = c.wanted & turns_.scheduled();
+    if (std::popcount(in_turns) != 1 || (in_turns & turns_.with({Turns::Soft})) == 0)
         return std::nullopt;
     const auto g = static_cast<GpuIndex>(std::countr_zero(in_turns));
     // Once its own bound has come, only the holders' start keeps it.
@@ -1348,93 +1141,26 @@ bool Scheduler::user_may_join(uint32_t uid, GpuIndex gpu) const
 
 bool Scheduler::a_follower_may_go(GpuIndex gpu, TimePoint now) const
 {
-    if (!followers_may_start(gpu, now))
-        return false;
-    bool any = false;
-    queues_[gpu].followers.for_each_bucket([&](const SoftFollowers::Bucket& b, const auto&) {
-        any = any || user_may_join(b.first, gpu);
+    return followers_may_start(gpu, now) && queues_[gpu].followers.any_may_join([&](uint32_t uid) {
+        return user_may_join(uid, gpu);
     });
-    return any;
 }
 
-void Scheduler::follow(ClientRecord& c, GpuIndex gpu)
+void Scheduler::leave_followers(ClientRecord& c, bool still_waiting)
 {
-    GpuQueue& q = queues_[gpu];
-    const std::optional<TimePoint> at = q.followers.at;
-    set_followers_at(gpu, std::nullopt);  // its entry moves if `c` comes first
-    q.followers.add(c);
-    q.loose.erase(c.id);
-    q.others.erase(c.id);
-    c.follows = gpu;
-    set_followers_at(gpu, at);
-}
-
-void Scheduler::unfollow(ClientRecord& c, bool still_waiting)
-{
-    const GpuIndex gpu = *c.follows;
-    GpuQueue& q = queues_[gpu];
-    const std::optional<TimePoint> at = q.followers.at;
-    set_followers_at(gpu, std::nullopt);
-    q.followers.remove(c);
-    q.others.insert(c.id);
-    if (still_waiting)
-        q.loose.insert(c.id);
-    c.follows.reset();
-    set_followers_at(gpu, at);
-    c.deadline = at;
-    if (at)
-        deadlines_.insert({*at, c.id});
-}
-
-void Scheduler::set_followers_at(GpuIndex gpu, std::optional<TimePoint> at)
-{
-    SoftFollowers& f = queues_[gpu].followers;
-    if (f.at && !f.empty())
-        deadlines_.erase({*f.at, f.first()});
-    f.at = at;
-    if (f.at && !f.empty())
-        deadlines_.insert({*f.at, f.first()});
-}
-
-void Scheduler::disband_followers()
-{
-    for (GpuQueue& q : queues_) {
-        while (!q.followers.empty())
-            unfollow(clients_.at(q.followers.first()), true);
-        while (!q.followers.pending.empty())
-            clear_pending(clients_.at(q.followers.pending.begin()->second), true);
-    }
+    if (c.follows)
+        queues_[*c.follows].followers.unfollow(c, still_waiting, deadlines_);
+    if (c.pending)
+        queues_[c.pending->first].followers.clear_pending(c, still_waiting);
 }
 
 void Scheduler::set_pending(ClientRecord& c, std::optional<std::pair<GpuIndex, TimePoint>> pending,
                             std::optional<TimePoint> deadline)
 {
     if (c.pending && c.pending != pending)
-        clear_pending(c, true);
-    if (!pending)
-        return;
-    GpuQueue& q = queues_[pending->first];
-    if (!c.pending) {
-        q.followers.pending.insert({pending->second, c.id});
-        q.loose.erase(c.id);
-        q.others.erase(c.id);
-        c.pending = pending;
-    }
-    if (deadline != pending->second)
-        q.followers.driven.insert(c.id);
-    else
-        q.followers.driven.erase(c.id);
-}
-
-void Scheduler::clear_pending(ClientRecord& c, bool still_waiting)
-{
-    GpuQueue& q = queues_[c.pending->first];
-    q.followers.pending.erase({c.pending->second, c.id});
-    q.followers.driven.erase(c.id);
-    q.others.insert(c.id);
-    if (still_waiting)
-        q.loose.insert(c.id);
-    c.pending.reset();
+        queues_[c.pending->first].followers.clear_pending(c, true);
+    if (pending)
+        queues_[pending->first].followers.set_pending(c, *pending, deadline);
 }
 
 // A pending waiter's join time is the later of its bound and the holders'
@@ -1442,26 +1168,20 @@ void Scheduler::clear_pending(ClientRecord& c, bool still_waiting)
 // is as it was.
 void Scheduler::update_pending(GpuIndex gpu)
 {
-    const SoftFollowers& f = queues_[gpu].followers;
     TimePoint upto = now_;
     for (ClientId h : gpus_[gpu].holders)
         upto = std::max(upto, settled_time(clients_.at(h)));
-    std::vector<ClientId> ids(f.driven.begin(), f.driven.end());
-    for (const auto& [bound, id] : f.pending) {
-        if (bound > upto)
-            break;
-        ids.push_back(id);
-    }
-    for (ClientId id : ids)
+    for (ClientId id : queues_[gpu].followers.to_update(upto))
         if (ClientRecord& c = clients_.at(id); c.pending && c.pending->first == gpu)
             update_deadline(c);
 }
 
 void Scheduler::update_member_deadlines(GpuIndex gpu, bool holders)
 {
-    set_followers_at(gpu, followers_due(gpu, now_));
+    SoftFollowers& f = queues_[gpu].followers;
+    f.set_at(followers_due(gpu, now_), deadlines_);
     update_pending(gpu);
-    const std::vector<ClientId> others(queues_[gpu].others.begin(), queues_[gpu].others.end());
+    const std::vector<ClientId> others(f.others().begin(), f.others().end());
     for (ClientId id : others) {
         ClientRecord& c = clients_.at(id);
         if (holders || (c.held & gpu_bit(gpu)) == 0)
@@ -1474,7 +1194,7 @@ std::optional<TimePoint> Scheduler::deadline_of(ClientId id) const
     const ClientRecord* c = client(id);
     if (c == nullptr)
         return std::nullopt;
-    return c->follows ? queues_[*c->follows].followers.at : c->deadline;
+    return c->follows ? queues_[*c->follows].followers.at() : c->deadline;
 }
 
 void Scheduler::update_holder_deadlines(GpuSet gpus)
@@ -1489,7 +1209,7 @@ void Scheduler::update_holder_deadlines(GpuSet gpus)
 // look at everybody.
 void Scheduler::reschedule_all(TimePoint now, GpuSet became_serialized)
 {
-    for_each_gpu(serialized_gpus(), [&](GpuIndex g) { keep_holders_that_fit(g, now); });
+    for_each_gpu(turns_.serialized(), [&](GpuIndex g) { keep_holders_that_fit(g, now); });
 
     std::vector<ClientRecord*> waiters;
     for (auto& [id, c] : clients_)
@@ -1507,7 +1227,7 @@ void Scheduler::reschedule_all(TimePoint now, GpuSet became_serialized)
             // One told while its GPU was shared learns that it now takes
             // turns there (its allocations may then wait for room).
             if (c.contended_sent && !c.drop_sent && (c.held & became_serialized) != 0)
-                push(ActionKind::Contended, c, c.held & scheduled_gpus());
+                push(ActionKind::Contended, c, c.held & turns_.scheduled());
             tell_contended(c, now);
         }
         update_deadline(c);
@@ -1519,9 +1239,8 @@ void Scheduler::tick(TimePoint now)
 {
     now_ = std::max(now_, now);
     // Unconfirmed claims whose grace ended count for others no more.
-    while (!grace_ends_.empty() && std::get<0>(*grace_ends_.begin()) <= now) {
-        const auto [at, id, g] = *grace_ends_.begin();
-        grace_ends_.erase(grace_ends_.begin());
+    while (const auto ended = room_.grace_ended(now)) {
+        const auto [id, g] = *ended;
         ClientRecord& c = clients_.at(id);
         refresh_memory(c, g, c.memory.at(g), now);
     }
@@ -1532,27 +1251,22 @@ void Scheduler::tick(TimePoint now)
     for (GpuIndex g = 0; g < gpus_.size(); ++g)
         if (gpus_[g].holders.empty() && !queues_[g].line.empty())
             idle |= gpu_bit(g);
-    try_heads(idle & scheduled_gpus(), now);
-    while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
-        const auto [due, id] = *deadlines_.begin();
-        ClientRecord& c = clients_.at(id);
+    try_heads(idle & turns_.scheduled(), now);
+    while (const auto entry = deadlines_.due(now)) {
+        ClientRecord& c = clients_.at(entry->second);
         if (c.follows) {
             // A GPU's followers come due: where nothing else comes due among
             // them and none of them may go, each would only find its
             // deadline moved to the same new one.
             const GpuIndex g = *c.follows;
-            const SoftFollowers& f = queues_[g].followers;
-            const auto next = deadlines_.upper_bound({due, id});
-            const bool between =
-                next != deadlines_.end() && next->first == due && next->second < f.last();
-            if (!between && !a_follower_may_go(g, now)) {
-                set_followers_at(g, followers_due(g, now_));
+            SoftFollowers& f = queues_[g].followers;
+            if (!deadlines_.another_before(*entry, f.last()) && !a_follower_may_go(g, now)) {
+                f.set_at(followers_due(g, now_), deadlines_);
                 continue;
             }
-            unfollow(c, true);  // then it comes due on its own, as any other
+            f.unfollow(c, true, deadlines_);  // then it comes due on its own, as any other
         }
-        deadlines_.erase(deadlines_.begin());
-        c.deadline.reset();
+        deadlines_.set(c, std::nullopt);  // the first entry: its own
         if (c.phase == Phase::Waiting) {
             // Its bound for joining the holders came.
             if (grantable(c, now))

@@ -16,31 +16,21 @@
 
 #include "daemon/action.h"
 #include "daemon/client.h"
+#include "daemon/deadlines.h"
 #include "daemon/gpu.h"
+#include "daemon/gpu_table.h"
 #include "daemon/member_classes.h"
 #include "daemon/room.h"
+#include "daemon/run_ahead.h"
 #include "daemon/scheduler_types.h"
 #include "daemon/soft_followers.h"
 #include "daemon/turn_policy.h"
+#include "daemon/turn_styles.h"
 #include "daemon/usage.h"
 #include "daemon/wait_notices.h"
 #include "daemon/waiting_line.h"
 
 namespace nvshare::daemon {
-
-inline constexpr GpuIndex kMaxGpus = 64;
-
-// Bounds on what clients report: their memory use and a GPU's memory size
-// (8 TiB: sums over a million clients still fit 64 bits), and their
-// cumulative swap times (2^44 us, about 200 days: sums stay within a
-// nanosecond Duration). Reports past them are refused, never wrapped.
-inline constexpr uint64_t kMaxReportedBytes = uint64_t{1} << 43;
-inline constexpr uint64_t kMaxReportedMicroseconds = uint64_t{1} << 44;
-// The smallest GPU memory a client may claim: no GPU CUDA 13 runs on has less.
-inline constexpr uint64_t kMinGpuMemory = uint64_t{256} << 20;
-// GPUs the host does not list (in /proc/driver/nvidia/gpus) that one user's
-// clients may add to the daemon's table; root is not limited.
-inline constexpr size_t kMaxUnlistedGpusPerUser = 4;
 
 struct SchedulerSettings {
     Mode mode = Mode::Auto;
@@ -50,18 +40,6 @@ struct SchedulerSettings {
     Duration quantum_ceiling = std::chrono::seconds(60);
 };
 
-// How the clients of a GPU share it, from its mode and their memory
-// (Scheduler::turns_for; one owner: update_turns).
-enum class Turns : uint8_t {
-    Free,    // off: they all run at once, unscheduled
-    Soft,    // auto, their memory fits: turns at the end of bursts, and a
-             // waiter joins the holders when waiting would cost more
-    Groups,  // auto, their memory exceeds the capacity: turns of groups
-             // whose memory fits together
-    Strict,  // on: one holder at a time
-};
-inline constexpr size_t kTurnStyles = 4;
-
 class Scheduler {
 public:
     explicit Scheduler(SchedulerSettings settings = {});
@@ -70,17 +48,9 @@ public:
     Scheduler& operator=(const Scheduler&) = delete;
 
     // ---- GPUs -----------------------------------------------------------
-    // Finds or adds a GPU the host lists (trusted, its memory size too where
-    // given: NVML's); nullopt when kMaxGpus are known already.
+    // Finds or adds a GPU the host lists, or one named in the Hello of a
+    // client of user `uid` (GpuTable::ensure, GpuTable::claim).
     std::optional<GpuIndex> ensure_gpu(const GpuDescription& description);
-    // Finds or adds a GPU named in the Hello of a client of user `uid`. Its
-    // claims are bounded: a claimed memory size outside [kMinGpuMemory,
-    // kMaxReportedBytes] is refused; the size stands only where nothing
-    // better is known: a root client's claim sets it for good unless the
-    // host gave it, another user's only while no size is known at all.
-    // A GPU the host does not list counts against the user's
-    // kMaxUnlistedGpusPerUser (`principal`'s: principals.h). `refusal` says
-    // why when nullopt is returned.
     std::optional<GpuIndex> claim_gpu(const GpuDescription& description, uint32_t uid,
                                       uint32_t principal, TimePoint now, std::string* refusal);
     std::optional<GpuIndex> claim_gpu(const GpuDescription& description, uint32_t uid,
@@ -102,8 +72,8 @@ public:
     void set_gpu_time_quantum(const std::string& uuid, std::optional<Duration> tq, TimePoint now);
     Mode mode_of(GpuIndex gpu) const;
     Duration time_quantum_of(GpuIndex gpu) const;
-    const std::map<std::string, Mode>& gpu_modes() const { return mode_overrides_; }
-    const std::map<std::string, Duration>& gpu_time_quanta() const { return quantum_overrides_; }
+    const std::map<std::string, Mode>& gpu_modes() const { return gpus_.modes(); }
+    const std::map<std::string, Duration>& gpu_time_quanta() const { return gpus_.time_quanta(); }
     void set_grace(Duration grace);
     void set_quantum_ceiling(Duration ceiling, TimePoint now);
     const SchedulerSettings& settings() const { return settings_; }
@@ -150,15 +120,15 @@ public:
     std::vector<Action> take_actions();
 
     // ---- views -------------------------------------------------------------
-    const std::vector<Gpu>& gpus() const { return gpus_; }
+    const std::vector<Gpu>& gpus() const { return gpus_.gpus(); }
     const std::map<ClientId, ClientRecord>& clients() const { return clients_; }
     const ClientRecord* client(ClientId id) const;
     uint64_t requested_memory(GpuIndex gpu) const;
     // How the clients of this GPU share it now (Turns), and whether that
     // is one holder or one group at a time (Strict or Groups): what the
     // status and the bus call serializing.
-    Turns turns(GpuIndex gpu) const;
-    bool serializing(GpuIndex gpu) const;
+    Turns turns(GpuIndex gpu) const { return turns_.of(gpu); }
+    bool serializing(GpuIndex gpu) const { return turns_.serializing(gpu); }
     bool oversubscribed(GpuIndex gpu) const;
     // The longest a client may hold while others wait: the quantum of its
     // GPUs, but at least kQuantumPerSwap times its own latest swap-in on the
@@ -253,9 +223,7 @@ private:
         std::set<ClientId> members;
         MemberClasses classes;
         WaitNotices notices;
-        SoftFollowers followers;
-        std::set<ClientId> loose;   // its waiters that are not among its followers
-        std::set<ClientId> others;  // its members that are not among its followers
+        SoftFollowers followers;  // and the members that are not among them
     };
 
     ClientRecord* find(ClientId id);
@@ -264,28 +232,18 @@ private:
     // The same without tick(): the room of `gpu` and of the client's later
     // GPUs (what the host confirms there depends on it).
     void refresh_memory(ClientRecord& c, GpuIndex gpu, MemoryUse use, TimePoint now);
-    // Room::set, keeping the end of the client's grace among grace_ends_;
-    // the grace lasts while it waits for its first turn on `gpu` and from
-    // that turn's grant (`just_granted`: ClaimGrace::counted).
+    // Room::set, where the client stands in `gpu`'s turns: its grace lasts
+    // while it waits for its first turn there and from that turn's grant
+    // (`just_granted`: ClaimGrace::counted).
     void set_room(ClientRecord& c, GpuIndex gpu, MemoryUse use, TimePoint now,
                   bool just_granted = false);
     // The memory of a GPU's clients or its capacity changed: its style may
     // have changed, and in group turns who fits together.
     void room_changed(GpuIndex gpu, TimePoint now);
-    std::optional<GpuIndex> add_gpu(const GpuDescription& description);
-    bool capacity_follows_physical(GpuIndex gpu) const;
-    // A GPU's memory size (and its capacity, where none is configured).
-    void set_physical_memory(GpuIndex g, uint64_t bytes, bool confirmed, TimePoint now);
-    // The turn style of a GPU from its mode and memory.
-    Turns turns_for(GpuIndex g) const;
-    // The GPUs of these styles; those taken one holder or group at a time
-    // (Strict, Groups); those taken in turns of any kind (all but Free).
-    GpuSet gpus_with(std::initializer_list<Turns> styles) const;
-    GpuSet serialized_gpus() const { return gpus_with({Turns::Strict, Turns::Groups}); }
-    GpuSet scheduled_gpus() const { return gpus_with({Turns::Soft, Turns::Groups, Turns::Strict}); }
-    // Works every GPU's style out again; returns the GPUs that now serialize
-    // and did not before.
-    GpuSet update_turns();
+    // A GPU joined the table: its queue and room, and its turn style.
+    void add_gpu();
+    // Works every GPU's style out again from its mode and memory.
+    TurnStyles::Change update_turns();
     // What the order of waiters depends on at `now` (WaitingLine).
     LineOrder line_order(TimePoint now) const { return {now, settings_.time_quantum, &shares_}; }
     std::optional<ClientId> head(GpuIndex gpu, TimePoint now) const;
@@ -338,11 +296,6 @@ private:
     // Sends the room's Shrink rounds; where one went, the clients that do
     // not hold the GPU may join at another time (Room::short_of_room_until).
     void publish_shrinks();
-    // Tells each holder of GPUs taken in turns whether a process of a higher
-    // class is registered there (then it keeps its queued work short, so
-    // that it can let go quickly), where that changed.
-    void publish_run_ahead();
-    bool should_bound(const ClientRecord& c);
     void try_heads(GpuSet freed, TimePoint now);
     void notify_contention(GpuSet gpus, TimePoint now);
     // When a holder must be asked to let go, if anybody waits for it.
@@ -350,60 +303,44 @@ private:
     void update_deadline(ClientRecord& c);
     void update_holder_deadlines(GpuSet gpus);
     // Soft-turn followers (soft_followers.h): the GPU whose followers waiter
-    // `c` is among by its facts now, if any; their deadline on `gpu` now;
-    // whether one of them may join the holders now (false only where none
-    // may); `c` joins or leaves them (keeping their deadline as its own,
-    // and among the GPU's loose waiters where it still waits there).
-    // The GPU whose followers `c` is among, or will be once its own bound
-    // (the time) comes: if it has not come by `now`, `c` is pending there.
+    // `c` is among by its facts now, or will be once its own bound (the
+    // time) comes: if it has not come by `now`, `c` is pending there; their
+    // deadline on `gpu` now; whether one of them may join the holders now
+    // (false only where none may).
     std::optional<std::pair<GpuIndex, TimePoint>> follower_gpu(const ClientRecord& c,
                                                                TimePoint now) const;
     std::optional<TimePoint> followers_due(GpuIndex gpu, TimePoint now) const;
     bool followers_may_start(GpuIndex gpu, TimePoint now) const;
     bool user_may_join(uint32_t uid, GpuIndex gpu) const;
     bool a_follower_may_go(GpuIndex gpu, TimePoint now) const;
-    void follow(ClientRecord& c, GpuIndex gpu);
-    void unfollow(ClientRecord& c, bool still_waiting);
-    void set_followers_at(GpuIndex gpu, std::optional<TimePoint> at);
+    // `c` leaves its GPU's followers or pending ones (among its loose
+    // waiters where it still waits there).
+    void leave_followers(ClientRecord& c, bool still_waiting);
     // Waiter `c` is pending on a GPU until the time (none: nowhere), with
-    // deadline `deadline`; or leaves it (still waiting there, or not).
+    // deadline `deadline`.
     void set_pending(ClientRecord& c, std::optional<std::pair<GpuIndex, TimePoint>> pending,
                      std::optional<TimePoint> deadline);
-    void clear_pending(ClientRecord& c, bool still_waiting);
     // The deadlines of `gpu`'s pending waiters worked out again where they
-    // may have moved: those whose bound comes before the holders' start
-    // (or has come), and those whose deadline was that start.
+    // may have moved (SoftFollowers::to_update).
     void update_pending(GpuIndex gpu);
-    // Every follower and pending waiter becomes loose (their bound may move).
-    void disband_followers();
     // The deadlines of `gpu`'s members (but its holders, with `holders` false)
     // worked out again: its followers' at once.
     void update_member_deadlines(GpuIndex gpu, bool holders);
     void reschedule_all(TimePoint now, GpuSet became_serialized);
 
     SchedulerSettings settings_;
-    std::vector<Gpu> gpus_;
+    GpuTable gpus_;
     std::vector<GpuQueue> queues_;  // parallel to gpus_
-    std::map<std::string, uint64_t> capacity_overrides_;
-    std::map<std::string, Mode> mode_overrides_;
-    std::map<std::string, Duration> quantum_overrides_;
-    std::optional<uint64_t> default_capacity_;
     std::map<ClientId, ClientRecord> clients_;
-    std::set<std::pair<TimePoint, ClientId>> deadlines_;
-    // When the grace of a client's unconfirmed managed memory on a GPU ends.
-    std::set<std::tuple<TimePoint, ClientId, GpuIndex>> grace_ends_;
-    // The GPUs of each turn style (Turns as index); each GPU in one.
-    std::array<GpuSet, kTurnStyles> gpus_by_turns_{};
-    TimePoint now_{};  // the latest time an event brought
+    Deadlines deadlines_;
+    TurnStyles turns_;  // how each GPU is shared now
+    TimePoint now_{};   // the latest time an event brought
     policy::UserShares shares_;
-    GpuSet wait_dirty_ = 0;    // GPUs for publish_waits() to look at
-    GpuSet bounded_gpus_ = 0;  // GPUs with a holder told to keep its queued work short
+    GpuSet wait_dirty_ = 0;  // GPUs for publish_waits() to look at
     // GPUs taken in soft or group turns where a grant moved the line since
     // the event began: tick() looks at their waiters again.
     GpuSet line_moved_ = 0;
-    // When an idle higher-class process stops bounding a holder's run-ahead
-    // (kHigherClassIdleRelease after its last use).
-    std::optional<TimePoint> run_ahead_recheck_;
+    RunAhead run_ahead_;  // which holders keep their queued work short
     size_t holding_ = 0;
     size_t waiting_ = 0;
     uint64_t next_sequence_ = 1;

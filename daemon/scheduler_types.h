@@ -15,6 +15,13 @@ using ClientId = uint64_t;
 using GpuIndex = uint32_t;  // daemon-wide, in order of discovery
 using GpuSet = uint64_t;    // bit i = GpuIndex i
 
+// Bounds on what clients report: their memory use and a GPU's memory size
+// (8 TiB: sums over a million clients still fit 64 bits), and their
+// cumulative swap times (2^44 us, about 200 days: sums stay within a
+// nanosecond Duration). Reports past them are refused, never wrapped.
+inline constexpr uint64_t kMaxReportedBytes = uint64_t{1} << 43;
+inline constexpr uint64_t kMaxReportedMicroseconds = uint64_t{1} << 44;
+
 inline constexpr GpuSet gpu_bit(GpuIndex g)
 {
     return GpuSet{1} << g;

@@ -53,6 +53,7 @@ BUS, PROTO, OVERVIEW = "man/org.nvshare.Scheduler1.5.scd", "man/nvshare-protocol
     "man/nvshare.7.scd"
 METRICS, PLUGIN = "man/nvshare-metrics.8.scd", "man/nvshare-device-plugin.8.scd"
 TUNING, SCHED, SERVER = "preload/swap/tuning.h", "daemon/scheduler.h", "daemon/server.cpp"
+GPUS, TYPES = "daemon/gpu_table.h", "daemon/scheduler_types.h"
 GATE = "daemon/accept_gate.h"
 PROTOCOL, UNIT = "common/protocol.h", "systemd/nvshare.service.in"
 
@@ -109,7 +110,7 @@ STATEMENTS = [
       "daemon/files.h", "kMaxFileSize"),
     H(DAEMON, r"every GPU without its own\. Default: (?P<v>\d+)(?P<u>s)\.", SCHED, "time_quantum"),
     H(DAEMON, r"revoked: 1ms to 24h\. Default: (?P<v>\d+)(?P<u>s)\.", SCHED, "grace"),
-    H(DAEMON, r"for every GPU\. 1 byte to (?P<v>\d+) (?P<u>TiB)\.", SCHED, "kMaxReportedBytes"),
+    H(DAEMON, r"for every GPU\. 1 byte to (?P<v>\d+) (?P<u>TiB)\.", TYPES, "kMaxReportedBytes"),
     H(DAEMON, r"Connections served at once \(1 to (?P<v>\d+),", "daemon/options.h",
       "kMaxClientsLimit"),
     H(DAEMON, r"Connections served at once \(1 to \d+, default (?P<v>\d+)\)", "daemon/options.h",
@@ -154,13 +155,13 @@ STATEMENTS = [
     H(DAEMON, r"keeps its GPUs until its process has ended, at most (?P<v>\d+) (?P<u>s)",
       "daemon/process_exit.h", "kExitWaitMax"),
     H(DAEMON, r"_GPU-_ followed by (?P<v>\d+) characters", "common/uuid.h", "kUuidTextSize - 5"),
-    H(DAEMON, r"most (?P<v>\d+) by each user other than root", SCHED, "kMaxUnlistedGpusPerUser"),
-    H(DAEMON, r"daemon's table of (?P<v>\d+)\.", SCHED, "kMaxGpus"),
-    H(DAEMON, r"a memory size below (?P<v>\d+) (?P<u>MiB) or above", SCHED, "kMinGpuMemory"),
-    H(DAEMON, r"below \d+ MiB or above (?P<v>\d+) (?P<u>TiB) is refused", SCHED,
+    H(DAEMON, r"most (?P<v>\d+) by each user other than root", GPUS, "kMaxUnlistedGpusPerUser"),
+    H(DAEMON, r"daemon's table of (?P<v>\d+)\.", GPUS, "kMaxGpus"),
+    H(DAEMON, r"a memory size below (?P<v>\d+) (?P<u>MiB) or above", GPUS, "kMinGpuMemory"),
+    H(DAEMON, r"below \d+ MiB or above (?P<v>\d+) (?P<u>TiB) is refused", TYPES,
       "kMaxReportedBytes"),
-    H(DAEMON, r"Memory reports above (?P<v>\d+) (?P<u>TiB) per field", SCHED, "kMaxReportedBytes"),
-    H(DAEMON, r"cumulative swap times above 2\^(?P<v>\d+) microseconds", SCHED,
+    H(DAEMON, r"Memory reports above (?P<v>\d+) (?P<u>TiB) per field", TYPES, "kMaxReportedBytes"),
+    H(DAEMON, r"cumulative swap times above 2\^(?P<v>\d+) microseconds", TYPES,
       "log2(kMaxReportedMicroseconds)"),
     H(DAEMON, r"does not confirm counts for others for (?P<v>\d+) (?P<u>seconds)",
       "daemon/claim_grace.h", "kClaimGrace"),
@@ -194,13 +195,13 @@ STATEMENTS = [
     # nvshare.conf(5)
     H(CONF, r"for each GPU\. Default: (?P<v>\d+)(?P<u>s)\.", SCHED, "time_quantum"),
     H(CONF, r"is revoked\. 1ms to 24h\. Default: (?P<v>\d+)(?P<u>s)\.", SCHED, "grace"),
-    H(CONF, r"in bytes, 1 byte to (?P<v>\d+) (?P<u>TiB)\.", SCHED, "kMaxReportedBytes"),
+    H(CONF, r"in bytes, 1 byte to (?P<v>\d+) (?P<u>TiB)\.", TYPES, "kMaxReportedBytes"),
     H(CONF, r"as it begins\. Default: (?P<v>\d+)(?P<u>s)\.", "daemon/options.h",
       "log_waits_after"),
     # nvsharectl(1)
     H(CTL, r"Command lines longer than (?P<v>\d+) bytes", "cli/status_view.cpp", "kCommandWidth"),
     H(CTL, r"and units longer than (?P<v>\d+) are cut", "cli/status_view.cpp", "kUnitWidth"),
-    H(CTL, r"in bytes, 1 byte to (?P<v>\d+) (?P<u>TiB)", SCHED, "kMaxReportedBytes"),
+    H(CTL, r"in bytes, 1 byte to (?P<v>\d+) (?P<u>TiB)", TYPES, "kMaxReportedBytes"),
     H(CTL, r"name it gave, at most (?P<v>\d+) (?P<u>bytes)\)", PROTOCOL, "kCommBytes - 1"),
     H(CTL, r"joined by spaces, cut at (?P<v>\d+) (?P<u>bytes)", "daemon/process_command.h",
       "kCommandLineMax"),
@@ -216,7 +217,7 @@ STATEMENTS = [
     H(BUS, r"when the state changed or it is (?P<v>\d+) (?P<u>ms) old", SERVER, "kStatusMaxAge"),
     H(BUS, r"where it would exceed (?P<v>\d+) (?P<u>MiB)", PROTOCOL, "kMaxStatusPayload"),
     H(BUS, r"Manager TimeQuantumUSec t (?P<v>\d+)", SCHED, "time_quantum", unit="us"),
-    H(BUS, r"a write must be 1 byte to (?P<v>\d+) (?P<u>TiB)", SCHED, "kMaxReportedBytes"),
+    H(BUS, r"a write must be 1 byte to (?P<v>\d+) (?P<u>TiB)", TYPES, "kMaxReportedBytes"),
     H(BUS, r"it gets (?P<v>\d+) (?P<u>seconds) then", "daemon/polkit.h",
       "kPolkitInteractiveTimeout"),
     H(BUS, r"it gets \d+ seconds then, (?P<v>\d+) otherwise", "daemon/polkit.h", "kPolkitTimeout",

@@ -129,4 +129,38 @@ TEST_F(RoomTest, HoldersBeyondTheFitAreNamed)
     EXPECT_EQ(room_.beyond_fit(0, holders), (std::vector<ClientRecord*>{holders[1], holders[2]}));
 }
 
+// The room lists when each running grace of an unconfirmed claim ends,
+// so that the scheduler sets the claim again then, and forgets a client's.
+TEST_F(RoomTest, GraceEndsAreListedUntilTheyCome)
+{
+    ClientRecord& a = client(1, 0);
+    Room::confirm(a, 0, 1 * GiB);
+    room_.set(a, 0, {4 * GiB, 0}, now_, out_);
+    EXPECT_EQ(room_.next_grace_end(), now_ + kClaimGrace);
+    EXPECT_FALSE(room_.grace_ended(now_ + kClaimGrace - 1s));
+    // It waits for its turn: its grace runs on, the earlier end is gone.
+    room_.set(a, 0, {4 * GiB, 0}, now_ + 2s, out_, ClaimTurn::Waits);
+    EXPECT_EQ(room_.next_grace_end(), now_ + 2s + kClaimGrace);
+    ClientRecord& b = client(2, 0);
+    Room::confirm(b, 0, 0);
+    room_.set(b, 0, {2 * GiB, 0}, now_ + 1s, out_);
+    EXPECT_EQ(room_.next_grace_end(), now_ + 1s + kClaimGrace);
+    const auto ended = room_.grace_ended(now_ + 2s + kClaimGrace);
+    ASSERT_TRUE(ended);
+    EXPECT_EQ(*ended, std::pair(ClientId{2}, GpuIndex{0}));
+    EXPECT_EQ(room_.grace_ended(now_ + 2s + kClaimGrace), std::pair(ClientId{1}, GpuIndex{0}));
+    EXPECT_FALSE(room_.grace_ended(now_ + 1h));
+    EXPECT_FALSE(room_.next_grace_end());
+    // Set again once it ended: no new grace while the host owes the last.
+    room_.set(a, 0, {4 * GiB, 0}, now_ + 1h, out_);
+    EXPECT_FALSE(room_.next_grace_end());
+    // A client that leaves takes its grace along.
+    ClientRecord& c = client(3, 0);
+    Room::confirm(c, 0, 0);
+    room_.set(c, 0, {2 * GiB, 0}, now_ + 1h, out_);
+    EXPECT_EQ(room_.next_grace_end(), now_ + 1h + kClaimGrace);
+    room_.forget(c);
+    EXPECT_FALSE(room_.next_grace_end());
+}
+
 }  // namespace
