@@ -450,7 +450,7 @@ void Scheduler::disconnect(ClientId id, TimePoint now)
         affected = c->wanted;
         dequeue(*c);
     }
-    room_.forget(*c);
+    room_.forget(*c, now);
     const GpuSet registered = c->registered();
     const int rank = policy::class_rank(c->info.priority);
     const Phase phase = c->phase;
