@@ -116,16 +116,20 @@ void Room::set(ClientRecord& c, GpuIndex gpu, MemoryUse use, TimePoint now,
     if (c.info.uid == 0) {
         use.confirmed_pinned = use.pinned;
         use.confirmed_managed = claim;
-    } else if (host == c.host_confirms.end()) {
-        // The host cannot say (no NVML, or not read yet): pinned memory
+    } else if (host == c.host_confirms.end() && !gpus_[gpu].host_counts_processes) {
+        // The host cannot say (no NVML, or none read yet): pinned memory
         // waits for it, swappable memory counts as claimed.
         use.confirmed_pinned = 0;
         use.confirmed_managed = claim;
     } else {
-        use.confirmed_pinned = std::min(use.pinned, host->second);
+        // Where the host counts the GPU's processes but has not read this
+        // one yet, it confirms nothing of it so far: a new connection's
+        // claim counts under the grace and its rules like any other.
+        const uint64_t counted = host == c.host_confirms.end() ? 0 : host->second;
+        use.confirmed_pinned = std::min(use.pinned, counted);
         // NVML's count beyond the pinned part, and the host memory that
         // holds swapped-out copies, confirm the swappable claim.
-        const uint64_t on_gpu = host->second - use.confirmed_pinned;
+        const uint64_t on_gpu = counted - use.confirmed_pinned;
         ClaimGrace& grace = c.graces[gpu];
         const bool owed = grace.owed() != 0;
         use.confirmed_managed = grace.counted(claim, on_gpu + host_share(c, gpu), now, turn,

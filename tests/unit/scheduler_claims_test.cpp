@@ -259,31 +259,40 @@ TEST(SchedulerClaims, AUserHasOneUnconfirmedGraceAtATimeOnAGpu)
 }
 
 // A process that ends with a grace the host never confirmed bars its user's
-// new graces on that GPU for kClaimDebt: reconnecting buys no new grace.
+// new graces on that GPU for kClaimDebt: reconnecting buys no new grace,
+// also before the host's first reading of the new process where the host
+// counts the GPU's processes (a new connection's claim no longer counts
+// whole until then).
 TEST(SchedulerClaims, ReconnectingBuysNoNewGrace)
 {
-    Scheduler s(SchedulerSettings{Mode::Auto, 30s, 10s});
-    const auto g = s.ensure_gpu({"GPU-a", "t", 16 * GiB});
-    const auto liar = [&](ClientId id, uint32_t uid, TimePoint at) {
-        ASSERT_TRUE(s.connect(id, {static_cast<int32_t>(id), uid, "liar"}, {*g}));
-        s.confirm_memory(id, *g, 0, at);
-        s.confirm_host_memory(id, 0, at);
-        ASSERT_TRUE(s.report_memory(id, *g, {12 * GiB, 0}, at));
-    };
-    liar(1, 1001, t0);
-    EXPECT_EQ(s.requested_memory(*g), 12 * GiB);  // its grace
-    s.disconnect(1, t0 + 5s);
-    liar(2, 1001, t0 + 6s);
-    EXPECT_EQ(s.requested_memory(*g), 0u);
-    s.disconnect(2, t0 + 7s);
-    liar(3, 1002, t0 + 8s);  // another user
-    EXPECT_EQ(s.requested_memory(*g), 12 * GiB);
-    s.disconnect(3, t0 + 9s);
-    liar(4, 1001, t0 + 5s + kClaimDebt - 1s);
-    EXPECT_EQ(s.requested_memory(*g), 0u);
-    s.disconnect(4, t0 + 5s + kClaimDebt);
-    liar(5, 1001, t0 + 5s + kClaimDebt);
-    EXPECT_EQ(s.requested_memory(*g), 12 * GiB);
+    for (const bool read : {true, false}) {
+        SCOPED_TRACE(read ? "the host read each process" : "before the host's first reading");
+        Scheduler s(SchedulerSettings{Mode::Auto, 30s, 10s});
+        const auto g = s.ensure_gpu({"GPU-a", "t", 16 * GiB});
+        s.set_host_counts_processes(*g, true);
+        const auto liar = [&](ClientId id, uint32_t uid, TimePoint at) {
+            ASSERT_TRUE(s.connect(id, {static_cast<int32_t>(id), uid, "liar"}, {*g}));
+            if (read) {
+                s.confirm_memory(id, *g, 0, at);
+                s.confirm_host_memory(id, 0, at);
+            }
+            ASSERT_TRUE(s.report_memory(id, *g, {12 * GiB, 0}, at));
+        };
+        liar(1, 1001, t0);
+        EXPECT_EQ(s.requested_memory(*g), 12 * GiB);  // its grace
+        s.disconnect(1, t0 + 5s);
+        liar(2, 1001, t0 + 6s);
+        EXPECT_EQ(s.requested_memory(*g), 0u);
+        s.disconnect(2, t0 + 7s);
+        liar(3, 1002, t0 + 8s);  // another user
+        EXPECT_EQ(s.requested_memory(*g), 12 * GiB);
+        s.disconnect(3, t0 + 9s);
+        liar(4, 1001, t0 + 5s + kClaimDebt - 1s);
+        EXPECT_EQ(s.requested_memory(*g), 0u);
+        s.disconnect(4, t0 + 5s + kClaimDebt);
+        liar(5, 1001, t0 + 5s + kClaimDebt);
+        EXPECT_EQ(s.requested_memory(*g), 12 * GiB);
+    }
 }
 
 // While the honest newcomer's claim counts (its grace, which lasts while
