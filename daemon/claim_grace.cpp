@@ -4,7 +4,8 @@
 
 namespace nvshare::daemon {
 
-uint64_t ClaimGrace::counted(uint64_t claim, uint64_t confirmed, TimePoint now, ClaimTurn turn)
+uint64_t ClaimGrace::counted(uint64_t claim, uint64_t confirmed, TimePoint now, ClaimTurn turn,
+                             bool may_start)
 {
     confirmed = std::min(confirmed, claim);
     if (until_ && !turn_over_ && turn != ClaimTurn::None) {
@@ -15,7 +16,7 @@ uint64_t ClaimGrace::counted(uint64_t claim, uint64_t confirmed, TimePoint now, 
         until_.reset();
     if (owed_ != 0 && confirmed >= owed_)
         owed_ = 0;  // what the last grace covered is where the host sees it
-    if (!until_ && confirmed < claim && owed_ == 0) {
+    if (!until_ && confirmed < claim && owed_ == 0 && may_start) {
         until_ = now + kClaimGrace;
         turn_over_ = turn == ClaimTurn::Granted;
     }

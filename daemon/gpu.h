@@ -24,6 +24,9 @@ struct Gpu {
     // Its memory size is the host's (NVML) or a root client's: what clients
     // claim changes it no more (Scheduler::claim_gpu).
     bool memory_confirmed = false;
+    // The host's latest reading counted its processes' memory (NVML): a
+    // client it has not read yet is one it will, not one it cannot say of.
+    bool host_counts_processes = false;
     std::optional<uint32_t> named_by;  // else: the uid whose client first named it
     uint64_t capacity = 0;             // bytes the scheduler lets clients use together
     std::vector<ClientId> holders;

@@ -116,18 +116,30 @@ void Room::set(ClientRecord& c, GpuIndex gpu, MemoryUse use, TimePoint now,
     if (c.info.uid == 0) {
         use.confirmed_pinned = use.pinned;
         use.confirmed_managed = claim;
-    } else if (host == c.host_confirms.end()) {
-        // The host cannot say (no NVML, or not read yet): pinned memory
+    } else if (host == c.host_confirms.end() && !gpus_[gpu].host_counts_processes) {
+        // The host cannot say (no NVML, or none read yet): pinned memory
         // waits for it, swappable memory counts as claimed.
         use.confirmed_pinned = 0;
         use.confirmed_managed = claim;
     } else {
-        use.confirmed_pinned = std::min(use.pinned, host->second);
+        // Where the host counts the GPU's processes but has not read this
+        // one yet, it confirms nothing of it so far: a new connection's
+        // claim counts under the grace and its rules like any other.
+        const uint64_t counted = host == c.host_confirms.end() ? 0 : host->second;
+        use.confirmed_pinned = std::min(use.pinned, counted);
         // NVML's count beyond the pinned part, and the host memory that
         // holds swapped-out copies, confirm the swappable claim.
-        const uint64_t on_gpu = host->second - use.confirmed_pinned;
-        use.confirmed_managed =
-            c.graces[gpu].counted(claim, on_gpu + host_share(c, gpu), now, turn);
+        const uint64_t on_gpu = counted - use.confirmed_pinned;
+        ClaimGrace& grace = c.graces[gpu];
+        const bool owed = grace.owed() != 0;
+        use.confirmed_managed = grace.counted(claim, on_gpu + host_share(c, gpu), now, turn,
+                                              may_start_grace(c, gpu, owed, now));
+        if (const bool owes = grace.owed() != 0; owes != owed) {
+            UserGraces& user = user_graces_[{c.info.principal, gpu}];
+            user.unpaid = owes ? user.unpaid + 1 : user.unpaid - 1;
+            if (user.unpaid == 0 && user.barred_until <= now)
+                user_graces_.erase({c.info.principal, gpu});
+        }
     }
     GpuRoom& r = rooms_[gpu];
     const bool counts = !holds(c, gpu);  // in what others keep
@@ -192,8 +204,27 @@ void Room::joined(const ClientRecord& c, GpuIndex gpu, std::vector<Action>& out)
     tell_unpageable(gpu, out);
 }
 
-void Room::forget(const ClientRecord& c)
+bool Room::may_start_grace(const ClientRecord& c, GpuIndex gpu, bool owes, TimePoint now)
 {
+    const auto it = user_graces_.find({c.info.principal, gpu});
+    if (it == user_graces_.end())
+        return true;
+    if (it->second.unpaid == 0 && it->second.barred_until <= now) {
+        user_graces_.erase(it);
+        return true;
+    }
+    return it->second.unpaid == (owes ? 1u : 0u) && it->second.barred_until <= now;
+}
+
+void Room::forget(const ClientRecord& c, TimePoint now)
+{
+    for (const auto& [g, grace] : c.graces) {
+        if (grace.owed() == 0)
+            continue;
+        UserGraces& user = user_graces_[{c.info.principal, g}];
+        --user.unpaid;
+        user.barred_until = std::max(user.barred_until, now + kClaimDebt);
+    }
     for (const auto& [g, m] : c.memory) {
         rooms_[g].requested -= m.shared();
         rooms_[g].pinned -= m.confirmed_pinned;

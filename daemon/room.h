@@ -78,8 +78,10 @@ public:
     // The client registered on `gpu`: it is told the others' pinned memory
     // there (tell_unpageable).
     void joined(const ClientRecord& c, GpuIndex gpu, std::vector<Action>& out);
-    // The client is leaving: its memory no longer counts.
-    void forget(const ClientRecord& c);
+    // The client is leaving: its memory no longer counts, and a grace of
+    // its that the host never confirmed bars its user's new graces on that
+    // GPU for kClaimDebt.
+    void forget(const ClientRecord& c, TimePoint now);
     // When the first running grace of a client's unconfirmed claim ends
     // (claim_grace.h), as set() last saw it.
     std::optional<TimePoint> next_grace_end() const;
@@ -141,6 +143,18 @@ private:
         uint64_t room_asked = 0;
         TimePoint room_asked_at{};
     };
+    // A user's graces on one GPU (ClaimGrace): how many of their clients
+    // owe one (the host has not confirmed it yet), and until when a process
+    // of theirs that ended owing one bars new ones.
+    struct UserGraces {
+        uint32_t unpaid = 0;
+        TimePoint barred_until{};
+    };
+    using UserGpu = std::pair<uint32_t, GpuIndex>;  // (principal, GPU)
+    // Whether `c` may start a grace on `gpu` at `now`: no other client of its
+    // user owes one there, and none that ended owing one bars it. `owes`:
+    // whether `c` itself owes one.
+    bool may_start_grace(const ClientRecord& c, GpuIndex gpu, bool owes, TimePoint now);
     // The most of a swappable claim on `gpu` that counts for others: its
     // size, or its capacity where that is set larger (what the scheduler
     // lets its clients use).
@@ -173,6 +187,8 @@ private:
     GpuSet dirty_ = 0;            // GPUs for publish_shrinks() to look at
     // When the grace of a client's unconfirmed managed memory on a GPU ends.
     std::set<std::tuple<TimePoint, ClientId, GpuIndex>> grace_ends_;
+    // Users with a grace unpaid or barred; an entry goes once neither holds.
+    std::map<UserGpu, UserGraces> user_graces_;
 };
 
 }  // namespace nvshare::daemon

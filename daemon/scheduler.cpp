@@ -360,6 +360,12 @@ void Scheduler::confirm_memory(ClientId id, GpuIndex gpu, std::optional<uint64_t
         set_memory(*c, gpu, m->second, now);
 }
 
+void Scheduler::set_host_counts_processes(GpuIndex gpu, bool counts)
+{
+    if (gpu < gpus_.size())
+        gpus_[gpu].host_counts_processes = counts;
+}
+
 void Scheduler::confirm_host_memory(ClientId id, std::optional<uint64_t> bytes, TimePoint now)
 {
     now_ = std::max(now_, now);
@@ -450,7 +456,7 @@ void Scheduler::disconnect(ClientId id, TimePoint now)
         affected = c->wanted;
         dequeue(*c);
     }
-    room_.forget(*c);
+    room_.forget(*c, now);
     const GpuSet registered = c->registered();
     const int rank = policy::class_rank(c->info.priority);
     const Phase phase = c->phase;

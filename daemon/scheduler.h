@@ -98,6 +98,10 @@ public:
     // for its process); nullopt: the host can no longer say. A client of
     // root needs none.
     void confirm_memory(ClientId id, GpuIndex gpu, std::optional<uint64_t> bytes, TimePoint now);
+    // Whether the host's latest reading of `gpu` counted its processes'
+    // memory. Where it does, a client it has not read yet confirms nothing
+    // until it is read: its claim counts for others under its grace alone.
+    void set_host_counts_processes(GpuIndex gpu, bool counts);
     // What the host confirms of the client's resident host memory, where
     // swapped-out copies of its managed memory live (nullopt: it cannot
     // say). With the GPU's figure it confirms the client's managed memory

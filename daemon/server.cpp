@@ -782,6 +782,9 @@ void Server::on_memory_readings(const MemoryWatch::Readings& readings)
                 changes.emplace_back(id, g, confirmed);
         }
     }
+    for (GpuIndex g = 0; g < gpus.size(); ++g)
+        if (const auto r = readings.gpus.find(gpus[g].description.uuid); r != readings.gpus.end())
+            scheduler_.set_host_counts_processes(g, r->second.has_value());
     for (const auto& [id, bytes] : host_changes)
         scheduler_.confirm_host_memory(id, bytes, now);
     for (const auto& [id, g, confirmed] : changes)

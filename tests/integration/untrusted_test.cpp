@@ -432,6 +432,47 @@ TEST(Untrusted, UnconfirmedSwappableMemoryCountsForOthersOnlyForItsGrace)
         EXPECT_EQ(keep, proto::kKeepEverything);
 }
 
+// A user whose process ended owing its grace (claimed 12 GiB the host never
+// confirmed) gets no new grace on that GPU from another connection: the
+// second claim counts for others as the host confirms it (its small host
+// memory) as soon as the host has read it, not for another 15 s.
+TEST(Untrusted, ReconnectingBuysNoNewGrace)
+{
+    require_root();
+    TempDir info;
+    const std::string uuid = list_host_gpu(info);
+    const std::string processes = info / "processes";
+    std::ofstream(processes).flush();
+    Daemon d;
+    auto config = nvml_config(info, uuid, processes, "auto");
+    config.args.insert(config.args.end(), {"--time-quantum", "2s"});
+    ASSERT_TRUE(d.start(config));
+    auto holder = holder_of_12_gib(d);
+    ASSERT_TRUE(holder);
+    {
+        // It stays 3 s: the host's figures are read every second, and it
+        // owes its grace once they were.
+        const auto liar = swappable_claim(d, 12 * kGiB, 3s);
+        const int pid = std::stoi("0" + liar->line());
+        ASSERT_GT(pid, 0);
+        EXPECT_EQ(Daemon::gpu_by_number(d.status(), 0)["serializing"], true) << "its grace";
+        ASSERT_EQ(liar->line(), "requested");
+        EXPECT_EQ(client_of(d.status(), pid)["confirmed_memory"], 12 * kGiB) << "its grace";
+    }
+    const auto again = swappable_claim(d, 12 * kGiB);
+    const int pid = std::stoi("0" + again->line());
+    ASSERT_GT(pid, 0);
+    nlohmann::json status;
+    EXPECT_TRUE(wait_until(
+        [&] {
+            status = d.status();
+            return client_of(status, pid)["confirmed_memory"] < kGiB &&
+                   Daemon::gpu_by_number(status, 0)["serializing"] == false;
+        },
+        3s))
+        << status.dump();
+}
+
 // An honest process of another user whose swappable memory the host
 // confirms (here NVML's count for it) counts after its grace as before.
 TEST(Untrusted, ConfirmedSwappableMemoryCountsAfterItsGrace)

@@ -141,7 +141,7 @@ TEST_F(RoomTest, GraceEndsAreListedUntilTheyCome)
     // It waits for its turn: its grace runs on, the earlier end is gone.
     room_.set(a, 0, {4 * GiB, 0}, now_ + 2s, out_, ClaimTurn::Waits);
     EXPECT_EQ(room_.next_grace_end(), now_ + 2s + kClaimGrace);
-    ClientRecord& b = client(2, 0);
+    ClientRecord& b = client(2, 0, 1001);  // each of another user: one grace each
     Room::confirm(b, 0, 0);
     room_.set(b, 0, {2 * GiB, 0}, now_ + 1s, out_);
     EXPECT_EQ(room_.next_grace_end(), now_ + 1s + kClaimGrace);
@@ -155,11 +155,11 @@ TEST_F(RoomTest, GraceEndsAreListedUntilTheyCome)
     room_.set(a, 0, {4 * GiB, 0}, now_ + 1h, out_);
     EXPECT_FALSE(room_.next_grace_end());
     // A client that leaves takes its grace along.
-    ClientRecord& c = client(3, 0);
+    ClientRecord& c = client(3, 0, 1002);
     Room::confirm(c, 0, 0);
     room_.set(c, 0, {2 * GiB, 0}, now_ + 1h, out_);
     EXPECT_EQ(room_.next_grace_end(), now_ + 1h + kClaimGrace);
-    room_.forget(c);
+    room_.forget(c, now_ + 1h);
     EXPECT_FALSE(room_.next_grace_end());
 }
 

@@ -231,6 +231,70 @@ TEST(SchedulerClaims, SwappableMemoryCountsForOthersAsConfirmedOrForItsGrace)
     EXPECT_TRUE(s.serializing(*g));
 }
 
+// A user has one unconfirmed grace at a time on a GPU: a second process of
+// theirs claiming memory nobody confirms counts for others as confirmed
+// only, until the first one's claim is confirmed; another user is not
+// affected.
+TEST(SchedulerClaims, AUserHasOneUnconfirmedGraceAtATimeOnAGpu)
+{
+    Scheduler s(SchedulerSettings{Mode::Auto, 30s, 10s});
+    const auto g = s.ensure_gpu({"GPU-a", "t", 16 * GiB});
+    ASSERT_TRUE(s.connect(1, {1, 1001, "first"}, {*g}));
+    ASSERT_TRUE(s.connect(2, {2, 1001, "second"}, {*g}));
+    ASSERT_TRUE(s.connect(3, {3, 1002, "other user"}, {*g}));
+    for (const ClientId id : {1, 2, 3}) {
+        s.confirm_memory(id, *g, 0, t0);
+        s.confirm_host_memory(id, 0, t0);
+    }
+    ASSERT_TRUE(s.report_memory(1, *g, {6 * GiB, 0}, t0));
+    ASSERT_TRUE(s.report_memory(2, *g, {6 * GiB, 0}, t0 + 1s));
+    EXPECT_EQ(s.requested_memory(*g), 6 * GiB);  // the second has no grace
+    ASSERT_TRUE(s.report_memory(3, *g, {2 * GiB, 0}, t0 + 1s));
+    EXPECT_EQ(s.requested_memory(*g), 8 * GiB);  // another user's has
+    // The first's memory is where the host sees it: its grace is paid, and
+    // the second may have one.
+    s.confirm_memory(1, *g, 6 * GiB, t0 + 2s);
+    ASSERT_TRUE(s.report_memory(2, *g, {6 * GiB + GiB, 0}, t0 + 2s));
+    EXPECT_EQ(s.requested_memory(*g), 6 * GiB + 7 * GiB + 2 * GiB);
+}
+
+// A process that ends with a grace the host never confirmed bars its user's
+// new graces on that GPU for kClaimDebt: reconnecting buys no new grace,
+// also before the host's first reading of the new process where the host
+// counts the GPU's processes (a new connection's claim no longer counts
+// whole until then).
+TEST(SchedulerClaims, ReconnectingBuysNoNewGrace)
+{
+    for (const bool read : {true, false}) {
+        SCOPED_TRACE(read ? "the host read each process" : "before the host's first reading");
+        Scheduler s(SchedulerSettings{Mode::Auto, 30s, 10s});
+        const auto g = s.ensure_gpu({"GPU-a", "t", 16 * GiB});
+        s.set_host_counts_processes(*g, true);
+        const auto liar = [&](ClientId id, uint32_t uid, TimePoint at) {
+            ASSERT_TRUE(s.connect(id, {static_cast<int32_t>(id), uid, "liar"}, {*g}));
+            if (read) {
+                s.confirm_memory(id, *g, 0, at);
+                s.confirm_host_memory(id, 0, at);
+            }
+            ASSERT_TRUE(s.report_memory(id, *g, {12 * GiB, 0}, at));
+        };
+        liar(1, 1001, t0);
+        EXPECT_EQ(s.requested_memory(*g), 12 * GiB);  // its grace
+        s.disconnect(1, t0 + 5s);
+        liar(2, 1001, t0 + 6s);
+        EXPECT_EQ(s.requested_memory(*g), 0u);
+        s.disconnect(2, t0 + 7s);
+        liar(3, 1002, t0 + 8s);  // another user
+        EXPECT_EQ(s.requested_memory(*g), 12 * GiB);
+        s.disconnect(3, t0 + 9s);
+        liar(4, 1001, t0 + 5s + kClaimDebt - 1s);
+        EXPECT_EQ(s.requested_memory(*g), 0u);
+        s.disconnect(4, t0 + 5s + kClaimDebt);
+        liar(5, 1001, t0 + 5s + kClaimDebt);
+        EXPECT_EQ(s.requested_memory(*g), 12 * GiB);
+    }
+}
+
 // While the honest newcomer's claim counts (its grace, which lasts while
 // it waits for its turn), the holder leaves it room when it lets go; a
 // claim the host never confirms makes it leave nothing after the grace.
