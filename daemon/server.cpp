@@ -1,12 +1,8 @@
 #include "daemon/server.h"
 
-#include <fcntl.h>
 #include <malloc.h>
 #include <signal.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
-#include <sys/un.h>
-#include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -96,16 +92,9 @@ Server::~Server()
         if (c->exit_fd >= 0)
             close(c->exit_fd);
     }
-    sd_event_source_disable_unref(listen_source_);
     sd_event_source_disable_unref(timer_source_);
     sd_event_source_disable_unref(idle_source_);
-    sd_event_source_disable_unref(retry_source_);
-    sd_event_source_disable_unref(rest_source_);
     sd_event_source_disable_unref(status_line_timer_);
-    if (listen_fd_ >= 0)
-        close(listen_fd_);
-    if (own_socket_)
-        unlink(options_.socket_path.c_str());
     sd_event_unref(event_);
 }
 
@@ -161,18 +150,8 @@ bool Server::init()
         }))
         return false;
 
-    if (!open_listener())
+    if (!listener_.open(event_, options_.socket_path))
         return false;
-    r = sd_event_add_io(event_, &listen_source_, listen_fd_, EPOLLIN, on_listener, this);
-    if (r < 0) {
-        NVS_ERROR("cannot watch the socket: %s", strerror(-r));
-        return false;
-    }
-    // New connections after the clients' messages of the same round; a
-    // client that never stops sending would then starve them, so a
-    // client's turn also takes a round of them once kAcceptAtLeastEvery has
-    // passed without one (accept_if_due).
-    sd_event_source_set_priority(listen_source_, SD_EVENT_PRIORITY_NORMAL + 1);
     r = sd_event_add_time(event_, &timer_source_, CLOCK_MONOTONIC, UINT64_MAX, 1000, on_timer,
                           this);
     if (r < 0)
@@ -197,80 +176,6 @@ bool Server::init()
     return true;
 }
 
-bool Server::open_listener()
-{
-    const int n = sd_listen_fds(1);
-    if (n > 1) {
-        NVS_ERROR("expected one socket from systemd, got %d", n);
-        return false;
-    }
-    if (n == 1) {
-        listen_fd_ = SD_LISTEN_FDS_START;
-        if (sd_is_socket_unix(listen_fd_, SOCK_STREAM, 1, nullptr, 0) <= 0) {
-            NVS_ERROR("the socket passed by systemd is not a listening Unix stream socket");
-            return false;
-        }
-        fcntl(listen_fd_, F_SETFL, fcntl(listen_fd_, F_GETFL) | O_NONBLOCK);
-        NVS_INFO("using the socket passed by systemd");
-        return true;
-    }
-
-    const std::string& path = options_.socket_path;
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    if (path.size() >= sizeof addr.sun_path) {
-        NVS_ERROR("socket path too long: %s", path.c_str());
-        return false;
-    }
-    memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-
-    // Create the directory (one level, like systemd's DirectoryMode=0755).
-    const auto slash = path.rfind('/');
-    if (slash != std::string::npos && slash > 0) {
-        const std::string dir = path.substr(0, slash);
-        if (mkdir(dir.c_str(), 0755) < 0 && errno != EEXIST) {
-            NVS_ERROR("cannot create %s: %s", dir.c_str(), strerror(errno));
-            return false;
-        }
-    }
-    listen_fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (listen_fd_ < 0) {
-        NVS_ERROR("socket: %s", strerror(errno));
-        return false;
-    }
-    // A socket file left by a dead daemon is removed; a live one is not taken over.
-    struct stat st {};
-    if (lstat(path.c_str(), &st) == 0) {
-        if (!S_ISSOCK(st.st_mode)) {
-            NVS_ERROR("%s exists and is not a socket", path.c_str());
-            return false;
-        }
-        const int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        const bool alive =
-            probe >= 0 && connect(probe, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
-        if (probe >= 0)
-            close(probe);
-        if (alive) {
-            NVS_ERROR("another nvshared is already listening on %s", path.c_str());
-            return false;
-        }
-        unlink(path.c_str());
-    }
-    if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) < 0) {
-        NVS_ERROR("cannot bind %s: %s", path.c_str(), strerror(errno));
-        return false;
-    }
-    own_socket_ = true;
-    // Every local user may connect; the daemon decides what each may do.
-    chmod(path.c_str(), 0666);
-    if (listen(listen_fd_, SOMAXCONN) < 0) {
-        NVS_ERROR("listen: %s", strerror(errno));
-        return false;
-    }
-    NVS_INFO("listening on %s", path.c_str());
-    return true;
-}
-
 int Server::run()
 {
     update_status();
@@ -287,14 +192,6 @@ int Server::run()
 
 // ---- event handlers -------------------------------------------------------------
 
-int Server::on_listener(sd_event_source*, int, uint32_t, void* self)
-{
-    auto* s = static_cast<Server*>(self);
-    s->accept_clients();
-    s->after_change();
-    return 0;
-}
-
 int Server::on_connection(sd_event_source*, int, uint32_t revents, void* conn)
 {
     auto* c = static_cast<Connection*>(conn);
@@ -307,16 +204,9 @@ int Server::on_connection(sd_event_source*, int, uint32_t revents, void* conn)
     } else if ((revents & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !c->dead) {
         s->read_from(*c);
     }
-    s->accept_if_due();
+    s->listener_.accept_if_due();
     s->after_change();  // may destroy c
     return 0;
-}
-
-void Server::accept_if_due()
-{
-    if (!accept_paused_ && !accept_resting_ &&
-        Clock::now() - last_accept_round_ >= kAcceptAtLeastEvery)
-        accept_clients();
 }
 
 int Server::on_connection_timer(sd_event_source*, uint64_t, void* conn)
@@ -384,89 +274,34 @@ int Server::on_idle_timer(sd_event_source*, uint64_t, void* self)
 
 // ---- connections ---------------------------------------------------------------
 
-void Server::accept_clients()
+void Server::on_accepted(int fd, const ucred& peer, uint32_t principal, TimePoint now)
 {
-    // A round's worth (accept_gate.h): the listener stays readable while
-    // more wait, and the loop takes them up in its next round, after the
-    // clients' messages that came meanwhile (the listener's priority is
-    // below theirs).
-    const auto now = Clock::now();
-    last_accept_round_ = now;
-    int accepted = 0, refused = 0;
-    while (AcceptGate::round_goes_on(accepted, accepted - refused)) {
-        const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        ++accepted;
-        if (fd < 0) {
-            if (errno == EINTR || errno == ECONNABORTED)
-                continue;
-            --accepted;
-            if (errno == EMFILE || errno == ENFILE)
-                pause_accepting();
-            break;
-        }
-        ucred peer{};
-        socklen_t len = sizeof peer;
-        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len) < 0) {
-            close(fd);
-            continue;
-        }
-        const uint32_t principal = principals_.of(peer.uid);
-        if (!accept_gate_.admit(principal, now)) {
-            ++refused;
-            refuse_fast(fd, peer, principal, now);
-            continue;
-        }
-        auto c = std::make_unique<Connection>();
-        c->server = this;
-        c->serial = next_serial_++;
-        c->fd = fd;
-        c->peer = peer;
-        if (sd_event_add_io(event_, &c->source, fd, EPOLLIN, on_connection, c.get()) < 0) {
-            close(fd);
-            continue;
-        }
-        if (sd_event_add_time(event_, &c->timer, CLOCK_MONOTONIC, UINT64_MAX, 10000,
-                              on_connection_timer, c.get()) < 0) {
-            sd_event_source_disable_unref(c->source);
-            close(fd);
-            continue;
-        }
-        c->hello_deadline = now + kHelloDeadline;
-        c->principal = principal;
-        Connection& ref = *c;
-        connections_.emplace(c->serial, std::move(c));
-        ++connections_per_principal_[ref.principal];
-        status_stale_ = true;
-        if (!admit(ref))
-            continue;
-        arm_connection_timer(ref);
-        NVS_DEBUG("connection %llu from pid %d uid %u", static_cast<unsigned long long>(ref.serial),
-                  ref.peer.pid, ref.peer.uid);
+    auto c = std::make_unique<Connection>();
+    c->server = this;
+    c->serial = next_serial_++;
+    c->fd = fd;
+    c->peer = peer;
+    if (sd_event_add_io(event_, &c->source, fd, EPOLLIN, on_connection, c.get()) < 0) {
+        close(fd);
+        return;
     }
-    if (AcceptGate::pause_after(accepted, refused))
-        rest_accepting();
-}
-
-void Server::refuse_fast(int fd, const ucred& peer, uint32_t principal, TimePoint now)
-{
-    char text[160];
-    const int n = snprintf(text, sizeof text,
-                           "user %u opens connections faster than %.0f a second (bursts of %.0f)",
-                           principal, kConnectionsPerSecond, kConnectionBurst);
-    uint8_t frame[256];
-    const size_t size = proto::encode(
-        proto::ErrorReply{proto::ErrorCode::Refused, text,
-                          static_cast<uint32_t>(std::clamp(n, 0, int{sizeof text} - 1))},
-        frame, sizeof frame);
-    if (size != 0)
-        (void)::send(fd, frame, size, MSG_DONTWAIT | MSG_NOSIGNAL);
-    close(fd);
-    uint64_t left_out = 0;
-    if (accept_gate_.log_refusal(principal, now, &left_out))
-        NVS_WARN(
-            "refused a connection of pid %d uid %u: %s (%llu more refused since the last "
-            "line)",
-            peer.pid, peer.uid, text, static_cast<unsigned long long>(left_out));
+    if (sd_event_add_time(event_, &c->timer, CLOCK_MONOTONIC, UINT64_MAX, 10000,
+                          on_connection_timer, c.get()) < 0) {
+        sd_event_source_disable_unref(c->source);
+        close(fd);
+        return;
+    }
+    c->hello_deadline = now + kHelloDeadline;
+    c->principal = principal;
+    Connection& ref = *c;
+    connections_.emplace(c->serial, std::move(c));
+    ++connections_per_principal_[ref.principal];
+    status_stale_ = true;
+    if (!admit(ref))
+        return;
+    arm_connection_timer(ref);
+    NVS_DEBUG("connection %llu from pid %d uid %u", static_cast<unsigned long long>(ref.serial),
+              ref.peer.pid, ref.peer.uid);
 }
 
 // Root is always served; anyone else within the global limit and their own
@@ -1273,76 +1108,11 @@ void Server::destroy(Connection& c)
     if (c.exit_fd >= 0)
         close(c.exit_fd);
     connections_.erase(c.serial);
-    resume_accepting();  // a descriptor is free again
+    listener_.descriptor_freed();
     // A burst of clients leaves freed heap resident (written over where
     // MALLOC_PERTURB_ is set): give it back once the last one has gone.
     if (connections_.empty())
         malloc_trim(0);
-}
-
-// Out of descriptors: the pending connections stay in the backlog, and the
-// level-triggered listener would wake the loop again at once, forever. Stop
-// watching it until a connection closes, or a second has passed.
-void Server::pause_accepting()
-{
-    if (accept_paused_)
-        return;
-    accept_paused_ = true;
-    NVS_WARN("out of file descriptors: new clients wait in the backlog until one is free");
-    update_listener();
-    if (retry_source_ == nullptr)
-        sd_event_add_time_relative(event_, &retry_source_, CLOCK_MONOTONIC, 1000000, 100000,
-                                   on_accept_retry, this);
-    else
-        sd_event_source_set_time_relative(retry_source_, 1000000);
-    sd_event_source_set_enabled(retry_source_, SD_EVENT_ONESHOT);
-}
-
-void Server::resume_accepting()
-{
-    if (!accept_paused_)
-        return;
-    accept_paused_ = false;
-    update_listener();
-    sd_event_source_set_enabled(retry_source_, SD_EVENT_OFF);
-}
-
-void Server::rest_accepting()
-{
-    if (accept_resting_)
-        return;
-    const uint64_t usec = to_usec(kAcceptPause);
-    if (rest_source_ == nullptr) {
-        if (sd_event_add_time_relative(event_, &rest_source_, CLOCK_MONOTONIC, usec, 1,
-                                       on_accept_rest, this) < 0)
-            return;
-    } else {
-        sd_event_source_set_time_relative(rest_source_, usec);
-    }
-    sd_event_source_set_enabled(rest_source_, SD_EVENT_ONESHOT);
-    accept_resting_ = true;
-    update_listener();
-}
-
-int Server::on_accept_rest(sd_event_source*, uint64_t, void* self)
-{
-    auto* s = static_cast<Server*>(self);
-    s->accept_resting_ = false;
-    s->update_listener();
-    return 0;
-}
-
-void Server::update_listener()
-{
-    sd_event_source_set_enabled(listen_source_,
-                                accept_paused_ || accept_resting_ ? SD_EVENT_OFF : SD_EVENT_ON);
-}
-
-int Server::on_accept_retry(sd_event_source*, uint64_t, void* self)
-{
-    auto* s = static_cast<Server*>(self);
-    s->resume_accepting();
-    return 0;
 }
 
 void Server::rearm_timer()

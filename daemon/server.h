@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "common/codec.h"
-#include "daemon/accept_gate.h"
 #include "daemon/journal.h"
+#include "daemon/listener.h"
 #include "daemon/memory_watch.h"
 #include "daemon/notify.h"
 #include "daemon/options.h"
@@ -107,30 +107,15 @@ public:
     }
 
 private:
-    bool open_listener();
-    static int on_listener(sd_event_source* s, int fd, uint32_t revents, void* self);
     static int on_connection(sd_event_source* s, int fd, uint32_t revents, void* conn);
     static int on_timer(sd_event_source* s, uint64_t usec, void* self);
     static int on_reload_signal(sd_event_source* s, const struct signalfd_siginfo* si, void* self);
     static int on_idle_timer(sd_event_source* s, uint64_t usec, void* self);
-    static int on_accept_retry(sd_event_source* s, uint64_t usec, void* self);
-    static int on_accept_rest(sd_event_source* s, uint64_t usec, void* self);
     static int on_connection_timer(sd_event_source* s, uint64_t usec, void* conn);
     static int on_status_line_timer(sd_event_source* s, uint64_t usec, void* self);
     static int on_process_exit(sd_event_source* s, int fd, uint32_t revents, void* conn);
-    void pause_accepting();
-    void resume_accepting();
-    // Stops accepting for kAcceptPause (accept_gate.h).
-    void rest_accepting();
-    void update_listener();
-
-    void accept_clients();
-    // A round of accept_clients() where none ran for kAcceptAtLeastEvery
-    // (clients' messages, of a higher priority, keep the listener waiting).
-    void accept_if_due();
-    // Answers a connection over its user's rate with an Error frame, if the
-    // socket takes it at once, and closes it.
-    void refuse_fast(int fd, const ucred& peer, uint32_t principal, TimePoint now);
+    // A new connection from the listener: set up, or refused (too many).
+    void on_accepted(int fd, const ucred& peer, uint32_t principal, TimePoint now);
     void read_from(Connection& c);
     void process_input(Connection& c);
     bool handle_frame(Connection& c, const proto::FrameHeader& h, const uint8_t* payload);
@@ -186,17 +171,8 @@ private:
     Options options_;
     Scheduler scheduler_;
     sd_event* event_ = nullptr;
-    int listen_fd_ = -1;
-    bool own_socket_ = false;  // bound by us (not socket-activated): unlink on exit
-    sd_event_source* listen_source_ = nullptr;
     sd_event_source* timer_source_ = nullptr;
     sd_event_source* idle_source_ = nullptr;
-    sd_event_source* retry_source_ = nullptr;  // resumes accepting after EMFILE
-    bool accept_paused_ = false;
-    sd_event_source* rest_source_ = nullptr;  // accepting again after kAcceptPause
-    bool accept_resting_ = false;
-    TimePoint last_accept_round_{};
-    AcceptGate accept_gate_;
     std::map<uint64_t, std::unique_ptr<Connection>> connections_;
     uint64_t next_serial_ = 1;
     std::vector<uint64_t> doomed_;  // connections to close at the next reap
@@ -210,6 +186,11 @@ private:
     TimePoint status_line_sent_at_{};
     sd_event_source* status_line_timer_ = nullptr;
     Principals principals_;
+    Listener listener_{principals_,
+                       {[this](int fd, const ucred& peer, uint32_t principal, TimePoint now) {
+                            on_accepted(fd, peer, principal, now);
+                        },
+                        [this] { after_change(); }}};
     std::map<uint32_t, size_t> connections_per_principal_;
     std::map<uint32_t, TokenBucket> status_budget_;  // by principal; root has none
     // The rendered status, kept until the state changes or it ages.

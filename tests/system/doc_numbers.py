@@ -53,7 +53,7 @@ BUS, PROTO, OVERVIEW = "man/org.nvshare.Scheduler1.5.scd", "man/nvshare-protocol
     "man/nvshare.7.scd"
 METRICS, PLUGIN = "man/nvshare-metrics.8.scd", "man/nvshare-device-plugin.8.scd"
 TUNING, SCHED, SERVER = "preload/swap/tuning.h", "daemon/scheduler.h", "daemon/server.cpp"
-GATE = "daemon/accept_gate.h"
+GATE, LISTENER = "daemon/accept_gate.h", "daemon/listener.cpp"
 PROTOCOL, UNIT = "common/protocol.h", "systemd/nvshare.service.in"
 
 STATEMENTS = [
@@ -98,9 +98,9 @@ STATEMENTS = [
     H(LIB, r"for at most (?P<v>three quarters) of the grace period", "preload/lock/holding.cpp",
       r"re:grace_us \* 1000 \* (?P<v>\d+ / \d+);"),
     # nvshared(8)
-    H(DAEMON, r"The directory is created \(mode (?P<v>0\d+)\) and the socket", SERVER,
+    H(DAEMON, r"The directory is created \(mode (?P<v>0\d+)\) and the socket", LISTENER,
       r"re:mkdir\(dir\.c_str\(\), (?P<v>0\d+)\)"),
-    H(DAEMON, r"and the socket is made (?P<v>0\d+)\.", SERVER,
+    H(DAEMON, r"and the socket is made (?P<v>0\d+)\.", LISTENER,
       r"re:chmod\(path\.c_str\(\), (?P<v>0\d+)\);"),
     H(DAEMON, r"A missing directory is created \(mode (?P<v>0\d+), one level",
       "daemon/state_store.cpp",
@@ -168,7 +168,8 @@ STATEMENTS = [
       "daemon/claim_grace.h", "kClaimGrace"),
     H(DAEMON, r"for one turn and (?P<v>\d+) (?P<u>seconds) per connection",
       "daemon/claim_grace.h", "kClaimGrace"),
-    H(DAEMON, r"has not said Hello within (?P<v>\d+) (?P<u>seconds)", SERVER, "kHelloDeadline"),
+    H(DAEMON, r"has not said Hello within (?P<v>\d+) (?P<u>seconds)", SERVER,
+      "kHelloDeadline"),
     H(DAEMON, r"opens at most (?P<v>\d+) connections a second", GATE, "kConnectionsPerSecond"),
     H(DAEMON, r"a second, in bursts of up to (?P<v>\d+)\.", GATE, "kConnectionBurst"),
     H(DAEMON, r"most (?P<v>\d+) connections per round of its loop", GATE, "kAcceptsPerRound"),
