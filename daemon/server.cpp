@@ -36,18 +36,9 @@ bool needs_confirming(const ClientInfo& client, const MemoryUse& use)
     return client.uid != 0 && (use.pinned != 0 || use.managed != 0);
 }
 
-// A client that lets this much pile up unread is stuck; drop it rather than
-// let it grow the daemon's memory.
-constexpr size_t kMaxOutBuffer = 256 * 1024;
-
-// A peer that leaves what was sent to it unread this long is disconnected
-// (a status it asked for and never reads would stay in memory for good).
-constexpr auto kUnreadLimit = std::chrono::seconds(10);
 // What one user's connections may leave unread before that user's next
 // status query waits (a status of up to 64 MiB still goes, one at a time).
 constexpr size_t kMaxUnreadPerPrincipal = size_t{4} << 20;
-// A connection must say Hello (or be done with its status query) this soon.
-constexpr auto kHelloDeadline = std::chrono::seconds(5);
 // Status queries of one user other than root: on average, and at once.
 constexpr double kStatusPerSecond = 20.0;
 constexpr double kStatusBurst = 20.0;
@@ -83,15 +74,7 @@ Server::Server(Options options) : options_(std::move(options)), scheduler_(optio
 Server::~Server()
 {
     memory_watch_.reset();  // its thread and event source go first
-    for (auto& [serial, c] : connections_) {
-        sd_event_source_disable_unref(c->source);
-        sd_event_source_disable_unref(c->timer);
-        sd_event_source_disable_unref(c->exit_watch);
-        if (c->fd >= 0)
-            close(c->fd);
-        if (c->exit_fd >= 0)
-            close(c->exit_fd);
-    }
+    connections_.clear();
     sd_event_source_disable_unref(timer_source_);
     sd_event_source_disable_unref(idle_source_);
     sd_event_source_disable_unref(status_line_timer_);
@@ -197,12 +180,13 @@ int Server::on_connection(sd_event_source*, int, uint32_t revents, void* conn)
     auto* c = static_cast<Connection*>(conn);
     Server* s = c->server;
     if (revents & EPOLLOUT)
-        s->flush(*c);
+        c->flush();
     if (c->paused) {
         if (revents & (EPOLLHUP | EPOLLERR))
-            s->mark_dead(*c);
+            c->mark_dead();
     } else if ((revents & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !c->dead) {
-        s->read_from(*c);
+        if (c->read())
+            s->process_input(*c);
     }
     s->listener_.accept_if_due();
     s->after_change();  // may destroy c
@@ -218,25 +202,25 @@ int Server::on_connection_timer(sd_event_source*, uint64_t, void* conn)
         if (now >= c->closed_at + kExitWaitMax)
             s->destroy(*c);  // an exit stuck in the driver does not keep the lock
         else
-            s->arm_connection_timer(*c);
+            c->arm_timer();
         s->after_change();
         return 0;
     }
-    if (!c->dead && c->out_sent < c->out.size() && now >= c->read_progress + kUnreadLimit) {
+    if (!c->dead && c->unread() != 0 && now >= c->read_progress + kUnreadLimit) {
         NVS_WARN("client %llu (pid %d) left %zu bytes unread for %lld s; disconnecting",
-                 static_cast<unsigned long long>(c->serial), c->peer.pid,
-                 c->out.size() - c->out_sent, static_cast<long long>(kUnreadLimit.count()));
-        s->mark_dead(*c);
+                 static_cast<unsigned long long>(c->serial), c->peer.pid, c->unread(),
+                 static_cast<long long>(kUnreadLimit.count()));
+        c->mark_dead();
     } else if (!c->registered && !c->closing && !c->dead && now >= c->hello_deadline) {
         s->fail(*c, proto::ErrorCode::BadOrder,
                 "no Hello within " + std::to_string(kHelloDeadline.count()) + " s");
     } else if (c->paused && now >= c->resume_at && !c->dead) {
         c->paused = false;
-        s->update_io_events(*c);
+        c->update_io_events();
         s->process_input(*c);
     }
     if (!c->dead)
-        s->arm_connection_timer(*c);
+        c->arm_timer();
     s->after_change();  // may destroy c
     return 0;
 }
@@ -276,30 +260,17 @@ int Server::on_idle_timer(sd_event_source*, uint64_t, void* self)
 
 void Server::on_accepted(int fd, const ucred& peer, uint32_t principal, TimePoint now)
 {
-    auto c = std::make_unique<Connection>();
-    c->server = this;
-    c->serial = next_serial_++;
-    c->fd = fd;
-    c->peer = peer;
-    if (sd_event_add_io(event_, &c->source, fd, EPOLLIN, on_connection, c.get()) < 0) {
-        close(fd);
-        return;
-    }
-    if (sd_event_add_time(event_, &c->timer, CLOCK_MONOTONIC, UINT64_MAX, 10000,
-                          on_connection_timer, c.get()) < 0) {
-        sd_event_source_disable_unref(c->source);
-        close(fd);
-        return;
-    }
+    auto c = std::make_unique<Connection>(this, next_serial_++, fd, peer, principal, doomed_);
+    if (!c->watch(event_, on_connection, on_connection_timer))
+        return;  // closed with it
     c->hello_deadline = now + kHelloDeadline;
-    c->principal = principal;
     Connection& ref = *c;
     connections_.emplace(c->serial, std::move(c));
     ++connections_per_principal_[ref.principal];
     status_stale_ = true;
     if (!admit(ref))
         return;
-    arm_connection_timer(ref);
+    ref.arm_timer();
     NVS_DEBUG("connection %llu from pid %d uid %u", static_cast<unsigned long long>(ref.serial),
               ref.peer.pid, ref.peer.uid);
 }
@@ -327,60 +298,6 @@ bool Server::admit(Connection& c)
         return false;
     }
     return true;
-}
-
-void Server::arm_connection_timer(Connection& c)
-{
-    std::optional<TimePoint> at;
-    if (c.exit_fd >= 0)
-        at = c.closed_at + kExitWaitMax;
-    else if (!c.registered)
-        at = c.hello_deadline;
-    if (c.paused)
-        at = at ? std::min(*at, c.resume_at) : c.resume_at;
-    if (c.out_sent < c.out.size()) {
-        const TimePoint unread = c.read_progress + kUnreadLimit;
-        at = at ? std::min(*at, unread) : unread;
-    }
-    if (!at) {
-        sd_event_source_set_enabled(c.timer, SD_EVENT_OFF);
-        return;
-    }
-    sd_event_source_set_time(c.timer, monotonic_usec(*at));
-    sd_event_source_set_enabled(c.timer, SD_EVENT_ONESHOT);
-}
-
-void Server::update_io_events(Connection& c)
-{
-    const uint32_t events =
-        (c.paused ? 0u : uint32_t{EPOLLIN}) | (c.out_sent < c.out.size() ? uint32_t{EPOLLOUT} : 0u);
-    sd_event_source_set_io_events(c.source, events);
-}
-
-void Server::read_from(Connection& c)
-{
-    uint8_t buf[8192];
-    for (;;) {
-        const ssize_t n = ::read(c.fd, buf, sizeof buf);
-        if (n > 0) {
-            if (!c.closing)
-                c.in.insert(c.in.end(), buf, buf + n);
-            process_input(c);
-            // One read per wakeup: the socket stays readable (level-triggered),
-            // and sd-event serves every other ready client before this one
-            // again, so a client that writes nonstop cannot starve the rest.
-            return;
-        }
-        if (n == 0) {
-            mark_dead(c);  // peer closed: a holder releases at once
-            return;
-        }
-        if (errno == EINTR)
-            continue;
-        if (errno != EAGAIN)
-            mark_dead(c);
-        return;
-    }
 }
 
 void Server::process_input(Connection& c)
@@ -456,7 +373,7 @@ size_t Server::unread_of(uint32_t principal) const
     size_t unread = 0;
     for (const auto& [serial, c] : connections_)
         if (c->principal == principal)
-            unread += c->out.size() - c->out_sent;
+            unread += c->unread();
     return unread;
 }
 
@@ -471,8 +388,8 @@ bool Server::status_allowed(Connection& c, TimePoint now)
         return true;
     c.paused = true;
     c.resume_at = now + wait;
-    update_io_events(c);
-    arm_connection_timer(c);
+    c.update_io_events();
+    c.arm_timer();
     return false;
 }
 
@@ -480,9 +397,9 @@ void Server::send_status(Connection& c, TimePoint now)
 {
     const std::string& text = status_document(now);
     const auto length = static_cast<uint32_t>(text.size());
-    if (uint8_t* room = frame_room(c, proto::frame_size(length))) {
+    if (uint8_t* room = c.frame_room(proto::frame_size(length))) {
         proto::encode(proto::MsgType::Status, text.data(), length, room, proto::frame_size(length));
-        flush(c);
+        c.flush();
     }
 }
 
@@ -713,7 +630,7 @@ void Server::on_hello(Connection& c, const proto::Hello& hello)
     }
     c.registered = true;
     status_stale_ = true;
-    arm_connection_timer(c);
+    c.arm_timer();
     const EventSubject who = subject(*scheduler_.client(c.serial), 0);
     const char* priority = proto::priority_name(info.priority);
     events_.emit(EventKind::Registered, LogLevel::Info, &who, {{"priority", priority}},
@@ -726,7 +643,7 @@ void Server::fail(Connection& c, proto::ErrorCode code, const std::string& messa
 {
     NVS_WARN("client %llu (pid %d): %s; disconnecting", static_cast<unsigned long long>(c.serial),
              c.peer.pid, message.c_str());
-    send(c, proto::ErrorReply{code, message.data(), static_cast<uint32_t>(message.size())});
+    c.send(proto::ErrorReply{code, message.data(), static_cast<uint32_t>(message.size())});
     c.closing = true;
     c.in.clear();
     if (c.registered) {
@@ -737,77 +654,7 @@ void Server::fail(Connection& c, proto::ErrorCode code, const std::string& messa
         status_stale_ = true;
     }
     if (c.out.size() == c.out_sent)
-        mark_dead(c);
-}
-
-uint8_t* Server::frame_room(Connection& c, size_t size)
-{
-    if (c.dead)
-        return nullptr;
-    // A client that left this much unread is not reading: one large frame
-    // (a status of many clients) is not held against it.
-    if (c.out.size() - c.out_sent > kMaxOutBuffer) {
-        NVS_WARN("client %llu (pid %d) does not read its messages; disconnecting",
-                 static_cast<unsigned long long>(c.serial), c.peer.pid);
-        mark_dead(c);
-        return nullptr;
-    }
-    const size_t old = c.out.size();
-    c.out.resize(old + size);
-    return c.out.data() + old;
-}
-
-template <typename Message>
-void Server::send(Connection& c, const Message& message)
-{
-    const size_t size = proto::frame_size(proto::payload_size(message));
-    if (uint8_t* room = frame_room(c, size)) {
-        proto::encode(message, room, size);
-        flush(c);
-    }
-}
-
-template <typename Payload>
-void Server::send(Connection& c, proto::MsgType type, const Payload& payload)
-{
-    const size_t size = proto::frame_size(sizeof payload);
-    if (uint8_t* room = frame_room(c, size)) {
-        proto::encode(type, payload, room, size);
-        flush(c);
-    }
-}
-
-void Server::flush(Connection& c)
-{
-    const size_t pending_before = c.out.size() - c.out_sent;
-    const size_t sent_before = c.out_sent;
-    while (c.out_sent < c.out.size()) {
-        const ssize_t n =
-            ::send(c.fd, c.out.data() + c.out_sent, c.out.size() - c.out_sent, MSG_NOSIGNAL);
-        if (n > 0) {
-            c.out_sent += static_cast<size_t>(n);
-            continue;
-        }
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && errno == EAGAIN) {
-            // The peer's buffer is full: the unread clock starts, or starts
-            // again where it read some.
-            if (pending_before == 0 || c.out_sent != sent_before) {
-                c.read_progress = Clock::now();
-                arm_connection_timer(c);
-            }
-            update_io_events(c);
-            return;
-        }
-        mark_dead(c);
-        return;
-    }
-    c.out.clear();
-    c.out_sent = 0;
-    update_io_events(c);
-    if (c.closing)
-        mark_dead(c);
+        c.mark_dead();
 }
 
 void Server::send_settings(Connection& c, bool welcome)
@@ -824,9 +671,9 @@ void Server::send_settings(Connection& c, bool welcome)
     for (uint32_t i = 0; i < w.settings.gpu_count; ++i)
         w.settings.capacities[i] = scheduler_.gpus()[client->gpus[i]].capacity;
     if (welcome)
-        send(c, w);
+        c.send(w);
     else
-        send(c, w.settings);
+        c.send(w.settings);
 }
 
 void Server::broadcast_settings()
@@ -917,7 +764,7 @@ void Server::dispatch_actions()
                              who.gpu_uuids.empty() ? "?" : who.gpu_uuids[0].c_str(),
                              a.exclusive ? ", exclusively" : ", shared",
                              waited_long ? " after a long wait" : "");
-                send(*c, proto::MsgType::Grant, p);
+                c->send(proto::MsgType::Grant, p);
                 break;
             }
             case ActionKind::Drop: {
@@ -932,7 +779,7 @@ void Server::dispatch_actions()
                              "asked to release %s within %.1f s: others wait",
                              who.gpu_uuids.empty() ? "?" : who.gpu_uuids[0].c_str(),
                              static_cast<double>(grace_us) / 1e6);
-                send(*c, proto::MsgType::Drop, p);
+                c->send(proto::MsgType::Drop, p);
                 break;
             }
             case ActionKind::Revoke: {
@@ -949,9 +796,9 @@ void Server::dispatch_actions()
                     static_cast<uint32_t>(admin ? proto::RevokeCauseCode::Admin
                                                 : proto::RevokeCauseCode::GraceExpired),
                     0};
-                send(*c, proto::MsgType::RevokeCause, why);
+                c->send(proto::MsgType::RevokeCause, why);
                 const proto::GpuMaskPayload p{local};
-                send(*c, proto::MsgType::Revoked, p);
+                c->send(proto::MsgType::Revoked, p);
                 break;
             }
             case ActionKind::Waiting:
@@ -959,7 +806,7 @@ void Server::dispatch_actions()
                 break;
             case ActionKind::Contended: {
                 const proto::GrantPayload p{local, flags, proto::keep_to_wire(a.keep)};
-                send(*c, proto::MsgType::Contended, p);
+                c->send(proto::MsgType::Contended, p);
                 break;
             }
             case ActionKind::RunAhead: {
@@ -967,7 +814,7 @@ void Server::dispatch_actions()
                 NVS_DEBUG("client %llu: %s", static_cast<unsigned long long>(a.client),
                           a.bounded ? "keeps its queued work short (a higher class is here)"
                                     : "may queue work freely again");
-                send(*c, proto::MsgType::RunAhead, p);
+                c->send(proto::MsgType::RunAhead, p);
                 break;
             }
             case ActionKind::Shrink: {
@@ -976,12 +823,12 @@ void Server::dispatch_actions()
                 NVS_DEBUG("client %llu: asked to leave at most %llu MiB on GPUs it does not hold",
                           static_cast<unsigned long long>(a.client),
                           static_cast<unsigned long long>(a.keep >> 20));
-                send(*c, proto::MsgType::Shrink, p);
+                c->send(proto::MsgType::Shrink, p);
                 break;
             }
             case ActionKind::Unpageable: {
                 const proto::UnpageablePayload p{local_index(*client, a.gpus), 0, a.others_pinned};
-                send(*c, proto::MsgType::Unpageable, p);
+                c->send(proto::MsgType::Unpageable, p);
                 break;
             }
         }
@@ -1009,7 +856,7 @@ void Server::send_waiting(Connection& c, const ClientRecord& client, const Actio
             memcpy(p.holder_comm, h->info.comm.data(), n);
         }
     }
-    send(c, proto::MsgType::Waiting, p);
+    c.send(proto::MsgType::Waiting, p);
 }
 
 void Server::after_change()
@@ -1029,14 +876,6 @@ void Server::after_change()
     update_status();
     if (observer_)
         observer_();
-}
-
-void Server::mark_dead(Connection& c)
-{
-    if (!c.dead) {
-        c.dead = true;
-        doomed_.push_back(c.serial);
-    }
 }
 
 void Server::reap()
@@ -1063,11 +902,8 @@ bool Server::await_exit(Connection& c)
     c.exit_fd = fd;
     c.closed_at = Clock::now();
     // Nothing more is read or sent; the GPUs stay held as they are.
-    sd_event_source_disable_unref(c.source);
-    c.source = nullptr;
-    close(c.fd);
-    c.fd = -1;
-    arm_connection_timer(c);
+    c.close_socket();
+    c.arm_timer();
     NVS_DEBUG(
         "client %llu (pid %d) closed its connection while its process exits: its GPUs stay "
         "held until it has ended (at most %lld s)",
@@ -1100,14 +936,7 @@ void Server::destroy(Connection& c)
     if (auto it = connections_per_principal_.find(c.principal);
         it != connections_per_principal_.end() && --it->second == 0)
         connections_per_principal_.erase(it);
-    sd_event_source_disable_unref(c.source);
-    sd_event_source_disable_unref(c.timer);
-    sd_event_source_disable_unref(c.exit_watch);
-    if (c.fd >= 0)
-        close(c.fd);
-    if (c.exit_fd >= 0)
-        close(c.exit_fd);
-    connections_.erase(c.serial);
+    connections_.erase(c.serial);  // closes it
     listener_.descriptor_freed();
     // A burst of clients leaves freed heap resident (written over where
     // MALLOC_PERTURB_ is set): give it back once the last one has gone.

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/codec.h"
+#include "daemon/connection.h"
 #include "daemon/journal.h"
 #include "daemon/listener.h"
 #include "daemon/memory_watch.h"
@@ -28,40 +29,6 @@
 #include "daemon/token_bucket.h"
 
 namespace nvshare::daemon {
-
-class Server;
-
-struct Connection {
-    Server* server = nullptr;  // for the event callback, which gets only this
-    uint64_t serial = 0;       // also the ClientId once registered
-    int fd = -1;
-    ucred peer{};            // from SO_PEERCRED: who the client really is
-    uint32_t principal = 0;  // who it is charged to (principals.h)
-    sd_event_source* source = nullptr;
-    std::vector<uint8_t> in;
-    std::vector<uint8_t> out;
-    size_t out_sent = 0;
-    // While part of `out` waits for the peer to read: when it last read
-    // some (or when that began). A peer that reads nothing for
-    // kUnreadLimit is disconnected.
-    TimePoint read_progress{};
-    bool registered = false;
-    bool closing = false;  // stop reading; close once `out` is flushed
-    bool dead = false;     // close at the next reap
-    // An unregistered connection is closed at hello_deadline. A paused one
-    // (its user's status queries ran over their rate) is not read until
-    // resume_at; its frames wait in `in`. `timer` fires at the earlier.
-    TimePoint hello_deadline{};
-    bool paused = false;
-    TimePoint resume_at{};
-    sd_event_source* timer = nullptr;
-    // A holder whose process was exiting when the connection closed
-    // (process_exit.h): the scheduler hears of it once `exit_fd`, a pidfd,
-    // turns readable, or at closed_at + kExitWaitMax (`timer`).
-    int exit_fd = -1;
-    sd_event_source* exit_watch = nullptr;
-    TimePoint closed_at{};
-};
 
 class Server final : public SettingsTarget {
 public:
@@ -116,7 +83,6 @@ private:
     static int on_process_exit(sd_event_source* s, int fd, uint32_t revents, void* conn);
     // A new connection from the listener: set up, or refused (too many).
     void on_accepted(int fd, const ucred& peer, uint32_t principal, TimePoint now);
-    void read_from(Connection& c);
     void process_input(Connection& c);
     bool handle_frame(Connection& c, const proto::FrameHeader& h, const uint8_t* payload);
     // False (the connection paused until its user's rate allows) when a
@@ -125,8 +91,6 @@ private:
     // Bytes `principal`'s connections have not read yet.
     size_t unread_of(uint32_t principal) const;
     void send_status(Connection& c, TimePoint now);
-    void arm_connection_timer(Connection& c);
-    void update_io_events(Connection& c);
     bool admit(Connection& c);
     void on_hello(Connection& c, const proto::Hello& hello);
     bool on_memory(Connection& c, const ClientRecord& client, const proto::MemoryPayload& m,
@@ -140,20 +104,11 @@ private:
     void on_request(Connection& c, const ClientRecord& client, GpuSet gpus, TimePoint now);
     void on_released(const ClientRecord& client, GpuSet gpus, TimePoint now);
     void fail(Connection& c, proto::ErrorCode code, const std::string& message);
-    // Room for one frame at the end of the connection's output, or null
-    // when it is dead or does not read.
-    uint8_t* frame_room(Connection& c, size_t size);
-    template <typename Message>
-    void send(Connection& c, const Message& message);
-    template <typename Payload>
-    void send(Connection& c, proto::MsgType type, const Payload& payload);
-    void flush(Connection& c);
     void send_settings(Connection& c, bool welcome);
     void broadcast_settings();
     void dispatch_actions();
     void send_waiting(Connection& c, const ClientRecord& client, const Action& a);
     void after_change();  // dispatch, re-arm timers, notify observer, reap
-    void mark_dead(Connection& c);
     void reap();
     void destroy(Connection& c);
     // True if `c` holds GPUs and its process is still exiting: its memory

@@ -54,6 +54,7 @@ BUS, PROTO, OVERVIEW = "man/org.nvshare.Scheduler1.5.scd", "man/nvshare-protocol
 METRICS, PLUGIN = "man/nvshare-metrics.8.scd", "man/nvshare-device-plugin.8.scd"
 TUNING, SCHED, SERVER = "preload/swap/tuning.h", "daemon/scheduler.h", "daemon/server.cpp"
 GATE, LISTENER = "daemon/accept_gate.h", "daemon/listener.cpp"
+CONNECTION = "daemon/connection.h"
 PROTOCOL, UNIT = "common/protocol.h", "systemd/nvshare.service.in"
 
 STATEMENTS = [
@@ -168,7 +169,7 @@ STATEMENTS = [
       "daemon/claim_grace.h", "kClaimGrace"),
     H(DAEMON, r"for one turn and (?P<v>\d+) (?P<u>seconds) per connection",
       "daemon/claim_grace.h", "kClaimGrace"),
-    H(DAEMON, r"has not said Hello within (?P<v>\d+) (?P<u>seconds)", SERVER,
+    H(DAEMON, r"has not said Hello within (?P<v>\d+) (?P<u>seconds)", CONNECTION,
       "kHelloDeadline"),
     H(DAEMON, r"opens at most (?P<v>\d+) connections a second", GATE, "kConnectionsPerSecond"),
     H(DAEMON, r"a second, in bursts of up to (?P<v>\d+)\.", GATE, "kConnectionBurst"),
@@ -179,7 +180,7 @@ STATEMENTS = [
     H(DAEMON, r"on average \(bursts of (?P<v>\d+)\)", SERVER, "kStatusBurst"),
     H(DAEMON, r"connections leave (?P<v>\d+) (?P<u>MiB) or more unread", SERVER,
       "kMaxUnreadPerPrincipal"),
-    H(DAEMON, r"(?P<v>\d+) (?P<u>seconds) is disconnected, and its buffer freed", SERVER,
+    H(DAEMON, r"(?P<v>\d+) (?P<u>seconds) is disconnected, and its buffer freed", CONNECTION,
       "kUnreadLimit"),
     H(DAEMON, r"at most (?P<v>\d+) (?P<u>ms) stale in its running", SERVER, "kStatusMaxAge"),
     H(DAEMON, r"sent whole, up to (?P<v>\d+) (?P<u>MiB)", PROTOCOL, "kMaxStatusPayload"),
