@@ -23,7 +23,6 @@
 #include "daemon/process_command.h"
 #include "daemon/process_exit.h"
 #include "daemon/process_memory.h"
-#include "daemon/status.h"
 
 namespace nvshare::daemon {
 
@@ -35,18 +34,6 @@ bool needs_confirming(const ClientInfo& client, const MemoryUse& use)
 {
     return client.uid != 0 && (use.pinned != 0 || use.managed != 0);
 }
-
-// What one user's connections may leave unread before that user's next
-// status query waits (a status of up to 64 MiB still goes, one at a time).
-constexpr size_t kMaxUnreadPerPrincipal = size_t{4} << 20;
-// Status queries of one user other than root: on average, and at once.
-constexpr double kStatusPerSecond = 20.0;
-constexpr double kStatusBurst = 20.0;
-// A rendered status is sent again while nothing changed and it is this young
-// (its running totals, held and waited time, may lag by that much).
-constexpr auto kStatusMaxAge = std::chrono::milliseconds(100);
-// systemd's STATUS= line changes at most this often.
-constexpr auto kStatusLineInterval = std::chrono::seconds(1);
 
 // sd-event's time for t, on the clock the static_assert below checks.
 uint64_t monotonic_usec(TimePoint t)
@@ -77,7 +64,6 @@ Server::~Server()
     connections_.clear();
     sd_event_source_disable_unref(timer_source_);
     sd_event_source_disable_unref(idle_source_);
-    sd_event_source_disable_unref(status_line_timer_);
     sd_event_unref(event_);
 }
 
@@ -140,13 +126,8 @@ bool Server::init()
     if (r < 0)
         return false;
     sd_event_source_set_enabled(timer_source_, SD_EVENT_OFF);
-    if (notifier_.enabled()) {
-        r = sd_event_add_time(event_, &status_line_timer_, CLOCK_MONOTONIC, UINT64_MAX, 100000,
-                              on_status_line_timer, this);
-        if (r < 0)
-            return false;
-        sd_event_source_set_enabled(status_line_timer_, SD_EVENT_OFF);
-    }
+    if (!status_line_.init(event_))
+        return false;
     if (options_.idle_exit) {
         r = sd_event_add_time(event_, &idle_source_, CLOCK_MONOTONIC, UINT64_MAX, 100000,
                               on_idle_timer, this);
@@ -161,7 +142,7 @@ bool Server::init()
 
 int Server::run()
 {
-    update_status();
+    status_line_.update(scheduler_);
     notifier_.send("READY=1");
     const int r = sd_event_loop(event_);
     notifier_.send("STOPPING=1");
@@ -240,7 +221,7 @@ int Server::on_timer(sd_event_source*, uint64_t, void* self)
     const auto now = Clock::now();
     s->scheduler_.tick(now);
     s->log_due_waits(now);
-    s->status_stale_ = true;
+    s->status_.changed();
     s->after_change();
     return 0;
 }
@@ -267,7 +248,7 @@ void Server::on_accepted(int fd, const ucred& peer, uint32_t principal, TimePoin
     Connection& ref = *c;
     connections_.emplace(c->serial, std::move(c));
     ++connections_per_principal_[ref.principal];
-    status_stale_ = true;
+    status_.changed();
     if (!admit(ref))
         return;
     ref.arm_timer();
@@ -348,26 +329,6 @@ void Server::process_input(Connection& c)
     c.in.erase(c.in.begin(), c.in.begin() + static_cast<ptrdiff_t>(std::min(off, c.in.size())));
 }
 
-Duration Server::status_wait(uint32_t uid, TimePoint now)
-{
-    if (uid == 0)
-        return Duration::zero();
-    auto it = status_budget_.try_emplace(principals_.of(uid), kStatusPerSecond, kStatusBurst).first;
-    if (it->second.take(now))
-        return Duration::zero();
-    return std::max(it->second.wait(now), Duration(1));
-}
-
-const std::string& Server::status_document(TimePoint now)
-{
-    if (status_stale_ || now - status_rendered_at_ > kStatusMaxAge) {
-        status_text_ = status_text(scheduler_, connections_.size(), now, proto::kMaxStatusPayload);
-        status_rendered_at_ = now;
-        status_stale_ = false;
-    }
-    return status_text_;
-}
-
 size_t Server::unread_of(uint32_t principal) const
 {
     size_t unread = 0;
@@ -379,11 +340,9 @@ size_t Server::unread_of(uint32_t principal) const
 
 bool Server::status_allowed(Connection& c, TimePoint now)
 {
-    // What the user's connections left unread counts against them: the
-    // next status waits until they read it (or are disconnected for not).
-    const Duration wait = c.peer.uid != 0 && unread_of(c.principal) >= kMaxUnreadPerPrincipal
-                              ? Duration(std::chrono::milliseconds(100))
-                              : status_wait(c.peer.uid, now);
+    // Root's unread output is not held against it: not counted.
+    const size_t unread = c.peer.uid == 0 ? 0 : unread_of(c.principal);
+    const Duration wait = status_.socket_wait(c.peer.uid, unread, now);
     if (wait == Duration::zero())
         return true;
     c.paused = true;
@@ -440,7 +399,7 @@ bool Server::handle_frame(Connection& c, const proto::FrameHeader& h, const uint
         send_status(c, now);
         return true;
     }
-    status_stale_ = true;  // everything else a registered client sends changes state
+    status_.changed();  // everything else a registered client sends changes state
     if (!c.registered) {
         fail(c, proto::ErrorCode::BadOrder, "Hello must come first");
         return false;
@@ -629,7 +588,7 @@ void Server::on_hello(Connection& c, const proto::Hello& hello)
         return;
     }
     c.registered = true;
-    status_stale_ = true;
+    status_.changed();
     c.arm_timer();
     const EventSubject who = subject(*scheduler_.client(c.serial), 0);
     const char* priority = proto::priority_name(info.priority);
@@ -651,7 +610,7 @@ void Server::fail(Connection& c, proto::ErrorCode code, const std::string& messa
         events_.not_waiting(c.serial);
         scheduler_.disconnect(c.serial, Clock::now());
         c.registered = false;
-        status_stale_ = true;
+        status_.changed();
     }
     if (c.out.size() == c.out_sent)
         c.mark_dead();
@@ -873,7 +832,7 @@ void Server::after_change()
     }
     rearm_timer();
     update_idle_timer();
-    update_status();
+    status_line_.update(scheduler_);
     if (observer_)
         observer_();
 }
@@ -932,7 +891,7 @@ void Server::destroy(Connection& c)
         events_.not_waiting(c.serial);
         scheduler_.disconnect(c.serial, Clock::now());
     }
-    status_stale_ = true;
+    status_.changed();
     if (auto it = connections_per_principal_.find(c.principal);
         it != connections_per_principal_.end() && --it->second == 0)
         connections_per_principal_.erase(it);
@@ -972,44 +931,6 @@ void Server::update_idle_timer()
     const auto deadline = Clock::now() + *options_.idle_exit;
     sd_event_source_set_time(idle_source_, monotonic_usec(deadline));
     sd_event_source_set_enabled(idle_source_, SD_EVENT_ONESHOT);
-}
-
-void Server::update_status()
-{
-    const size_t holders = scheduler_.holding_count(), waiters = scheduler_.waiting_count();
-    char line[256];
-    snprintf(line, sizeof line,
-             "STATUS=%zu client(s), %zu holding, %zu waiting on %zu GPU(s); mode %s",
-             scheduler_.clients().size(), holders, waiters, scheduler_.gpus().size(),
-             proto::mode_name(scheduler_.settings().mode));
-    if (status_line_ != line) {
-        status_line_ = line;
-        send_status_line(Clock::now());
-    }
-}
-
-void Server::send_status_line(TimePoint now)
-{
-    if (!notifier_.enabled() || status_line_ == status_line_sent_)
-        return;
-    TimePoint next = status_line_sent_at_ + kStatusLineInterval;
-    if (now >= next) {
-        if (notifier_.send(status_line_)) {
-            status_line_sent_ = status_line_;
-            status_line_sent_at_ = now;
-            return;
-        }
-        next = now + kStatusLineInterval;  // the manager's queue is full: later
-    }
-    sd_event_source_set_time(status_line_timer_, monotonic_usec(next));
-    sd_event_source_set_enabled(status_line_timer_, SD_EVENT_ONESHOT);
-}
-
-int Server::on_status_line_timer(sd_event_source*, uint64_t, void* self)
-{
-    auto* s = static_cast<Server*>(self);
-    s->send_status_line(Clock::now());
-    return 0;
 }
 
 // ---- control plane --------------------------------------------------------------------
@@ -1054,7 +975,7 @@ void Server::after_settings_change(const SettingChange& change)
     details.emplace_back("value", change.value);
     events_.emit(EventKind::SettingChanged, LogLevel::Notice, nullptr, details, "%s",
                  change.text.c_str());
-    status_stale_ = true;
+    status_.changed();
     if (change.tell_clients)
         broadcast_settings();
     after_change();
@@ -1063,7 +984,7 @@ void Server::after_settings_change(const SettingChange& change)
 bool Server::revoke(ClientId id)
 {
     const bool done = scheduler_.revoke(id, Clock::now());
-    status_stale_ = true;
+    status_.changed();
     after_change();
     return done;
 }

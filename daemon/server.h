@@ -26,7 +26,8 @@
 #include "daemon/principals.h"
 #include "daemon/scheduler.h"
 #include "daemon/settings_target.h"
-#include "daemon/token_bucket.h"
+#include "daemon/status_line.h"
+#include "daemon/status_service.h"
 
 namespace nvshare::daemon {
 
@@ -60,13 +61,14 @@ public:
     // Who subordinate uids are charged to, from /etc/subuid (at start and
     // on reload); connections made before keep what they were charged to.
     void set_principals(Principals principals) { principals_ = std::move(principals); }
-    // Status queries share one rate per user (principal) and one rendered document,
-    // whichever way they come (the lock socket, D-Bus). status_wait: zero
-    // when `uid` may query now (a query is charged), else how long until it
-    // may; root always may. status_document: the rendered status, made again
-    // only when the state changed or it is older than 100 ms.
-    Duration status_wait(uint32_t uid, TimePoint now);
-    const std::string& status_document(TimePoint now);
+    // Status queries share one rate per user (principal) and one rendered
+    // document, whichever way they come (the lock socket, D-Bus):
+    // status_service.h.
+    Duration status_wait(uint32_t uid, TimePoint now) { return status_.wait(uid, now); }
+    const std::string& status_document(TimePoint now)
+    {
+        return status_.document(connections_.size(), now);
+    }
     // What happens to clients and settings, as the journal records it.
     void set_event_observer(std::function<void(const Event&)> observer)
     {
@@ -79,7 +81,6 @@ private:
     static int on_reload_signal(sd_event_source* s, const struct signalfd_siginfo* si, void* self);
     static int on_idle_timer(sd_event_source* s, uint64_t usec, void* self);
     static int on_connection_timer(sd_event_source* s, uint64_t usec, void* conn);
-    static int on_status_line_timer(sd_event_source* s, uint64_t usec, void* self);
     static int on_process_exit(sd_event_source* s, int fd, uint32_t revents, void* conn);
     // A new connection from the listener: set up, or refused (too many).
     void on_accepted(int fd, const ucred& peer, uint32_t principal, TimePoint now);
@@ -115,8 +116,6 @@ private:
     // comes back only as it ends, so destroy() waits for that.
     bool await_exit(Connection& c);
     void rearm_timer();
-    void update_status();
-    void send_status_line(TimePoint now);
     void update_idle_timer();
     Connection* by_client(ClientId id);
     EventSubject subject(const ClientRecord& client, GpuSet gpus) const;
@@ -133,13 +132,8 @@ private:
     std::vector<uint64_t> doomed_;  // connections to close at the next reap
     std::function<void()> observer_;
     std::function<void()> reload_;
-    // The STATUS= line for systemd: the latest, and the one last sent (at
-    // most one a second, never blocking; a line not sent is sent later).
     Notifier notifier_;
-    std::string status_line_;
-    std::string status_line_sent_;
-    TimePoint status_line_sent_at_{};
-    sd_event_source* status_line_timer_ = nullptr;
+    StatusLine status_line_{notifier_};  // systemd's STATUS=
     Principals principals_;
     Listener listener_{principals_,
                        {[this](int fd, const ucred& peer, uint32_t principal, TimePoint now) {
@@ -147,11 +141,7 @@ private:
                         },
                         [this] { after_change(); }}};
     std::map<uint32_t, size_t> connections_per_principal_;
-    std::map<uint32_t, TokenBucket> status_budget_;  // by principal; root has none
-    // The rendered status, kept until the state changes or it ages.
-    std::string status_text_;
-    TimePoint status_rendered_at_{};
-    bool status_stale_ = true;
+    StatusService status_{scheduler_, principals_};
     EventLog events_;
     std::unique_ptr<MemoryWatch> memory_watch_;
     std::set<std::string> watched_gpus_;  // the GPUs it reads (UUIDs)
