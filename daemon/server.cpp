@@ -531,11 +531,11 @@ void Server::on_request(Connection& c, const ClientRecord& client, GpuSet gpus, 
 {
     scheduler_.request(c.serial, gpus, now);
     if (client.phase == Phase::Waiting && events_.waiting(c.serial, client.waiting_since)) {
-        const EventSubject who = subject(client, client.wanted);
+        const EventSubject who = event_subject(scheduler_, client, client.wanted);
         events_.emit(EventKind::Waiting, LogLevel::Debug, &who, {{"waited_us", "0"}},
                      "waits for %s, held by %s",
                      who.gpu_uuids.empty() ? "?" : who.gpu_uuids[0].c_str(),
-                     holders_text(client).c_str());
+                     holders_text(scheduler_, client).c_str());
         log_due_waits(now);  // --log-waits-after 0: now, not at the next timer
     }
 }
@@ -545,7 +545,7 @@ void Server::on_released(const ClientRecord& client, GpuSet gpus, TimePoint now)
     scheduler_.release(client.id, gpus, now);
     if (client.phase != Phase::Waiting)
         events_.not_waiting(client.id);
-    const EventSubject who = subject(client, gpus);
+    const EventSubject who = event_subject(scheduler_, client, gpus);
     events_.emit(EventKind::Released, LogLevel::Debug, &who, {}, "released %s",
                  who.gpu_uuids.empty() ? "?" : who.gpu_uuids[0].c_str());
 }
@@ -590,7 +590,7 @@ void Server::on_hello(Connection& c, const proto::Hello& hello)
     c.registered = true;
     status_.changed();
     c.arm_timer();
-    const EventSubject who = subject(*scheduler_.client(c.serial), 0);
+    const EventSubject who = event_subject(scheduler_, *scheduler_.client(c.serial), 0);
     const char* priority = proto::priority_name(info.priority);
     events_.emit(EventKind::Registered, LogLevel::Info, &who, {{"priority", priority}},
                  "registered as client %llu, %zu GPU(s), priority %s",
@@ -642,29 +642,6 @@ void Server::broadcast_settings()
             send_settings(*c, false);
 }
 
-EventSubject Server::subject(const ClientRecord& client, GpuSet gpus) const
-{
-    EventSubject who{client.id, client.info, {}};
-    for (GpuIndex g : client.gpus)
-        if (gpus == 0 || (gpus & gpu_bit(g)) != 0)
-            who.gpu_uuids.push_back(scheduler_.gpus()[g].description.uuid);
-    return who;
-}
-
-// Who holds the GPUs a waiting client wants: "pid 7 (train.py, uid 1000)".
-std::string Server::holders_text(const ClientRecord& client) const
-{
-    std::string holders;
-    for (GpuIndex g : client.gpus) {
-        if ((client.wanted & gpu_bit(g)) == 0)
-            continue;
-        for (ClientId h : scheduler_.gpus()[g].holders)
-            if (const ClientRecord* holder = scheduler_.client(h))
-                holders += (holders.empty() ? "" : ", ") + subject_text(holder->info);
-    }
-    return holders.empty() ? "nobody (not yet switched)" : holders;
-}
-
 // Waits that passed the threshold: who waits, for what, behind whom.
 void Server::log_due_waits(TimePoint now)
 {
@@ -672,150 +649,14 @@ void Server::log_due_waits(TimePoint now)
         const ClientRecord* client = scheduler_.client(id);
         if (client == nullptr || client->phase != Phase::Waiting)
             continue;
-        const EventSubject who = subject(*client, client->wanted);
+        const EventSubject who = event_subject(scheduler_, *client, client->wanted);
         events_.emit(EventKind::Waiting, LogLevel::Info, &who,
                      {{"waited_us", std::to_string(to_usec(now - client->waiting_since))}},
                      "has waited %.1f s for %s, held by %s",
                      std::chrono::duration<double>(now - client->waiting_since).count(),
                      who.gpu_uuids.empty() ? "?" : who.gpu_uuids[0].c_str(),
-                     holders_text(*client).c_str());
+                     holders_text(scheduler_, *client).c_str());
     }
-}
-
-Connection* Server::by_client(ClientId id)
-{
-    auto it = connections_.find(id);
-    return it == connections_.end() ? nullptr : it->second.get();
-}
-
-// Which GPU a one-GPU action names, as the client's Hello index.
-static uint32_t local_index(const ClientRecord& client, GpuSet gpu)
-{
-    uint32_t index = 0;
-    while (index < client.gpus.size() && gpu_bit(client.gpus[index]) != gpu)
-        ++index;
-    return index;
-}
-
-void Server::dispatch_actions()
-{
-    for (const Action& a : scheduler_.take_actions()) {
-        Connection* c = by_client(a.client);
-        const ClientRecord* client = scheduler_.client(a.client);
-        if (c == nullptr || client == nullptr)
-            continue;
-        const uint64_t local = client->to_local(a.gpus);
-        const uint32_t flags = (a.exclusive ? proto::kGrantExclusive : 0u) |
-                               (a.contended ? proto::kGrantContended : 0u) |
-                               (a.oversubscribed ? proto::kGrantOversubscribed : 0u);
-        switch (a.kind) {
-            case ActionKind::Grant: {
-                // Its hold ended in the same batch (the client's own
-                // Released came after its Request): nothing to grant now.
-                if (client->phase != Phase::Holding || (client->held & a.gpus) != a.gpus)
-                    break;
-                const proto::GrantPayload p{local, flags | (a.bounded ? proto::kGrantBounded : 0u),
-                                            a.contended ? proto::keep_to_wire(a.keep) : 0};
-                const bool waited_long = events_.not_waiting(a.client);
-                const EventSubject who = subject(*client, a.gpus);
-                events_.emit(EventKind::Granted, LogLevel::Info, &who,
-                             {{"exclusive", a.exclusive ? "1" : "0"}}, "granted %s%s%s",
-                             who.gpu_uuids.empty() ? "?" : who.gpu_uuids[0].c_str(),
-                             a.exclusive ? ", exclusively" : ", shared",
-                             waited_long ? " after a long wait" : "");
-                c->send(proto::MsgType::Grant, p);
-                break;
-            }
-            case ActionKind::Drop: {
-                const uint64_t grace_us = to_usec(a.grace);
-                const proto::DropPayload p{local, grace_us,
-                                           (flags & proto::kGrantOversubscribed) |
-                                               (a.turns_begin ? proto::kDropTurnsBegin : 0u),
-                                           proto::keep_to_wire(a.keep)};
-                const EventSubject who = subject(*client, a.gpus);
-                events_.emit(EventKind::Drop, LogLevel::Info, &who,
-                             {{"grace_us", std::to_string(grace_us)}},
-                             "asked to release %s within %.1f s: others wait",
-                             who.gpu_uuids.empty() ? "?" : who.gpu_uuids[0].c_str(),
-                             static_cast<double>(grace_us) / 1e6);
-                c->send(proto::MsgType::Drop, p);
-                break;
-            }
-            case ActionKind::Revoke: {
-                const bool admin = a.revoke_reason == RevokeReason::Admin;
-                const EventSubject who = subject(*client, a.gpus);
-                events_.emit(EventKind::Revoked, LogLevel::Info, &who,
-                             {{"cause", admin ? "admin" : "grace-expired"}},
-                             "revoked the lock on %s: %s",
-                             who.gpu_uuids.empty() ? "?" : who.gpu_uuids[0].c_str(),
-                             admin ? "an administrator revoked it"
-                                   : "it did not release within the grace period");
-                const proto::RevokeCausePayload why{
-                    local,
-                    static_cast<uint32_t>(admin ? proto::RevokeCauseCode::Admin
-                                                : proto::RevokeCauseCode::GraceExpired),
-                    0};
-                c->send(proto::MsgType::RevokeCause, why);
-                const proto::GpuMaskPayload p{local};
-                c->send(proto::MsgType::Revoked, p);
-                break;
-            }
-            case ActionKind::Waiting:
-                send_waiting(*c, *client, a);
-                break;
-            case ActionKind::Contended: {
-                const proto::GrantPayload p{local, flags, proto::keep_to_wire(a.keep)};
-                c->send(proto::MsgType::Contended, p);
-                break;
-            }
-            case ActionKind::RunAhead: {
-                const proto::RunAheadPayload p{local, a.bounded ? proto::kRunAheadBounded : 0u, 0};
-                NVS_DEBUG("client %llu: %s", static_cast<unsigned long long>(a.client),
-                          a.bounded ? "keeps its queued work short (a higher class is here)"
-                                    : "may queue work freely again");
-                c->send(proto::MsgType::RunAhead, p);
-                break;
-            }
-            case ActionKind::Shrink: {
-                const proto::GrantPayload p{local, proto::kGrantOversubscribed,
-                                            proto::keep_to_wire(a.keep)};
-                NVS_DEBUG("client %llu: asked to leave at most %llu MiB on GPUs it does not hold",
-                          static_cast<unsigned long long>(a.client),
-                          static_cast<unsigned long long>(a.keep >> 20));
-                c->send(proto::MsgType::Shrink, p);
-                break;
-            }
-            case ActionKind::Unpageable: {
-                const proto::UnpageablePayload p{local_index(*client, a.gpus), 0, a.others_pinned};
-                c->send(proto::MsgType::Unpageable, p);
-                break;
-            }
-        }
-    }
-}
-
-void Server::send_waiting(Connection& c, const ClientRecord& client, const Action& a)
-{
-    const auto us = [](Duration d) { return to_usec(std::max(d, Duration::zero())); };
-    proto::WaitingPayload p{};
-    p.gpu = local_index(client, a.gpus);
-    p.reason = static_cast<uint32_t>(a.wait.reason);
-    p.place = a.wait.place;
-    if (a.wait.holder) {
-        if (const ClientRecord* h = scheduler_.client(*a.wait.holder)) {
-            p.holder_pid = h->info.pid;
-            p.holder_uid = h->info.uid;
-            p.held_us = us(Clock::now() - a.wait.held_since);
-            p.quantum_us = us(a.wait.quantum);
-            // Printable already; cut at a character boundary to fit.
-            size_t n = std::min(h->info.comm.size(), sizeof p.holder_comm);
-            while (n > 0 && n < h->info.comm.size() &&
-                   (static_cast<uint8_t>(h->info.comm[n]) & 0xC0) == 0x80)
-                --n;
-            memcpy(p.holder_comm, h->info.comm.data(), n);
-        }
-    }
-    c.send(proto::MsgType::Waiting, p);
 }
 
 void Server::after_change()
@@ -825,7 +666,7 @@ void Server::after_change()
     // left. Every round closes at least one connection, so this ends; a cap
     // would leave Grants unsent with no event to come back for them.
     for (;;) {
-        dispatch_actions();
+        dispatch_actions(scheduler_, events_, connections_);
         if (doomed_.empty())
             break;
         reap();
@@ -877,7 +718,7 @@ void Server::destroy(Connection& c)
         return;  // destroyed again once the process has ended
     if (c.registered) {
         if (const ClientRecord* client = scheduler_.client(c.serial)) {
-            const EventSubject who = subject(*client, 0);
+            const EventSubject who = event_subject(scheduler_, *client, 0);
             char ended[64] = "";  // where we waited for its process to end
             if (c.exit_fd >= 0)
                 snprintf(

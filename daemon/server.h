@@ -1,6 +1,7 @@
-// The I/O shell of nvshared: one sd-event loop that accepts clients on the
-// lock socket, turns their frames into scheduler events and the scheduler's
-// actions into frames. One thread, never blocking; all decisions are the
+// The I/O shell of nvshared: one sd-event loop that serves clients on the
+// lock socket (taken by listener.h, read and written through connection.h),
+// turns their frames into scheduler events and the scheduler's actions into
+// frames (dispatch.h). One thread, never blocking; all decisions are the
 // Scheduler's. (NVML's per-process readings come from memory_watch's own
 // thread, through the loop.)
 #pragma once
@@ -18,6 +19,7 @@
 
 #include "common/codec.h"
 #include "daemon/connection.h"
+#include "daemon/dispatch.h"
 #include "daemon/journal.h"
 #include "daemon/listener.h"
 #include "daemon/memory_watch.h"
@@ -107,8 +109,6 @@ private:
     void fail(Connection& c, proto::ErrorCode code, const std::string& message);
     void send_settings(Connection& c, bool welcome);
     void broadcast_settings();
-    void dispatch_actions();
-    void send_waiting(Connection& c, const ClientRecord& client, const Action& a);
     void after_change();  // dispatch, re-arm timers, notify observer, reap
     void reap();
     void destroy(Connection& c);
@@ -117,9 +117,6 @@ private:
     bool await_exit(Connection& c);
     void rearm_timer();
     void update_idle_timer();
-    Connection* by_client(ClientId id);
-    EventSubject subject(const ClientRecord& client, GpuSet gpus) const;
-    std::string holders_text(const ClientRecord& client) const;
     void log_due_waits(TimePoint now);
 
     Options options_;
@@ -127,7 +124,7 @@ private:
     sd_event* event_ = nullptr;
     sd_event_source* timer_source_ = nullptr;
     sd_event_source* idle_source_ = nullptr;
-    std::map<uint64_t, std::unique_ptr<Connection>> connections_;
+    Connections connections_;
     uint64_t next_serial_ = 1;
     std::vector<uint64_t> doomed_;  // connections to close at the next reap
     std::function<void()> observer_;
