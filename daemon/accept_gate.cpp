@@ -39,6 +39,11 @@ bool AcceptGate::pause_after(int accepted, int refused)
     return refused > 0 && 2 * refused >= accepted;
 }
 
+bool AcceptGate::round_due(Clock::time_point last_round, Clock::time_point now)
+{
+    return now - last_round >= kAcceptAtLeastEvery;
+}
+
 bool AcceptGate::log_refusal(uint32_t principal, Clock::time_point now, uint64_t* left_out)
 {
     User* u = entry(principal, now);

@@ -57,6 +57,9 @@ public:
     // After a round that accepted `accepted` connections, `refused` of them
     // by admit(): whether to stop accepting for kAcceptPause.
     static bool pause_after(int accepted, int refused);
+    // Whether a client's turn takes a round of new connections now, the
+    // last round having begun at `last_round` (kAcceptAtLeastEvery).
+    static bool round_due(Clock::time_point last_round, Clock::time_point now);
     // Whether a refusal of `principal` is logged now. `*left_out`: its
     // refusals not logged since its last line (only meaningful when true).
     bool log_refusal(uint32_t principal, Clock::time_point now, uint64_t* left_out);

@@ -67,6 +67,28 @@ std::string subject_text(const ClientInfo& info)
            std::to_string(info.uid) + ")";
 }
 
+EventSubject event_subject(const Scheduler& scheduler, const ClientRecord& client, GpuSet gpus)
+{
+    EventSubject who{client.id, client.info, {}};
+    for (GpuIndex g : client.gpus)
+        if (gpus == 0 || (gpus & gpu_bit(g)) != 0)
+            who.gpu_uuids.push_back(scheduler.gpus()[g].description.uuid);
+    return who;
+}
+
+std::string holders_text(const Scheduler& scheduler, const ClientRecord& client)
+{
+    std::string holders;
+    for (GpuIndex g : client.gpus) {
+        if ((client.wanted & gpu_bit(g)) == 0)
+            continue;
+        for (ClientId h : scheduler.gpus()[g].holders)
+            if (const ClientRecord* holder = scheduler.client(h))
+                holders += (holders.empty() ? "" : ", ") + subject_text(holder->info);
+    }
+    return holders.empty() ? "nobody (not yet switched)" : holders;
+}
+
 std::vector<std::string> journal_fields(EventKind kind, LogLevel level, const EventSubject* subject,
                                         const EventDetails& details, const std::string& message)
 {

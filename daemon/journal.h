@@ -46,6 +46,11 @@ struct EventSubject {
 
 // "pid 4242 (train.py, uid 1000)": who, at the head of each message about a client.
 std::string subject_text(const ClientInfo& info);
+// The subject of an event about `client`, naming those of its GPUs in
+// `gpus` (0: all of them).
+EventSubject event_subject(const Scheduler& scheduler, const ClientRecord& client, GpuSet gpus);
+// Who holds the GPUs a waiting client wants: "pid 7 (train.py, uid 1000)".
+std::string holders_text(const Scheduler& scheduler, const ClientRecord& client);
 
 // What an event says beyond its subject, typed once: (name, value) pairs,
 // the name in lower case ("cause", "waited_us"). The journal writes each as

@@ -1,12 +1,8 @@
 #include "daemon/server.h"
 
-#include <fcntl.h>
 #include <malloc.h>
 #include <signal.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
-#include <sys/un.h>
-#include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -27,7 +23,6 @@
 #include "daemon/process_command.h"
 #include "daemon/process_exit.h"
 #include "daemon/process_memory.h"
-#include "daemon/status.h"
 
 namespace nvshare::daemon {
 
@@ -39,27 +34,6 @@ bool needs_confirming(const ClientInfo& client, const MemoryUse& use)
 {
     return client.uid != 0 && (use.pinned != 0 || use.managed != 0);
 }
-
-// A client that lets this much pile up unread is stuck; drop it rather than
-// let it grow the daemon's memory.
-constexpr size_t kMaxOutBuffer = 256 * 1024;
-
-// A peer that leaves what was sent to it unread this long is disconnected
-// (a status it asked for and never reads would stay in memory for good).
-constexpr auto kUnreadLimit = std::chrono::seconds(10);
-// What one user's connections may leave unread before that user's next
-// status query waits (a status of up to 64 MiB still goes, one at a time).
-constexpr size_t kMaxUnreadPerPrincipal = size_t{4} << 20;
-// A connection must say Hello (or be done with its status query) this soon.
-constexpr auto kHelloDeadline = std::chrono::seconds(5);
-// Status queries of one user other than root: on average, and at once.
-constexpr double kStatusPerSecond = 20.0;
-constexpr double kStatusBurst = 20.0;
-// A rendered status is sent again while nothing changed and it is this young
-// (its running totals, held and waited time, may lag by that much).
-constexpr auto kStatusMaxAge = std::chrono::milliseconds(100);
-// systemd's STATUS= line changes at most this often.
-constexpr auto kStatusLineInterval = std::chrono::seconds(1);
 
 // sd-event's time for t, on the clock the static_assert below checks.
 uint64_t monotonic_usec(TimePoint t)
@@ -87,25 +61,9 @@ Server::Server(Options options) : options_(std::move(options)), scheduler_(optio
 Server::~Server()
 {
     memory_watch_.reset();  // its thread and event source go first
-    for (auto& [serial, c] : connections_) {
-        sd_event_source_disable_unref(c->source);
-        sd_event_source_disable_unref(c->timer);
-        sd_event_source_disable_unref(c->exit_watch);
-        if (c->fd >= 0)
-            close(c->fd);
-        if (c->exit_fd >= 0)
-            close(c->exit_fd);
-    }
-    sd_event_source_disable_unref(listen_source_);
+    connections_.clear();
     sd_event_source_disable_unref(timer_source_);
     sd_event_source_disable_unref(idle_source_);
-    sd_event_source_disable_unref(retry_source_);
-    sd_event_source_disable_unref(rest_source_);
-    sd_event_source_disable_unref(status_line_timer_);
-    if (listen_fd_ >= 0)
-        close(listen_fd_);
-    if (own_socket_)
-        unlink(options_.socket_path.c_str());
     sd_event_unref(event_);
 }
 
@@ -161,30 +119,15 @@ bool Server::init()
         }))
         return false;
 
-    if (!open_listener())
+    if (!listener_.open(event_, options_.socket_path))
         return false;
-    r = sd_event_add_io(event_, &listen_source_, listen_fd_, EPOLLIN, on_listener, this);
-    if (r < 0) {
-        NVS_ERROR("cannot watch the socket: %s", strerror(-r));
-        return false;
-    }
-    // New connections after the clients' messages of the same round; a
-    // client that never stops sending would then starve them, so a
-    // client's turn also takes a round of them once kAcceptAtLeastEvery has
-    // passed without one (accept_if_due).
-    sd_event_source_set_priority(listen_source_, SD_EVENT_PRIORITY_NORMAL + 1);
     r = sd_event_add_time(event_, &timer_source_, CLOCK_MONOTONIC, UINT64_MAX, 1000, on_timer,
                           this);
     if (r < 0)
         return false;
     sd_event_source_set_enabled(timer_source_, SD_EVENT_OFF);
-    if (notifier_.enabled()) {
-        r = sd_event_add_time(event_, &status_line_timer_, CLOCK_MONOTONIC, UINT64_MAX, 100000,
-                              on_status_line_timer, this);
-        if (r < 0)
-            return false;
-        sd_event_source_set_enabled(status_line_timer_, SD_EVENT_OFF);
-    }
+    if (!status_line_.init(event_))
+        return false;
     if (options_.idle_exit) {
         r = sd_event_add_time(event_, &idle_source_, CLOCK_MONOTONIC, UINT64_MAX, 100000,
                               on_idle_timer, this);
@@ -197,83 +140,9 @@ bool Server::init()
     return true;
 }
 
-bool Server::open_listener()
-{
-    const int n = sd_listen_fds(1);
-    if (n > 1) {
-        NVS_ERROR("expected one socket from systemd, got %d", n);
-        return false;
-    }
-    if (n == 1) {
-        listen_fd_ = SD_LISTEN_FDS_START;
-        if (sd_is_socket_unix(listen_fd_, SOCK_STREAM, 1, nullptr, 0) <= 0) {
-            NVS_ERROR("the socket passed by systemd is not a listening Unix stream socket");
-            return false;
-        }
-        fcntl(listen_fd_, F_SETFL, fcntl(listen_fd_, F_GETFL) | O_NONBLOCK);
-        NVS_INFO("using the socket passed by systemd");
-        return true;
-    }
-
-    const std::string& path = options_.socket_path;
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    if (path.size() >= sizeof addr.sun_path) {
-        NVS_ERROR("socket path too long: %s", path.c_str());
-        return false;
-    }
-    memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-
-    // Create the directory (one level, like systemd's DirectoryMode=0755).
-    const auto slash = path.rfind('/');
-    if (slash != std::string::npos && slash > 0) {
-        const std::string dir = path.substr(0, slash);
-        if (mkdir(dir.c_str(), 0755) < 0 && errno != EEXIST) {
-            NVS_ERROR("cannot create %s: %s", dir.c_str(), strerror(errno));
-            return false;
-        }
-    }
-    listen_fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (listen_fd_ < 0) {
-        NVS_ERROR("socket: %s", strerror(errno));
-        return false;
-    }
-    // A socket file left by a dead daemon is removed; a live one is not taken over.
-    struct stat st {};
-    if (lstat(path.c_str(), &st) == 0) {
-        if (!S_ISSOCK(st.st_mode)) {
-            NVS_ERROR("%s exists and is not a socket", path.c_str());
-            return false;
-        }
-        const int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        const bool alive =
-            probe >= 0 && connect(probe, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
-        if (probe >= 0)
-            close(probe);
-        if (alive) {
-            NVS_ERROR("another nvshared is already listening on %s", path.c_str());
-            return false;
-        }
-        unlink(path.c_str());
-    }
-    if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) < 0) {
-        NVS_ERROR("cannot bind %s: %s", path.c_str(), strerror(errno));
-        return false;
-    }
-    own_socket_ = true;
-    // Every local user may connect; the daemon decides what each may do.
-    chmod(path.c_str(), 0666);
-    if (listen(listen_fd_, SOMAXCONN) < 0) {
-        NVS_ERROR("listen: %s", strerror(errno));
-        return false;
-    }
-    NVS_INFO("listening on %s", path.c_str());
-    return true;
-}
-
 int Server::run()
 {
-    update_status();
+    status_line_.update(scheduler_);
     notifier_.send("READY=1");
     const int r = sd_event_loop(event_);
     notifier_.send("STOPPING=1");
@@ -287,36 +156,22 @@ int Server::run()
 
 // ---- event handlers -------------------------------------------------------------
 
-int Server::on_listener(sd_event_source*, int, uint32_t, void* self)
-{
-    auto* s = static_cast<Server*>(self);
-    s->accept_clients();
-    s->after_change();
-    return 0;
-}
-
 int Server::on_connection(sd_event_source*, int, uint32_t revents, void* conn)
 {
     auto* c = static_cast<Connection*>(conn);
     Server* s = c->server;
     if (revents & EPOLLOUT)
-        s->flush(*c);
+        c->flush();
     if (c->paused) {
         if (revents & (EPOLLHUP | EPOLLERR))
-            s->mark_dead(*c);
+            c->mark_dead();
     } else if ((revents & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !c->dead) {
-        s->read_from(*c);
+        if (c->read())
+            s->process_input(*c);
     }
-    s->accept_if_due();
+    s->listener_.accept_if_due();
     s->after_change();  // may destroy c
     return 0;
-}
-
-void Server::accept_if_due()
-{
-    if (!accept_paused_ && !accept_resting_ &&
-        Clock::now() - last_accept_round_ >= kAcceptAtLeastEvery)
-        accept_clients();
 }
 
 int Server::on_connection_timer(sd_event_source*, uint64_t, void* conn)
@@ -328,25 +183,25 @@ int Server::on_connection_timer(sd_event_source*, uint64_t, void* conn)
         if (now >= c->closed_at + kExitWaitMax)
             s->destroy(*c);  // an exit stuck in the driver does not keep the lock
         else
-            s->arm_connection_timer(*c);
+            c->arm_timer();
         s->after_change();
         return 0;
     }
-    if (!c->dead && c->out_sent < c->out.size() && now >= c->read_progress + kUnreadLimit) {
+    if (!c->dead && c->unread() != 0 && now >= c->read_progress + kUnreadLimit) {
         NVS_WARN("client %llu (pid %d) left %zu bytes unread for %lld s; disconnecting",
-                 static_cast<unsigned long long>(c->serial), c->peer.pid,
-                 c->out.size() - c->out_sent, static_cast<long long>(kUnreadLimit.count()));
-        s->mark_dead(*c);
+                 static_cast<unsigned long long>(c->serial), c->peer.pid, c->unread(),
+                 static_cast<long long>(kUnreadLimit.count()));
+        c->mark_dead();
     } else if (!c->registered && !c->closing && !c->dead && now >= c->hello_deadline) {
         s->fail(*c, proto::ErrorCode::BadOrder,
                 "no Hello within " + std::to_string(kHelloDeadline.count()) + " s");
     } else if (c->paused && now >= c->resume_at && !c->dead) {
         c->paused = false;
-        s->update_io_events(*c);
+        c->update_io_events();
         s->process_input(*c);
     }
     if (!c->dead)
-        s->arm_connection_timer(*c);
+        c->arm_timer();
     s->after_change();  // may destroy c
     return 0;
 }
@@ -366,7 +221,7 @@ int Server::on_timer(sd_event_source*, uint64_t, void* self)
     const auto now = Clock::now();
     s->scheduler_.tick(now);
     s->log_due_waits(now);
-    s->status_stale_ = true;
+    s->status_.changed();
     s->after_change();
     return 0;
 }
@@ -384,89 +239,21 @@ int Server::on_idle_timer(sd_event_source*, uint64_t, void* self)
 
 // ---- connections ---------------------------------------------------------------
 
-void Server::accept_clients()
+void Server::on_accepted(int fd, const ucred& peer, uint32_t principal, TimePoint now)
 {
-    // A round's worth (accept_gate.h): the listener stays readable while
-    // more wait, and the loop takes them up in its next round, after the
-    // clients' messages that came meanwhile (the listener's priority is
-    // below theirs).
-    const auto now = Clock::now();
-    last_accept_round_ = now;
-    int accepted = 0, refused = 0;
-    while (AcceptGate::round_goes_on(accepted, accepted - refused)) {
-        const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        ++accepted;
-        if (fd < 0) {
-            if (errno == EINTR || errno == ECONNABORTED)
-                continue;
-            --accepted;
-            if (errno == EMFILE || errno == ENFILE)
-                pause_accepting();
-            break;
-        }
-        ucred peer{};
-        socklen_t len = sizeof peer;
-        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len) < 0) {
-            close(fd);
-            continue;
-        }
-        const uint32_t principal = principals_.of(peer.uid);
-        if (!accept_gate_.admit(principal, now)) {
-            ++refused;
-            refuse_fast(fd, peer, principal, now);
-            continue;
-        }
-        auto c = std::make_unique<Connection>();
-        c->server = this;
-        c->serial = next_serial_++;
-        c->fd = fd;
-        c->peer = peer;
-        if (sd_event_add_io(event_, &c->source, fd, EPOLLIN, on_connection, c.get()) < 0) {
-            close(fd);
-            continue;
-        }
-        if (sd_event_add_time(event_, &c->timer, CLOCK_MONOTONIC, UINT64_MAX, 10000,
-                              on_connection_timer, c.get()) < 0) {
-            sd_event_source_disable_unref(c->source);
-            close(fd);
-            continue;
-        }
-        c->hello_deadline = now + kHelloDeadline;
-        c->principal = principal;
-        Connection& ref = *c;
-        connections_.emplace(c->serial, std::move(c));
-        ++connections_per_principal_[ref.principal];
-        status_stale_ = true;
-        if (!admit(ref))
-            continue;
-        arm_connection_timer(ref);
-        NVS_DEBUG("connection %llu from pid %d uid %u", static_cast<unsigned long long>(ref.serial),
-                  ref.peer.pid, ref.peer.uid);
-    }
-    if (AcceptGate::pause_after(accepted, refused))
-        rest_accepting();
-}
-
-void Server::refuse_fast(int fd, const ucred& peer, uint32_t principal, TimePoint now)
-{
-    char text[160];
-    const int n = snprintf(text, sizeof text,
-                           "user %u opens connections faster than %.0f a second (bursts of %.0f)",
-                           principal, kConnectionsPerSecond, kConnectionBurst);
-    uint8_t frame[256];
-    const size_t size = proto::encode(
-        proto::ErrorReply{proto::ErrorCode::Refused, text,
-                          static_cast<uint32_t>(std::clamp(n, 0, int{sizeof text} - 1))},
-        frame, sizeof frame);
-    if (size != 0)
-        (void)::send(fd, frame, size, MSG_DONTWAIT | MSG_NOSIGNAL);
-    close(fd);
-    uint64_t left_out = 0;
-    if (accept_gate_.log_refusal(principal, now, &left_out))
-        NVS_WARN(
-            "refused a connection of pid %d uid %u: %s (%llu more refused since the last "
-            "line)",
-            peer.pid, peer.uid, text, static_cast<unsigned long long>(left_out));
+    auto c = std::make_unique<Connection>(this, next_serial_++, fd, peer, principal, doomed_);
+    if (!c->watch(event_, on_connection, on_connection_timer))
+        return;  // closed with it
+    c->hello_deadline = now + kHelloDeadline;
+    Connection& ref = *c;
+    connections_.emplace(c->serial, std::move(c));
+    ++connections_per_principal_[ref.principal];
+    status_.changed();
+    if (!admit(ref))
+        return;
+    ref.arm_timer();
+    NVS_DEBUG("connection %llu from pid %d uid %u", static_cast<unsigned long long>(ref.serial),
+              ref.peer.pid, ref.peer.uid);
 }
 
 // Root is always served; anyone else within the global limit and their own
@@ -492,60 +279,6 @@ bool Server::admit(Connection& c)
         return false;
     }
     return true;
-}
-
-void Server::arm_connection_timer(Connection& c)
-{
-    std::optional<TimePoint> at;
-    if (c.exit_fd >= 0)
-        at = c.closed_at + kExitWaitMax;
-    else if (!c.registered)
-        at = c.hello_deadline;
-    if (c.paused)
-        at = at ? std::min(*at, c.resume_at) : c.resume_at;
-    if (c.out_sent < c.out.size()) {
-        const TimePoint unread = c.read_progress + kUnreadLimit;
-        at = at ? std::min(*at, unread) : unread;
-    }
-    if (!at) {
-        sd_event_source_set_enabled(c.timer, SD_EVENT_OFF);
-        return;
-    }
-    sd_event_source_set_time(c.timer, monotonic_usec(*at));
-    sd_event_source_set_enabled(c.timer, SD_EVENT_ONESHOT);
-}
-
-void Server::update_io_events(Connection& c)
-{
-    const uint32_t events =
-        (c.paused ? 0u : uint32_t{EPOLLIN}) | (c.out_sent < c.out.size() ? uint32_t{EPOLLOUT} : 0u);
-    sd_event_source_set_io_events(c.source, events);
-}
-
-void Server::read_from(Connection& c)
-{
-    uint8_t buf[8192];
-    for (;;) {
-        const ssize_t n = ::read(c.fd, buf, sizeof buf);
-        if (n > 0) {
-            if (!c.closing)
-                c.in.insert(c.in.end(), buf, buf + n);
-            process_input(c);
-            // One read per wakeup: the socket stays readable (level-triggered),
-            // and sd-event serves every other ready client before this one
-            // again, so a client that writes nonstop cannot starve the rest.
-            return;
-        }
-        if (n == 0) {
-            mark_dead(c);  // peer closed: a holder releases at once
-            return;
-        }
-        if (errno == EINTR)
-            continue;
-        if (errno != EAGAIN)
-            mark_dead(c);
-        return;
-    }
 }
 
 void Server::process_input(Connection& c)
@@ -596,48 +329,26 @@ void Server::process_input(Connection& c)
     c.in.erase(c.in.begin(), c.in.begin() + static_cast<ptrdiff_t>(std::min(off, c.in.size())));
 }
 
-Duration Server::status_wait(uint32_t uid, TimePoint now)
-{
-    if (uid == 0)
-        return Duration::zero();
-    auto it = status_budget_.try_emplace(principals_.of(uid), kStatusPerSecond, kStatusBurst).first;
-    if (it->second.take(now))
-        return Duration::zero();
-    return std::max(it->second.wait(now), Duration(1));
-}
-
-const std::string& Server::status_document(TimePoint now)
-{
-    if (status_stale_ || now - status_rendered_at_ > kStatusMaxAge) {
-        status_text_ = status_text(scheduler_, connections_.size(), now, proto::kMaxStatusPayload);
-        status_rendered_at_ = now;
-        status_stale_ = false;
-    }
-    return status_text_;
-}
-
 size_t Server::unread_of(uint32_t principal) const
 {
     size_t unread = 0;
     for (const auto& [serial, c] : connections_)
         if (c->principal == principal)
-            unread += c->out.size() - c->out_sent;
+            unread += c->unread();
     return unread;
 }
 
 bool Server::status_allowed(Connection& c, TimePoint now)
 {
-    // What the user's connections left unread counts against them: the
-    // next status waits until they read it (or are disconnected for not).
-    const Duration wait = c.peer.uid != 0 && unread_of(c.principal) >= kMaxUnreadPerPrincipal
-                              ? Duration(std::chrono::milliseconds(100))
-                              : status_wait(c.peer.uid, now);
+    // Root's unread output is not held against it: not counted.
+    const size_t unread = c.peer.uid == 0 ? 0 : unread_of(c.principal);
+    const Duration wait = status_.socket_wait(c.peer.uid, unread, now);
     if (wait == Duration::zero())
         return true;
     c.paused = true;
     c.resume_at = now + wait;
-    update_io_events(c);
-    arm_connection_timer(c);
+    c.update_io_events();
+    c.arm_timer();
     return false;
 }
 
@@ -645,9 +356,9 @@ void Server::send_status(Connection& c, TimePoint now)
 {
     const std::string& text = status_document(now);
     const auto length = static_cast<uint32_t>(text.size());
-    if (uint8_t* room = frame_room(c, proto::frame_size(length))) {
+    if (uint8_t* room = c.frame_room(proto::frame_size(length))) {
         proto::encode(proto::MsgType::Status, text.data(), length, room, proto::frame_size(length));
-        flush(c);
+        c.flush();
     }
 }
 
@@ -688,7 +399,7 @@ bool Server::handle_frame(Connection& c, const proto::FrameHeader& h, const uint
         send_status(c, now);
         return true;
     }
-    status_stale_ = true;  // everything else a registered client sends changes state
+    status_.changed();  // everything else a registered client sends changes state
     if (!c.registered) {
         fail(c, proto::ErrorCode::BadOrder, "Hello must come first");
         return false;
@@ -823,11 +534,11 @@ void Server::on_request(Connection& c, const ClientRecord& client, GpuSet gpus, 
 {
     scheduler_.request(c.serial, gpus, now);
     if (client.phase == Phase::Waiting && events_.waiting(c.serial, client.waiting_since)) {
-        const EventSubject who = subject(client, client.wanted);
+        const EventSubject who = event_subject(scheduler_, client, client.wanted);
         events_.emit(EventKind::Waiting, LogLevel::Debug, &who, {{"waited_us", "0"}},
                      "waits for %s, held by %s",
                      who.gpu_uuids.empty() ? "?" : who.gpu_uuids[0].c_str(),
-                     holders_text(client).c_str());
+                     holders_text(scheduler_, client).c_str());
         log_due_waits(now);  // --log-waits-after 0: now, not at the next timer
     }
 }
@@ -837,7 +548,7 @@ void Server::on_released(const ClientRecord& client, GpuSet gpus, TimePoint now)
     scheduler_.release(client.id, gpus, now);
     if (client.phase != Phase::Waiting)
         events_.not_waiting(client.id);
-    const EventSubject who = subject(client, gpus);
+    const EventSubject who = event_subject(scheduler_, client, gpus);
     events_.emit(EventKind::Released, LogLevel::Debug, &who, {}, "released %s",
                  who.gpu_uuids.empty() ? "?" : who.gpu_uuids[0].c_str());
 }
@@ -880,9 +591,9 @@ void Server::on_hello(Connection& c, const proto::Hello& hello)
         return;
     }
     c.registered = true;
-    status_stale_ = true;
-    arm_connection_timer(c);
-    const EventSubject who = subject(*scheduler_.client(c.serial), 0);
+    status_.changed();
+    c.arm_timer();
+    const EventSubject who = event_subject(scheduler_, *scheduler_.client(c.serial), 0);
     const char* priority = proto::priority_name(info.priority);
     events_.emit(EventKind::Registered, LogLevel::Info, &who, {{"priority", priority}},
                  "registered as client %llu, %zu GPU(s), priority %s",
@@ -894,7 +605,7 @@ void Server::fail(Connection& c, proto::ErrorCode code, const std::string& messa
 {
     NVS_WARN("client %llu (pid %d): %s; disconnecting", static_cast<unsigned long long>(c.serial),
              c.peer.pid, message.c_str());
-    send(c, proto::ErrorReply{code, message.data(), static_cast<uint32_t>(message.size())});
+    c.send(proto::ErrorReply{code, message.data(), static_cast<uint32_t>(message.size())});
     c.closing = true;
     c.in.clear();
     if (c.registered) {
@@ -902,80 +613,10 @@ void Server::fail(Connection& c, proto::ErrorCode code, const std::string& messa
         events_.not_waiting(c.serial);
         scheduler_.disconnect(c.serial, Clock::now());
         c.registered = false;
-        status_stale_ = true;
+        status_.changed();
     }
     if (c.out.size() == c.out_sent)
-        mark_dead(c);
-}
-
-uint8_t* Server::frame_room(Connection& c, size_t size)
-{
-    if (c.dead)
-        return nullptr;
-    // A client that left this much unread is not reading: one large frame
-    // (a status of many clients) is not held against it.
-    if (c.out.size() - c.out_sent > kMaxOutBuffer) {
-        NVS_WARN("client %llu (pid %d) does not read its messages; disconnecting",
-                 static_cast<unsigned long long>(c.serial), c.peer.pid);
-        mark_dead(c);
-        return nullptr;
-    }
-    const size_t old = c.out.size();
-    c.out.resize(old + size);
-    return c.out.data() + old;
-}
-
-template <typename Message>
-void Server::send(Connection& c, const Message& message)
-{
-    const size_t size = proto::frame_size(proto::payload_size(message));
-    if (uint8_t* room = frame_room(c, size)) {
-        proto::encode(message, room, size);
-        flush(c);
-    }
-}
-
-template <typename Payload>
-void Server::send(Connection& c, proto::MsgType type, const Payload& payload)
-{
-    const size_t size = proto::frame_size(sizeof payload);
-    if (uint8_t* room = frame_room(c, size)) {
-        proto::encode(type, payload, room, size);
-        flush(c);
-    }
-}
-
-void Server::flush(Connection& c)
-{
-    const size_t pending_before = c.out.size() - c.out_sent;
-    const size_t sent_before = c.out_sent;
-    while (c.out_sent < c.out.size()) {
-        const ssize_t n =
-            ::send(c.fd, c.out.data() + c.out_sent, c.out.size() - c.out_sent, MSG_NOSIGNAL);
-        if (n > 0) {
-            c.out_sent += static_cast<size_t>(n);
-            continue;
-        }
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && errno == EAGAIN) {
-            // The peer's buffer is full: the unread clock starts, or starts
-            // again where it read some.
-            if (pending_before == 0 || c.out_sent != sent_before) {
-                c.read_progress = Clock::now();
-                arm_connection_timer(c);
-            }
-            update_io_events(c);
-            return;
-        }
-        mark_dead(c);
-        return;
-    }
-    c.out.clear();
-    c.out_sent = 0;
-    update_io_events(c);
-    if (c.closing)
-        mark_dead(c);
+        c.mark_dead();
 }
 
 void Server::send_settings(Connection& c, bool welcome)
@@ -992,9 +633,9 @@ void Server::send_settings(Connection& c, bool welcome)
     for (uint32_t i = 0; i < w.settings.gpu_count; ++i)
         w.settings.capacities[i] = scheduler_.gpus()[client->gpus[i]].capacity;
     if (welcome)
-        send(c, w);
+        c.send(w);
     else
-        send(c, w.settings);
+        c.send(w.settings);
 }
 
 void Server::broadcast_settings()
@@ -1004,29 +645,6 @@ void Server::broadcast_settings()
             send_settings(*c, false);
 }
 
-EventSubject Server::subject(const ClientRecord& client, GpuSet gpus) const
-{
-    EventSubject who{client.id, client.info, {}};
-    for (GpuIndex g : client.gpus)
-        if (gpus == 0 || (gpus & gpu_bit(g)) != 0)
-            who.gpu_uuids.push_back(scheduler_.gpus()[g].description.uuid);
-    return who;
-}
-
-// Who holds the GPUs a waiting client wants: "pid 7 (train.py, uid 1000)".
-std::string Server::holders_text(const ClientRecord& client) const
-{
-    std::string holders;
-    for (GpuIndex g : client.gpus) {
-        if ((client.wanted & gpu_bit(g)) == 0)
-            continue;
-        for (ClientId h : scheduler_.gpus()[g].holders)
-            if (const ClientRecord* holder = scheduler_.client(h))
-                holders += (holders.empty() ? "" : ", ") + subject_text(holder->info);
-    }
-    return holders.empty() ? "nobody (not yet switched)" : holders;
-}
-
 // Waits that passed the threshold: who waits, for what, behind whom.
 void Server::log_due_waits(TimePoint now)
 {
@@ -1034,150 +652,14 @@ void Server::log_due_waits(TimePoint now)
         const ClientRecord* client = scheduler_.client(id);
         if (client == nullptr || client->phase != Phase::Waiting)
             continue;
-        const EventSubject who = subject(*client, client->wanted);
+        const EventSubject who = event_subject(scheduler_, *client, client->wanted);
         events_.emit(EventKind::Waiting, LogLevel::Info, &who,
                      {{"waited_us", std::to_string(to_usec(now - client->waiting_since))}},
                      "has waited %.1f s for %s, held by %s",
                      std::chrono::duration<double>(now - client->waiting_since).count(),
                      who.gpu_uuids.empty() ? "?" : who.gpu_uuids[0].c_str(),
-                     holders_text(*client).c_str());
+                     holders_text(scheduler_, *client).c_str());
     }
-}
-
-Connection* Server::by_client(ClientId id)
-{
-    auto it = connections_.find(id);
-    return it == connections_.end() ? nullptr : it->second.get();
-}
-
-// Which GPU a one-GPU action names, as the client's Hello index.
-static uint32_t local_index(const ClientRecord& client, GpuSet gpu)
-{
-    uint32_t index = 0;
-    while (index < client.gpus.size() && gpu_bit(client.gpus[index]) != gpu)
-        ++index;
-    return index;
-}
-
-void Server::dispatch_actions()
-{
-    for (const Action& a : scheduler_.take_actions()) {
-        Connection* c = by_client(a.client);
-        const ClientRecord* client = scheduler_.client(a.client);
-        if (c == nullptr || client == nullptr)
-            continue;
-        const uint64_t local = client->to_local(a.gpus);
-        const uint32_t flags = (a.exclusive ? proto::kGrantExclusive : 0u) |
-                               (a.contended ? proto::kGrantContended : 0u) |
-                               (a.oversubscribed ? proto::kGrantOversubscribed : 0u);
-        switch (a.kind) {
-            case ActionKind::Grant: {
-                // Its hold ended in the same batch (the client's own
-                // Released came after its Request): nothing to grant now.
-                if (client->phase != Phase::Holding || (client->held & a.gpus) != a.gpus)
-                    break;
-                const proto::GrantPayload p{local, flags | (a.bounded ? proto::kGrantBounded : 0u),
-                                            a.contended ? proto::keep_to_wire(a.keep) : 0};
-                const bool waited_long = events_.not_waiting(a.client);
-                const EventSubject who = subject(*client, a.gpus);
-                events_.emit(EventKind::Granted, LogLevel::Info, &who,
-                             {{"exclusive", a.exclusive ? "1" : "0"}}, "granted %s%s%s",
-                             who.gpu_uuids.empty() ? "?" : who.gpu_uuids[0].c_str(),
-                             a.exclusive ? ", exclusively" : ", shared",
-                             waited_long ? " after a long wait" : "");
-                send(*c, proto::MsgType::Grant, p);
-                break;
-            }
-            case ActionKind::Drop: {
-                const uint64_t grace_us = to_usec(a.grace);
-                const proto::DropPayload p{local, grace_us,
-                                           (flags & proto::kGrantOversubscribed) |
-                                               (a.turns_begin ? proto::kDropTurnsBegin : 0u),
-                                           proto::keep_to_wire(a.keep)};
-                const EventSubject who = subject(*client, a.gpus);
-                events_.emit(EventKind::Drop, LogLevel::Info, &who,
-                             {{"grace_us", std::to_string(grace_us)}},
-                             "asked to release %s within %.1f s: others wait",
-                             who.gpu_uuids.empty() ? "?" : who.gpu_uuids[0].c_str(),
-                             static_cast<double>(grace_us) / 1e6);
-                send(*c, proto::MsgType::Drop, p);
-                break;
-            }
-            case ActionKind::Revoke: {
-                const bool admin = a.revoke_reason == RevokeReason::Admin;
-                const EventSubject who = subject(*client, a.gpus);
-                events_.emit(EventKind::Revoked, LogLevel::Info, &who,
-                             {{"cause", admin ? "admin" : "grace-expired"}},
-                             "revoked the lock on %s: %s",
-                             who.gpu_uuids.empty() ? "?" : who.gpu_uuids[0].c_str(),
-                             admin ? "an administrator revoked it"
-                                   : "it did not release within the grace period");
-                const proto::RevokeCausePayload why{
-                    local,
-                    static_cast<uint32_t>(admin ? proto::RevokeCauseCode::Admin
-                                                : proto::RevokeCauseCode::GraceExpired),
-                    0};
-                send(*c, proto::MsgType::RevokeCause, why);
-                const proto::GpuMaskPayload p{local};
-                send(*c, proto::MsgType::Revoked, p);
-                break;
-            }
-            case ActionKind::Waiting:
-                send_waiting(*c, *client, a);
-                break;
-            case ActionKind::Contended: {
-                const proto::GrantPayload p{local, flags, proto::keep_to_wire(a.keep)};
-                send(*c, proto::MsgType::Contended, p);
-                break;
-            }
-            case ActionKind::RunAhead: {
-                const proto::RunAheadPayload p{local, a.bounded ? proto::kRunAheadBounded : 0u, 0};
-                NVS_DEBUG("client %llu: %s", static_cast<unsigned long long>(a.client),
-                          a.bounded ? "keeps its queued work short (a higher class is here)"
-                                    : "may queue work freely again");
-                send(*c, proto::MsgType::RunAhead, p);
-                break;
-            }
-            case ActionKind::Shrink: {
-                const proto::GrantPayload p{local, proto::kGrantOversubscribed,
-                                            proto::keep_to_wire(a.keep)};
-                NVS_DEBUG("client %llu: asked to leave at most %llu MiB on GPUs it does not hold",
-                          static_cast<unsigned long long>(a.client),
-                          static_cast<unsigned long long>(a.keep >> 20));
-                send(*c, proto::MsgType::Shrink, p);
-                break;
-            }
-            case ActionKind::Unpageable: {
-                const proto::UnpageablePayload p{local_index(*client, a.gpus), 0, a.others_pinned};
-                send(*c, proto::MsgType::Unpageable, p);
-                break;
-            }
-        }
-    }
-}
-
-void Server::send_waiting(Connection& c, const ClientRecord& client, const Action& a)
-{
-    const auto us = [](Duration d) { return to_usec(std::max(d, Duration::zero())); };
-    proto::WaitingPayload p{};
-    p.gpu = local_index(client, a.gpus);
-    p.reason = static_cast<uint32_t>(a.wait.reason);
-    p.place = a.wait.place;
-    if (a.wait.holder) {
-        if (const ClientRecord* h = scheduler_.client(*a.wait.holder)) {
-            p.holder_pid = h->info.pid;
-            p.holder_uid = h->info.uid;
-            p.held_us = us(Clock::now() - a.wait.held_since);
-            p.quantum_us = us(a.wait.quantum);
-            // Printable already; cut at a character boundary to fit.
-            size_t n = std::min(h->info.comm.size(), sizeof p.holder_comm);
-            while (n > 0 && n < h->info.comm.size() &&
-                   (static_cast<uint8_t>(h->info.comm[n]) & 0xC0) == 0x80)
-                --n;
-            memcpy(p.holder_comm, h->info.comm.data(), n);
-        }
-    }
-    send(c, proto::MsgType::Waiting, p);
 }
 
 void Server::after_change()
@@ -1187,24 +669,16 @@ void Server::after_change()
     // left. Every round closes at least one connection, so this ends; a cap
     // would leave Grants unsent with no event to come back for them.
     for (;;) {
-        dispatch_actions();
+        dispatch_actions(scheduler_, events_, connections_);
         if (doomed_.empty())
             break;
         reap();
     }
     rearm_timer();
     update_idle_timer();
-    update_status();
+    status_line_.update(scheduler_);
     if (observer_)
         observer_();
-}
-
-void Server::mark_dead(Connection& c)
-{
-    if (!c.dead) {
-        c.dead = true;
-        doomed_.push_back(c.serial);
-    }
 }
 
 void Server::reap()
@@ -1231,11 +705,8 @@ bool Server::await_exit(Connection& c)
     c.exit_fd = fd;
     c.closed_at = Clock::now();
     // Nothing more is read or sent; the GPUs stay held as they are.
-    sd_event_source_disable_unref(c.source);
-    c.source = nullptr;
-    close(c.fd);
-    c.fd = -1;
-    arm_connection_timer(c);
+    c.close_socket();
+    c.arm_timer();
     NVS_DEBUG(
         "client %llu (pid %d) closed its connection while its process exits: its GPUs stay "
         "held until it has ended (at most %lld s)",
@@ -1250,7 +721,7 @@ void Server::destroy(Connection& c)
         return;  // destroyed again once the process has ended
     if (c.registered) {
         if (const ClientRecord* client = scheduler_.client(c.serial)) {
-            const EventSubject who = subject(*client, 0);
+            const EventSubject who = event_subject(scheduler_, *client, 0);
             char ended[64] = "";  // where we waited for its process to end
             if (c.exit_fd >= 0)
                 snprintf(
@@ -1264,88 +735,16 @@ void Server::destroy(Connection& c)
         events_.not_waiting(c.serial);
         scheduler_.disconnect(c.serial, Clock::now());
     }
-    status_stale_ = true;
+    status_.changed();
     if (auto it = connections_per_principal_.find(c.principal);
         it != connections_per_principal_.end() && --it->second == 0)
         connections_per_principal_.erase(it);
-    sd_event_source_disable_unref(c.source);
-    sd_event_source_disable_unref(c.timer);
-    sd_event_source_disable_unref(c.exit_watch);
-    if (c.fd >= 0)
-        close(c.fd);
-    if (c.exit_fd >= 0)
-        close(c.exit_fd);
-    connections_.erase(c.serial);
-    resume_accepting();  // a descriptor is free again
+    connections_.erase(c.serial);  // closes it
+    listener_.descriptor_freed();
     // A burst of clients leaves freed heap resident (written over where
     // MALLOC_PERTURB_ is set): give it back once the last one has gone.
     if (connections_.empty())
         malloc_trim(0);
-}
-
-// Out of descriptors: the pending connections stay in the backlog, and the
-// level-triggered listener would wake the loop again at once, forever. Stop
-// watching it until a connection closes, or a second has passed.
-void Server::pause_accepting()
-{
-    if (accept_paused_)
-        return;
-    accept_paused_ = true;
-    NVS_WARN("out of file descriptors: new clients wait in the backlog until one is free");
-    update_listener();
-    if (retry_source_ == nullptr)
-        sd_event_add_time_relative(event_, &retry_source_, CLOCK_MONOTONIC, 1000000, 100000,
-                                   on_accept_retry, this);
-    else
-        sd_event_source_set_time_relative(retry_source_, 1000000);
-    sd_event_source_set_enabled(retry_source_, SD_EVENT_ONESHOT);
-}
-
-void Server::resume_accepting()
-{
-    if (!accept_paused_)
-        return;
-    accept_paused_ = false;
-    update_listener();
-    sd_event_source_set_enabled(retry_source_, SD_EVENT_OFF);
-}
-
-void Server::rest_accepting()
-{
-    if (accept_resting_)
-        return;
-    const uint64_t usec = to_usec(kAcceptPause);
-    if (rest_source_ == nullptr) {
-        if (sd_event_add_time_relative(event_, &rest_source_, CLOCK_MONOTONIC, usec, 1,
-                                       on_accept_rest, this) < 0)
-            return;
-    } else {
-        sd_event_source_set_time_relative(rest_source_, usec);
-    }
-    sd_event_source_set_enabled(rest_source_, SD_EVENT_ONESHOT);
-    accept_resting_ = true;
-    update_listener();
-}
-
-int Server::on_accept_rest(sd_event_source*, uint64_t, void* self)
-{
-    auto* s = static_cast<Server*>(self);
-    s->accept_resting_ = false;
-    s->update_listener();
-    return 0;
-}
-
-void Server::update_listener()
-{
-    sd_event_source_set_enabled(listen_source_,
-                                accept_paused_ || accept_resting_ ? SD_EVENT_OFF : SD_EVENT_ON);
-}
-
-int Server::on_accept_retry(sd_event_source*, uint64_t, void* self)
-{
-    auto* s = static_cast<Server*>(self);
-    s->resume_accepting();
-    return 0;
 }
 
 void Server::rearm_timer()
@@ -1376,44 +775,6 @@ void Server::update_idle_timer()
     const auto deadline = Clock::now() + *options_.idle_exit;
     sd_event_source_set_time(idle_source_, monotonic_usec(deadline));
     sd_event_source_set_enabled(idle_source_, SD_EVENT_ONESHOT);
-}
-
-void Server::update_status()
-{
-    const size_t holders = scheduler_.holding_count(), waiters = scheduler_.waiting_count();
-    char line[256];
-    snprintf(line, sizeof line,
-             "STATUS=%zu client(s), %zu holding, %zu waiting on %zu GPU(s); mode %s",
-             scheduler_.clients().size(), holders, waiters, scheduler_.gpus().size(),
-             proto::mode_name(scheduler_.settings().mode));
-    if (status_line_ != line) {
-        status_line_ = line;
-        send_status_line(Clock::now());
-    }
-}
-
-void Server::send_status_line(TimePoint now)
-{
-    if (!notifier_.enabled() || status_line_ == status_line_sent_)
-        return;
-    TimePoint next = status_line_sent_at_ + kStatusLineInterval;
-    if (now >= next) {
-        if (notifier_.send(status_line_)) {
-            status_line_sent_ = status_line_;
-            status_line_sent_at_ = now;
-            return;
-        }
-        next = now + kStatusLineInterval;  // the manager's queue is full: later
-    }
-    sd_event_source_set_time(status_line_timer_, monotonic_usec(next));
-    sd_event_source_set_enabled(status_line_timer_, SD_EVENT_ONESHOT);
-}
-
-int Server::on_status_line_timer(sd_event_source*, uint64_t, void* self)
-{
-    auto* s = static_cast<Server*>(self);
-    s->send_status_line(Clock::now());
-    return 0;
 }
 
 // ---- control plane --------------------------------------------------------------------
@@ -1458,7 +819,7 @@ void Server::after_settings_change(const SettingChange& change)
     details.emplace_back("value", change.value);
     events_.emit(EventKind::SettingChanged, LogLevel::Notice, nullptr, details, "%s",
                  change.text.c_str());
-    status_stale_ = true;
+    status_.changed();
     if (change.tell_clients)
         broadcast_settings();
     after_change();
@@ -1467,7 +828,7 @@ void Server::after_settings_change(const SettingChange& change)
 bool Server::revoke(ClientId id)
 {
     const bool done = scheduler_.revoke(id, Clock::now());
-    status_stale_ = true;
+    status_.changed();
     after_change();
     return done;
 }

@@ -1,6 +1,7 @@
-// The I/O shell of nvshared: one sd-event loop that accepts clients on the
-// lock socket, turns their frames into scheduler events and the scheduler's
-// actions into frames. One thread, never blocking; all decisions are the
+// The I/O shell of nvshared: one sd-event loop that serves clients on the
+// lock socket (taken by listener.h, read and written through connection.h),
+// turns their frames into scheduler events and the scheduler's actions into
+// frames (dispatch.h). One thread, never blocking; all decisions are the
 // Scheduler's. (NVML's per-process readings come from memory_watch's own
 // thread, through the loop.)
 #pragma once
@@ -17,51 +18,20 @@
 #include <vector>
 
 #include "common/codec.h"
-#include "daemon/accept_gate.h"
+#include "daemon/connection.h"
+#include "daemon/dispatch.h"
 #include "daemon/journal.h"
+#include "daemon/listener.h"
 #include "daemon/memory_watch.h"
 #include "daemon/notify.h"
 #include "daemon/options.h"
 #include "daemon/principals.h"
 #include "daemon/scheduler.h"
 #include "daemon/settings_target.h"
-#include "daemon/token_bucket.h"
+#include "daemon/status_line.h"
+#include "daemon/status_service.h"
 
 namespace nvshare::daemon {
-
-class Server;
-
-struct Connection {
-    Server* server = nullptr;  // for the event callback, which gets only this
-    uint64_t serial = 0;       // also the ClientId once registered
-    int fd = -1;
-    ucred peer{};            // from SO_PEERCRED: who the client really is
-    uint32_t principal = 0;  // who it is charged to (principals.h)
-    sd_event_source* source = nullptr;
-    std::vector<uint8_t> in;
-    std::vector<uint8_t> out;
-    size_t out_sent = 0;
-    // While part of `out` waits for the peer to read: when it last read
-    // some (or when that began). A peer that reads nothing for
-    // kUnreadLimit is disconnected.
-    TimePoint read_progress{};
-    bool registered = false;
-    bool closing = false;  // stop reading; close once `out` is flushed
-    bool dead = false;     // close at the next reap
-    // An unregistered connection is closed at hello_deadline. A paused one
-    // (its user's status queries ran over their rate) is not read until
-    // resume_at; its frames wait in `in`. `timer` fires at the earlier.
-    TimePoint hello_deadline{};
-    bool paused = false;
-    TimePoint resume_at{};
-    sd_event_source* timer = nullptr;
-    // A holder whose process was exiting when the connection closed
-    // (process_exit.h): the scheduler hears of it once `exit_fd`, a pidfd,
-    // turns readable, or at closed_at + kExitWaitMax (`timer`).
-    int exit_fd = -1;
-    sd_event_source* exit_watch = nullptr;
-    TimePoint closed_at{};
-};
 
 class Server final : public SettingsTarget {
 public:
@@ -93,13 +63,14 @@ public:
     // Who subordinate uids are charged to, from /etc/subuid (at start and
     // on reload); connections made before keep what they were charged to.
     void set_principals(Principals principals) { principals_ = std::move(principals); }
-    // Status queries share one rate per user (principal) and one rendered document,
-    // whichever way they come (the lock socket, D-Bus). status_wait: zero
-    // when `uid` may query now (a query is charged), else how long until it
-    // may; root always may. status_document: the rendered status, made again
-    // only when the state changed or it is older than 100 ms.
-    Duration status_wait(uint32_t uid, TimePoint now);
-    const std::string& status_document(TimePoint now);
+    // Status queries share one rate per user (principal) and one rendered
+    // document, whichever way they come (the lock socket, D-Bus):
+    // status_service.h.
+    Duration status_wait(uint32_t uid, TimePoint now) { return status_.wait(uid, now); }
+    const std::string& status_document(TimePoint now)
+    {
+        return status_.document(connections_.size(), now);
+    }
     // What happens to clients and settings, as the journal records it.
     void set_event_observer(std::function<void(const Event&)> observer)
     {
@@ -107,31 +78,14 @@ public:
     }
 
 private:
-    bool open_listener();
-    static int on_listener(sd_event_source* s, int fd, uint32_t revents, void* self);
     static int on_connection(sd_event_source* s, int fd, uint32_t revents, void* conn);
     static int on_timer(sd_event_source* s, uint64_t usec, void* self);
     static int on_reload_signal(sd_event_source* s, const struct signalfd_siginfo* si, void* self);
     static int on_idle_timer(sd_event_source* s, uint64_t usec, void* self);
-    static int on_accept_retry(sd_event_source* s, uint64_t usec, void* self);
-    static int on_accept_rest(sd_event_source* s, uint64_t usec, void* self);
     static int on_connection_timer(sd_event_source* s, uint64_t usec, void* conn);
-    static int on_status_line_timer(sd_event_source* s, uint64_t usec, void* self);
     static int on_process_exit(sd_event_source* s, int fd, uint32_t revents, void* conn);
-    void pause_accepting();
-    void resume_accepting();
-    // Stops accepting for kAcceptPause (accept_gate.h).
-    void rest_accepting();
-    void update_listener();
-
-    void accept_clients();
-    // A round of accept_clients() where none ran for kAcceptAtLeastEvery
-    // (clients' messages, of a higher priority, keep the listener waiting).
-    void accept_if_due();
-    // Answers a connection over its user's rate with an Error frame, if the
-    // socket takes it at once, and closes it.
-    void refuse_fast(int fd, const ucred& peer, uint32_t principal, TimePoint now);
-    void read_from(Connection& c);
+    // A new connection from the listener: set up, or refused (too many).
+    void on_accepted(int fd, const ucred& peer, uint32_t principal, TimePoint now);
     void process_input(Connection& c);
     bool handle_frame(Connection& c, const proto::FrameHeader& h, const uint8_t* payload);
     // False (the connection paused until its user's rate allows) when a
@@ -140,8 +94,6 @@ private:
     // Bytes `principal`'s connections have not read yet.
     size_t unread_of(uint32_t principal) const;
     void send_status(Connection& c, TimePoint now);
-    void arm_connection_timer(Connection& c);
-    void update_io_events(Connection& c);
     bool admit(Connection& c);
     void on_hello(Connection& c, const proto::Hello& hello);
     bool on_memory(Connection& c, const ClientRecord& client, const proto::MemoryPayload& m,
@@ -155,67 +107,38 @@ private:
     void on_request(Connection& c, const ClientRecord& client, GpuSet gpus, TimePoint now);
     void on_released(const ClientRecord& client, GpuSet gpus, TimePoint now);
     void fail(Connection& c, proto::ErrorCode code, const std::string& message);
-    // Room for one frame at the end of the connection's output, or null
-    // when it is dead or does not read.
-    uint8_t* frame_room(Connection& c, size_t size);
-    template <typename Message>
-    void send(Connection& c, const Message& message);
-    template <typename Payload>
-    void send(Connection& c, proto::MsgType type, const Payload& payload);
-    void flush(Connection& c);
     void send_settings(Connection& c, bool welcome);
     void broadcast_settings();
-    void dispatch_actions();
-    void send_waiting(Connection& c, const ClientRecord& client, const Action& a);
     void after_change();  // dispatch, re-arm timers, notify observer, reap
-    void mark_dead(Connection& c);
     void reap();
     void destroy(Connection& c);
     // True if `c` holds GPUs and its process is still exiting: its memory
     // comes back only as it ends, so destroy() waits for that.
     bool await_exit(Connection& c);
     void rearm_timer();
-    void update_status();
-    void send_status_line(TimePoint now);
     void update_idle_timer();
-    Connection* by_client(ClientId id);
-    EventSubject subject(const ClientRecord& client, GpuSet gpus) const;
-    std::string holders_text(const ClientRecord& client) const;
     void log_due_waits(TimePoint now);
 
     Options options_;
     Scheduler scheduler_;
     sd_event* event_ = nullptr;
-    int listen_fd_ = -1;
-    bool own_socket_ = false;  // bound by us (not socket-activated): unlink on exit
-    sd_event_source* listen_source_ = nullptr;
     sd_event_source* timer_source_ = nullptr;
     sd_event_source* idle_source_ = nullptr;
-    sd_event_source* retry_source_ = nullptr;  // resumes accepting after EMFILE
-    bool accept_paused_ = false;
-    sd_event_source* rest_source_ = nullptr;  // accepting again after kAcceptPause
-    bool accept_resting_ = false;
-    TimePoint last_accept_round_{};
-    AcceptGate accept_gate_;
-    std::map<uint64_t, std::unique_ptr<Connection>> connections_;
+    Connections connections_;
     uint64_t next_serial_ = 1;
     std::vector<uint64_t> doomed_;  // connections to close at the next reap
     std::function<void()> observer_;
     std::function<void()> reload_;
-    // The STATUS= line for systemd: the latest, and the one last sent (at
-    // most one a second, never blocking; a line not sent is sent later).
     Notifier notifier_;
-    std::string status_line_;
-    std::string status_line_sent_;
-    TimePoint status_line_sent_at_{};
-    sd_event_source* status_line_timer_ = nullptr;
+    StatusLine status_line_{notifier_};  // systemd's STATUS=
     Principals principals_;
+    Listener listener_{principals_,
+                       {[this](int fd, const ucred& peer, uint32_t principal, TimePoint now) {
+                            on_accepted(fd, peer, principal, now);
+                        },
+                        [this] { after_change(); }}};
     std::map<uint32_t, size_t> connections_per_principal_;
-    std::map<uint32_t, TokenBucket> status_budget_;  // by principal; root has none
-    // The rendered status, kept until the state changes or it ages.
-    std::string status_text_;
-    TimePoint status_rendered_at_{};
-    bool status_stale_ = true;
+    StatusService status_{scheduler_, principals_};
     EventLog events_;
     std::unique_ptr<MemoryWatch> memory_watch_;
     std::set<std::string> watched_gpus_;  // the GPUs it reads (UUIDs)

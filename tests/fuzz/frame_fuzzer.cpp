@@ -1,8 +1,9 @@
 // libFuzzer target for the codec of the wire protocol (common/codec.h).
 //
 // The input is a byte stream from a client, cut into reads the way the
-// socket might deliver it. It is reassembled exactly as Server::read_from()
-// does (decode_header, frame_complete, consume, keep the rest) and each
+// socket might deliver it. It is reassembled exactly as the daemon does
+// (Connection::read(), then Server::process_input(): decode_header,
+// frame_complete, consume, keep the rest) and each
 // frame is checked the way Server::handle_frame() checks it (is_known_type,
 // is_client_type, fixed_payload_size, the typed decoders), then the same
 // bytes are decoded the way a client decodes the daemon's replies.
@@ -26,7 +27,7 @@ namespace {
 
 using namespace nvshare::proto;
 
-// Server::read_from() reads at most this much per call.
+// Connection::read() reads at most this much per call.
 constexpr size_t kReadSize = 8192;
 
 #define CHECK(cond)                                                                         \
@@ -130,7 +131,8 @@ Verdict check_frame(const FrameHeader& h, const uint8_t* payload, bool* register
     return (m.gpus & ~known) == 0 ? Verdict::Accepted : Verdict::BadValue;
 }
 
-// Server::read_from()'s reassembly, fed `stream` in reads of the given sizes.
+// The daemon's reassembly (Connection::read(), Server::process_input()),
+// fed `stream` in reads of the given sizes.
 Outcome reassemble(const uint8_t* stream, size_t size, const std::vector<size_t>& reads)
 {
     Outcome out;

@@ -52,9 +52,10 @@ LIB, DAEMON, CONF, CTL = "man/libnvshare.8.scd", "man/nvshared.8.scd", "man/nvsh
 BUS, PROTO, OVERVIEW = "man/org.nvshare.Scheduler1.5.scd", "man/nvshare-protocol.7.scd", \
     "man/nvshare.7.scd"
 METRICS, PLUGIN = "man/nvshare-metrics.8.scd", "man/nvshare-device-plugin.8.scd"
-TUNING, SCHED, SERVER = "preload/swap/tuning.h", "daemon/scheduler.h", "daemon/server.cpp"
+TUNING, SCHED = "preload/swap/tuning.h", "daemon/scheduler.h"
 GPUS, TYPES = "daemon/gpu_table.h", "daemon/scheduler_types.h"
-GATE = "daemon/accept_gate.h"
+GATE, LISTENER = "daemon/accept_gate.h", "daemon/listener.cpp"
+CONNECTION, STATUS = "daemon/connection.h", "daemon/status_service.h"
 PROTOCOL, UNIT = "common/protocol.h", "systemd/nvshare.service.in"
 
 STATEMENTS = [
@@ -99,9 +100,9 @@ STATEMENTS = [
     H(LIB, r"for at most (?P<v>three quarters) of the grace period", "preload/lock/holding.cpp",
       r"re:grace_us \* 1000 \* (?P<v>\d+ / \d+);"),
     # nvshared(8)
-    H(DAEMON, r"The directory is created \(mode (?P<v>0\d+)\) and the socket", SERVER,
+    H(DAEMON, r"The directory is created \(mode (?P<v>0\d+)\) and the socket", LISTENER,
       r"re:mkdir\(dir\.c_str\(\), (?P<v>0\d+)\)"),
-    H(DAEMON, r"and the socket is made (?P<v>0\d+)\.", SERVER,
+    H(DAEMON, r"and the socket is made (?P<v>0\d+)\.", LISTENER,
       r"re:chmod\(path\.c_str\(\), (?P<v>0\d+)\);"),
     H(DAEMON, r"A missing directory is created \(mode (?P<v>0\d+), one level",
       "daemon/state_store.cpp",
@@ -175,19 +176,20 @@ STATEMENTS = [
       "kClaimDebt"),
     H(DAEMON, r"on that GPU, for (?P<v>\d+) (?P<u>minutes)", "daemon/claim_grace.h",
       "kClaimDebt"),
-    H(DAEMON, r"has not said Hello within (?P<v>\d+) (?P<u>seconds)", SERVER, "kHelloDeadline"),
+    H(DAEMON, r"has not said Hello within (?P<v>\d+) (?P<u>seconds)", CONNECTION,
+      "kHelloDeadline"),
     H(DAEMON, r"opens at most (?P<v>\d+) connections a second", GATE, "kConnectionsPerSecond"),
     H(DAEMON, r"a second, in bursts of up to (?P<v>\d+)\.", GATE, "kConnectionBurst"),
     H(DAEMON, r"most (?P<v>\d+) connections per round of its loop", GATE, "kAcceptsPerRound"),
     H(DAEMON, r"sets up at most (?P<v>\d+) of them", GATE, "kSetupsPerRound"),
     H(DAEMON, r"it accepts nothing for (?P<v>\d+) (?P<u>ms)", GATE, "kAcceptPause"),
-    H(DAEMON, r"served at (?P<v>\d+) a second on average", SERVER, "kStatusPerSecond"),
-    H(DAEMON, r"on average \(bursts of (?P<v>\d+)\)", SERVER, "kStatusBurst"),
-    H(DAEMON, r"connections leave (?P<v>\d+) (?P<u>MiB) or more unread", SERVER,
+    H(DAEMON, r"served at (?P<v>\d+) a second on average", STATUS, "kStatusPerSecond"),
+    H(DAEMON, r"on average \(bursts of (?P<v>\d+)\)", STATUS, "kStatusBurst"),
+    H(DAEMON, r"connections leave (?P<v>\d+) (?P<u>MiB) or more unread", STATUS,
       "kMaxUnreadPerPrincipal"),
-    H(DAEMON, r"(?P<v>\d+) (?P<u>seconds) is disconnected, and its buffer freed", SERVER,
+    H(DAEMON, r"(?P<v>\d+) (?P<u>seconds) is disconnected, and its buffer freed", CONNECTION,
       "kUnreadLimit"),
-    H(DAEMON, r"at most (?P<v>\d+) (?P<u>ms) stale in its running", SERVER, "kStatusMaxAge"),
+    H(DAEMON, r"at most (?P<v>\d+) (?P<u>ms) stale in its running", STATUS, "kStatusMaxAge"),
     H(DAEMON, r"sent whole, up to (?P<v>\d+) (?P<u>MiB)", PROTOCOL, "kMaxStatusPayload"),
     H(DAEMON, r"\((?P<v>one) minute in \*nvshare\.service\*\)", UNIT,
       r"re:^WatchdogSec=(?P<v>\d+)min$", "min", "min"),
@@ -220,7 +222,7 @@ STATEMENTS = [
     H(CTL, r"their directories are created \(mode (?P<v>0\d+)\) when missing",
       "cli/preload_files.cpp", r"re:mkdir\(dir\.c_str\(\), (?P<v>0\d+)\) != 0"),
     # org.nvshare.Scheduler1(5)
-    H(BUS, r"when the state changed or it is (?P<v>\d+) (?P<u>ms) old", SERVER, "kStatusMaxAge"),
+    H(BUS, r"when the state changed or it is (?P<v>\d+) (?P<u>ms) old", STATUS, "kStatusMaxAge"),
     H(BUS, r"where it would exceed (?P<v>\d+) (?P<u>MiB)", PROTOCOL, "kMaxStatusPayload"),
     H(BUS, r"Manager TimeQuantumUSec t (?P<v>\d+)", SCHED, "time_quantum", unit="us"),
     H(BUS, r"a write must be 1 byte to (?P<v>\d+) (?P<u>TiB)", TYPES, "kMaxReportedBytes"),
@@ -238,8 +240,8 @@ STATEMENTS = [
       "kPendingInAll"),
     H(BUS, r"refusals are logged at most (?P<v>once) a second", "daemon/caller_limits.h",
       "kRefusalLogInterval", unit="s"),
-    H(BUS, r"status queries: (?P<v>\d+) a second on average", SERVER, "kStatusPerSecond"),
-    H(BUS, r"a second on average, (?P<v>\d+) at once", SERVER, "kStatusBurst"),
+    H(BUS, r"status queries: (?P<v>\d+) a second on average", STATUS, "kStatusPerSecond"),
+    H(BUS, r"a second on average, (?P<v>\d+) at once", STATUS, "kStatusBurst"),
     H(BUS, r"handles at most (?P<v>\d+) bus messages per round", "daemon/bus_service.cpp",
       "kMessagesPerRound"),
     # nvshare-protocol(7)
@@ -288,8 +290,8 @@ STATEMENTS = [
       "metrics/status_cache.h", "kStatusFresh"),
     H(METRICS, r"\(up to (?P<v>\d+) (?P<u>seconds), then they ask", "metrics/status_cache.h",
       "kLockWait"),
-    H(METRICS, r"other than root (?P<v>\d+) status queries a second", SERVER, "kStatusPerSecond"),
-    H(METRICS, r"a second \(bursts of (?P<v>\d+)\)", SERVER, "kStatusBurst"),
+    H(METRICS, r"other than root (?P<v>\d+) status queries a second", STATUS, "kStatusPerSecond"),
+    H(METRICS, r"a second \(bursts of (?P<v>\d+)\)", STATUS, "kStatusBurst"),
     # nvshare-device-plugin(8)
     H(PLUGIN, r"Devices advertised per GPU, 1 to (?P<v>\d+)", "deviceplugin/options.h",
       "kMaxShares"),

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 using nvshare::daemon::AcceptGate;
+using nvshare::daemon::kAcceptAtLeastEvery;
 using nvshare::daemon::kAcceptsPerRound;
 using nvshare::daemon::kConnectionBurst;
 using nvshare::daemon::kConnectionLogInterval;
@@ -57,6 +58,14 @@ TEST(AcceptGate, ARoundSetsUpFewerThanItMayRefuse)
     EXPECT_TRUE(AcceptGate::round_goes_on(kAcceptsPerRound - 1, 0));
     EXPECT_FALSE(AcceptGate::round_goes_on(kAcceptsPerRound, 0));
     EXPECT_FALSE(AcceptGate::round_goes_on(kAcceptsPerRound, kSetupsPerRound - 1));
+}
+
+TEST(AcceptGate, AClientsTurnTakesARoundOnceTheLastIsOldEnough)
+{
+    EXPECT_FALSE(AcceptGate::round_due(kStart, kStart));
+    EXPECT_FALSE(AcceptGate::round_due(kStart, kStart + kAcceptAtLeastEvery - 1us));
+    EXPECT_TRUE(AcceptGate::round_due(kStart, kStart + kAcceptAtLeastEvery));
+    EXPECT_TRUE(AcceptGate::round_due(kStart, kStart + 1h));
 }
 
 TEST(AcceptGate, PausesAfterARoundMostlyRefused)
