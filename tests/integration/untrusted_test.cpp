@@ -375,6 +375,29 @@ std::optional<LockClient> holder_of_12_gib(const Daemon& d)
     return h;
 }
 
+// A daemon whose fake NVML lists one host GPU of 16 GiB, with `mode` and a
+// time quantum of `tq`, its process list (`processes`) empty at first, and
+// a root process holding that GPU with 12 GiB of swappable memory.
+struct ClaimsHost {
+    TempDir info;
+    std::string uuid;
+    std::string processes = info / "processes";
+    Daemon daemon;
+    std::optional<LockClient> holder;
+
+    bool start(const std::string& mode, const std::string& tq)
+    {
+        uuid = list_host_gpu(info);
+        std::ofstream(processes).flush();
+        auto config = nvml_config(info, uuid, processes, mode);
+        config.args.insert(config.args.end(), {"--time-quantum", tq});
+        if (!daemon.start(config))
+            return false;
+        holder = holder_of_12_gib(daemon);
+        return holder.has_value();
+    }
+};
+
 // The keep allowances (MiB) of the Drop and Contended messages `c` gets
 // within `window`.
 std::vector<uint32_t> keeps_told(LockClient& c, Millis window)
@@ -403,16 +426,10 @@ std::vector<uint32_t> keeps_told(LockClient& c, Millis window)
 TEST(Untrusted, UnconfirmedSwappableMemoryCountsForOthersOnlyForItsGrace)
 {
     require_root();
-    TempDir info;
-    const std::string uuid = list_host_gpu(info);
-    const std::string processes = info / "processes";
-    std::ofstream(processes).flush();
-    Daemon d;
-    auto config = nvml_config(info, uuid, processes, "auto");
-    config.args.insert(config.args.end(), {"--time-quantum", "2s"});
-    ASSERT_TRUE(d.start(config));
-    auto holder = holder_of_12_gib(d);
-    ASSERT_TRUE(holder);
+    ClaimsHost host;
+    ASSERT_TRUE(host.start("auto", "2s"));
+    const Daemon& d = host.daemon;
+    auto& holder = host.holder;
     const auto liar = swappable_claim(d, 12 * kGiB, 18s);
     const int pid = std::stoi("0" + liar->line());
     ASSERT_GT(pid, 0);
@@ -439,16 +456,9 @@ TEST(Untrusted, UnconfirmedSwappableMemoryCountsForOthersOnlyForItsGrace)
 TEST(Untrusted, ReconnectingBuysNoNewGrace)
 {
     require_root();
-    TempDir info;
-    const std::string uuid = list_host_gpu(info);
-    const std::string processes = info / "processes";
-    std::ofstream(processes).flush();
-    Daemon d;
-    auto config = nvml_config(info, uuid, processes, "auto");
-    config.args.insert(config.args.end(), {"--time-quantum", "2s"});
-    ASSERT_TRUE(d.start(config));
-    auto holder = holder_of_12_gib(d);
-    ASSERT_TRUE(holder);
+    ClaimsHost host;
+    ASSERT_TRUE(host.start("auto", "2s"));
+    const Daemon& d = host.daemon;
     {
         // It stays 3 s: the host's figures are read every second, and it
         // owes its grace once they were.
@@ -478,20 +488,14 @@ TEST(Untrusted, ReconnectingBuysNoNewGrace)
 TEST(Untrusted, ConfirmedSwappableMemoryCountsAfterItsGrace)
 {
     require_root();
-    TempDir info;
-    const std::string uuid = list_host_gpu(info);
-    const std::string processes = info / "processes";
-    std::ofstream(processes).flush();
-    Daemon d;
-    auto config = nvml_config(info, uuid, processes, "auto");
-    config.args.insert(config.args.end(), {"--time-quantum", "2s"});
-    ASSERT_TRUE(d.start(config));
-    auto holder = holder_of_12_gib(d);
-    ASSERT_TRUE(holder);
+    ClaimsHost host;
+    ASSERT_TRUE(host.start("auto", "2s"));
+    const Daemon& d = host.daemon;
+    auto& holder = host.holder;
     const auto honest = swappable_claim(d, 12 * kGiB, 18s);
     const int pid = std::stoi("0" + honest->line());
     ASSERT_GT(pid, 0);
-    std::ofstream(processes) << uuid << " " << pid << " " << 12 * kGiB << "\n";
+    std::ofstream(host.processes) << host.uuid << " " << pid << " " << 12 * kGiB << "\n";
     ASSERT_EQ(honest->line(), "requested");
     const auto status = d.status();
     EXPECT_EQ(client_of(status, pid)["confirmed_memory"], 12 * kGiB);
@@ -524,16 +528,10 @@ TEST(Untrusted, ASwappableClaimBeyondTheGpuCountsAsTheGpu)
 TEST(Untrusted, ANewcomersUnconfirmedClaimGetsItsRoomWhileItWaits)
 {
     require_root();
-    TempDir info;
-    const std::string uuid = list_host_gpu(info);
-    const std::string processes = info / "processes";
-    std::ofstream(processes).flush();
-    Daemon d;
-    auto config = nvml_config(info, uuid, processes, "on");
-    config.args.insert(config.args.end(), {"--time-quantum", "20s"});
-    ASSERT_TRUE(d.start(config));
-    auto holder = holder_of_12_gib(d);
-    ASSERT_TRUE(holder);
+    ClaimsHost host;
+    ASSERT_TRUE(host.start("on", "20s"));
+    const Daemon& d = host.daemon;
+    auto& holder = host.holder;
     const auto newcomer = swappable_claim(d, 12 * kGiB, 0ms);
     ASSERT_GT(std::stoi("0" + newcomer->line()), 0);
     ASSERT_EQ(newcomer->line(), "requested");
