@@ -223,7 +223,9 @@ static_assert(sizeof(StatsPayload) == 56);
 
 struct MemoryPayload {
     uint32_t gpu;  // client-local index
-    uint32_t reserved;
+    // From a holder of the GPU whose new memory waits for room there: how
+    // much more it needs than the GPU has free (MiB, rounded up); 0 else.
+    uint32_t room_wanted_mib;
     uint64_t managed_bytes;  // pageable: may be evicted to host memory
     uint64_t pinned_bytes;   // never evicted: contexts, mapped and pool memory
 };

@@ -402,18 +402,30 @@ uint64_t Room::room_to_ask(GpuIndex gpu, uint64_t short_by, TimePoint now) const
     return waited_for_it ? std::max(short_by, 2 * r.room_asked) : short_by;
 }
 
+void Room::want_room(const ClientRecord& c, GpuIndex gpu, uint64_t bytes)
+{
+    if (gpu >= rooms_.size() || !holds(c, gpu) || bytes == 0)
+        return;
+    rooms_[gpu].wanted = std::max(rooms_[gpu].wanted, std::min(bytes, gpus_[gpu].capacity));
+    dirty_ |= gpu_bit(gpu);
+}
+
 GpuSet Room::publish_shrinks(TimePoint now, std::vector<Action>& out)
 {
     const GpuSet dirty = dirty_;
     dirty_ = 0;
     GpuSet asked_on = 0;
     for_each_gpu(dirty, [&](GpuIndex g) {
-        if (g >= rooms_.size() || !oversubscribed(g))
+        if (g >= rooms_.size())
+            return;
+        const uint64_t wanted = std::exchange(rooms_[g].wanted, 0);
+        if (!oversubscribed(g) && wanted == 0)
             return;
         const uint64_t need = holders_need(g);
         const uint64_t room = gpus_[g].capacity > need ? gpus_[g].capacity - need : 0;
         const uint64_t kept_here = rooms_[g].kept;
-        if (kept_here <= room)
+        const uint64_t short_by = std::max(kept_here > room ? kept_here - room : 0, wanted);
+        if (short_by == 0 || kept_here == 0)
             return;
         // Who keeps what is left: the waiters in the order they go, then
         // the clients that wait for nothing here.
@@ -429,7 +441,7 @@ GpuSet Room::publish_shrinks(TimePoint now, std::vector<Action>& out)
                 return std::nullopt;
             return std::min(k->second, m->second.confirmed_managed);
         };
-        const uint64_t asked = std::min(room_to_ask(g, kept_here - room, now), kept_here);
+        const uint64_t asked = std::min(room_to_ask(g, short_by, now), kept_here);
         uint64_t left = kept_here - asked;
         bool sent = false;
         for (ClientId id : order) {

@@ -121,11 +121,18 @@ public:
     // ---- Shrink --------------------------------------------------------------
     // The holders or the memory of `gpus` changed: publish_shrinks looks again.
     void changed(GpuSet gpus) { dirty_ |= gpus; }
-    // On oversubscribed GPUs that changed since the last call: asks clients
-    // that do not hold the GPU to leave less memory there where what they
-    // left and what the holders use exceed its capacity. The next waiters
-    // keep theirs longest; clients not waiting give first. Returns the GPUs
-    // where it asked (when their other clients may join moved).
+    // `c`, a holder of `gpu`, measured that its new memory needs `bytes` more
+    // than the GPU has free: memory no report counts (contexts, the driver's
+    // own) fills what the reported sums leave. The next Shrink round there
+    // asks for at least that much (once). Ignored from a client not holding
+    // `gpu`; at most the GPU's size counts.
+    void want_room(const ClientRecord& c, GpuIndex gpu, uint64_t bytes);
+    // On GPUs that changed since the last call: asks clients that do not
+    // hold the GPU to leave less memory there where what they left and what
+    // the holders use exceed its capacity (oversubscribed GPUs), or by what
+    // a holder wants (want_room). The next waiters keep theirs longest;
+    // clients not waiting give first. Returns the GPUs where it asked (when
+    // their other clients may join moved).
     GpuSet publish_shrinks(TimePoint now, std::vector<Action>& out);
 
 private:
@@ -142,6 +149,9 @@ private:
         // here, and when.
         uint64_t room_asked = 0;
         TimePoint room_asked_at{};
+        // What a holder wants beyond the reported sums (want_room), until
+        // the next round.
+        uint64_t wanted = 0;
     };
     // A user's graces on one GPU (ClaimGrace): how many of their clients
     // owe one (the host has not confirmed it yet), and until when a process

@@ -347,6 +347,13 @@ bool Scheduler::report_memory(ClientId id, GpuIndex gpu, MemoryUse use, TimePoin
     return true;
 }
 
+void Scheduler::want_room(ClientId id, GpuIndex gpu, uint64_t bytes, TimePoint now)
+{
+    now_ = std::max(now_, now);
+    if (const ClientRecord* c = find(id); c != nullptr)
+        room_.want_room(*c, gpu, bytes);
+}
+
 void Scheduler::confirm_memory(ClientId id, GpuIndex gpu, std::optional<uint64_t> bytes,
                                TimePoint now)
 {

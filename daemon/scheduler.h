@@ -94,6 +94,10 @@ public:
     // change what others are told or get; the rest counts for the client's
     // own fit alone.
     bool report_memory(ClientId id, GpuIndex gpu, MemoryUse use, TimePoint now);
+    // A holder of `gpu` measured that its new memory needs `bytes` more than
+    // the GPU has free: those that keep memory there are asked for at least
+    // that much (Room::want_room). Nothing from a client not holding it.
+    void want_room(ClientId id, GpuIndex gpu, uint64_t bytes, TimePoint now);
     // What the host confirms of the client's memory on `gpu` (NVML's count
     // for its process); nullopt: the host can no longer say. A client of
     // root needs none.

@@ -448,6 +448,8 @@ bool Server::on_memory(Connection& c, const ClientRecord& client, const proto::M
         fail(c, proto::ErrorCode::BadValue, "memory report out of bounds");
         return false;
     }
+    if (m.room_wanted_mib != 0)
+        scheduler_.want_room(c.serial, gpu, uint64_t{m.room_wanted_mib} << 20, now);
     // Memory of a user other than root counts for others as far as the
     // host confirms it: watch the GPU and the process.
     if (needs_confirming(client.info, {m.managed_bytes, m.pinned_bytes}) && memory_watch_) {

@@ -516,7 +516,17 @@ void ClientLoop::make_room_if_asked(uint64_t now)
         s_.switching.room_wanted();
     if (!s_.switching.room_due(facts(now)))
         return;
-    report_memory(now, true);
+    // What the driver says the GPU lacks for it: nvshared asks those that
+    // keep memory there for that much, whatever the reported sums say.
+    uint32_t wanted[devices::kMaxGpus] = {};
+    for (uint32_t i = 0; i < s_.gpu_count; ++i) {
+        const uint64_t mib = (residency::room_short(i) + (uint64_t{1} << 20) - 1) >> 20;
+        wanted[i] = static_cast<uint32_t>(mib < UINT32_MAX ? mib : UINT32_MAX);
+        if (wanted[i] != 0)
+            log_debug("GPU %u lacks %u MiB for our new memory: asking nvshared for room", i,
+                      wanted[i]);
+    }
+    report_memory(now, true, wanted);
     // Memory in host memory may move too: nothing of ours may run on it.
     const bool quiet = quiesce(now_ns() + kIdleDrainLimitNs);
     s_.switching.room_tried(quiet, now_ns());
@@ -540,7 +550,7 @@ void ClientLoop::finish_swap_in(uint64_t now)
 
 // Memory first: in auto mode the daemon decides from it whether a request
 // may run alongside others, so it must not learn it too late.
-void ClientLoop::report_memory(uint64_t now, bool requesting)
+void ClientLoop::report_memory(uint64_t now, bool requesting, const uint32_t* room_wanted_mib)
 {
     if (alloc::graph_memory_in_use() && (requesting || now - s_.last_graph_check >= kGraphPollNs)) {
         s_.last_graph_check = now;
@@ -551,10 +561,11 @@ void ClientLoop::report_memory(uint64_t now, bool requesting)
     bool sent = false;
     for (uint32_t i = 0; i < s_.gpu_count; ++i) {
         devices::Gpu& g = devices::at(i);
-        if (!g.dirty.exchange(false))
+        const uint32_t wanted = room_wanted_mib != nullptr ? room_wanted_mib[i] : 0;
+        if (!g.dirty.exchange(false) && wanted == 0)
             continue;
         const int64_t m = g.managed.load(), pin = g.pinned.load();
-        const proto::MemoryPayload r{i, 0, static_cast<uint64_t>(m > 0 ? m : 0),
+        const proto::MemoryPayload r{i, wanted, static_cast<uint64_t>(m > 0 ? m : 0),
                                      static_cast<uint64_t>(pin > 0 ? pin : 0)};
         conn_.send(proto::MsgType::Memory, r);
         sent = true;

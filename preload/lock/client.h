@@ -72,7 +72,9 @@ private:
     void yield_if_asked(uint64_t now);
     void make_room_if_asked(uint64_t now);
     void finish_swap_in(uint64_t now);
-    void report_memory(uint64_t now, bool requesting);
+    // `room_wanted_mib`: per GPU, what a holder lacks there (MemoryPayload),
+    // sent with the GPU's report even if its memory did not change.
+    void report_memory(uint64_t now, bool requesting, const uint32_t* room_wanted_mib = nullptr);
     void request_lock(uint64_t now);
     // Lets go; `quiet`: the program's work is drained with none let through
     // since (quiesce), so memory may move; else nothing moves.

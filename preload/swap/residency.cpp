@@ -542,6 +542,36 @@ bool room_for_stranded()
     return false;
 }
 
+namespace {
+
+struct Short {
+    uint32_t gpu;
+    uint64_t bytes = 0;
+};
+
+void measure_short(void* arg)
+{
+    auto* s = static_cast<Short*>(arg);
+    auto get = NVS_REAL(cuMemGetInfo_v2);
+    size_t free = 0, total = 0;
+    if (get == nullptr || get(&free, &total) != CUDA_SUCCESS)
+        return;
+    const uint64_t all = swappable::total_bytes(s->gpu), there = swappable::device_bytes(s->gpu);
+    const uint64_t off = all > there ? all - there : 0;
+    const uint64_t reserve = swap_plan::driver_reserve(total);
+    const uint64_t usable = free > reserve ? free - reserve : 0;
+    s->bytes = off > usable ? off - usable : 0;
+}
+
+}  // namespace
+
+uint64_t room_short(uint32_t i)
+{
+    Short s{i};
+    contexts::with_device_context(devices::at(i).ordinal, measure_short, &s);
+    return s.bytes;
+}
+
 bool room_will_come(uint32_t i, uint64_t bytes)
 {
     return !g_room_gave_up[i].load(std::memory_order_relaxed) && engine_budget(i) >= bytes;

@@ -66,6 +66,12 @@ bool room_will_come(uint32_t i, uint64_t bytes);
 // work drained and held back.
 void await_room(uint64_t gpus);
 
+// How much more GPU `i` would need to have free (beside the driver's
+// reserve) for all of the swap engine's memory there that is not on it
+// (new chunks waiting for room, chunks in host memory): 0 if it fits. Asks
+// the driver, which counts what no report does (contexts, its own memory).
+uint64_t room_short(uint32_t i);
+
 // Bytes of the swap engine's memory in host memory while the process holds
 // its GPU (the device had no room), on the GPU where that is most.
 uint64_t stranded();

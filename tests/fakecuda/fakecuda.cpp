@@ -24,6 +24,10 @@
 //    mapped (or mapped without cuMemSetAccess) is an illegal address, as on
 //    a GPU: the work does not run, a `fault` line is logged, and the context
 //    fails every later call with CUDA_ERROR_ILLEGAL_ADDRESS (sticky);
+//  - a context takes FAKECUDA_CONTEXT_BYTES (default 0) of its device's
+//    memory while it lives, counted in what cuMemGetInfo calls used and
+//    reported by no allocation, as a real context's memory is; creating or
+//    retaining one on a full device fails with CUDA_ERROR_OUT_OF_MEMORY;
 //  - fakecuda_escape_memset is work by a name no hook wraps (an escape
 //    past the gate);
 //  - access is per device (FAKECUDA_DEVICES of them): a kernel touches
@@ -413,6 +417,15 @@ Stream* new_stream(Context* ctx)
     }
     std::thread(worker, s).detach();
     return s;
+}
+
+// Takes (or gives back) a context's own memory on `dev`: false where the
+// device is full.
+bool charge_context(CUdevice dev, bool take)
+{
+    const uint64_t bytes = env_u64("FAKECUDA_CONTEXT_BYTES", 0);
+    std::lock_guard<std::mutex> g(st().mutex);
+    return bytes == 0 || take_device_memory(dev, bytes, take);
 }
 
 Context* new_context(CUdevice dev, bool primary)
@@ -874,6 +887,8 @@ FAKE_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev)
     REQUIRE_DEVICE(dev);
     std::lock_guard<std::mutex> g(g_primary_mutex);  // new_context takes st().mutex itself
     Context*& c = st().primary[dev];
+    if ((c == nullptr || c->refs == 0) && !charge_context(dev, true))
+        return CUDA_ERROR_OUT_OF_MEMORY;
     if (c == nullptr)
         c = new_context(dev, true);
     if (c->refs == 0)
@@ -891,8 +906,10 @@ static CUresult primary_release(CUdevice dev)
     Context* c = st().primary[dev];
     if (c == nullptr || c->refs == 0)
         return CUDA_ERROR_INVALID_CONTEXT;
-    if (--c->refs == 0)
+    if (--c->refs == 0) {
         c->alive = false;
+        charge_context(dev, false);
+    }
     return CUDA_SUCCESS;
 }
 
@@ -906,6 +923,8 @@ static CUresult create_context(CUcontext* pctx, CUdevice dev)
     REQUIRE_DEVICE(dev);
     if (pctx == nullptr)
         return CUDA_ERROR_INVALID_VALUE;
+    if (!charge_context(dev, true))
+        return CUDA_ERROR_OUT_OF_MEMORY;
     Context* c = new_context(dev, false);
     t_stack.push_back(c);
     *pctx = reinterpret_cast<CUcontext>(c);
@@ -930,6 +949,8 @@ FAKE_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
         return CUDA_ERROR_INVALID_CONTEXT;
     sync_context(c);
     c->alive = false;
+    if (!c->primary)
+        charge_context(c->device, false);
     for (auto it = t_stack.begin(); it != t_stack.end();)
         it = *it == c ? t_stack.erase(it) : it + 1;
     return CUDA_SUCCESS;

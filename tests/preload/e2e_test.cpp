@@ -2718,6 +2718,51 @@ TEST(SwapEngine, AHolderWhoseGpuIsFullOfOthersMemoryWaitsForTheRoom)
         << read_text(dir / "fake.log");
 }
 
+// What no report counts (here each context's 200 MiB) fills the GPU before
+// the reported sums do: nvshared sees room for the holder's late 300 MiB
+// (200 + 200 + 300 of 1 GiB), the device has none. The holder says what it
+// lacks, as the driver counts it, and nvshared asks the idle process for
+// that room (Shrink), so that the late allocation gets device memory
+// instead of waiting for room that never comes and going to host memory.
+TEST(SwapEngine, AHolderGetsTheRoomItMeasuresItLacksBeyondTheReportedSums)
+{
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "on", "--capacity", "1G"});
+    const std::map<std::string, std::string> env{
+        {"NVSHARE_DEBUG", "1"},
+        {"FAKECUDA_SHARED_DEVICE", dir / "device"},
+        {"FAKECUDA_MEMORY", std::to_string(1ull << 30)},
+        {"FAKECUDA_CONTEXT_BYTES", std::to_string(200ull << 20)}};
+    const std::string given = dir / "given";
+    Process idle = start_client(
+        dir, daemon.socket(),
+        {{"--kernels", "1", "--alloc", "200M", "--check-data", "--pause-until", given}, env, false},
+        "idle");
+    ASSERT_TRUE(launched_one(dir, idle)) << idle.err();
+    Process grows = start_client(dir, daemon.socket(),
+                                 {{"--kernels", "1", "--alloc", "200M", "--late-alloc", "300M",
+                                   "--check-data", "--until", given},
+                                  env,
+                                  false},
+                                 "grows");
+    EXPECT_TRUE(wait_until(
+        [&] { return grows.err().find("asking nvshared for room") != std::string::npos; },
+        seconds(60)))
+        << grows.err();
+    touch(given);
+    expect_clean_exit(grows, seconds(180));
+    expect_clean_exit(idle, seconds(180));
+    for (Process* c : {&idle, &grows}) {
+        EXPECT_NE(c->out().find("data=ok"), std::string::npos) << c->out() << c->err();
+        EXPECT_EQ(faults(dir, c->pid()), 0) << read_text(dir / "fake.log");
+    }
+    EXPECT_NE(grows.out().find("late=ok"), std::string::npos) << grows.out() << grows.err();
+    EXPECT_NE(idle.err().find("nvshared asks for room"), std::string::npos) << idle.err();
+    EXPECT_EQ(grows.err().find("stay in host memory"), std::string::npos) << grows.err();
+    EXPECT_EQ(count_events(dir / "fake.log", grows.pid(), "alloc vmm-host"), 0)
+        << read_text(dir / "fake.log");
+}
+
 // With NVSHARE_SWAP=managed device allocations are managed memory, as before.
 TEST(SwapEngine, ManagedOnRequest)
 {

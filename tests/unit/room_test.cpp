@@ -118,6 +118,42 @@ TEST_F(RoomTest, ShrinkAsksTheLastInLineFirst)
     EXPECT_EQ(room_.short_of_room_until(0), now_ + Room::kGrowthRound);
 }
 
+// What a holder measured it lacks asks those that keep memory for it, though
+// the reported sums leave room (contexts and the driver's own memory are in
+// no report); only a holder's word counts, once, and never past what is kept.
+TEST_F(RoomTest, AHolderShortOfRoomGetsWhatItMeasuredNotOnlyWhatTheSumsSay)
+{
+    client(1, 4 * GiB);
+    hold(1);
+    let_go(1);  // keeps its 4 GiB
+    client(2, 6 * GiB);
+    client(3, 3 * GiB);  // 13 of 12: oversubscribed
+    hold(2);             // needs 6; 12 - 6 leaves room for the 4 kept
+    line_ = {1};
+    out_.clear();
+    EXPECT_EQ(room_.publish_shrinks(now_, out_), 0u) << "the sums leave room: nobody asked";
+
+    room_.want_room(clients_[3], 0, 1 * GiB);  // 3 does not hold the GPU
+    EXPECT_EQ(room_.publish_shrinks(now_, out_), 0u);
+    EXPECT_TRUE(out_.empty());
+
+    room_.want_room(clients_[2], 0, 1 * GiB + 1);
+    EXPECT_EQ(room_.publish_shrinks(now_, out_), gpu_bit(0));
+    ASSERT_EQ(out_.size(), 1u);
+    EXPECT_EQ(out_[0].kind, ActionKind::Shrink);
+    EXPECT_EQ(out_[0].client, 1u);
+    EXPECT_EQ(out_[0].keep, 3 * GiB - 1);
+
+    out_.clear();
+    room_.changed(gpu_bit(0));
+    EXPECT_EQ(room_.publish_shrinks(now_ + 5s, out_), 0u) << "a want is answered once";
+
+    room_.want_room(clients_[2], 0, 100 * GiB);  // more than anyone keeps
+    EXPECT_EQ(room_.publish_shrinks(now_ + 10s, out_), gpu_bit(0));
+    ASSERT_EQ(out_.size(), 1u);
+    EXPECT_EQ(out_[0].keep, 0u);
+}
+
 // In group turns the holders keep the GPU in grant order while they fit.
 TEST_F(RoomTest, HoldersBeyondTheFitAreNamed)
 {
