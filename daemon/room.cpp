@@ -419,7 +419,10 @@ GpuSet Room::publish_shrinks(TimePoint now, std::vector<Action>& out)
     for_each_gpu(dirty, [&](GpuIndex g) {
         if (g >= rooms_.size())
             return;
-        const uint64_t wanted = std::exchange(rooms_[g].wanted, 0);
+        // A want smaller than a step would ask nobody (see below).
+        uint64_t wanted = std::exchange(rooms_[g].wanted, 0);
+        if (wanted != 0)
+            wanted = std::max(wanted, kShrinkStep);
         if (!oversubscribed(g) && wanted == 0)
             return;
         const uint64_t need = holders_need(g);

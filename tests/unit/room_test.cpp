@@ -148,8 +148,14 @@ TEST_F(RoomTest, AHolderShortOfRoomGetsWhatItMeasuredNotOnlyWhatTheSumsSay)
     room_.changed(gpu_bit(0));
     EXPECT_EQ(room_.publish_shrinks(now_ + 5s, out_), 0u) << "a want is answered once";
 
-    room_.want_room(clients_[2], 0, 100 * GiB);  // more than anyone keeps
+    room_.want_room(clients_[2], 0, 1);  // less than a step: a step
     EXPECT_EQ(room_.publish_shrinks(now_ + 10s, out_), gpu_bit(0));
+    ASSERT_EQ(out_.size(), 1u);
+    EXPECT_EQ(out_[0].keep, 3 * GiB - 1 - Room::kShrinkStep);
+
+    out_.clear();
+    room_.want_room(clients_[2], 0, 100 * GiB);  // more than anyone keeps
+    EXPECT_EQ(room_.publish_shrinks(now_ + 20s, out_), gpu_bit(0));
     ASSERT_EQ(out_.size(), 1u);
     EXPECT_EQ(out_[0].keep, 0u);
 }
