@@ -17,6 +17,7 @@
 #include <set>
 #include <string>
 
+#include "daemon/host_readings.h"
 #include "daemon/scheduler_types.h"
 
 namespace nvshare::daemon {
@@ -27,15 +28,12 @@ inline constexpr Duration kMemoryWatchInterval = std::chrono::seconds(1);
 
 class MemoryWatch {
 public:
-    using Counts = std::map<int32_t, uint64_t>;  // pid -> bytes
+    using Counts = HostReadings::Counts;
     // One GPU's counts; nullopt where the host cannot say.
     using Reader = std::function<std::optional<Counts>(const std::string& uuid)>;
     // One process's resident host memory; nullopt where the host cannot say.
     using HostReader = std::function<std::optional<uint64_t>(int32_t pid)>;
-    struct Readings {
-        std::map<std::string, std::optional<Counts>> gpus;  // by GPU UUID
-        std::map<int32_t, std::optional<uint64_t>> host;    // by pid
-    };
+    using Readings = HostReadings;
 
     MemoryWatch(Reader reader, HostReader host_reader, Duration interval = kMemoryWatchInterval);
     // Stops the thread without waiting for it: a reading under way ends on

@@ -623,71 +623,6 @@ int Scheduler::best_waiting_class(GpuSet gpus) const
     return best;
 }
 
-TimePoint Scheduler::join_time(const ClientRecord& c, GpuIndex gpu, TimePoint now) const
-{
-    TimePoint settled{};  // when the holders that are still starting have settled
-    if (c.info.priority != Priority::Interactive && starting(c, now))
-        for (ClientId h : gpus_[gpu].holders)
-            settled = std::max(settled, settled_time(clients_.at(h)));
-    return std::max(settled, policy_join_time(c, gpu, now));
-}
-
-TimePoint Scheduler::policy_join_time(const ClientRecord& c, GpuIndex gpu, TimePoint now) const
-{
-    std::vector<policy::HolderBurst> holders;
-    if (policy::join_reads_holders(c.info.priority, c.burst))
-        for (ClientId h : gpus_[gpu].holders) {
-            const ClientRecord& o = clients_.at(h);
-            holders.push_back({o.burst, now - o.granted_at});
-        }
-    return c.waiting_since + policy::join_after(c.info.priority, c.burst, now - c.waiting_since,
-                                                holders, time_quantum_of(gpu));
-}
-
-TimePoint Scheduler::settled_time(const ClientRecord& c) const
-{
-    return c.first_granted_at ? policy::settled_at(*c.first_granted_at, c.grew_at)
-                              : TimePoint::max();
-}
-
-size_t Scheduler::share_cap(uint32_t uid, GpuIndex gpu) const
-{
-    std::map<uint32_t, size_t> others;
-    for (ClientId h : gpus_[gpu].holders) {
-        const uint32_t u = clients_.at(h).info.principal;
-        if (u != uid)
-            others[u]++;
-    }
-    queues_[gpu].line.for_each_bucket([&](uint32_t principal, int) {
-        if (principal != uid)
-            others.emplace(principal, 0);
-    });
-    return policy::user_share_cap(others);
-}
-
-bool Scheduler::may_join(const ClientRecord& c, GpuIndex gpu, TimePoint now) const
-{
-    if (join_time(c, gpu, now) > now)
-        return false;
-    size_t mine = 0;
-    for (ClientId h : gpus_[gpu].holders)
-        mine += clients_.at(h).info.principal == c.info.principal;
-    return mine < share_cap(c.info.principal, gpu);
-}
-
-// Beyond its user's share: more of its user's processes, granted before it,
-// run on the GPU than the least of the other users present runs.
-bool Scheduler::over_share(const ClientRecord& c, GpuIndex gpu) const
-{
-    size_t before = 0;
-    for (ClientId h : gpus_[gpu].holders) {
-        const ClientRecord& o = clients_.at(h);
-        before += o.id != c.id && o.info.principal == c.info.principal &&
-                  std::tie(o.granted_at, o.id) < std::tie(c.granted_at, c.id);
-    }
-    return before >= share_cap(c.info.principal, gpu);
-}
-
 bool Scheduler::wanted_by_others(const ClientRecord& c, TimePoint now) const
 {
     bool any = false;
@@ -695,7 +630,8 @@ bool Scheduler::wanted_by_others(const ClientRecord& c, TimePoint now) const
         if (turns_.of(g) != Turns::Soft) {
             // In a group turn, one still starting is told once it has
             // started: what it placed would otherwise have to move again.
-            any |= !queues_[g].line.empty() && !(turns_.of(g) == Turns::Groups && starting(c, now));
+            any |= !queues_[g].line.empty() &&
+                   !(turns_.of(g) == Turns::Groups && soft_join::starting(c, now));
             return;
         }
         // Softly, nobody hands over while a process there is still
@@ -703,17 +639,19 @@ bool Scheduler::wanted_by_others(const ClientRecord& c, TimePoint now) const
         bool others = !queues_[g].line.empty(), starts = false;
         for (ClientId h : gpus_[g].holders) {
             others |= h != c.id;
-            starts |= starting(clients_.at(h), now);
+            starts |= soft_join::starting(clients_.at(h), now);
         }
         // One that waits only for the starts to settle starts next (every
         // follower: its own bound came by now_). The line is looked at only
         // where that decides, until one is found.
         if (others && !starts)
-            starts = (!queues_[g].followers.empty() && now >= now_) ||
-                     queues_[g].line.any_of([&](ClientId id) {
-                         const ClientRecord& w = clients_.at(id);
-                         return starting(w, now) && policy_join_time(w, g, now) <= now;
-                     });
+            starts =
+                (!queues_[g].followers.empty() && now >= now_) ||
+                queues_[g].line.any_of([&](ClientId id) {
+                    const ClientRecord& w = clients_.at(id);
+                    return soft_join::starting(w, now) &&
+                           soft_join::policy_join_time(w, turn(g), time_quantum_of(g), now) <= now;
+                });
         any |= others && !starts;
     });
     return any;
@@ -761,9 +699,9 @@ void Scheduler::admit(GpuSet gpus, TimePoint now)
                 [&](ClientId id) {
                     return Place{q.line.position_of(order, clients_.at(id)), id};
                 },
-                [&](uint32_t uid) { return user_may_join(uid, g); });
+                [&](uint32_t uid) { return soft_join::user_may_join(uid, turn(g)); });
         };
-        bool followers = followers_may_start(g, now);
+        bool followers = soft_join::followers_may_start(turn(g), now);
         std::optional<Place> passed;
         size_t i = 0;
         for (;;) {
@@ -784,12 +722,12 @@ void Scheduler::admit(GpuSet gpus, TimePoint now)
                     order.shares = &*shares;
                 }
                 grant(w, now);
-                followers = followers_may_start(g, now);
+                followers = soft_join::followers_may_start(turn(g), now);
             } else {
                 update_deadline(w);
             }
         }
-        q.followers.set_at(followers_due(g, now_), deadlines_);
+        q.followers.set_at(soft_join::followers_due(turn(g), now_), deadlines_);
         update_pending(g);
     });
 }
@@ -808,7 +746,7 @@ bool Scheduler::grantable(const ClientRecord& c, TimePoint now) const
             return;  // its turn
         switch (turns_.of(g)) {
             case Turns::Soft:
-                ok = may_join(c, g, now);
+                ok = soft_join::may_join(c, turn(g), time_quantum_of(g), now);
                 break;
             case Turns::Groups:
                 ok = joins_group(c, g, now);
@@ -824,18 +762,9 @@ bool Scheduler::grantable(const ClientRecord& c, TimePoint now) const
 
 bool Scheduler::joins_group(const ClientRecord& c, GpuIndex gpu, TimePoint now) const
 {
-    if (turns_.of(gpu) != Turns::Groups || head(gpu, now) != c.id)
-        return false;
-    // What a holder still starting will use is not known yet.
-    for (ClientId h : gpus_[gpu].holders)
-        if (starting(clients_.at(h), now) || clients_.at(h).drop_sent)
-            return false;
-    // Nor while the holders wait for room: a joiner would wait for the same
-    // room while holding the lock, and a holder that keeps growing long
-    // after its start can keep that room from coming for a long time.
-    if (now < room_.short_of_room_until(gpu))
-        return false;
-    return room_.fits_beside_holders(c, gpu);
+    return turns_.of(gpu) == Turns::Groups && head(gpu, now) == c.id &&
+           soft_join::group_open(turn(gpu), room_.short_of_room_until(gpu), now) &&
+           room_.fits_beside_holders(c, gpu);
 }
 
 void Scheduler::keep_holders_that_fit(GpuIndex gpu, TimePoint now)
@@ -871,7 +800,7 @@ bool Scheduler::contended(const ClientRecord& c) const
     for_each_gpu(c.held & turns_.with({Turns::Soft}), [&](GpuIndex g) {
         queues_[g].line.for_each_bucket(
             [&](uint32_t principal, int) { any |= principal == c.info.principal; });
-        any |= over_share(c, g);
+        any |= soft_join::over_share(c, turn(g));
     });
     return any;
 }
@@ -1055,7 +984,7 @@ std::optional<TimePoint> Scheduler::quantum_end(const ClientRecord& c) const
     // Past its user's share it hands over soon: switching costs only the
     // handoff while memory fits.
     for_each_gpu(c.held & turns_.with({Turns::Soft}), [&](GpuIndex g) {
-        if (over_share(c, g))
+        if (soft_join::over_share(c, turn(g)))
             end = std::min(end, c.granted_at + policy::kShareRebalance);
     });
     return end;
@@ -1074,7 +1003,7 @@ void Scheduler::update_deadline(ClientRecord& c)
         if (!c.contended_sent) {
             for_each_gpu(c.held & turns_.with({Turns::Soft, Turns::Groups}), [&](GpuIndex g) {
                 for (ClientId h : gpus_[g].holders) {
-                    const TimePoint at = settled_time(clients_.at(h));
+                    const TimePoint at = soft_join::settled_time(clients_.at(h));
                     if (at > now_ && (!want || at < *want))
                         want = at;
                 }
@@ -1083,16 +1012,15 @@ void Scheduler::update_deadline(ClientRecord& c)
     } else if (c.phase == Phase::Waiting) {
         // When it may join the holders of a GPU taken in turns softly.
         for_each_gpu(c.wanted & turns_.with({Turns::Soft}), [&](GpuIndex g) {
-            const TimePoint at = join_time(c, g, now_);
+            const TimePoint at = soft_join::join_time(c, turn(g), time_quantum_of(g), now_);
             if (at > now_ && (!want || at < *want))
                 want = at;
         });
         // When the holders of a GPU taken in group turns have started and
         // have their room.
         for_each_gpu(c.wanted & turns_.with({Turns::Groups}), [&](GpuIndex g) {
-            TimePoint at = room_.short_of_room_until(g);
-            for (ClientId h : gpus_[g].holders)
-                at = std::max(at, settled_time(clients_.at(h)));
+            const TimePoint at =
+                std::max(room_.short_of_room_until(g), soft_join::holders_settled(turn(g)));
             if (at > now_ && (!want || at < *want))
                 want = at;
         });
@@ -1126,37 +1054,15 @@ std::optional<std::pair<GpuIndex, TimePoint>> Scheduler::follower_gpu(const Clie
         return std::nullopt;
     const auto g = static_cast<GpuIndex>(std::countr_zero(in_turns));
     // Once its own bound has come, only the holders' start keeps it.
-    return std::pair{g, policy_join_time(c, g, now)};
-}
-
-// A follower's join time is the latest settle time of the holders (it has
-// not started: join_time), its own bound having come.
-std::optional<TimePoint> Scheduler::followers_due(GpuIndex gpu, TimePoint now) const
-{
-    TimePoint settled{};
-    for (ClientId h : gpus_[gpu].holders)
-        settled = std::max(settled, settled_time(clients_.at(h)));
-    return settled > now ? std::optional<TimePoint>(settled) : std::nullopt;
-}
-
-bool Scheduler::followers_may_start(GpuIndex gpu, TimePoint now) const
-{
-    return gpus_[gpu].holders.empty() || !followers_due(gpu, now);
-}
-
-bool Scheduler::user_may_join(uint32_t uid, GpuIndex gpu) const
-{
-    size_t mine = 0;
-    for (ClientId h : gpus_[gpu].holders)
-        mine += clients_.at(h).info.principal == uid;
-    return mine < share_cap(uid, gpu);
+    return std::pair{g, soft_join::policy_join_time(c, turn(g), time_quantum_of(g), now)};
 }
 
 bool Scheduler::a_follower_may_go(GpuIndex gpu, TimePoint now) const
 {
-    return followers_may_start(gpu, now) && queues_[gpu].followers.any_may_join([&](uint32_t uid) {
-        return user_may_join(uid, gpu);
-    });
+    const soft_join::Turn t = turn(gpu);
+    return soft_join::followers_may_start(t, now) &&
+           queues_[gpu].followers.any_may_join(
+               [&](uint32_t uid) { return soft_join::user_may_join(uid, t); });
 }
 
 void Scheduler::leave_followers(ClientRecord& c, bool still_waiting)
@@ -1181,9 +1087,7 @@ void Scheduler::set_pending(ClientRecord& c, std::optional<std::pair<GpuIndex, T
 // is as it was.
 void Scheduler::update_pending(GpuIndex gpu)
 {
-    TimePoint upto = now_;
-    for (ClientId h : gpus_[gpu].holders)
-        upto = std::max(upto, settled_time(clients_.at(h)));
+    const TimePoint upto = std::max(now_, soft_join::holders_settled(turn(gpu)));
     for (ClientId id : queues_[gpu].followers.to_update(upto))
         if (ClientRecord& c = clients_.at(id); c.pending && c.pending->first == gpu)
             update_deadline(c);
@@ -1192,7 +1096,7 @@ void Scheduler::update_pending(GpuIndex gpu)
 void Scheduler::update_member_deadlines(GpuIndex gpu, bool holders)
 {
     SoftFollowers& f = queues_[gpu].followers;
-    f.set_at(followers_due(gpu, now_), deadlines_);
+    f.set_at(soft_join::followers_due(turn(gpu), now_), deadlines_);
     update_pending(gpu);
     const std::vector<ClientId> others(f.others().begin(), f.others().end());
     for (ClientId id : others) {
@@ -1274,7 +1178,7 @@ void Scheduler::tick(TimePoint now)
             const GpuIndex g = *c.follows;
             SoftFollowers& f = queues_[g].followers;
             if (!deadlines_.another_before(*entry, f.last()) && !a_follower_may_go(g, now)) {
-                f.set_at(followers_due(g, now_), deadlines_);
+                f.set_at(soft_join::followers_due(turn(g), now_), deadlines_);
                 continue;
             }
             f.unfollow(c, true, deadlines_);  // then it comes due on its own, as any other

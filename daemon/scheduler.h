@@ -24,6 +24,7 @@
 #include "daemon/run_ahead.h"
 #include "daemon/scheduler_types.h"
 #include "daemon/soft_followers.h"
+#include "daemon/soft_join.h"
 #include "daemon/turn_policy.h"
 #include "daemon/turn_styles.h"
 #include "daemon/usage.h"
@@ -261,17 +262,11 @@ private:
     // What the room asks of the queues: the members and that order.
     Lineup lineup();
     int best_waiting_class(GpuSet gpus) const;  // policy::class_rank of the best
-    // Soft turns: when `c` may join the holders of `gpu`, and whether it may now.
-    TimePoint join_time(const ClientRecord& c, GpuIndex gpu, TimePoint now) const;
-    // The same by policy::join_after alone, not counting starts (kStartupSettle).
-    TimePoint policy_join_time(const ClientRecord& c, GpuIndex gpu, TimePoint now) const;
-    bool may_join(const ClientRecord& c, GpuIndex gpu, TimePoint now) const;
-    size_t share_cap(uint32_t uid, GpuIndex gpu) const;
-    bool over_share(const ClientRecord& c, GpuIndex gpu) const;
-    // Whether a process is still starting (policy::settled_at): it has not
-    // held a GPU yet, or its memory grew just now, shortly after it first did.
-    bool starting(const ClientRecord& c, TimePoint now) const { return settled_time(c) > now; }
-    TimePoint settled_time(const ClientRecord& c) const;
+    // What the join rules read of `gpu`'s turn (soft_join.h).
+    soft_join::Turn turn(GpuIndex gpu) const
+    {
+        return {gpus_[gpu].holders, clients_, queues_[gpu].line};
+    }
     bool wanted_by_others(const ClientRecord& c, TimePoint now) const;
     // Tells a holder that others want its GPUs, once per grant.
     void tell_contended(ClientRecord& c, TimePoint now);
@@ -312,14 +307,11 @@ private:
     void update_holder_deadlines(GpuSet gpus);
     // Soft-turn followers (soft_followers.h): the GPU whose followers waiter
     // `c` is among by its facts now, or will be once its own bound (the
-    // time) comes: if it has not come by `now`, `c` is pending there; their
-    // deadline on `gpu` now; whether one of them may join the holders now
-    // (false only where none may).
+    // time) comes: if it has not come by `now`, `c` is pending there;
+    // whether one of them may join the holders now (false only where none
+    // may).
     std::optional<std::pair<GpuIndex, TimePoint>> follower_gpu(const ClientRecord& c,
                                                                TimePoint now) const;
-    std::optional<TimePoint> followers_due(GpuIndex gpu, TimePoint now) const;
-    bool followers_may_start(GpuIndex gpu, TimePoint now) const;
-    bool user_may_join(uint32_t uid, GpuIndex gpu) const;
     bool a_follower_may_go(GpuIndex gpu, TimePoint now) const;
     // `c` leaves its GPU's followers or pending ones (among its loose
     // waiters where it still waits there).

@@ -14,6 +14,7 @@
 #include "common/units.h"
 #include "common/uuid.h"
 #include "daemon/gpu_discovery.h"
+#include "daemon/host_readings.h"
 #include "daemon/log.h"
 #include "daemon/nvml.h"
 #include "daemon/peer_groups.h"
@@ -27,13 +28,6 @@
 namespace nvshare::daemon {
 
 namespace {
-
-// Whether a client's memory needs the host's confirmation: that of a user
-// other than root does (Scheduler::confirm_memory, confirm_host_memory).
-bool needs_confirming(const ClientInfo& client, const MemoryUse& use)
-{
-    return client.uid != 0 && (use.pinned != 0 || use.managed != 0);
-}
 
 // sd-event's time for t, on the clock the static_assert below checks.
 uint64_t monotonic_usec(TimePoint t)
@@ -452,62 +446,27 @@ bool Server::on_memory(Connection& c, const ClientRecord& client, const proto::M
         scheduler_.want_room(c.serial, gpu, uint64_t{m.room_wanted_mib} << 20, now);
     // Memory of a user other than root counts for others as far as the
     // host confirms it: watch the GPU and the process.
-    if (needs_confirming(client.info, {m.managed_bytes, m.pinned_bytes}) && memory_watch_) {
-        const bool new_gpu = watched_gpus_.insert(scheduler_.gpus()[gpu].description.uuid).second;
-        if (watched_pids_.insert(client.info.pid).second || new_gpu)
-            memory_watch_->watch(watched_gpus_, watched_pids_);
-    }
+    if (needs_confirming(client.info, {m.managed_bytes, m.pinned_bytes}) && memory_watch_ &&
+        watched_.add(scheduler_.gpus()[gpu].description.uuid, client.info.pid))
+        memory_watch_->watch(watched_.gpus, watched_.pids);
     return true;
 }
 
 void Server::on_memory_readings(const MemoryWatch::Readings& readings)
 {
     const TimePoint now = Clock::now();
-    const auto& gpus = scheduler_.gpus();
-    std::set<std::string> watched;
-    std::set<int32_t> watched_pids;
-    std::vector<std::tuple<ClientId, GpuIndex, std::optional<uint64_t>>> changes;
-    std::vector<std::pair<ClientId, std::optional<uint64_t>>> host_changes;
-    for (const auto& [id, c] : scheduler_.clients()) {
-        if (c.info.uid == 0)
-            continue;  // confirmed whole
-        if (const auto h = readings.host.find(c.info.pid);
-            h != readings.host.end() && h->second != c.host_resident)
-            host_changes.emplace_back(id, h->second);
-        for (const auto& [g, use] : c.memory) {
-            if (needs_confirming(c.info, use)) {
-                watched.insert(gpus[g].description.uuid);
-                watched_pids.insert(c.info.pid);
-            }
-            const auto r = readings.gpus.find(gpus[g].description.uuid);
-            if (r == readings.gpus.end())
-                continue;
-            // A process NVML does not list has no memory there it confirms.
-            std::optional<uint64_t> confirmed;
-            if (r->second) {
-                const auto p = r->second->find(c.info.pid);
-                confirmed = p == r->second->end() ? 0 : p->second;
-            }
-            const auto was = c.host_confirms.find(g);
-            const std::optional<uint64_t> before =
-                was == c.host_confirms.end() ? std::nullopt : std::optional<uint64_t>(was->second);
-            if (before != confirmed)
-                changes.emplace_back(id, g, confirmed);
-        }
+    ReadingChanges changes = reading_changes(scheduler_.clients(), scheduler_.gpus(), readings);
+    for (const auto& [g, counts] : changes.counts_processes)
+        scheduler_.set_host_counts_processes(g, counts);
+    for (const auto& h : changes.host)
+        scheduler_.confirm_host_memory(h.client, h.bytes, now);
+    for (const auto& c : changes.gpus)
+        scheduler_.confirm_memory(c.client, c.gpu, c.bytes, now);
+    if (changes.watch != watched_) {
+        watched_ = std::move(changes.watch);
+        memory_watch_->watch(watched_.gpus, watched_.pids);
     }
-    for (GpuIndex g = 0; g < gpus.size(); ++g)
-        if (const auto r = readings.gpus.find(gpus[g].description.uuid); r != readings.gpus.end())
-            scheduler_.set_host_counts_processes(g, r->second.has_value());
-    for (const auto& [id, bytes] : host_changes)
-        scheduler_.confirm_host_memory(id, bytes, now);
-    for (const auto& [id, g, confirmed] : changes)
-        scheduler_.confirm_memory(id, g, confirmed, now);
-    if (watched != watched_gpus_ || watched_pids != watched_pids_) {
-        watched_gpus_ = std::move(watched);
-        watched_pids_ = std::move(watched_pids);
-        memory_watch_->watch(watched_gpus_, watched_pids_);
-    }
-    if (!changes.empty() || !host_changes.empty())
+    if (changes.confirmations_changed())
         after_change();
 }
 

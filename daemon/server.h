@@ -20,6 +20,7 @@
 #include "common/codec.h"
 #include "daemon/connection.h"
 #include "daemon/dispatch.h"
+#include "daemon/host_readings.h"
 #include "daemon/journal.h"
 #include "daemon/listener.h"
 #include "daemon/memory_watch.h"
@@ -141,8 +142,7 @@ private:
     StatusService status_{scheduler_, principals_};
     EventLog events_;
     std::unique_ptr<MemoryWatch> memory_watch_;
-    std::set<std::string> watched_gpus_;  // the GPUs it reads (UUIDs)
-    std::set<int32_t> watched_pids_;      // the processes whose host memory it reads
+    WatchSet watched_;  // the GPUs and processes it reads
 };
 
 }  // namespace nvshare::daemon

@@ -11,8 +11,8 @@ work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 gen=${SCHEDULER_DIFF_BUILD:-$new/build}
 srcs="daemon/client.cpp daemon/gpu_discovery.cpp daemon/gpu_table.cpp daemon/log.cpp
   daemon/member_classes.cpp daemon/claim_grace.cpp daemon/printable_text.cpp daemon/room.cpp
-  daemon/run_ahead.cpp daemon/scheduler.cpp daemon/soft_followers.cpp daemon/turn_policy.cpp
-  daemon/turn_styles.cpp daemon/usage.cpp daemon/wait_notices.cpp daemon/waiting_line.cpp
+  daemon/run_ahead.cpp daemon/scheduler.cpp daemon/soft_followers.cpp daemon/soft_join.cpp
+  daemon/turn_policy.cpp daemon/turn_styles.cpp daemon/usage.cpp daemon/wait_notices.cpp daemon/waiting_line.cpp
   common/units.cpp common/user_name.cpp common/write_all.cpp common/driver_gpus.cpp"
 flags="-std=c++20 -O1 -I$gen"
 for side in old new; do
