@@ -593,7 +593,9 @@ def numbers_selftest():
             ("page", doc_numbers.field_page_mutations(page),
              lambda p: doc_numbers.field_errors(p, header)),
             ("header", doc_numbers.field_header_mutations(header),
-             lambda h: doc_numbers.field_errors(page, h))):
+             lambda h: doc_numbers.field_errors(page, h)),
+            ("page", doc_numbers.size_page_mutations(page),
+             lambda p: doc_numbers.size_errors(p, header))):
         if len(changes) < 10:
             print(f"FAIL: only {len(changes)} field sizes could be changed in the {what}")
             failures += 1
