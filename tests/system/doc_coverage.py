@@ -17,7 +17,7 @@ import re
 
 NUMBER_WORDS = r"(?:one|two|three|four|five|six|seven|eight|nine|ten|twelve|twenty)"
 UNIT = (r"(?:ns|us|ms|s|min|h|d|seconds?|minutes?|hours?|days?|bytes?|KiB|MiB|GiB|TiB|"
-        r"GB/s|MiB/s|GiB/s|KB|MB|GB|TB|%|times|x|characters|a\s+second|per\s+second|a\s+minute)")
+        r"GB/s|MiB/s|GiB/s|KB|MB|GB|TB|%|times|x|characters|threads|a\s+second|per\s+second|a\s+minute)")
 # Each alternative has one named group: the number's own span.
 CANDIDATE = re.compile(
     r"(?<![\w.\-/^])(?P<unit>\d+(?:\.\d+)?)\s?" + UNIT + r"(?![\w/])"

@@ -25,8 +25,8 @@ PAGE_UNITS = {
     "bytes": 1, "byte": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40,
     "GB/s": 1e9,
 }
-WORDS = {"one": 1, "once": 1, "two": 2, "four": 4, "five": 5, "ten": 10, "twice": 2, "half": 2,
-         "quarter": 4, "three quarters": 0.75}
+WORDS = {"one": 1, "once": 1, "two": 2, "four": 4, "five": 5, "eight": 8, "nine": 9, "ten": 10,
+         "twice": 2, "half": 2, "quarter": 4, "three quarters": 0.75}
 CHRONO_SECONDS = {"hours": 3600, "minutes": 60, "seconds": 1, "milliseconds": 1e-3,
                   "microseconds": 1e-6, "nanoseconds": 1e-9}
 CODE_UNITS = {None: 1, "ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1, "min": 60, "bits": 1 / 8}
@@ -104,8 +104,8 @@ STATEMENTS = [
       "preload/swap/small_blocks.h", "kAlign"),
     H(LIB, r"\(at least (?P<v>twice) the reserve\)", "preload/swap/host_budget.cpp",
       r"re:twice_reserve = (?P<v>\d+) \* reserve"),
-    H(LIB, r"which a hold waits out (?P<v>twice) over", "preload/lock/idle_gaps.cpp",
-      r"re:twice = (?P<v>\d+) \* longest_recent_short"),
+    H(LIB, r"Up to (?P<v>eight) threads fault the memory in", "preload/swap/host_memory.cpp",
+      "kMaxTouchThreads"),
     H(LIB, r"as it enters or leaves the first (?P<v>\d+)", PROTOCOL, "kNamedPlaces"),
     H(LIB, r"at most about (?P<v>twice) its own burst", "daemon/turn_policy.cpp",
       r"re:std::min\((?P<v>\d+) \* burst, quantum\)"),
@@ -421,7 +421,7 @@ def number_errors(read):
 
 OTHER_WORD = {"quarter": "half", "half": "quarter", "twice": "ten", "ten": "twice",
               "three quarters": "quarter", "one": "two", "once": "twice",
-              "two": "four", "four": "five", "five": "ten"}
+              "two": "four", "four": "five", "five": "ten", "eight": "nine"}
 
 
 def page_mutations(read):
