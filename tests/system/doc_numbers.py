@@ -8,8 +8,9 @@ source file (`NAME = EXPR;`, `NAME{EXPR};`, std::chrono durations too), or,
 where the number is written inline, a regular expression whose group v is
 that expression. Both sides are compared in seconds, bytes or plain numbers.
 
-nvshare-protocol(7) also states each payload field's size and offset: those
-are held to common/protocol.h's structures (field_errors).
+nvshare-protocol(7) also states each payload field's size and offset, each
+payload's size and each fixed-size message's: those are held to
+common/protocol.h's structures (field_errors, size_errors).
 
 doc_test.py runs these (doc-numbers) and its self-test changes each number
 on the page, and each constant in the code, and requires the check to fail.
@@ -24,11 +25,11 @@ PAGE_UNITS = {
     "bytes": 1, "byte": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40,
     "GB/s": 1e9,
 }
-WORDS = {"one": 1, "once": 1, "two": 2, "four": 4, "five": 5, "ten": 10, "twice": 2, "half": 2,
-         "quarter": 4, "three quarters": 0.75}
+WORDS = {"one": 1, "once": 1, "two": 2, "four": 4, "five": 5, "eight": 8, "nine": 9, "ten": 10,
+         "twice": 2, "half": 2, "quarter": 4, "three quarters": 0.75}
 CHRONO_SECONDS = {"hours": 3600, "minutes": 60, "seconds": 1, "milliseconds": 1e-3,
                   "microseconds": 1e-6, "nanoseconds": 1e-9}
-CODE_UNITS = {None: 1, "ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1, "min": 60}
+CODE_UNITS = {None: 1, "ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1, "min": 60, "bits": 1 / 8}
 
 
 class Held:
@@ -99,6 +100,15 @@ STATEMENTS = [
       "preload/lock/idle_gaps.cpp", r"re:twice = (?P<v>\d+) \* longest_recent_short"),
     H(LIB, r"for at most (?P<v>three quarters) of the grace period", "preload/lock/holding.cpp",
       r"re:grace_us \* 1000 \* (?P<v>\d+ / \d+);"),
+    H(LIB, r"Each block starts at a multiple\s+of (?P<v>\d+) (?P<u>bytes)",
+      "preload/swap/small_blocks.h", "kAlign"),
+    H(LIB, r"\(at least (?P<v>twice) the reserve\)", "preload/swap/host_budget.cpp",
+      r"re:twice_reserve = (?P<v>\d+) \* reserve"),
+    H(LIB, r"Up to (?P<v>eight) threads fault the memory in", "preload/swap/host_memory.cpp",
+      "kMaxTouchThreads"),
+    H(LIB, r"as it enters or leaves the first (?P<v>\d+)", PROTOCOL, "kNamedPlaces"),
+    H(LIB, r"at most about (?P<v>twice) its own burst", "daemon/turn_policy.cpp",
+      r"re:std::min\((?P<v>\d+) \* burst, quantum\)"),
     # nvshared(8)
     H(DAEMON, r"The directory is created \(mode (?P<v>0\d+)\) and the socket", LISTENER,
       r"re:mkdir\(dir\.c_str\(\), (?P<v>0\d+)\)"),
@@ -137,6 +147,10 @@ STATEMENTS = [
     H(DAEMON, r"stretched to (?P<v>ten) times the process's own last swap-in", SCHED,
       "kQuantumPerSwap"),
     H(DAEMON, r"last swap-in \(up to (?P<v>\d+) (?P<u>s)\)", SCHED, "quantum_ceiling"),
+    H(DAEMON, r"own quantum \(to (?P<v>ten) times its", SCHED, "kQuantumPerSwap"),
+    H(DAEMON, r"never beyond (?P<v>four) times its time quantum", SCHED, "kMaxQuantumStretch"),
+    H(DAEMON, r"at most (?P<v>once) a second \(the latest line wins\)", "daemon/status_line.h",
+      "kStatusLineInterval", unit="s"),
     H(DAEMON, r"to a (?P<v>quarter) for a \*normal\* one behind a \*batch\* holder",
       "daemon/turn_policy.cpp", r"re:kInteractivePreempt : quantum / (?P<v>\d+)\);"),
     H(DAEMON, r"used it in the last (?P<v>\d+) (?P<u>minutes)", "daemon/turn_policy.h",
@@ -180,6 +194,10 @@ STATEMENTS = [
       "kHelloDeadline"),
     H(DAEMON, r"opens at most (?P<v>\d+) connections a second", GATE, "kConnectionsPerSecond"),
     H(DAEMON, r"a second, in bursts of up to (?P<v>\d+)\.", GATE, "kConnectionBurst"),
+    H(DAEMON, r"opens connections faster than (?P<v>\d+) a second", GATE, "kConnectionsPerSecond"),
+    H(DAEMON, r"faster than \d+ a second \(bursts of (?P<v>\d+)\)", GATE, "kConnectionBurst"),
+    H(DAEMON, r"the refusals are logged at most (?P<v>once) a second per user", GATE,
+      "kConnectionLogInterval", unit="s"),
     H(DAEMON, r"most (?P<v>\d+) connections per round of its loop", GATE, "kAcceptsPerRound"),
     H(DAEMON, r"sets up at most (?P<v>\d+) of them", GATE, "kSetupsPerRound"),
     H(DAEMON, r"it accepts nothing for (?P<v>\d+) (?P<u>ms)", GATE, "kAcceptPause"),
@@ -271,6 +289,15 @@ STATEMENTS = [
       "kShrinkStep"),
     H(PROTO, r"\*kUnpageableStep\* \((?P<v>\d+) (?P<u>MiB)\)", PROTOCOL, "kUnpageableStep"),
     H(PROTO, r"Beyond the (?P<v>\d+)th place", "common/protocol.h", "kNamedPlaces"),
+    H(PROTO, r"its place enters or leaves the first (?P<v>\d+),", PROTOCOL, "kNamedPlaces"),
+    H(PROTO, r"the places beyond the (?P<v>\d+)th, or", PROTOCOL, "kNamedPlaces"),
+    H(PROTO, r"one event sends at most (?P<v>\d+) frames", PROTOCOL, "2 * kNamedPlaces"),
+    H(PROTO, r"1 = next \(beyond (?P<v>\d+): as when", PROTOCOL, "kNamedPlaces"),
+    H(PROTO, r"The payload length exceeds (?P<v>\d+) (?P<u>bytes)", PROTOCOL, "kMaxClientPayload"),
+    H(PROTO, r"no \*Hello\* within (?P<v>\d+) (?P<u>seconds) of connecting",
+      "daemon/connection.h", "kHelloDeadline"),
+    H(PROTO, r"Then _gpu_count_ capacities of (?P<v>\d+) (?P<u>bytes) each", "common/codec.h",
+      r"re:uint(?P<v>\d+)_t capacities\[", "bits"),
     # nvshare(7)
     H(OVERVIEW, r"_/run/nvshare/nvshare\.sock_ \(mode (?P<v>0\d+):", "systemd/nvshare.socket.in",
       r"re:^SocketMode=(?P<v>0\d+)$"),
@@ -388,12 +415,13 @@ def number_errors(read):
         if abs(got - want) > 1e-12 * max(1.0, abs(want)):
             errors.append(f"{s.page} says {' '.join(m.group(0).split())!r}, but {s.source}'s "
                           f"{s.expr} is {want:g}")
-    return errors + field_errors(read(PROTO), read(PROTOCOL))
+    return errors + field_errors(read(PROTO), read(PROTOCOL)) + \
+        size_errors(read(PROTO), read(PROTOCOL))
 
 
 OTHER_WORD = {"quarter": "half", "half": "quarter", "twice": "ten", "ten": "twice",
               "three quarters": "quarter", "one": "two", "once": "twice",
-              "two": "four", "five": "ten"}
+              "two": "four", "four": "five", "five": "ten", "eight": "nine"}
 
 
 def page_mutations(read):
@@ -458,6 +486,15 @@ PRIMITIVES = {"uint8_t": 1, "char": 1, "uint16_t": 2, "int32_t": 4, "uint32_t": 
 
 def struct_layouts(header):
     """{struct: {field: (size, offset)}} of common/protocol.h, natural alignment."""
+    return _layouts(header)[0]
+
+
+def struct_sizes(header):
+    """{struct: sizeof} of common/protocol.h, natural alignment."""
+    return _layouts(header)[1]
+
+
+def _layouts(header):
     layouts, sizes, aligns = {}, {}, {}
     for struct, body in re.findall(r"struct (\w+) \{(.*?)\};", header, re.S):
         offset, align, fields = 0, 1, {}
@@ -471,7 +508,7 @@ def struct_layouts(header):
             align = max(align, a)
         layouts[struct] = fields
         sizes[struct], aligns[struct] = (offset + align - 1) // align * align, align
-    return layouts
+    return layouts, sizes
 
 
 FIELD = re.compile(r"_(?P<field>\w+)_\s+\((?P<size>\d+)\s+bytes(?:,\s+offset\s+(?P<offset>\d+))?\)")
@@ -534,3 +571,43 @@ def field_header_mutations(header):
             out.append(header[:f.start()] + f.group(1) + "uint64_t" + f.group(2) +
                        header[f.end():])
     return out
+
+
+# ---- the payloads' and messages' sizes, as nvshare-protocol(7) states them -------------
+
+STRUCT_SIZE = re.compile(r"\(\*(?P<struct>\w+)\*,\s+(?P<size>\d+)\s+bytes")
+MESSAGE = re.compile(r"^\*(?P<name>\w+)\* \(type \d+, (?P<size>\d+) bytes\)$", re.M)
+
+
+def size_statements(page):
+    """[(struct or None, size, match)]: each (*Struct*, N bytes) a paragraph
+    states, and each fixed-size message's item, whose size is its payload's:
+    the first (*Struct*, N bytes) of its item, or none (0 bytes)."""
+    out = [(m.group("struct"), int(m.group("size")), m) for m in STRUCT_SIZE.finditer(page)]
+    for m in MESSAGE.finditer(page):
+        end = re.compile(r"^\*\w+\* \(", re.M).search(page, m.end())
+        payload = STRUCT_SIZE.search(page, m.end(), end.start() if end else len(page))
+        out.append((payload.group("struct") if payload else None, int(m.group("size")), m))
+    return out
+
+
+def size_errors(page, header):
+    sizes, errors = struct_sizes(header), []
+    stated = size_statements(page)
+    if len(stated) < 30:
+        errors.append(f"nvshare-protocol.7 states only {len(stated)} payload sizes")
+    for struct, size, m in stated:
+        want = sizes.get(struct, 0) if struct else 0
+        if struct and struct not in sizes:
+            errors.append(f"nvshare-protocol.7 states the size of {struct}, which "
+                          "common/protocol.h does not have")
+        elif size != want:
+            errors.append(f"nvshare-protocol.7 says {' '.join(m.group(0).split())!r}, but "
+                          f"common/protocol.h's {struct or 'no payload'} is {want} bytes")
+    return errors
+
+
+def size_page_mutations(page):
+    """Each stated payload or message size, one more."""
+    return [page[:m.start("size")] + str(int(m.group("size")) + 1) + page[m.end("size"):]
+            for *_, m in size_statements(page)]

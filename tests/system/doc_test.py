@@ -31,10 +31,14 @@
               default, limit, size, duration, rate, share or file mode) is
               the code's: doc_numbers.py lists each with the constant or
               expression that holds it
+  numbers-coverage  every number with a unit or a tuning meaning that a page
+              states is held by one of the checks above, or exempt in
+              doc_coverage.EXEMPT with its reason (doc_coverage.py)
   deviceplugin every option of `nvshare-device-plugin --help` in OPTIONS of
               nvshare-device-plugin(8) (skipped where the plugin is not built)
   selftest    each check above fails on a page with one item taken out, and
-              the ranges and numbers checks on a page or a constant changed
+              the ranges and numbers checks on a page or a constant changed,
+              the coverage check on a page given an unheld number
 
 A term counts as documented when the page shows it in bold (*term*), fields
 in underline (_field_). A page still holding the "; nvshare-stub" placeholder
@@ -48,6 +52,7 @@ import re
 import subprocess
 import sys
 
+import doc_coverage
 import doc_numbers
 
 SKIP = 77
@@ -566,6 +571,87 @@ def run_numbers():
     return 1 if errors else 0
 
 
+def spans_of(m):
+    return [m.span(i) for i in range(1, m.re.groups + 1) if m.group(i) is not None]
+
+
+def flat_with_index(text):
+    """text without '*' and with each run of white space one space, and each
+    of its characters' index in text."""
+    out, index = [], []
+    for i, c in enumerate(text):
+        if c == "*" or (c.isspace() and out and out[-1] == " "):
+            continue
+        out.append(" " if c.isspace() else c)
+        index.append(i)
+    return "".join(out), index
+
+
+def held_spans(path, text):
+    """The spans of the numbers of page path that the checks above hold."""
+    spans = []
+    for s in doc_numbers.STATEMENTS:
+        m = s.pattern().search(text) if s.page == path else None
+        spans += spans_of(m) if m else []
+    if path == "man/libnvshare.8.scd":
+        for _, phrase in ENGINE_STATEMENTS:
+            m = re.search(phrase.replace(" ", r"\s+"), text)
+            spans += spans_of(m) if m else []
+    if path == "man/nvshared.8.scd":
+        for _, phrase in POLICY_STATEMENTS:
+            m = re.search(phrase, text)
+            spans += spans_of(m) if m else []
+    if path == doc_numbers.PROTO:
+        spans += [s for *_, m in doc_numbers.field_statements(text) for s in spans_of(m)]
+        spans += [m.span("size") for *_, m in doc_numbers.size_statements(text)]
+    # Every range is one of the allowed ones, or doc-ranges fails.
+    flat, index = flat_with_index(text)
+    for pattern in (USEC_RANGE, RANGE):
+        for m in re.finditer(pattern, flat):
+            spans += [(index[a], index[b - 1] + 1) for a, b in spans_of(m)]
+    return spans
+
+
+def man_pages():
+    return {os.path.relpath(p, SOURCE): read_source(os.path.relpath(p, SOURCE))
+            for p in sorted(glob.glob(os.path.join(MAN, "*.scd")))}
+
+
+def run_coverage():
+    errors, counts = doc_coverage.coverage(man_pages(), held_spans)
+    for page, c in counts.items():
+        exempt = ", ".join(f"{n} {r}" for r, n in sorted(c["exempt"].items()))
+        print(f"{page}: {c['stated']} numbers stated, {c['held']} held, "
+              f"{sum(c['exempt'].values())} exempt ({exempt or 'none'})")
+    for e in errors:
+        print(e)
+    if not errors:
+        print("every number the pages state is held or exempt with its reason")
+    return 1 if errors else 0
+
+
+def coverage_selftest():
+    """The coverage check must notice an unheld number on any page."""
+    pages, failures = man_pages(), 0
+    if doc_coverage.coverage(pages, held_spans)[0]:
+        print("note: the pages already state an unheld number (see doc-numbers-coverage)")
+        return 1
+    changes = doc_coverage.insertion_mutations(pages)
+    if len(changes) != len(pages):
+        print(f"FAIL: only {len(changes)} of {len(pages)} pages could be given a number")
+        failures += 1
+    for path, text in changes:
+        if not doc_coverage.coverage({**pages, path: text}, held_spans)[0]:
+            print(f"FAIL: the coverage check does not notice an unheld number in {path}")
+            failures += 1
+    # An exemption that no longer matches is an error, so the table stays small.
+    stale = doc_coverage.Exempt(doc_numbers.LIB, r"no page says this", "example")
+    if not doc_coverage.coverage(pages, held_spans, doc_coverage.EXEMPT + [stale])[0]:
+        print("FAIL: the coverage check does not notice a stale exemption")
+        failures += 1
+    return failures
+
+
 def numbers_selftest():
     """The numbers check must notice a page, or a constant, changed."""
     read = doc_numbers.reader(SOURCE)
@@ -593,7 +679,9 @@ def numbers_selftest():
             ("page", doc_numbers.field_page_mutations(page),
              lambda p: doc_numbers.field_errors(p, header)),
             ("header", doc_numbers.field_header_mutations(header),
-             lambda h: doc_numbers.field_errors(page, h))):
+             lambda h: doc_numbers.field_errors(page, h)),
+            ("page", doc_numbers.size_page_mutations(page),
+             lambda p: doc_numbers.size_errors(p, header))):
         if len(changes) < 10:
             print(f"FAIL: only {len(changes)} field sizes could be changed in the {what}")
             failures += 1
@@ -609,6 +697,8 @@ def run_check(name):
         return run_ranges()
     if name == "numbers":
         return run_numbers()
+    if name == "numbers-coverage":
+        return run_coverage()
     page_name, find_missing = CHECKS[name]
     text = page(page_name)
     if is_stub(text):
@@ -684,6 +774,7 @@ def selftest():
         failures += 1
     failures += ranges_selftest()
     failures += numbers_selftest()
+    failures += coverage_selftest()
     print("selftest:", "failed" if failures else "every check notices a missing item")
     return 1 if failures else 0
 
