@@ -274,9 +274,10 @@ TEST(Release, ReleasesEarlyWhenIdle)
 {
     TempDir dir;
     Daemon daemon(dir, {"--anti-thrashing", "on", "--time-quantum", "10min"});
+    const std::string stop = dir / "stop";
     Process a = start_client(
         dir, daemon.socket(),
-        {{"--kernels", "2", "--kernel-us", "20000", "--hold-ms", "60000"}, {}, false}, "a");
+        {{"--kernels", "2", "--kernel-us", "20000", "--pause-until", stop}, {}, false}, "a");
     ASSERT_TRUE(wait_until([&] { return count_events(dir / "fake.log", a.pid(), "end") >= 2; }));
     Process b = start_client(dir, daemon.socket(),
                              {{"--kernels", "3", "--kernel-us", "20000"}, {}, false}, "b");
@@ -285,8 +286,8 @@ TEST(Release, ReleasesEarlyWhenIdle)
     const auto me = Daemon::client_by_pid(daemon.status(), a.pid());
     ASSERT_FALSE(me.is_null());
     EXPECT_EQ(me["drops"].get<int>(), 0) << "released on its own, not asked to";
-    a.signal(SIGTERM);
-    a.wait();
+    touch(stop);
+    expect_clean_exit(a);
     EXPECT_FALSE(overlapped(read_work(dir / "fake.log"), a.pid(), b.pid()));
 }
 
@@ -698,8 +699,9 @@ TEST(Priority, ALowerClassHolderKeepsItsQueuedWorkShort)
     TempDir dir;
     Daemon daemon(dir, {"--anti-thrashing", "on", "--time-quantum", "10min"});
     // Registered (it allocates), never asks for the GPU.
+    const std::string stop = dir / "stop";
     Process i = start_client(dir, daemon.socket(),
-                             {{"--kernels", "0", "--alloc", "1M", "--hold-ms", "30000"},
+                             {{"--kernels", "0", "--alloc", "1M", "--pause-until", stop},
                               {{"NVSHARE_PRIORITY", "interactive"}},
                               false},
                              "i");
@@ -709,8 +711,8 @@ TEST(Priority, ALowerClassHolderKeepsItsQueuedWorkShort)
     expect_clean_exit(a);
     EXPECT_LE(most_queued_ahead(dir / "fake.log", a.pid()), 6) << read_text(dir / "fake.log");
     EXPECT_EQ(count_events(dir / "fake.log", a.pid(), "end"), 30) << "all its work ran";
-    i.signal(SIGTERM);
-    i.wait();
+    touch(stop);
+    expect_clean_exit(i);
 }
 
 TEST(Release, DrainWaitingOnALaterSubmissionDoesNotHang)
@@ -1567,9 +1569,10 @@ TEST(Capture, FailedCapturesEndTheirCount)
 {
     TempDir dir;
     Daemon daemon(dir, {"--anti-thrashing", "on", "--time-quantum", "10min"});
+    const std::string stop = dir / "stop";
     Process a = start_client(
         dir, daemon.socket(),
-        {{"--failed-captures", "--kernels", "2", "--kernel-us", "20000", "--hold-ms", "60000"},
+        {{"--failed-captures", "--kernels", "2", "--kernel-us", "20000", "--pause-until", stop},
          {},
          false},
         "a");
@@ -1580,8 +1583,8 @@ TEST(Capture, FailedCapturesEndTheirCount)
     Process b = start_client(dir, daemon.socket(),
                              {{"--kernels", "3", "--kernel-us", "20000"}, {}, false}, "b");
     EXPECT_EQ(b.wait(seconds(30)), 0) << "a never released early\n" << b.out() << b.err();
-    a.signal(SIGTERM);
-    a.wait();
+    touch(stop);
+    expect_clean_exit(a);
 }
 
 }  // namespace
