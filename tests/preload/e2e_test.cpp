@@ -561,12 +561,12 @@ std::string line_containing(const std::string& text, const std::string& needle)
     return text.substr(from, (end == std::string::npos ? text.size() : end) - from);
 }
 
-// A holder that keeps the GPU for `hold_ms` after its work (no early
-// release), once it holds it.
-Process start_holder(const TempDir& dir, const Daemon& daemon, const std::string& hold_ms,
+// A holder that keeps the GPU after its work (no early release) until
+// `release` exists, once it holds it.
+Process start_holder(const TempDir& dir, const Daemon& daemon, const std::string& release,
                      std::vector<std::string> extra = {})
 {
-    std::vector<std::string> args{"--kernels", "2", "--kernel-us", "10000", "--hold-ms", hold_ms};
+    std::vector<std::string> args{"--kernels", "2", "--pause-until", release};
     args.insert(args.end(), extra.begin(), extra.end());
     Process a = start_client(dir, daemon.socket(),
                              {args, {{"NVSHARE_IDLE_RELEASE_MS", "0"}}, false}, "holder");
@@ -580,6 +580,12 @@ bool is_waiting(const Daemon& daemon, pid_t pid)
     return !me.is_null() && me["state"] == "waiting";
 }
 
+// Whether `p` announces on stderr that it waits for GPU 0 (bounded wait).
+bool announced_a_wait(const Process& p)
+{
+    return wait_until([&] { return p.err().find("waiting for GPU 0 (") != std::string::npos; });
+}
+
 // Two processes wait behind a holder in `on` mode: after the notice delay
 // each prints one line naming the holder (pid, command, user), its own
 // place and the reason, and one line when it gets the GPU.
@@ -587,7 +593,8 @@ TEST(WaitNotice, NamesTheHolderThePlaceAndTheReason)
 {
     TempDir dir;
     Daemon daemon(dir, {"--anti-thrashing", "on", "--time-quantum", "10min"});
-    Process a = start_holder(dir, daemon, "4000");
+    const std::string release = dir / "release";
+    Process a = start_holder(dir, daemon, release);
     const auto holder = Daemon::client_by_pid(daemon.status(), a.pid());
     ASSERT_FALSE(holder.is_null());
     const ClientRun waiter{
@@ -595,6 +602,8 @@ TEST(WaitNotice, NamesTheHolderThePlaceAndTheReason)
     Process b = start_client(dir, daemon.socket(), waiter, "b");
     ASSERT_TRUE(wait_until([&] { return is_waiting(daemon, b.pid()); }));
     Process c = start_client(dir, daemon.socket(), waiter, "c");
+    EXPECT_TRUE(announced_a_wait(b) && announced_a_wait(c)) << b.err() << c.err();
+    touch(release);
     expect_clean_exit(a);
     expect_clean_exit(b);
     expect_clean_exit(c);
@@ -615,18 +624,26 @@ TEST(WaitNotice, NamesTheHolderThePlaceAndTheReason)
     }
 }
 
+// b (a delay of 0) waits behind the holder while c, which came after it
+// with the default delay, waits long enough to announce its wait.
 TEST(WaitNotice, ZeroDelayMeansNever)
 {
     TempDir dir;
     Daemon daemon(dir, {"--anti-thrashing", "on", "--time-quantum", "10min"});
-    Process a = start_holder(dir, daemon, "3000");
+    const std::string release = dir / "release";
+    Process a = start_holder(dir, daemon, release);
     Process b = start_client(
         dir, daemon.socket(),
         {{"--kernels", "2", "--kernel-us", "10000"}, {{"NVSHARE_WAIT_NOTICE_MS", "0"}}, false},
         "b");
     ASSERT_TRUE(wait_until([&] { return is_waiting(daemon, b.pid()); }));
+    Process c = start_client(dir, daemon.socket(),
+                             {{"--kernels", "2", "--kernel-us", "10000"}, {}, false}, "c");
+    EXPECT_TRUE(announced_a_wait(c)) << c.err();
+    touch(release);
     expect_clean_exit(a);
     expect_clean_exit(b);
+    expect_clean_exit(c);
     EXPECT_EQ(b.err().find("[nvshare]"), std::string::npos) << b.err();
 }
 
@@ -635,12 +652,15 @@ TEST(WaitNotice, OversubscriptionIsTheReasonInAutoMode)
 {
     TempDir dir;
     Daemon daemon(dir, {"--anti-thrashing", "auto", "--capacity", "1G", "--time-quantum", "10min"});
-    Process a = start_holder(dir, daemon, "4000", {"--alloc", "700M"});
+    const std::string release = dir / "release";
+    Process a = start_holder(dir, daemon, release, {"--alloc", "700M"});
     Process b = start_client(dir, daemon.socket(),
                              {{"--kernels", "2", "--kernel-us", "10000", "--alloc", "700M"},
                               {{"NVSHARE_WAIT_NOTICE_MS", "500"}},
                               false},
                              "b");
+    EXPECT_TRUE(announced_a_wait(b)) << b.err();
+    touch(release);
     expect_clean_exit(a);
     expect_clean_exit(b);
     const std::string line = line_containing(b.err(), "waiting for GPU 0 (");
