@@ -1635,13 +1635,13 @@ TEST(Switching, OversubscribedGpuSwapsInBulk)
 {
     TempDir dir;
     Daemon daemon(dir, {"--anti-thrashing", "auto", "--capacity", "1G"});
-    bool stats_seen = false;
+    const std::string stop = dir / "stop";
     Pair p = run_pair(
         dir, daemon.socket(),
-        {{"--kernels", "2", "--kernel-us", "20000", "--alloc", "700M", "--hold-ms", "1500"},
+        {{"--kernels", "2", "--kernel-us", "20000", "--alloc", "700M", "--pause-until", stop},
          {{"NVSHARE_SWAP", "managed"}},
          false});
-    stats_seen = wait_until([&] {
+    const bool stats_seen = wait_until([&] {
         const auto s = daemon.status();
         if (s.is_null())
             return false;
@@ -1649,6 +1649,7 @@ TEST(Switching, OversubscribedGpuSwapsInBulk)
                sum_over_clients(s, "bytes_prefetched") >= 700ull << 20 &&
                s["gpus"][0]["last_swap_in_us"].get<uint64_t>() > 0;
     });
+    touch(stop);
     expect_clean_exit(p.a);
     expect_clean_exit(p.b);
     EXPECT_TRUE(stats_seen) << daemon.status().dump();
@@ -1670,9 +1671,10 @@ TEST(Switching, EvictsOnlyWhatTheNextHolderNeeds)
 {
     TempDir dir;
     Daemon daemon(dir, {"--anti-thrashing", "auto", "--capacity", "1G"});
+    const std::string stop = dir / "stop";
     Pair p = run_pair(dir, daemon.socket(),
                       {{"--kernels", "2", "--kernel-us", "20000", "--alloc", "300M", "--allocs",
-                        "2", "--hold-ms", "1500"},
+                        "2", "--pause-until", stop},
                        {{"FAKECUDA_NO_HOST_VMM", "1"}},  // the engine cannot run: managed
                        false});
     uint64_t evicted = 0, swap_outs = 0;
@@ -1682,6 +1684,7 @@ TEST(Switching, EvictsOnlyWhatTheNextHolderNeeds)
         swap_outs = sum_over_clients(s, "swap_outs");
         return swap_outs >= 1;
     });
+    touch(stop);
     expect_clean_exit(p.a);
     expect_clean_exit(p.b);
     EXPECT_TRUE(switched) << daemon.status().dump();
