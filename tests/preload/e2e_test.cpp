@@ -296,11 +296,11 @@ TEST(Release, ReleasesEarlyWhenIdle)
 // checks what the library decided for each pause (its debug log), not how
 // long a loaded machine took to hand over; the rule is IdleGaps'
 // (preload_unit_test.cpp: WithoutAHistoryWaitsTheSwitchCostOrThePeriod,
-// LongPausesLetGoAfterTheFloor). (Bursts of 300 ms: idle checks come every
-// period, so a burst of two periods is seen to end when it ends.) The
+// LongPausesLetGoAfterTheFloor). Each pause lasts until the bursty one has
+// let go in it and the hog has run. (Bursts of 300 ms: idle checks come
+// every period, so a burst of two periods is seen to end when it ends.) The
 // quantum (2 s) only makes the hog hand over: a burst and the idle period
-// fit in it with room for a loaded machine (with 600 ms, a start delayed
-// on a busy CI host once ended the bursty's hold by a drop instead).
+// fit in it with room for a loaded machine.
 TEST(Release, LetsGoAtOnceOncePausesProveLong)
 {
     TempDir dir;
@@ -310,12 +310,23 @@ TEST(Release, LetsGoAtOnceOncePausesProveLong)
         dir, daemon.socket(),
         {{"--kernels", "1", "--kernel-us", "20000", "--until", stop}, {}, false}, "hog");
     ASSERT_TRUE(wait_until([&] { return count_events(dir / "fake.log", hog.pid(), "end") >= 2; }));
+    const std::string pause = dir / "pause";
     Process bursty = start_client(
         dir, daemon.socket(),
-        {{"--kernels", "2", "--kernel-us", "150000", "--rounds", "4", "--pause-ms", "700"},
+        {{"--kernels", "2", "--kernel-us", "150000", "--rounds", "4", "--pauses-until", pause},
          {{"NVSHARE_IDLE_RELEASE_MS", "120"}, {"NVSHARE_DEBUG", "1"}},
          false},
         "bursty");
+    for (int n = 1; n < 4; ++n) {
+        // Pause n: it let go, and the hog ran a kernel since.
+        ASSERT_TRUE(wait_until([&] {
+            return count_lines_containing(bursty.err(), "released early") >= n;
+        })) << bursty.err();
+        const int ran = count_events(dir / "fake.log", hog.pid(), "end");
+        ASSERT_TRUE(
+            wait_until([&] { return count_events(dir / "fake.log", hog.pid(), "end") > ran; }));
+        touch(pause + "." + std::to_string(n));
+    }
     expect_clean_exit(bursty);
     touch(stop);
     expect_clean_exit(hog);
