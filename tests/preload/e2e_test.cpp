@@ -1048,8 +1048,11 @@ TEST(Gate, ContextlessStreamCallsWaitForTheLock)
         << b.out() << b.err();
     // Unlocked, the calls return at once; gated, they wait for a. Either
     // way a lets go only after this.
-    wait_until([&] { return b.out().find("contextless=submitted") != std::string::npos; },
-               seconds(2));
+    EXPECT_TRUE(wait_until([&] {
+        return b.out().find("contextless=submitted") != std::string::npos ||
+               is_waiting(daemon, b.pid());
+    })) << b.out()
+        << b.err();
     touch(stop);
     expect_clean_exit(a);
     expect_clean_exit(b);
@@ -2810,12 +2813,10 @@ TEST(Copies, TwoByLdPreloadRegisterOnceAndRunAsFastAsOne)
         {"--kernels", "4", "--kernel-us", "20000", "--alloc", "1M"},
         {{"LD_PRELOAD", Paths::get().preload + ":" + copy_of_library(dir)}, {"NVSHARE_DEBUG", "1"}},
         false};
-    const auto start = std::chrono::steady_clock::now();
     Process p = start_client(dir, daemon.socket(), run, "two");
     ASSERT_EQ(p.wait(), 0) << p.err();
-    // Two active copies waited for themselves until revoked (the grace
-    // period, 10 s); one copy needs well under a second.
-    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+    // Two active copies waited for themselves until revoked (the grace period).
+    EXPECT_EQ(daemon.log().find("revoked the lock"), std::string::npos) << daemon.log();
     EXPECT_EQ(registrations(daemon.log(), p.pid()), 1) << daemon.log();
     EXPECT_NE(p.err().find("another copy of libnvshare.so owns this process"), std::string::npos)
         << p.err();
@@ -2833,10 +2834,9 @@ TEST(Copies, OneFromEtcLdSoPreloadAndOneByLdPreloadRegisterOnce)
     ClientRun run{{"--kernels", "4", "--kernel-us", "20000", "--alloc", "1M"},
                   {{"NVSHARE_DEBUG", "1"}},
                   false};
-    const auto start = std::chrono::steady_clock::now();
     Process p = start_client(dir, daemon.socket(), run, "etc", copy_of_library(dir));
     ASSERT_EQ(p.wait(), 0) << p.err();
-    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+    EXPECT_EQ(daemon.log().find("revoked the lock"), std::string::npos) << daemon.log();
     EXPECT_EQ(registrations(daemon.log(), p.pid()), 1) << daemon.log();
     EXPECT_NE(p.err().find("another copy of libnvshare.so owns this process"), std::string::npos)
         << p.err();
