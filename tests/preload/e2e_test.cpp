@@ -249,14 +249,11 @@ TEST(Release, DropsAtTheEndOfTheTimeQuantum)
     Daemon daemon(dir, {"--anti-thrashing", "on", "--time-quantum", "300ms", "--grace", "10s"});
     const std::string stop = dir / "stop";
     // No early release: only the quantum's drop request may take the lock.
-    Process a = start_client(dir, daemon.socket(),
-                             {{"--kernels", "2", "--kernel-us", "20000", "--until", stop},
-                              {{"NVSHARE_IDLE_RELEASE_MS", "0"}},
-                              false},
-                             "a");
+    Process a = start_client(
+        dir, daemon.socket(),
+        {{"--kernels", "2", "--until", stop}, {{"NVSHARE_IDLE_RELEASE_MS", "0"}}, false}, "a");
     ASSERT_TRUE(wait_until([&] { return count_events(dir / "fake.log", a.pid(), "end") >= 2; }));
-    Process b = start_client(dir, daemon.socket(),
-                             {{"--kernels", "3", "--kernel-us", "20000"}, {}, false}, "b");
+    Process b = start_client(dir, daemon.socket(), {{"--kernels", "3"}, {}, false}, "b");
     EXPECT_EQ(b.wait(seconds(30)), 0) << b.out() << b.err();
     EXPECT_TRUE(a.running()) << "b ran only after a finished";
     const auto me = Daemon::client_by_pid(daemon.status(), a.pid());
@@ -275,12 +272,10 @@ TEST(Release, ReleasesEarlyWhenIdle)
     TempDir dir;
     Daemon daemon(dir, {"--anti-thrashing", "on", "--time-quantum", "10min"});
     const std::string stop = dir / "stop";
-    Process a = start_client(
-        dir, daemon.socket(),
-        {{"--kernels", "2", "--kernel-us", "20000", "--pause-until", stop}, {}, false}, "a");
+    Process a = start_client(dir, daemon.socket(),
+                             {{"--kernels", "2", "--pause-until", stop}, {}, false}, "a");
     ASSERT_TRUE(wait_until([&] { return count_events(dir / "fake.log", a.pid(), "end") >= 2; }));
-    Process b = start_client(dir, daemon.socket(),
-                             {{"--kernels", "3", "--kernel-us", "20000"}, {}, false}, "b");
+    Process b = start_client(dir, daemon.socket(), {{"--kernels", "3"}, {}, false}, "b");
     EXPECT_EQ(b.wait(seconds(30)), 0) << b.out() << b.err();
     EXPECT_TRUE(a.running());
     const auto me = Daemon::client_by_pid(daemon.status(), a.pid());
@@ -306,9 +301,8 @@ TEST(Release, LetsGoAtOnceOncePausesProveLong)
     TempDir dir;
     Daemon daemon(dir, {"--anti-thrashing", "on", "--time-quantum", "2s"});
     const std::string stop = dir / "stop";
-    Process hog = start_client(
-        dir, daemon.socket(),
-        {{"--kernels", "1", "--kernel-us", "20000", "--until", stop}, {}, false}, "hog");
+    Process hog =
+        start_client(dir, daemon.socket(), {{"--kernels", "1", "--until", stop}, {}, false}, "hog");
     ASSERT_TRUE(wait_until([&] { return count_events(dir / "fake.log", hog.pid(), "end") >= 2; }));
     const std::string pause = dir / "pause";
     Process bursty = start_client(
@@ -413,16 +407,15 @@ PausesRun run_holder_with_pauses(const std::string& capacity, const std::string&
                   {"--anti-thrashing", "auto", "--capacity", capacity, "--time-quantum", "10min"});
     const std::string stop = dir / "stop";
     Process holder = start_client(dir, daemon.socket(),
-                                  {{"--alloc", alloc, "--kernels", "2", "--kernel-us", "20000",
-                                    "--rounds", rounds, "--pause-ms", pause_ms, "--until", stop},
+                                  {{"--alloc", alloc, "--kernels", "2", "--rounds", rounds,
+                                    "--pause-ms", pause_ms, "--until", stop},
                                    env,
                                    false},
                                   "holder");
     EXPECT_TRUE(
         wait_until([&] { return count_events(dir / "fake.log", holder.pid(), "end") >= 1; }));
-    Process other = start_client(
-        dir, daemon.socket(),
-        {{"--alloc", alloc, "--kernels", "2", "--kernel-us", "20000"}, {}, false}, "other");
+    Process other = start_client(dir, daemon.socket(),
+                                 {{"--alloc", alloc, "--kernels", "2"}, {}, false}, "other");
     // What the log shows is the caller's to check.
     (void)wait_until([&] { return holder.err().find(until_logged) != std::string::npos; },
                      seconds(30));
@@ -498,20 +491,16 @@ TEST(Release, LeavesWhatNvsharedAllowsAndGivesMoreRoomWhenAsked)
     Daemon daemon(dir,
                   {"--anti-thrashing", "auto", "--capacity", "512M", "--time-quantum", "300ms"});
     const std::string stop = dir / "stop";
-    Process holder = start_client(
-        dir, daemon.socket(),
-        {{"--alloc", "384M", "--kernels", "2", "--kernel-us", "20000", "--pause-until", stop},
-         {{"NVSHARE_DEBUG", "1"}, {"NVSHARE_IDLE_RELEASE_MS", "0"}},
-         false},
-        "holder");
+    Process holder = start_client(dir, daemon.socket(),
+                                  {{"--alloc", "384M", "--kernels", "2", "--pause-until", stop},
+                                   {{"NVSHARE_DEBUG", "1"}, {"NVSHARE_IDLE_RELEASE_MS", "0"}},
+                                   false},
+                                  "holder");
     ASSERT_TRUE(
         wait_until([&] { return count_events(dir / "fake.log", holder.pid(), "end") >= 1; }));
     Process starting = start_client(
         dir, daemon.socket(),
-        {{"--alloc", "256M", "--kernels", "1", "--kernel-us", "20000", "--late-alloc", "128M"},
-         {},
-         false},
-        "starting");
+        {{"--alloc", "256M", "--kernels", "1", "--late-alloc", "128M"}, {}, false}, "starting");
     expect_clean_exit(starting);
     // The holder gives the room asked for after it let go (each process has
     // a fake device of its own: the late allocation does not wait for it).
@@ -720,8 +709,7 @@ int most_queued_ahead(const std::string& log, pid_t pid)
 // its whole burst at once.
 TEST(Priority, ALowerClassHolderKeepsItsQueuedWorkShort)
 {
-    const ClientRun batch{
-        {"--kernels", "30", "--kernel-us", "20000"}, {{"NVSHARE_PRIORITY", "batch"}}, false};
+    const ClientRun batch{{"--kernels", "30"}, {{"NVSHARE_PRIORITY", "batch"}}, false};
     int alone = 0;
     {
         TempDir dir;
@@ -934,8 +922,7 @@ TEST(Release, WaitsForCallsStillInsideTheDriver)
          true},
         "a");
     ASSERT_TRUE(wait_until([&] { return count_events(dir / "fake.log", a.pid(), "end") >= 2; }));
-    Process b = start_client(dir, daemon.socket(),
-                             {{"--kernels", "6", "--kernel-us", "20000"}, {}, false}, "b");
+    Process b = start_client(dir, daemon.socket(), {{"--kernels", "6"}, {}, false}, "b");
     EXPECT_EQ(b.wait(seconds(60)), 0) << b.out() << b.err();
     touch(stop);
     expect_clean_exit(a);
@@ -962,7 +949,7 @@ void expect_the_holder_keeps_the_gpu(const std::vector<std::string>& round_start
     TempDir dir;
     Daemon daemon(dir, {"--anti-thrashing", "on", "--time-quantum", "10min"});
     const std::string go = dir / "go";
-    ClientRun run{{"--kernels", "1", "--kernel-us", "20000", "--busy-until", go, "--rounds", "4"},
+    ClientRun run{{"--kernels", "1", "--busy-until", go, "--rounds", "4"},
                   {{"NVSHARE_IDLE_RELEASE_MS", "50"}, {"NVSHARE_DEBUG", "1"}, {slow_env, "400000"}},
                   false};
     run.args.insert(run.args.end(), round_start.begin(), round_start.end());
@@ -1611,16 +1598,12 @@ TEST(Capture, FailedCapturesEndTheirCount)
     const std::string stop = dir / "stop";
     Process a = start_client(
         dir, daemon.socket(),
-        {{"--failed-captures", "--kernels", "2", "--kernel-us", "20000", "--pause-until", stop},
-         {},
-         false},
-        "a");
+        {{"--failed-captures", "--kernels", "2", "--pause-until", stop}, {}, false}, "a");
     ASSERT_TRUE(wait_until([&] { return count_events(dir / "fake.log", a.pid(), "end") >= 2; }));
     // CUDA_ERROR_STREAM_CAPTURE_UNJOINED
     EXPECT_NE(a.out().find("unjoined=904"), std::string::npos) << a.out();
     EXPECT_NE(a.out().find("destroy_capturing=0"), std::string::npos) << a.out();
-    Process b = start_client(dir, daemon.socket(),
-                             {{"--kernels", "3", "--kernel-us", "20000"}, {}, false}, "b");
+    Process b = start_client(dir, daemon.socket(), {{"--kernels", "3"}, {}, false}, "b");
     EXPECT_EQ(b.wait(seconds(30)), 0) << "a never released early\n" << b.out() << b.err();
     touch(stop);
     expect_clean_exit(a);
@@ -1650,11 +1633,10 @@ TEST(Switching, OversubscribedGpuSwapsInBulk)
     TempDir dir;
     Daemon daemon(dir, {"--anti-thrashing", "auto", "--capacity", "1G"});
     const std::string stop = dir / "stop";
-    Pair p = run_pair(
-        dir, daemon.socket(),
-        {{"--kernels", "2", "--kernel-us", "20000", "--alloc", "700M", "--pause-until", stop},
-         {{"NVSHARE_SWAP", "managed"}},
-         false});
+    Pair p = run_pair(dir, daemon.socket(),
+                      {{"--kernels", "2", "--alloc", "700M", "--pause-until", stop},
+                       {{"NVSHARE_SWAP", "managed"}},
+                       false});
     const bool stats_seen = wait_until([&] {
         const auto s = daemon.status();
         if (s.is_null())
@@ -1686,11 +1668,11 @@ TEST(Switching, EvictsOnlyWhatTheNextHolderNeeds)
     TempDir dir;
     Daemon daemon(dir, {"--anti-thrashing", "auto", "--capacity", "1G"});
     const std::string stop = dir / "stop";
-    Pair p = run_pair(dir, daemon.socket(),
-                      {{"--kernels", "2", "--kernel-us", "20000", "--alloc", "300M", "--allocs",
-                        "2", "--pause-until", stop},
-                       {{"FAKECUDA_NO_HOST_VMM", "1"}},  // the engine cannot run: managed
-                       false});
+    Pair p =
+        run_pair(dir, daemon.socket(),
+                 {{"--kernels", "2", "--alloc", "300M", "--allocs", "2", "--pause-until", stop},
+                  {{"FAKECUDA_NO_HOST_VMM", "1"}},  // the engine cannot run: managed
+                  false});
     uint64_t evicted = 0, swap_outs = 0;
     const bool switched = wait_until([&] {
         const auto s = daemon.status();
@@ -1717,11 +1699,10 @@ TEST(Switching, WorkWaitsForTheSwapIn)
     TempDir dir;
     Daemon daemon(dir, {"--anti-thrashing", "auto", "--capacity", "1G", "--time-quantum", "100ms"});
     const std::string stop = dir / "stop";
-    Pair p =
-        run_pair(dir, daemon.socket(),
-                 {{"--kernels", "2", "--kernel-us", "20000", "--alloc", "700M", "--until", stop},
-                  {{"FAKECUDA_COPY_US", "50000"}, {"NVSHARE_SWAP", "managed"}},
-                  false});
+    Pair p = run_pair(dir, daemon.socket(),
+                      {{"--kernels", "2", "--alloc", "700M", "--until", stop},
+                       {{"FAKECUDA_COPY_US", "50000"}, {"NVSHARE_SWAP", "managed"}},
+                       false});
     // Busy clients take turns at the quantum: wait for swap-ins of evicted data.
     EXPECT_TRUE(wait_until([&] { return sum_over_clients(daemon.status(), "swap_outs") >= 3; }))
         << daemon.status().dump();
@@ -1759,11 +1740,10 @@ TEST(Switching, FitsMovesEachAllocationOnceAndNeverEvicts)
 {
     TempDir dir;
     Daemon daemon(dir, {"--anti-thrashing", "on"});
-    Pair p =
-        run_pair(dir, daemon.socket(),
-                 {{"--kernels", "2", "--kernel-us", "20000", "--alloc", "1M", "--hold-ms", "400"},
-                  {{"NVSHARE_SWAP", "managed"}},
-                  false});
+    Pair p = run_pair(dir, daemon.socket(),
+                      {{"--kernels", "2", "--alloc", "1M", "--hold-ms", "400"},
+                       {{"NVSHARE_SWAP", "managed"}},
+                       false});
     expect_clean_exit(p.a);
     expect_clean_exit(p.b);
     const std::string log = dir / "fake.log";
@@ -1780,11 +1760,10 @@ TEST(Switching, PolicyVariablesDecide)
     {
         TempDir dir;
         Daemon daemon(dir, {"--anti-thrashing", "auto", "--capacity", "1G"});
-        Pair p = run_pair(
-            dir, daemon.socket(),
-            {{"--kernels", "2", "--kernel-us", "20000", "--alloc", "700M", "--hold-ms", "400"},
-             {{"NVSHARE_PREFETCH", "0"}, {"NVSHARE_EVICT", "off"}},
-             false});
+        Pair p = run_pair(dir, daemon.socket(),
+                          {{"--kernels", "2", "--alloc", "700M", "--hold-ms", "400"},
+                           {{"NVSHARE_PREFETCH", "0"}, {"NVSHARE_EVICT", "off"}},
+                           false});
         expect_clean_exit(p.a);
         expect_clean_exit(p.b);
         EXPECT_EQ(events_of_both(dir, p, "prefetch to"), 0) << read_text(dir / "fake.log");
@@ -1794,7 +1773,7 @@ TEST(Switching, PolicyVariablesDecide)
         Daemon daemon(dir, {"--anti-thrashing", "on"});
         Pair p = run_pair(
             dir, daemon.socket(),
-            {{"--kernels", "2", "--kernel-us", "20000", "--alloc", "1M", "--hold-ms", "400"},
+            {{"--kernels", "2", "--alloc", "1M", "--hold-ms", "400"},
              {{"NVSHARE_PREFETCH", "1"}, {"NVSHARE_EVICT", "1"}, {"NVSHARE_SWAP", "managed"}},
              false});
         expect_clean_exit(p.a);
@@ -2105,8 +2084,7 @@ TEST(SwapEngine, WorkWaitsForTheSwapIn)
                   {"--anti-thrashing", "auto", "--capacity", "512M", "--time-quantum", "100ms"});
     const std::string stop = dir / "stop";
     Pair p = run_pair(dir, daemon.socket(),
-                      {{"--kernels", "2", "--kernel-us", "20000", "--alloc", "350M", "--check-data",
-                        "--until", stop},
+                      {{"--kernels", "2", "--alloc", "350M", "--check-data", "--until", stop},
                        {{"FAKECUDA_COPY_US", "20000"}},
                        false});
     // Each swap-in (4 copies) makes the quantum 10 times as long.
@@ -2810,7 +2788,7 @@ TEST(Copies, TwoByLdPreloadRegisterOnceAndRunAsFastAsOne)
     TempDir dir;
     Daemon daemon(dir, {"--anti-thrashing", "on"});
     ClientRun run{
-        {"--kernels", "4", "--kernel-us", "20000", "--alloc", "1M"},
+        {"--kernels", "4", "--alloc", "1M"},
         {{"LD_PRELOAD", Paths::get().preload + ":" + copy_of_library(dir)}, {"NVSHARE_DEBUG", "1"}},
         false};
     Process p = start_client(dir, daemon.socket(), run, "two");
@@ -2831,9 +2809,7 @@ TEST(Copies, OneFromEtcLdSoPreloadAndOneByLdPreloadRegisterOnce)
         GTEST_SKIP() << "needs root for a private mount namespace";
     TempDir dir;
     Daemon daemon(dir, {"--anti-thrashing", "on"});
-    ClientRun run{{"--kernels", "4", "--kernel-us", "20000", "--alloc", "1M"},
-                  {{"NVSHARE_DEBUG", "1"}},
-                  false};
+    ClientRun run{{"--kernels", "4", "--alloc", "1M"}, {{"NVSHARE_DEBUG", "1"}}, false};
     Process p = start_client(dir, daemon.socket(), run, "etc", copy_of_library(dir));
     ASSERT_EQ(p.wait(), 0) << p.err();
     EXPECT_EQ(daemon.log().find("revoked the lock"), std::string::npos) << daemon.log();
@@ -2846,10 +2822,8 @@ TEST(Copies, ACopyLoadedByDlopenStaysOut)
 {
     TempDir dir;
     Daemon daemon(dir, {"--anti-thrashing", "on"});
-    ClientRun run{{"--kernels", "4", "--kernel-us", "20000", "--alloc", "1M", "--dlopen-copy",
-                   copy_of_library(dir)},
-                  {},
-                  false};
+    ClientRun run{
+        {"--kernels", "4", "--alloc", "1M", "--dlopen-copy", copy_of_library(dir)}, {}, false};
     Process p = start_client(dir, daemon.socket(), run, "dlopen");
     ASSERT_EQ(p.wait(), 0) << p.err();
     EXPECT_NE(p.out().find("dlopen-copy=ok"), std::string::npos) << p.out();

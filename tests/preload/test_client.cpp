@@ -25,6 +25,7 @@ struct Options {
     std::string route = "direct";
     bool per_thread = false;
     int kernels = 5;
+    // --kernel-us: how long each kernel runs (most tests use this default).
     uint32_t kernel_us = 20000;
     bool launch_ex = false;
     bool own_stream = false;
