@@ -1872,7 +1872,9 @@ TEST(SwapEngine, SwapsChunksOutAndInAndKeepsTheData)
 // memory: 1200 of 300 KiB each (27 to a slab: 45 slabs, 360 MiB) in each of
 // two processes on one device of 512 MiB take turns, swap out and in whole
 // slabs and keep their data. With nothing but swappable memory, a releaser
-// lets go first and swaps out while the next holder swaps in.
+// lets go first and then swaps out (its log says so; whether the copies
+// then overlap the next holder's depends on their speed: see
+// TheNextHolderCopiesInWhileTheReleaserCopiesOut).
 TEST(SwapEngine, SmallAllocationsAreBlocksOfSlabsThatSwapWithTheRest)
 {
     TempDir dir;
@@ -1903,10 +1905,6 @@ TEST(SwapEngine, SmallAllocationsAreBlocksOfSlabsThatSwapWithTheRest)
     const std::string let_go_first = "let go before swapping out";
     EXPECT_TRUE(p.a.err().find(let_go_first) != std::string::npos ||
                 p.b.err().find(let_go_first) != std::string::npos)
-        << p.a.err() << p.b.err();
-    if (!kTimingsHold)
-        return;
-    EXPECT_TRUE(overlapped(work_named(read_work(log), "cuMemcpyAsync"), p.a.pid(), p.b.pid()))
         << p.a.err() << p.b.err();
 }
 
