@@ -2559,7 +2559,8 @@ TEST(SwapEngine, AHolderMakesNoHostMemoryAheadWhileTheHostRunsLow)
     ASSERT_NO_FATAL_FAILURE(start_a_waiter_that_makes_host_memory_ahead(
         dir, daemon, {}, {}, p, {{kMeminfoText, meminfo_of_64g(6ull * 1024 * 1024)}}));
     expect_both_end_and_the_waiter_keeps_its_data(dir, p);
-    // The decision: SwitchPolicy.TheHostRunningLowEndsIt (switch_policy_test.cpp).
+    // A smoke test: the holder may end before a prestage would begin; the
+    // decision is SwitchPolicy.TheHostRunningLowEndsIt's (switch_policy_test.cpp).
     EXPECT_EQ(p.holder.err().find(kMadeAhead), std::string::npos) << p.holder.err();
 }
 
