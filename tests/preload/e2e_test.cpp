@@ -249,14 +249,11 @@ TEST(Release, DropsAtTheEndOfTheTimeQuantum)
     Daemon daemon(dir, {"--anti-thrashing", "on", "--time-quantum", "300ms", "--grace", "10s"});
     const std::string stop = dir / "stop";
     // No early release: only the quantum's drop request may take the lock.
-    Process a = start_client(dir, daemon.socket(),
-                             {{"--kernels", "2", "--kernel-us", "20000", "--until", stop},
-                              {{"NVSHARE_IDLE_RELEASE_MS", "0"}},
-                              false},
-                             "a");
+    Process a = start_client(
+        dir, daemon.socket(),
+        {{"--kernels", "2", "--until", stop}, {{"NVSHARE_IDLE_RELEASE_MS", "0"}}, false}, "a");
     ASSERT_TRUE(wait_until([&] { return count_events(dir / "fake.log", a.pid(), "end") >= 2; }));
-    Process b = start_client(dir, daemon.socket(),
-                             {{"--kernels", "3", "--kernel-us", "20000"}, {}, false}, "b");
+    Process b = start_client(dir, daemon.socket(), {{"--kernels", "3"}, {}, false}, "b");
     EXPECT_EQ(b.wait(seconds(30)), 0) << b.out() << b.err();
     EXPECT_TRUE(a.running()) << "b ran only after a finished";
     const auto me = Daemon::client_by_pid(daemon.status(), a.pid());
@@ -274,19 +271,18 @@ TEST(Release, ReleasesEarlyWhenIdle)
 {
     TempDir dir;
     Daemon daemon(dir, {"--anti-thrashing", "on", "--time-quantum", "10min"});
-    Process a = start_client(
-        dir, daemon.socket(),
-        {{"--kernels", "2", "--kernel-us", "20000", "--hold-ms", "60000"}, {}, false}, "a");
+    const std::string stop = dir / "stop";
+    Process a = start_client(dir, daemon.socket(),
+                             {{"--kernels", "2", "--pause-until", stop}, {}, false}, "a");
     ASSERT_TRUE(wait_until([&] { return count_events(dir / "fake.log", a.pid(), "end") >= 2; }));
-    Process b = start_client(dir, daemon.socket(),
-                             {{"--kernels", "3", "--kernel-us", "20000"}, {}, false}, "b");
+    Process b = start_client(dir, daemon.socket(), {{"--kernels", "3"}, {}, false}, "b");
     EXPECT_EQ(b.wait(seconds(30)), 0) << b.out() << b.err();
     EXPECT_TRUE(a.running());
     const auto me = Daemon::client_by_pid(daemon.status(), a.pid());
     ASSERT_FALSE(me.is_null());
     EXPECT_EQ(me["drops"].get<int>(), 0) << "released on its own, not asked to";
-    a.signal(SIGTERM);
-    a.wait();
+    touch(stop);
+    expect_clean_exit(a);
     EXPECT_FALSE(overlapped(read_work(dir / "fake.log"), a.pid(), b.pid()));
 }
 
@@ -295,26 +291,36 @@ TEST(Release, ReleasesEarlyWhenIdle)
 // checks what the library decided for each pause (its debug log), not how
 // long a loaded machine took to hand over; the rule is IdleGaps'
 // (preload_unit_test.cpp: WithoutAHistoryWaitsTheSwitchCostOrThePeriod,
-// LongPausesLetGoAfterTheFloor). (Bursts of 300 ms: idle checks come every
-// period, so a burst of two periods is seen to end when it ends.) The
+// LongPausesLetGoAfterTheFloor). Each pause lasts until the bursty one has
+// let go in it and the hog has run. (Bursts of 300 ms: idle checks come
+// every period, so a burst of two periods is seen to end when it ends.) The
 // quantum (2 s) only makes the hog hand over: a burst and the idle period
-// fit in it with room for a loaded machine (with 600 ms, a start delayed
-// on a busy CI host once ended the bursty's hold by a drop instead).
+// fit in it with room for a loaded machine.
 TEST(Release, LetsGoAtOnceOncePausesProveLong)
 {
     TempDir dir;
     Daemon daemon(dir, {"--anti-thrashing", "on", "--time-quantum", "2s"});
     const std::string stop = dir / "stop";
-    Process hog = start_client(
-        dir, daemon.socket(),
-        {{"--kernels", "1", "--kernel-us", "20000", "--until", stop}, {}, false}, "hog");
+    Process hog =
+        start_client(dir, daemon.socket(), {{"--kernels", "1", "--until", stop}, {}, false}, "hog");
     ASSERT_TRUE(wait_until([&] { return count_events(dir / "fake.log", hog.pid(), "end") >= 2; }));
+    const std::string pause = dir / "pause";
     Process bursty = start_client(
         dir, daemon.socket(),
-        {{"--kernels", "2", "--kernel-us", "150000", "--rounds", "4", "--pause-ms", "700"},
+        {{"--kernels", "2", "--kernel-us", "150000", "--rounds", "4", "--pauses-until", pause},
          {{"NVSHARE_IDLE_RELEASE_MS", "120"}, {"NVSHARE_DEBUG", "1"}},
          false},
         "bursty");
+    for (int n = 1; n < 4; ++n) {
+        // Pause n: it let go, and the hog ran a kernel since.
+        ASSERT_TRUE(wait_until([&] {
+            return count_lines_containing(bursty.err(), "released early") >= n;
+        })) << bursty.err();
+        const int ran = count_events(dir / "fake.log", hog.pid(), "end");
+        ASSERT_TRUE(
+            wait_until([&] { return count_events(dir / "fake.log", hog.pid(), "end") > ran; }));
+        touch(pause + "." + std::to_string(n));
+    }
     expect_clean_exit(bursty);
     touch(stop);
     expect_clean_exit(hog);
@@ -377,12 +383,10 @@ TEST(Release, AsksAgainOnlyWhenItsWorkResumes)
 }
 
 // On a GPU of `capacity` (auto mode, a long quantum): a holder of `alloc`
-// with bursts of two 20 ms kernels `pause_ms` apart (`env` added to its
-// environment, NVSHARE_DEBUG=1 among it) and, once its first kernel ended,
-// another client of `alloc` with two kernels. The holder has at least
-// `rounds` bursts, and more until its log shows `until_logged` (at most 30
-// s; the checks then fail): however long the other takes to register on a
-// loaded machine, the holder still pauses while it waits. Both end cleanly.
+// (`env` added to its environment, NVSHARE_DEBUG=1 among it) and, once its
+// first kernel ended, another client of `alloc` with two kernels. The holder
+// runs bursts of two kernels back to back until it is told that the other
+// waits, then pauses until its log shows `until_logged`. Both end cleanly.
 struct PausesRun {
     std::string holder_err;
     // From the holder's debug log: the hold it chose as each pause began
@@ -392,29 +396,30 @@ struct PausesRun {
 };
 
 PausesRun run_holder_with_pauses(const std::string& capacity, const std::string& alloc,
-                                 const std::string& rounds, const std::string& pause_ms,
                                  const std::map<std::string, std::string>& env,
                                  const std::string& until_logged)
 {
     TempDir dir;
     Daemon daemon(dir,
                   {"--anti-thrashing", "auto", "--capacity", capacity, "--time-quantum", "10min"});
-    const std::string stop = dir / "stop";
+    const std::string turns = dir / "turns", pause = dir / "pause";
     Process holder = start_client(dir, daemon.socket(),
-                                  {{"--alloc", alloc, "--kernels", "2", "--kernel-us", "20000",
-                                    "--rounds", rounds, "--pause-ms", pause_ms, "--until", stop},
+                                  {{"--alloc", alloc, "--kernels", "2", "--busy-until", turns,
+                                    "--rounds", "2", "--pauses-until", pause},
                                    env,
                                    false},
                                   "holder");
     EXPECT_TRUE(
         wait_until([&] { return count_events(dir / "fake.log", holder.pid(), "end") >= 1; }));
-    Process other = start_client(
-        dir, daemon.socket(),
-        {{"--alloc", alloc, "--kernels", "2", "--kernel-us", "20000"}, {}, false}, "other");
-    // What the log shows is the caller's to check.
-    (void)wait_until([&] { return holder.err().find(until_logged) != std::string::npos; },
-                     seconds(30));
-    touch(stop);
+    Process other = start_client(dir, daemon.socket(),
+                                 {{"--alloc", alloc, "--kernels", "2"}, {}, false}, "other");
+    EXPECT_TRUE(wait_until([&] {
+        return holder.err().find("others wait for them") != std::string::npos;
+    })) << holder.err();
+    touch(turns);
+    EXPECT_TRUE(wait_until([&] { return holder.err().find(until_logged) != std::string::npos; }))
+        << holder.err();
+    touch(pause + ".1");
     expect_clean_exit(holder);
     expect_clean_exit(other);
     PausesRun run;
@@ -432,8 +437,8 @@ PausesRun run_holder_with_pauses(const std::string& capacity, const std::string&
     return run;
 }
 
-// On an oversubscribed GPU a holder whose pauses (20 ms) are shorter than a
-// switch would cost holds the GPU through them: before any pause is known
+// On an oversubscribed GPU a holder whose pauses are shorter than a switch
+// would cost holds the GPU through them: before any pause is known
 // its hold is its share of a switch, not the 1 ms idle period; moving 4 GiB
 // out costs at least 107 ms at the assumed 40 GB/s (more while host memory
 // for it is still to be made; the way back overlaps the next holder's
@@ -443,13 +448,8 @@ PausesRun run_holder_with_pauses(const std::string& capacity, const std::string&
 TEST(Release, HoldsThroughPausesShorterThanASwitch)
 {
     const PausesRun run = run_holder_with_pauses(
-        "12G", "8G", "15", "20", {{"NVSHARE_DEBUG", "1"}, {"NVSHARE_IDLE_RELEASE_MS", "1"}},
+        "12G", "8G", {{"NVSHARE_DEBUG", "1"}, {"NVSHARE_IDLE_RELEASE_MS", "1"}},
         "idle: keeping the GPU up to ");
-    // Under TSan a 20 ms pause may pass before the library looks: the path
-    // (both end cleanly, releases only after a pause outlasted the hold) is
-    // checked, the hold chosen is not.
-    if (!kTimingsHold)
-        return;
     ASSERT_FALSE(run.hold.empty()) << run.holder_err;
     EXPECT_EQ(run.hold[0], run.hold_share[0]) << run.holder_err;
     EXPECT_GE(run.hold_share[0], 107u) << run.holder_err;
@@ -459,13 +459,13 @@ TEST(Release, HoldsThroughPausesShorterThanASwitch)
 // the whole round trip (the share's rule: switch_share_test.cpp). Here 512
 // of 768 MiB each: 280 MiB move (256 MiB room for the other, less a 24 MiB
 // headroom), a few ms at the assumed rates, more while host memory for it is
-// still to be made; its 300 ms pauses outlast that. This checks the path:
+// still to be made; its pause outlasts that. This checks the path:
 // it let go, and its first release (before any pause was known) waited out
 // exactly its share (its debug log).
 TEST(Release, WaitsOutItsOwnShareOfASwitchBeforeLettingGo)
 {
     const PausesRun run = run_holder_with_pauses(
-        "768M", "512M", "3", "300", {{"NVSHARE_DEBUG", "1"}, {"NVSHARE_IDLE_RELEASE_MS", "1"}},
+        "768M", "512M", {{"NVSHARE_DEBUG", "1"}, {"NVSHARE_IDLE_RELEASE_MS", "1"}},
         "released early");
     const auto share = numbers_after(run.holder_err, "our share of a switch ", "released early");
     ASSERT_FALSE(run.released_hold.empty()) << run.holder_err;
@@ -479,28 +479,33 @@ TEST(Release, WaitsOutItsOwnShareOfASwitchBeforeLettingGo)
 // headroom); the holder's swap-out leaves that much (three of its six 64 MiB
 // chunks move), and gives the rest when nvshared asks for room for the next
 // holder's late allocation (Shrink: two more chunks), which then succeeds.
-// The holder lives 4 s after its work to answer.
+// The holder lives on after its work until it has given that room.
 TEST(Release, LeavesWhatNvsharedAllowsAndGivesMoreRoomWhenAsked)
 {
     TempDir dir;
     Daemon daemon(dir,
                   {"--anti-thrashing", "auto", "--capacity", "512M", "--time-quantum", "300ms"});
-    Process holder = start_client(
-        dir, daemon.socket(),
-        {{"--alloc", "384M", "--kernels", "2", "--kernel-us", "20000", "--hold-ms", "4000"},
-         {{"NVSHARE_DEBUG", "1"}, {"NVSHARE_IDLE_RELEASE_MS", "0"}},
-         false},
-        "holder");
+    const std::string stop = dir / "stop";
+    Process holder = start_client(dir, daemon.socket(),
+                                  {{"--alloc", "384M", "--kernels", "2", "--pause-until", stop},
+                                   {{"NVSHARE_DEBUG", "1"}, {"NVSHARE_IDLE_RELEASE_MS", "0"}},
+                                   false},
+                                  "holder");
     ASSERT_TRUE(
         wait_until([&] { return count_events(dir / "fake.log", holder.pid(), "end") >= 1; }));
     Process starting = start_client(
         dir, daemon.socket(),
-        {{"--alloc", "256M", "--kernels", "1", "--kernel-us", "20000", "--late-alloc", "128M"},
-         {},
-         false},
-        "starting");
-    expect_clean_exit(holder);
+        {{"--alloc", "256M", "--kernels", "1", "--late-alloc", "128M"}, {}, false}, "starting");
     expect_clean_exit(starting);
+    // The holder gives the room asked for after it let go (each process has
+    // a fake device of its own: the late allocation does not wait for it).
+    EXPECT_TRUE(wait_until([&] {
+        const std::string err = holder.err();
+        const size_t asked = err.find("nvshared asks for room");
+        return asked != std::string::npos && err.find("swapped out ", asked) != std::string::npos;
+    })) << holder.err();
+    touch(stop);
+    expect_clean_exit(holder);
     EXPECT_NE(starting.out().find("late=ok"), std::string::npos) << starting.out();
     const std::string err = holder.err();
     const auto swapped = numbers_after(err, "swapped out ");
@@ -508,15 +513,11 @@ TEST(Release, LeavesWhatNvsharedAllowsAndGivesMoreRoomWhenAsked)
     // Taking the next holder to be as big as the holder moved five chunks
     // at the switch.
     EXPECT_EQ(swapped.front(), 192ull << 20) << err;
-    // The late allocation comes within the holder's 4 s where threads run
-    // at full speed (under TSan the holder may have exited first).
-    if (kTimingsHold) {
-        uint64_t later = 0;
-        for (size_t i = 1; i < swapped.size(); ++i)
-            later += swapped[i];
-        EXPECT_EQ(later, 128ull << 20) << err;
-        EXPECT_NE(err.find("nvshared asks for room"), std::string::npos) << err;
-    }
+    uint64_t later = 0;
+    for (size_t i = 1; i < swapped.size(); ++i)
+        later += swapped[i];
+    EXPECT_EQ(later, 128ull << 20) << err;
+    EXPECT_NE(err.find("nvshared asks for room"), std::string::npos) << err;
 }
 
 // A holder that stops answering (stopped by a signal) loses the lock after
@@ -560,12 +561,12 @@ std::string line_containing(const std::string& text, const std::string& needle)
     return text.substr(from, (end == std::string::npos ? text.size() : end) - from);
 }
 
-// A holder that keeps the GPU for `hold_ms` after its work (no early
-// release), once it holds it.
-Process start_holder(const TempDir& dir, const Daemon& daemon, const std::string& hold_ms,
+// A holder that keeps the GPU after its work (no early release) until
+// `release` exists, once it holds it.
+Process start_holder(const TempDir& dir, const Daemon& daemon, const std::string& release,
                      std::vector<std::string> extra = {})
 {
-    std::vector<std::string> args{"--kernels", "2", "--kernel-us", "10000", "--hold-ms", hold_ms};
+    std::vector<std::string> args{"--kernels", "2", "--pause-until", release};
     args.insert(args.end(), extra.begin(), extra.end());
     Process a = start_client(dir, daemon.socket(),
                              {args, {{"NVSHARE_IDLE_RELEASE_MS", "0"}}, false}, "holder");
@@ -579,6 +580,12 @@ bool is_waiting(const Daemon& daemon, pid_t pid)
     return !me.is_null() && me["state"] == "waiting";
 }
 
+// Whether `p` announces on stderr that it waits for GPU 0 (bounded wait).
+bool announced_a_wait(const Process& p)
+{
+    return wait_until([&] { return p.err().find("waiting for GPU 0 (") != std::string::npos; });
+}
+
 // Two processes wait behind a holder in `on` mode: after the notice delay
 // each prints one line naming the holder (pid, command, user), its own
 // place and the reason, and one line when it gets the GPU.
@@ -586,7 +593,8 @@ TEST(WaitNotice, NamesTheHolderThePlaceAndTheReason)
 {
     TempDir dir;
     Daemon daemon(dir, {"--anti-thrashing", "on", "--time-quantum", "10min"});
-    Process a = start_holder(dir, daemon, "4000");
+    const std::string release = dir / "release";
+    Process a = start_holder(dir, daemon, release);
     const auto holder = Daemon::client_by_pid(daemon.status(), a.pid());
     ASSERT_FALSE(holder.is_null());
     const ClientRun waiter{
@@ -594,6 +602,8 @@ TEST(WaitNotice, NamesTheHolderThePlaceAndTheReason)
     Process b = start_client(dir, daemon.socket(), waiter, "b");
     ASSERT_TRUE(wait_until([&] { return is_waiting(daemon, b.pid()); }));
     Process c = start_client(dir, daemon.socket(), waiter, "c");
+    EXPECT_TRUE(announced_a_wait(b) && announced_a_wait(c)) << b.err() << c.err();
+    touch(release);
     expect_clean_exit(a);
     expect_clean_exit(b);
     expect_clean_exit(c);
@@ -614,18 +624,26 @@ TEST(WaitNotice, NamesTheHolderThePlaceAndTheReason)
     }
 }
 
+// b (a delay of 0) waits behind the holder while c, which came after it
+// with the default delay, waits long enough to announce its wait.
 TEST(WaitNotice, ZeroDelayMeansNever)
 {
     TempDir dir;
     Daemon daemon(dir, {"--anti-thrashing", "on", "--time-quantum", "10min"});
-    Process a = start_holder(dir, daemon, "3000");
+    const std::string release = dir / "release";
+    Process a = start_holder(dir, daemon, release);
     Process b = start_client(
         dir, daemon.socket(),
         {{"--kernels", "2", "--kernel-us", "10000"}, {{"NVSHARE_WAIT_NOTICE_MS", "0"}}, false},
         "b");
     ASSERT_TRUE(wait_until([&] { return is_waiting(daemon, b.pid()); }));
+    Process c = start_client(dir, daemon.socket(),
+                             {{"--kernels", "2", "--kernel-us", "10000"}, {}, false}, "c");
+    EXPECT_TRUE(announced_a_wait(c)) << c.err();
+    touch(release);
     expect_clean_exit(a);
     expect_clean_exit(b);
+    expect_clean_exit(c);
     EXPECT_EQ(b.err().find("[nvshare]"), std::string::npos) << b.err();
 }
 
@@ -634,12 +652,15 @@ TEST(WaitNotice, OversubscriptionIsTheReasonInAutoMode)
 {
     TempDir dir;
     Daemon daemon(dir, {"--anti-thrashing", "auto", "--capacity", "1G", "--time-quantum", "10min"});
-    Process a = start_holder(dir, daemon, "4000", {"--alloc", "700M"});
+    const std::string release = dir / "release";
+    Process a = start_holder(dir, daemon, release, {"--alloc", "700M"});
     Process b = start_client(dir, daemon.socket(),
                              {{"--kernels", "2", "--kernel-us", "10000", "--alloc", "700M"},
                               {{"NVSHARE_WAIT_NOTICE_MS", "500"}},
                               false},
                              "b");
+    EXPECT_TRUE(announced_a_wait(b)) << b.err();
+    touch(release);
     expect_clean_exit(a);
     expect_clean_exit(b);
     const std::string line = line_containing(b.err(), "waiting for GPU 0 (");
@@ -683,8 +704,7 @@ int most_queued_ahead(const std::string& log, pid_t pid)
 // its whole burst at once.
 TEST(Priority, ALowerClassHolderKeepsItsQueuedWorkShort)
 {
-    const ClientRun batch{
-        {"--kernels", "30", "--kernel-us", "20000"}, {{"NVSHARE_PRIORITY", "batch"}}, false};
+    const ClientRun batch{{"--kernels", "30"}, {{"NVSHARE_PRIORITY", "batch"}}, false};
     int alone = 0;
     {
         TempDir dir;
@@ -698,8 +718,9 @@ TEST(Priority, ALowerClassHolderKeepsItsQueuedWorkShort)
     TempDir dir;
     Daemon daemon(dir, {"--anti-thrashing", "on", "--time-quantum", "10min"});
     // Registered (it allocates), never asks for the GPU.
+    const std::string stop = dir / "stop";
     Process i = start_client(dir, daemon.socket(),
-                             {{"--kernels", "0", "--alloc", "1M", "--hold-ms", "30000"},
+                             {{"--kernels", "0", "--alloc", "1M", "--pause-until", stop},
                               {{"NVSHARE_PRIORITY", "interactive"}},
                               false},
                              "i");
@@ -709,8 +730,8 @@ TEST(Priority, ALowerClassHolderKeepsItsQueuedWorkShort)
     expect_clean_exit(a);
     EXPECT_LE(most_queued_ahead(dir / "fake.log", a.pid()), 6) << read_text(dir / "fake.log");
     EXPECT_EQ(count_events(dir / "fake.log", a.pid(), "end"), 30) << "all its work ran";
-    i.signal(SIGTERM);
-    i.wait();
+    touch(stop);
+    expect_clean_exit(i);
 }
 
 TEST(Release, DrainWaitingOnALaterSubmissionDoesNotHang)
@@ -896,8 +917,7 @@ TEST(Release, WaitsForCallsStillInsideTheDriver)
          true},
         "a");
     ASSERT_TRUE(wait_until([&] { return count_events(dir / "fake.log", a.pid(), "end") >= 2; }));
-    Process b = start_client(dir, daemon.socket(),
-                             {{"--kernels", "6", "--kernel-us", "20000"}, {}, false}, "b");
+    Process b = start_client(dir, daemon.socket(), {{"--kernels", "6"}, {}, false}, "b");
     EXPECT_EQ(b.wait(seconds(60)), 0) << b.out() << b.err();
     touch(stop);
     expect_clean_exit(a);
@@ -924,7 +944,7 @@ void expect_the_holder_keeps_the_gpu(const std::vector<std::string>& round_start
     TempDir dir;
     Daemon daemon(dir, {"--anti-thrashing", "on", "--time-quantum", "10min"});
     const std::string go = dir / "go";
-    ClientRun run{{"--kernels", "1", "--kernel-us", "20000", "--busy-until", go, "--rounds", "4"},
+    ClientRun run{{"--kernels", "1", "--busy-until", go, "--rounds", "4"},
                   {{"NVSHARE_IDLE_RELEASE_MS", "50"}, {"NVSHARE_DEBUG", "1"}, {slow_env, "400000"}},
                   false};
     run.args.insert(run.args.end(), round_start.begin(), round_start.end());
@@ -1010,8 +1030,11 @@ TEST(Gate, ContextlessStreamCallsWaitForTheLock)
         << b.out() << b.err();
     // Unlocked, the calls return at once; gated, they wait for a. Either
     // way a lets go only after this.
-    wait_until([&] { return b.out().find("contextless=submitted") != std::string::npos; },
-               seconds(2));
+    EXPECT_TRUE(wait_until([&] {
+        return b.out().find("contextless=submitted") != std::string::npos ||
+               is_waiting(daemon, b.pid());
+    })) << b.out()
+        << b.err();
     touch(stop);
     expect_clean_exit(a);
     expect_clean_exit(b);
@@ -1567,21 +1590,18 @@ TEST(Capture, FailedCapturesEndTheirCount)
 {
     TempDir dir;
     Daemon daemon(dir, {"--anti-thrashing", "on", "--time-quantum", "10min"});
+    const std::string stop = dir / "stop";
     Process a = start_client(
         dir, daemon.socket(),
-        {{"--failed-captures", "--kernels", "2", "--kernel-us", "20000", "--hold-ms", "60000"},
-         {},
-         false},
-        "a");
+        {{"--failed-captures", "--kernels", "2", "--pause-until", stop}, {}, false}, "a");
     ASSERT_TRUE(wait_until([&] { return count_events(dir / "fake.log", a.pid(), "end") >= 2; }));
     // CUDA_ERROR_STREAM_CAPTURE_UNJOINED
     EXPECT_NE(a.out().find("unjoined=904"), std::string::npos) << a.out();
     EXPECT_NE(a.out().find("destroy_capturing=0"), std::string::npos) << a.out();
-    Process b = start_client(dir, daemon.socket(),
-                             {{"--kernels", "3", "--kernel-us", "20000"}, {}, false}, "b");
+    Process b = start_client(dir, daemon.socket(), {{"--kernels", "3"}, {}, false}, "b");
     EXPECT_EQ(b.wait(seconds(30)), 0) << "a never released early\n" << b.out() << b.err();
-    a.signal(SIGTERM);
-    a.wait();
+    touch(stop);
+    expect_clean_exit(a);
 }
 
 }  // namespace
@@ -1607,13 +1627,12 @@ TEST(Switching, OversubscribedGpuSwapsInBulk)
 {
     TempDir dir;
     Daemon daemon(dir, {"--anti-thrashing", "auto", "--capacity", "1G"});
-    bool stats_seen = false;
-    Pair p = run_pair(
-        dir, daemon.socket(),
-        {{"--kernels", "2", "--kernel-us", "20000", "--alloc", "700M", "--hold-ms", "1500"},
-         {{"NVSHARE_SWAP", "managed"}},
-         false});
-    stats_seen = wait_until([&] {
+    const std::string stop = dir / "stop";
+    Pair p = run_pair(dir, daemon.socket(),
+                      {{"--kernels", "2", "--alloc", "700M", "--pause-until", stop},
+                       {{"NVSHARE_SWAP", "managed"}},
+                       false});
+    const bool stats_seen = wait_until([&] {
         const auto s = daemon.status();
         if (s.is_null())
             return false;
@@ -1621,6 +1640,7 @@ TEST(Switching, OversubscribedGpuSwapsInBulk)
                sum_over_clients(s, "bytes_prefetched") >= 700ull << 20 &&
                s["gpus"][0]["last_swap_in_us"].get<uint64_t>() > 0;
     });
+    touch(stop);
     expect_clean_exit(p.a);
     expect_clean_exit(p.b);
     EXPECT_TRUE(stats_seen) << daemon.status().dump();
@@ -1642,11 +1662,12 @@ TEST(Switching, EvictsOnlyWhatTheNextHolderNeeds)
 {
     TempDir dir;
     Daemon daemon(dir, {"--anti-thrashing", "auto", "--capacity", "1G"});
-    Pair p = run_pair(dir, daemon.socket(),
-                      {{"--kernels", "2", "--kernel-us", "20000", "--alloc", "300M", "--allocs",
-                        "2", "--hold-ms", "1500"},
-                       {{"FAKECUDA_NO_HOST_VMM", "1"}},  // the engine cannot run: managed
-                       false});
+    const std::string stop = dir / "stop";
+    Pair p =
+        run_pair(dir, daemon.socket(),
+                 {{"--kernels", "2", "--alloc", "300M", "--allocs", "2", "--pause-until", stop},
+                  {{"FAKECUDA_NO_HOST_VMM", "1"}},  // the engine cannot run: managed
+                  false});
     uint64_t evicted = 0, swap_outs = 0;
     const bool switched = wait_until([&] {
         const auto s = daemon.status();
@@ -1654,6 +1675,7 @@ TEST(Switching, EvictsOnlyWhatTheNextHolderNeeds)
         swap_outs = sum_over_clients(s, "swap_outs");
         return swap_outs >= 1;
     });
+    touch(stop);
     expect_clean_exit(p.a);
     expect_clean_exit(p.b);
     EXPECT_TRUE(switched) << daemon.status().dump();
@@ -1672,11 +1694,10 @@ TEST(Switching, WorkWaitsForTheSwapIn)
     TempDir dir;
     Daemon daemon(dir, {"--anti-thrashing", "auto", "--capacity", "1G", "--time-quantum", "100ms"});
     const std::string stop = dir / "stop";
-    Pair p =
-        run_pair(dir, daemon.socket(),
-                 {{"--kernels", "2", "--kernel-us", "20000", "--alloc", "700M", "--until", stop},
-                  {{"FAKECUDA_COPY_US", "50000"}, {"NVSHARE_SWAP", "managed"}},
-                  false});
+    Pair p = run_pair(dir, daemon.socket(),
+                      {{"--kernels", "2", "--alloc", "700M", "--until", stop},
+                       {{"FAKECUDA_COPY_US", "50000"}, {"NVSHARE_SWAP", "managed"}},
+                       false});
     // Busy clients take turns at the quantum: wait for swap-ins of evicted data.
     EXPECT_TRUE(wait_until([&] { return sum_over_clients(daemon.status(), "swap_outs") >= 3; }))
         << daemon.status().dump();
@@ -1714,11 +1735,10 @@ TEST(Switching, FitsMovesEachAllocationOnceAndNeverEvicts)
 {
     TempDir dir;
     Daemon daemon(dir, {"--anti-thrashing", "on"});
-    Pair p =
-        run_pair(dir, daemon.socket(),
-                 {{"--kernels", "2", "--kernel-us", "20000", "--alloc", "1M", "--hold-ms", "400"},
-                  {{"NVSHARE_SWAP", "managed"}},
-                  false});
+    Pair p = run_pair(dir, daemon.socket(),
+                      {{"--kernels", "2", "--alloc", "1M", "--hold-ms", "400"},
+                       {{"NVSHARE_SWAP", "managed"}},
+                       false});
     expect_clean_exit(p.a);
     expect_clean_exit(p.b);
     const std::string log = dir / "fake.log";
@@ -1735,11 +1755,10 @@ TEST(Switching, PolicyVariablesDecide)
     {
         TempDir dir;
         Daemon daemon(dir, {"--anti-thrashing", "auto", "--capacity", "1G"});
-        Pair p = run_pair(
-            dir, daemon.socket(),
-            {{"--kernels", "2", "--kernel-us", "20000", "--alloc", "700M", "--hold-ms", "400"},
-             {{"NVSHARE_PREFETCH", "0"}, {"NVSHARE_EVICT", "off"}},
-             false});
+        Pair p = run_pair(dir, daemon.socket(),
+                          {{"--kernels", "2", "--alloc", "700M", "--hold-ms", "400"},
+                           {{"NVSHARE_PREFETCH", "0"}, {"NVSHARE_EVICT", "off"}},
+                           false});
         expect_clean_exit(p.a);
         expect_clean_exit(p.b);
         EXPECT_EQ(events_of_both(dir, p, "prefetch to"), 0) << read_text(dir / "fake.log");
@@ -1749,7 +1768,7 @@ TEST(Switching, PolicyVariablesDecide)
         Daemon daemon(dir, {"--anti-thrashing", "on"});
         Pair p = run_pair(
             dir, daemon.socket(),
-            {{"--kernels", "2", "--kernel-us", "20000", "--alloc", "1M", "--hold-ms", "400"},
+            {{"--kernels", "2", "--alloc", "1M", "--hold-ms", "400"},
              {{"NVSHARE_PREFETCH", "1"}, {"NVSHARE_EVICT", "1"}, {"NVSHARE_SWAP", "managed"}},
              false});
         expect_clean_exit(p.a);
@@ -1848,7 +1867,9 @@ TEST(SwapEngine, SwapsChunksOutAndInAndKeepsTheData)
 // memory: 1200 of 300 KiB each (27 to a slab: 45 slabs, 360 MiB) in each of
 // two processes on one device of 512 MiB take turns, swap out and in whole
 // slabs and keep their data. With nothing but swappable memory, a releaser
-// lets go first and swaps out while the next holder swaps in.
+// lets go first and then swaps out (its log says so; whether the copies
+// then overlap the next holder's depends on their speed: see
+// TheNextHolderCopiesInWhileTheReleaserCopiesOut).
 TEST(SwapEngine, SmallAllocationsAreBlocksOfSlabsThatSwapWithTheRest)
 {
     TempDir dir;
@@ -1879,10 +1900,6 @@ TEST(SwapEngine, SmallAllocationsAreBlocksOfSlabsThatSwapWithTheRest)
     const std::string let_go_first = "let go before swapping out";
     EXPECT_TRUE(p.a.err().find(let_go_first) != std::string::npos ||
                 p.b.err().find(let_go_first) != std::string::npos)
-        << p.a.err() << p.b.err();
-    if (!kTimingsHold)
-        return;
-    EXPECT_TRUE(overlapped(work_named(read_work(log), "cuMemcpyAsync"), p.a.pid(), p.b.pid()))
         << p.a.err() << p.b.err();
 }
 
@@ -2060,8 +2077,7 @@ TEST(SwapEngine, WorkWaitsForTheSwapIn)
                   {"--anti-thrashing", "auto", "--capacity", "512M", "--time-quantum", "100ms"});
     const std::string stop = dir / "stop";
     Pair p = run_pair(dir, daemon.socket(),
-                      {{"--kernels", "2", "--kernel-us", "20000", "--alloc", "350M", "--check-data",
-                        "--until", stop},
+                      {{"--kernels", "2", "--alloc", "350M", "--check-data", "--until", stop},
                        {{"FAKECUDA_COPY_US", "20000"}},
                        false});
     // Each swap-in (4 copies) makes the quantum 10 times as long.
@@ -2370,9 +2386,9 @@ struct WaiterAndHolder {
 
 // 1 (200 MiB: chunks of 64, 64, 64 and 8 MiB, with a pattern) runs, then 2
 // (900 MiB, with `holder_args` and `holder_env`) takes the GPU and holds it
-// through its pause; 1 lets go keeping what fits beside 2, then waits for
-// the GPU again, and has made host memory for all four chunks when this
-// returns.
+// through its pause (until expect_both_end_and_the_waiter_keeps_its_data);
+// 1 lets go keeping what fits beside 2, then waits for the GPU again, and
+// has made host memory for all four chunks when this returns.
 void start_a_waiter_that_makes_host_memory_ahead(
     const TempDir& dir, const Daemon& daemon, const std::map<std::string, std::string>& waiter_env,
     const std::vector<std::string>& holder_args, WaiterAndHolder& p,
@@ -2387,7 +2403,7 @@ void start_a_waiter_that_makes_host_memory_ahead(
     p.waiter = start_client(dir, daemon.socket(), waiter, "waiter");
     ASSERT_TRUE(launched_one(dir, p.waiter)) << p.waiter.err();
     ClientRun holder{
-        {"--kernels", "1", "--alloc", "900M", "--hold-ms", "4000"},
+        {"--kernels", "1", "--alloc", "900M", "--pause-until", dir / "holder-go"},
         {{"NVSHARE_DEBUG", "1"}, {"NVSHARE_IDLE_RELEASE_MS", "0"}},  // holds through its pause
         false};
     holder.args.insert(holder.args.end(), holder_args.begin(), holder_args.end());
@@ -2406,6 +2422,7 @@ void start_a_waiter_that_makes_host_memory_ahead(
 
 void expect_both_end_and_the_waiter_keeps_its_data(const TempDir& dir, WaiterAndHolder& p)
 {
+    touch(dir / "holder-go");
     expect_clean_exit(p.holder, seconds(180));
     expect_clean_exit(p.waiter, seconds(180));
     EXPECT_NE(p.waiter.out().find("data=ok"), std::string::npos)
@@ -2537,6 +2554,8 @@ TEST(SwapEngine, AHolderMakesNoHostMemoryAheadWhileTheHostRunsLow)
     ASSERT_NO_FATAL_FAILURE(start_a_waiter_that_makes_host_memory_ahead(
         dir, daemon, {}, {}, p, {{kMeminfoText, meminfo_of_64g(6ull * 1024 * 1024)}}));
     expect_both_end_and_the_waiter_keeps_its_data(dir, p);
+    // A smoke test: the holder may end before a prestage would begin; the
+    // decision is SwitchPolicy.TheHostRunningLowEndsIt's (switch_policy_test.cpp).
     EXPECT_EQ(p.holder.err().find(kMadeAhead), std::string::npos) << p.holder.err();
 }
 
@@ -2808,15 +2827,13 @@ TEST(Copies, TwoByLdPreloadRegisterOnceAndRunAsFastAsOne)
     TempDir dir;
     Daemon daemon(dir, {"--anti-thrashing", "on"});
     ClientRun run{
-        {"--kernels", "4", "--kernel-us", "20000", "--alloc", "1M"},
+        {"--kernels", "4", "--alloc", "1M"},
         {{"LD_PRELOAD", Paths::get().preload + ":" + copy_of_library(dir)}, {"NVSHARE_DEBUG", "1"}},
         false};
-    const auto start = std::chrono::steady_clock::now();
     Process p = start_client(dir, daemon.socket(), run, "two");
     ASSERT_EQ(p.wait(), 0) << p.err();
-    // Two active copies waited for themselves until revoked (the grace
-    // period, 10 s); one copy needs well under a second.
-    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+    // Two active copies waited for themselves until revoked (the grace period).
+    EXPECT_EQ(daemon.log().find("revoked the lock"), std::string::npos) << daemon.log();
     EXPECT_EQ(registrations(daemon.log(), p.pid()), 1) << daemon.log();
     EXPECT_NE(p.err().find("another copy of libnvshare.so owns this process"), std::string::npos)
         << p.err();
@@ -2831,13 +2848,10 @@ TEST(Copies, OneFromEtcLdSoPreloadAndOneByLdPreloadRegisterOnce)
         GTEST_SKIP() << "needs root for a private mount namespace";
     TempDir dir;
     Daemon daemon(dir, {"--anti-thrashing", "on"});
-    ClientRun run{{"--kernels", "4", "--kernel-us", "20000", "--alloc", "1M"},
-                  {{"NVSHARE_DEBUG", "1"}},
-                  false};
-    const auto start = std::chrono::steady_clock::now();
+    ClientRun run{{"--kernels", "4", "--alloc", "1M"}, {{"NVSHARE_DEBUG", "1"}}, false};
     Process p = start_client(dir, daemon.socket(), run, "etc", copy_of_library(dir));
     ASSERT_EQ(p.wait(), 0) << p.err();
-    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+    EXPECT_EQ(daemon.log().find("revoked the lock"), std::string::npos) << daemon.log();
     EXPECT_EQ(registrations(daemon.log(), p.pid()), 1) << daemon.log();
     EXPECT_NE(p.err().find("another copy of libnvshare.so owns this process"), std::string::npos)
         << p.err();
@@ -2847,10 +2861,8 @@ TEST(Copies, ACopyLoadedByDlopenStaysOut)
 {
     TempDir dir;
     Daemon daemon(dir, {"--anti-thrashing", "on"});
-    ClientRun run{{"--kernels", "4", "--kernel-us", "20000", "--alloc", "1M", "--dlopen-copy",
-                   copy_of_library(dir)},
-                  {},
-                  false};
+    ClientRun run{
+        {"--kernels", "4", "--alloc", "1M", "--dlopen-copy", copy_of_library(dir)}, {}, false};
     Process p = start_client(dir, daemon.socket(), run, "dlopen");
     ASSERT_EQ(p.wait(), 0) << p.err();
     EXPECT_NE(p.out().find("dlopen-copy=ok"), std::string::npos) << p.out();

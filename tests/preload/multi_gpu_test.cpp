@@ -70,11 +70,9 @@ TEST(PeerAccess, SurvivesASwapOutAndBack)
     ASSERT_TRUE(wait_until([&] { return a.out().find("alloc=ok") != std::string::npos; }));
     ASSERT_TRUE(
         wait_until([&] { return count_events(dir / "fake.log", a.pid(), "peer-access") >= 1; }));
-    Process b = start_client(dir, daemon.socket(),
-                             {{"--alloc", "80M", "--kernels", "2", "--kernel-us", "20000"},
-                              {{"FAKECUDA_DEVICES", "2"}},
-                              false},
-                             "b");
+    Process b = start_client(
+        dir, daemon.socket(),
+        {{"--alloc", "80M", "--kernels", "2"}, {{"FAKECUDA_DEVICES", "2"}}, false}, "b");
     expect_clean_exit(b);
     touch(go_on);
     expect_clean_exit(a);

@@ -84,9 +84,9 @@ TEST(PointerAttributes, OfASmallAllocationAreThoseOfItsBlock)
     EXPECT_EQ(count_events(log, p.pid(), "alloc vmm 8388608"), 1) << read_text(log);
 }
 
-// Swapped out while another process holds the GPU, the memory is still
-// described at once (no wait for the GPU), and as before: same context,
-// same buffer ID.
+// Swapped out while another process holds the GPU (and keeps it until the
+// query has been answered), the memory is still described at once (no wait
+// for the GPU), and as before: same context, same buffer ID.
 TEST(PointerAttributes, StayTheSameAcrossASwapAndNeedNoGpu)
 {
     TempDir dir;
@@ -100,16 +100,21 @@ TEST(PointerAttributes, StayTheSameAcrossASwapAndNeedNoGpu)
          false},
         "a");
     ASSERT_TRUE(wait_until([&] { return a.out().find("attrs-first") != std::string::npos; }));
-    Process b =
-        start_client(dir, daemon.socket(),
-                     {{"--alloc", "80M", "--kernels", "1", "--hold-ms", "3000"}, {}, false}, "b");
+    const std::string b_go = dir / "b-go";
+    Process b = start_client(dir, daemon.socket(),
+                             {{"--alloc", "80M", "--kernels", "1", "--pause-until", b_go},
+                              {{"NVSHARE_IDLE_RELEASE_MS", "0"}},
+                              false},
+                             "b");
     ASSERT_TRUE(wait_until([&] {
         return count_events(dir / "fake.log", b.pid(), "cuLaunchKernel") >= 1 &&
                a.err().find("swapped out ") != std::string::npos;
     })) << a.err();
     touch(go_on);
-    ASSERT_TRUE(wait_until([&] { return a.out().find("attrs-paused") != std::string::npos; }));
-    EXPECT_TRUE(b.running()) << "the query did not overlap the other's hold";
+    const bool answered =
+        wait_until([&] { return a.out().find("attrs-paused") != std::string::npos; });
+    touch(b_go);
+    ASSERT_TRUE(answered) << "the query waited for the GPU\n" << a.out() << a.err();
     expect_clean_exit(a);
     expect_clean_exit(b);
     const std::string first = line_of(a.out(), "attrs-first");
@@ -160,15 +165,17 @@ TEST(GraphNodes, AMemsetNodeOnSwappedOutMemoryIsMadeOnceTheMemoryIsBack)
                              "a");
     ASSERT_TRUE(
         wait_until([&] { return count_events(dir / "fake.log", a.pid(), "cuLaunchKernel") >= 1; }));
+    const std::string b_go = dir / "b-go";
     Process b =
         start_client(dir, daemon.socket(),
-                     {{"--alloc", "80M", "--kernels", "1", "--hold-ms", "1500"}, {}, false}, "b");
+                     {{"--alloc", "80M", "--kernels", "1", "--pause-until", b_go}, {}, false}, "b");
     ASSERT_TRUE(wait_until([&] {
         return count_events(dir / "fake.log", b.pid(), "cuLaunchKernel") >= 1 &&
                a.err().find("swapped out ") != std::string::npos;
     })) << a.err();
     touch(go_on);
     expect_clean_exit(a);
+    touch(b_go);
     expect_clean_exit(b);
     EXPECT_EQ(line_of(a.out(), "graph-node="), "graph-node=0 graph-run=0 byte=5a") << a.err();
 }

@@ -25,6 +25,7 @@ struct Options {
     std::string route = "direct";
     bool per_thread = false;
     int kernels = 5;
+    // --kernel-us: how long each kernel runs (most tests use this default).
     uint32_t kernel_us = 20000;
     bool launch_ex = false;
     bool own_stream = false;
@@ -109,6 +110,9 @@ struct Options {
     std::string capture_until;
     int rounds = 1;
     int pause_ms = 0;
+    // --pauses-until PREFIX: the pause before round N (N = 1, 2, ... of
+    // --rounds) lasts until PREFIX.N exists, instead of --pause-ms.
+    std::string pauses_until;
     // --alloc-each-round SIZE: each of the --rounds after the first begins
     // with one more allocation of SIZE (kept), right before its kernels.
     size_t alloc_each_round = 0;
@@ -1078,6 +1082,8 @@ bool parse(int argc, char** argv)
             opt.until = next();
         else if (a == "--pause-until")
             opt.pause_until = next();
+        else if (a == "--pauses-until")
+            opt.pauses_until = next();
         else if (a == "--free-async")
             opt.free_async = true;
         else if (a == "--fault-then-alloc")
@@ -1206,7 +1212,10 @@ int main(int argc, char** argv)
     while (!opt.busy_until.empty() && !exists(opt.busy_until))
         run_round();
     for (int r = 1; r < opt.rounds; ++r) {
-        usleep(static_cast<useconds_t>(opt.pause_ms) * 1000);  // a CPU phase: GPU idle
+        if (opt.pauses_until.empty())
+            usleep(static_cast<useconds_t>(opt.pause_ms) * 1000);  // a CPU phase: GPU idle
+        else
+            wait_for(opt.pauses_until + "." + std::to_string(r));
         if (opt.alloc_each_round != 0) {
             CUdeviceptr p = 0;
             const auto began = std::chrono::steady_clock::now();
