@@ -394,12 +394,11 @@ TimePoint Room::short_of_room_until(GpuIndex gpu) const
 // rounds that follow faster than a swap-out is answered (a holder whose
 // growth finds room as it comes: there, doubling would move far more than
 // needed out of the way of a fill).
-uint64_t Room::room_to_ask(GpuIndex gpu, uint64_t short_by, TimePoint now, bool wanted) const
+uint64_t Room::room_to_ask(GpuIndex gpu, uint64_t short_by, TimePoint now) const
 {
     const GpuRoom& r = rooms_[gpu];
     const Duration since = now - r.room_asked_at;
-    const bool waited_for_it =
-        r.room_asked != 0 && (wanted || since >= kAnsweredRound) && since < kGrowthRound;
+    const bool waited_for_it = r.room_asked != 0 && since >= kAnsweredRound && since < kGrowthRound;
     return waited_for_it ? std::max(short_by, 2 * r.room_asked) : short_by;
 }
 
@@ -445,7 +444,7 @@ GpuSet Room::publish_shrinks(TimePoint now, std::vector<Action>& out)
                 return std::nullopt;
             return std::min(k->second, m->second.confirmed_managed);
         };
-        const uint64_t asked = std::min(room_to_ask(g, short_by, now, wanted != 0), kept_here);
+        const uint64_t asked = std::min(room_to_ask(g, short_by, now), kept_here);
         uint64_t left = kept_here - asked;
         bool sent = false;
         for (ClientId id : order) {

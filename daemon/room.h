@@ -48,10 +48,7 @@ public:
     static constexpr uint64_t kShrinkStep = uint64_t{64} << 20;
     // A Shrink round that comes between these two after the last on its GPU
     // asks for at least twice that one's room (room_to_ask): the holder
-    // still grows, and waited for the last round to be answered. A holder's
-    // want (want_room) says so itself: its library asks again only once its
-    // wait for the last round's room is over, so the lower bound is not
-    // needed there.
+    // still grows, and waited for the last round to be answered.
     static constexpr Duration kAnsweredRound = std::chrono::milliseconds(150);
     static constexpr Duration kGrowthRound = std::chrono::seconds(2);
 
@@ -190,9 +187,8 @@ private:
     // everybody else keeps there (pinned memory, what others left behind).
     uint64_t keep_allowance(const ClientRecord& c, GpuSet gpus) const;
     // How much of what those who do not hold `gpu` keep there a Shrink round
-    // asks for, `short_by` being what the holders lack; `wanted`: a holder
-    // asked for it (want_room), so the last round was answered.
-    uint64_t room_to_ask(GpuIndex gpu, uint64_t short_by, TimePoint now, bool wanted) const;
+    // asks for, `short_by` being what the holders lack.
+    uint64_t room_to_ask(GpuIndex gpu, uint64_t short_by, TimePoint now) const;
 
     const std::vector<Gpu>& gpus_;
     std::map<ClientId, ClientRecord>& clients_;

@@ -160,30 +160,6 @@ TEST_F(RoomTest, AHolderShortOfRoomGetsWhatItMeasuredNotOnlyWhatTheSumsSay)
     EXPECT_EQ(out_[0].keep, 0u);
 }
 
-// A holder that asks for room (want_room) again soon after a round has had
-// that round's room: rounds double without waiting for kAnsweredRound, so a
-// framework growing 1 GiB at a time gets its room in a few rounds.
-TEST_F(RoomTest, RoomAHolderAsksForAgainDoublesAtOnce)
-{
-    client(1, 10 * GiB);
-    hold(1);
-    let_go(1);  // keeps its 10 GiB
-    client(2, 1 * GiB);
-    client(3, 2 * GiB);  // 13 of 12
-    hold(2);
-    line_ = {1};
-    std::vector<uint64_t> kept;
-    for (int i = 0; i < 3; ++i) {
-        out_.clear();
-        room_.want_room(clients_[2], 0, 1 * GiB);
-        now_ += Room::kAnsweredRound / 3;
-        EXPECT_EQ(room_.publish_shrinks(now_, out_), gpu_bit(0));
-        ASSERT_EQ(out_.size(), 1u);
-        kept.push_back(out_[0].keep / GiB);
-    }
-    EXPECT_EQ(kept, (std::vector<uint64_t>{9, 7, 3}));
-}
-
 // In group turns the holders keep the GPU in grant order while they fit.
 TEST_F(RoomTest, HoldersBeyondTheFitAreNamed)
 {
