@@ -161,8 +161,6 @@ STATEMENTS = [
       "kAnsweredRound"),
     H(DAEMON, r"least \d+ ms and less than (?P<v>\d+) (?P<u>s) after the last", "daemon/room.h",
       "kGrowthRound"),
-    H(DAEMON, r"doubles at any time less than (?P<v>\d+) (?P<u>s) after the last",
-      "daemon/room.h", "kGrowthRound"),
     H(DAEMON, r"asks for at least (?P<v>twice) the last round's room", "daemon/room.cpp",
       r"re:std::max\(short_by, (?P<v>\d+) \* r\.room_asked\)"),
     H(DAEMON, r"or at the latest after (?P<v>twice) its own burst", "daemon/turn_policy.cpp",
