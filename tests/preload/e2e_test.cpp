@@ -383,10 +383,12 @@ TEST(Release, AsksAgainOnlyWhenItsWorkResumes)
 }
 
 // On a GPU of `capacity` (auto mode, a long quantum): a holder of `alloc`
-// (`env` added to its environment, NVSHARE_DEBUG=1 among it) and, once its
-// first kernel ended, another client of `alloc` with two kernels. The holder
-// runs bursts of two kernels back to back until it is told that the other
-// waits, then pauses until its log shows `until_logged`. Both end cleanly.
+// with bursts of two 20 ms kernels `pause_ms` apart (`env` added to its
+// environment, NVSHARE_DEBUG=1 among it) and, once its first kernel ended,
+// another client of `alloc` with two kernels. The holder has at least
+// `rounds` bursts, and more until its log shows `until_logged` (at most 30
+// s; the checks then fail): however long the other takes to register on a
+// loaded machine, the holder still pauses while it waits. Both end cleanly.
 struct PausesRun {
     std::string holder_err;
     // From the holder's debug log: the hold it chose as each pause began
@@ -396,16 +398,17 @@ struct PausesRun {
 };
 
 PausesRun run_holder_with_pauses(const std::string& capacity, const std::string& alloc,
+                                 const std::string& rounds, const std::string& pause_ms,
                                  const std::map<std::string, std::string>& env,
                                  const std::string& until_logged)
 {
     TempDir dir;
     Daemon daemon(dir,
                   {"--anti-thrashing", "auto", "--capacity", capacity, "--time-quantum", "10min"});
-    const std::string turns = dir / "turns", pause = dir / "pause";
+    const std::string stop = dir / "stop";
     Process holder = start_client(dir, daemon.socket(),
-                                  {{"--alloc", alloc, "--kernels", "2", "--busy-until", turns,
-                                    "--rounds", "2", "--pauses-until", pause},
+                                  {{"--alloc", alloc, "--kernels", "2", "--rounds", rounds,
+                                    "--pause-ms", pause_ms, "--until", stop},
                                    env,
                                    false},
                                   "holder");
@@ -413,13 +416,10 @@ PausesRun run_holder_with_pauses(const std::string& capacity, const std::string&
         wait_until([&] { return count_events(dir / "fake.log", holder.pid(), "end") >= 1; }));
     Process other = start_client(dir, daemon.socket(),
                                  {{"--alloc", alloc, "--kernels", "2"}, {}, false}, "other");
-    EXPECT_TRUE(wait_until([&] {
-        return holder.err().find("others wait for them") != std::string::npos;
-    })) << holder.err();
-    touch(turns);
-    EXPECT_TRUE(wait_until([&] { return holder.err().find(until_logged) != std::string::npos; }))
-        << holder.err();
-    touch(pause + ".1");
+    // What the log shows is the caller's to check.
+    (void)wait_until([&] { return holder.err().find(until_logged) != std::string::npos; },
+                     seconds(30));
+    touch(stop);
     expect_clean_exit(holder);
     expect_clean_exit(other);
     PausesRun run;
@@ -437,8 +437,8 @@ PausesRun run_holder_with_pauses(const std::string& capacity, const std::string&
     return run;
 }
 
-// On an oversubscribed GPU a holder whose pauses are shorter than a switch
-// would cost holds the GPU through them: before any pause is known
+// On an oversubscribed GPU a holder whose pauses (20 ms) are shorter than a
+// switch would cost holds the GPU through them: before any pause is known
 // its hold is its share of a switch, not the 1 ms idle period; moving 4 GiB
 // out costs at least 107 ms at the assumed 40 GB/s (more while host memory
 // for it is still to be made; the way back overlaps the next holder's
@@ -448,8 +448,13 @@ PausesRun run_holder_with_pauses(const std::string& capacity, const std::string&
 TEST(Release, HoldsThroughPausesShorterThanASwitch)
 {
     const PausesRun run = run_holder_with_pauses(
-        "12G", "8G", {{"NVSHARE_DEBUG", "1"}, {"NVSHARE_IDLE_RELEASE_MS", "1"}},
+        "12G", "8G", "15", "20", {{"NVSHARE_DEBUG", "1"}, {"NVSHARE_IDLE_RELEASE_MS", "1"}},
         "idle: keeping the GPU up to ");
+    // Under TSan a 20 ms pause may pass before the library looks: the path
+    // (both end cleanly, releases only after a pause outlasted the hold) is
+    // checked, the hold chosen is not.
+    if (!kTimingsHold)
+        return;
     ASSERT_FALSE(run.hold.empty()) << run.holder_err;
     EXPECT_EQ(run.hold[0], run.hold_share[0]) << run.holder_err;
     EXPECT_GE(run.hold_share[0], 107u) << run.holder_err;
@@ -459,13 +464,13 @@ TEST(Release, HoldsThroughPausesShorterThanASwitch)
 // the whole round trip (the share's rule: switch_share_test.cpp). Here 512
 // of 768 MiB each: 280 MiB move (256 MiB room for the other, less a 24 MiB
 // headroom), a few ms at the assumed rates, more while host memory for it is
-// still to be made; its pause outlasts that. This checks the path:
+// still to be made; its 300 ms pauses outlast that. This checks the path:
 // it let go, and its first release (before any pause was known) waited out
 // exactly its share (its debug log).
 TEST(Release, WaitsOutItsOwnShareOfASwitchBeforeLettingGo)
 {
     const PausesRun run = run_holder_with_pauses(
-        "768M", "512M", {{"NVSHARE_DEBUG", "1"}, {"NVSHARE_IDLE_RELEASE_MS", "1"}},
+        "768M", "512M", "3", "300", {{"NVSHARE_DEBUG", "1"}, {"NVSHARE_IDLE_RELEASE_MS", "1"}},
         "released early");
     const auto share = numbers_after(run.holder_err, "our share of a switch ", "released early");
     ASSERT_FALSE(run.released_hold.empty()) << run.holder_err;
