@@ -2666,15 +2666,17 @@ TEST(SwapEngine, HostMemoryMovesToTheGpuWhenRoomAppears)
         << read_text(dir / "fake.log");
 }
 
-// On a capacity of 512 MiB (mode on): "idle" lets go after its first kernel
-// with 200 MiB and waits until nvshared has asked it for room and it gave it;
-// "grows" then holds the GPU with 200 MiB and allocates 300 MiB more. Both
-// end with their data checked; `env` is added to both environments.
+// "idle" lets go after its first kernel with 200 MiB and waits until
+// nvshared has asked it for room and it gave it (its log shows `gave`: all
+// 200 MiB by default); "grows" then holds the GPU with 200 MiB and allocates
+// 300 MiB more. Both end with their data checked; `env` is added to both
+// environments.
 struct IdleAndGrower {
     Process idle, grows;
 };
 IdleAndGrower run_idle_and_grower(const TempDir& dir, const Daemon& daemon,
-                                  std::map<std::string, std::string> env)
+                                  std::map<std::string, std::string> env,
+                                  const std::string& gave = "swapped out 209715200 bytes")
 {
     env["NVSHARE_DEBUG"] = "1";
     const std::string given = dir / "given";
@@ -2689,9 +2691,8 @@ IdleAndGrower run_idle_and_grower(const TempDir& dir, const Daemon& daemon,
                                   env,
                                   false},
                                  "grows");
-    EXPECT_TRUE(wait_until(
-        [&] { return idle.err().find("swapped out 209715200 bytes") != std::string::npos; },
-        seconds(180)))
+    EXPECT_TRUE(
+        wait_until([&] { return idle.err().find(gave) != std::string::npos; }, seconds(180)))
         << idle.err();
     touch(given);
     expect_clean_exit(grows, seconds(180));
@@ -2752,38 +2753,15 @@ TEST(SwapEngine, AHolderGetsTheRoomItMeasuresItLacksBeyondTheReportedSums)
 {
     TempDir dir;
     Daemon daemon(dir, {"--anti-thrashing", "on", "--capacity", "1G"});
-    const std::map<std::string, std::string> env{
-        {"NVSHARE_DEBUG", "1"},
-        {"FAKECUDA_SHARED_DEVICE", dir / "device"},
-        {"FAKECUDA_MEMORY", std::to_string(1ull << 30)},
-        {"FAKECUDA_CONTEXT_BYTES", std::to_string(200ull << 20)}};
-    const std::string given = dir / "given";
-    Process idle = start_client(
-        dir, daemon.socket(),
-        {{"--kernels", "1", "--alloc", "200M", "--check-data", "--pause-until", given}, env, false},
-        "idle");
-    ASSERT_TRUE(launched_one(dir, idle)) << idle.err();
-    Process grows = start_client(dir, daemon.socket(),
-                                 {{"--kernels", "1", "--alloc", "200M", "--late-alloc", "300M",
-                                   "--check-data", "--until", given},
-                                  env,
-                                  false},
-                                 "grows");
-    EXPECT_TRUE(wait_until(
-        [&] { return grows.err().find("asking nvshared for room") != std::string::npos; },
-        seconds(60)))
-        << grows.err();
-    touch(given);
-    expect_clean_exit(grows, seconds(180));
-    expect_clean_exit(idle, seconds(180));
-    for (Process* c : {&idle, &grows}) {
-        EXPECT_NE(c->out().find("data=ok"), std::string::npos) << c->out() << c->err();
-        EXPECT_EQ(faults(dir, c->pid()), 0) << read_text(dir / "fake.log");
-    }
-    EXPECT_NE(grows.out().find("late=ok"), std::string::npos) << grows.out() << grows.err();
-    EXPECT_NE(idle.err().find("nvshared asks for room"), std::string::npos) << idle.err();
-    EXPECT_EQ(grows.err().find("stay in host memory"), std::string::npos) << grows.err();
-    EXPECT_EQ(count_events(dir / "fake.log", grows.pid(), "alloc vmm-host"), 0)
+    const IdleAndGrower p =
+        run_idle_and_grower(dir, daemon,
+                            {{"FAKECUDA_SHARED_DEVICE", dir / "device"},
+                             {"FAKECUDA_MEMORY", std::to_string(1ull << 30)},
+                             {"FAKECUDA_CONTEXT_BYTES", std::to_string(200ull << 20)}},
+                            "swapped out ");
+    EXPECT_NE(p.grows.err().find("asking nvshared for room"), std::string::npos) << p.grows.err();
+    EXPECT_EQ(p.grows.err().find("stay in host memory"), std::string::npos) << p.grows.err();
+    EXPECT_EQ(count_events(dir / "fake.log", p.grows.pid(), "alloc vmm-host"), 0)
         << read_text(dir / "fake.log");
 }
 
