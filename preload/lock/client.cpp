@@ -323,8 +323,11 @@ bool ClientLoop::drain(uint64_t deadline)
     mailbox::drain_until(deadline);
     // Calls admitted before the gate closed may still be putting work on the
     // GPU: synchronising before they are out would miss that work.
-    if (!gate_is_open() && !gate_wait_in_flight(deadline))
-        log_debug("a driver call admitted before the drop is still running");
+    if (!gate_is_open() && gate_in_flight()) {
+        log_debug("draining: a driver call admitted before the drop is still inside the driver");
+        if (!gate_wait_in_flight(deadline))
+            log_debug("a driver call admitted before the drop is still running");
+    }
     const bool done = contexts::drain_all();
     mailbox::drain_done();
     if (done)

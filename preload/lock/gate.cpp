@@ -123,6 +123,11 @@ bool gate_bounded()
     return (g_gate.load(std::memory_order_acquire) & kGateBounded) != 0;
 }
 
+bool gate_in_flight()
+{
+    return g_gate.load(std::memory_order_acquire) >= kGateInFlightOne;
+}
+
 bool gate_wait_in_flight(uint64_t deadline)
 {
     // Calls usually leave the driver within microseconds; poll briefly.

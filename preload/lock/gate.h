@@ -103,6 +103,8 @@ void gate_clear_active();
 // Closes only if open, idle (ACTIVE clear, nothing pending) and nothing in
 // flight: true if closed.
 bool gate_close_if_idle();
+// Whether some admitted call is still inside the driver.
+bool gate_in_flight();
 // After gate_close(): waits until no admitted call is still inside the
 // driver, at most until `deadline` (CLOCK_MONOTONIC ns); false if some still
 // were then.

@@ -153,8 +153,9 @@ struct Options {
     bool free_middle = false;
     // --release-primary-when FILE: after its work, once FILE exists, the
     // primary context is released as cudart's exit handler does, while the
-    // library may still be moving memory out after letting go; the process
-    // then lives 1 s more (an exit takes a while) and frees nothing.
+    // library may still be moving memory out after letting go
+    // ("primary-release-called-ns=": when it called, CLOCK_MONOTONIC); the
+    // process then lives 1 s more (an exit takes a while) and frees nothing.
     std::string release_primary_when;
 };
 
@@ -1257,7 +1258,13 @@ int main(int argc, char** argv)
     }
     if (!opt.release_primary_when.empty()) {
         wait_for(opt.release_primary_when);
-        printf("primary-release=%d\n", static_cast<int>(api.primary_release(device)));
+        timespec called{};
+        clock_gettime(CLOCK_MONOTONIC, &called);  // the fake's log's clock
+        const CUresult released = api.primary_release(device);
+        printf("primary-release-called-ns=%llu\n",
+               static_cast<unsigned long long>(called.tv_sec) * 1000000000ull +
+                   static_cast<unsigned long long>(called.tv_nsec));
+        printf("primary-release=%d\n", static_cast<int>(released));
         fflush(stdout);
         usleep(1000 * 1000);
         printf("done=ok\n");
