@@ -516,17 +516,29 @@ uint64_t stranded()
 
 namespace {
 
+// The device memory free beyond the driver's reserve
+// (swap_plan::driver_reserve) on the current context's GPU, as the driver
+// counts it (contexts and the driver's own memory included); false if the
+// driver does not say.
+bool usable_free(uint64_t* usable)
+{
+    auto get = NVS_REAL(cuMemGetInfo_v2);
+    size_t free = 0, total = 0;
+    if (get == nullptr || get(&free, &total) != CUDA_SUCCESS)
+        return false;
+    const uint64_t reserve = swap_plan::driver_reserve(total);
+    *usable = free > reserve ? free - reserve : 0;
+    return true;
+}
+
 struct Room {
     bool some = false;
 };
 
 void ask_room(void* arg)
 {
-    auto get = NVS_REAL(cuMemGetInfo_v2);
-    size_t free = 0, total = 0;
-    if (get != nullptr && get(&free, &total) == CUDA_SUCCESS)
-        static_cast<Room*>(arg)->some =
-            swap_plan::leaves_driver_reserve(tuning::kPromoteRoom, free, total);
+    uint64_t usable = 0;
+    static_cast<Room*>(arg)->some = usable_free(&usable) && usable >= tuning::kPromoteRoom;
 }
 
 }  // namespace
@@ -552,14 +564,11 @@ struct Short {
 void measure_short(void* arg)
 {
     auto* s = static_cast<Short*>(arg);
-    auto get = NVS_REAL(cuMemGetInfo_v2);
-    size_t free = 0, total = 0;
-    if (get == nullptr || get(&free, &total) != CUDA_SUCCESS)
+    uint64_t usable = 0;
+    if (!usable_free(&usable))
         return;
     const uint64_t all = swappable::total_bytes(s->gpu), there = swappable::device_bytes(s->gpu);
     const uint64_t off = all > there ? all - there : 0;
-    const uint64_t reserve = swap_plan::driver_reserve(total);
-    const uint64_t usable = free > reserve ? free - reserve : 0;
     s->bytes = off > usable ? off - usable : 0;
 }
 
