@@ -169,6 +169,7 @@ void add_round(swappable::Moved& to, const swappable::Moved& round)
     to.sync_ns += round.sync_ns;
     to.short_of_room = round.short_of_room;
     to.left_on_host = round.left_on_host;
+    to.out_to_host += round.out_to_host;
     to.left_waiting = round.left_waiting;
 }
 
@@ -225,8 +226,11 @@ uint64_t engine_swap_in(uint32_t i, uint64_t patience)
             static_cast<unsigned long long>(m.moved.sync_ns / 1000000),
             static_cast<unsigned long long>((now_ns() - first) / 1000000));
     if (m.moved.left_on_host != 0)
-        log_debug("%llu bytes stay in host memory: no room on GPU %u",
-                  static_cast<unsigned long long>(m.moved.left_on_host), i);
+        log_debug(
+            "%llu bytes stay in host memory (%llu swapped-out bytes moved there): no "
+            "room on GPU %u",
+            static_cast<unsigned long long>(m.moved.left_on_host),
+            static_cast<unsigned long long>(m.moved.out_to_host), i);
     return m.moved.left_on_host;
 }
 

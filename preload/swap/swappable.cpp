@@ -1032,8 +1032,10 @@ Moved swap_in(uint32_t gpu, uint64_t budget, CUstream stream, bool wait_for_room
             log_warn("no memory for %llu bytes at %#llx, neither on GPU %d nor on the host",
                      static_cast<unsigned long long>(size),
                      static_cast<unsigned long long>(r.ptr + off), r.ordinal);
-        else if (was_out)  // its data, to where its address now shows host memory
+        else if (was_out) {  // its data, to where its address now shows host memory
             copied_to_host |= stream_copy(r.ptr + off, out_address(c), size, stream);
+            m.out_to_host += size;
+        }
         on_host += c.where == Where::Host ? size : 0;
     };
     // Consecutive small chunks of one record placed without access: granted

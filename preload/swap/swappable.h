@@ -143,6 +143,7 @@ struct Moved {
     uint64_t ns = 0;             // the whole move, remapping included
     bool short_of_room = false;  // swap-in: the device refused memory within the budget
     uint64_t left_on_host = 0;   // swap-in: bytes that stay in host memory
+    uint64_t out_to_host = 0;    // swap-in: swapped-out bytes it moved to host memory
     uint64_t left_waiting = 0;   // swap-in waiting for room: bytes left Absent or Out
     // Swap-in: where the time went (the rest is queueing the copies).
     uint64_t lock_ns = 0;    // waiting for the engine's lock
