@@ -125,7 +125,10 @@ class Container:
                     f.write(str(os.getpid()))
             os.setsid()
 
-        env = {"PATH": PATH, "SYSTEMD_NSPAWN_UNIFIED_HIERARCHY": "1"}
+        # No tmpfs on the container's /tmp: the test may copy a checkout there
+        # (pid1_test.py puts it at its own path).
+        env = {"PATH": PATH, "SYSTEMD_NSPAWN_UNIFIED_HIERARCHY": "1",
+               "SYSTEMD_NSPAWN_TMPFS_TMP": "0"}
         with open(self.console, "w") as console:
             self.nspawn = subprocess.Popen(
                 ["systemd-nspawn", "--boot", f"--directory={self.root}", f"--machine={self.name}",

@@ -3,7 +3,11 @@
 
 Boots Debian 12 with systemd in a container (pid1_container.py), installs
 nvshare there with the README's first command (.ci/quickstart service, on a
-copy of this checkout), then runs named checks, one PASS or FAIL line each.
+copy of this checkout at the same path), then runs named checks, one PASS or
+FAIL line each. Where the checkout holds the build that command makes (CI ran
+it just before), the copy takes it along and the command's ninja finds it up
+to date: the container tests the install under systemd, not the compile once
+more.
 The host is not changed: the container's root is an overlay of a cached
 read-only root file system, mounted in a private mount namespace, and the
 container, its cgroups and its mounts are removed at the end, failed or not.
@@ -28,6 +32,13 @@ SKIP = 77
 MARKER = sys.argv[1]
 SOURCE = os.environ["NVSHARE_SOURCE_ROOT"]
 CUDA = os.environ.get("NVSHARE_CUDA_HEADERS", "/usr/local/cuda/include")
+# quickstart's default, where the container gets CUDA's headers.
+CUDA_INSIDE = "/usr/local/cuda/include"
+# The options of quickstart service's build (.ci/quickstart): a build/ of
+# this checkout made with them is what the command would make again.
+SERVICE_BUILD = {"prefix": "/usr", "sysconfdir": "/etc", "localstatedir": "/var",
+                 "buildtype": "release", "tests": False, "unity": "on",
+                 "cuda-headers": CUDA_INSIDE}
 UNIT = "nvshare.service"
 BUS = ["busctl", "get-property", "org.nvshare.Scheduler1", "/org/nvshare/Scheduler1",
        "org.nvshare.Scheduler1.Manager"]
@@ -370,7 +381,8 @@ def check_uninstall(a):
     """The README's uninstall command (the last check): nothing of nvshare
     runs, is listed or is left installed, and programs start without a word
     from ld.so."""
-    r = a.run(["sh", "-c", "cd /root/nvshare && sh .ci/quickstart uninstall 2>&1"], timeout=120)
+    r = a.run(["sh", "-c", 'cd "$1" && sh .ci/quickstart uninstall 2>&1', "sh", SOURCE],
+              timeout=120)
     if "nvshare: uninstalled" not in r.stdout:
         raise Failed(f"quickstart uninstall said:\n{r.stdout}")
     listed = [line for line in preload_lines(a) if "libnvshare" in line]
@@ -409,14 +421,38 @@ CHECKS = [
 
 
 # -- set-up ---------------------------------------------------------------
+def service_build():
+    """build/ if quickstart service made it here with the same headers the
+    container gets, else None (the container then builds its own)."""
+    build = os.path.join(SOURCE, "build")
+    if os.path.realpath(CUDA) != os.path.realpath(CUDA_INSIDE):
+        return None
+    info = os.path.join(build, "meson-info")
+    try:
+        with open(os.path.join(info, "meson-info.json")) as f:
+            source = json.load(f)["directories"]["source"]
+        with open(os.path.join(info, "intro-buildoptions.json")) as f:
+            options = {o["name"]: o["value"] for o in json.load(f)}
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if source != SOURCE or not os.path.isfile(os.path.join(build, "build.ninja")):
+        return None
+    return build if all(options.get(k) == v for k, v in SERVICE_BUILD.items()) else None
+
+
 def copy_checkout(dest):
-    """The checkout's files (tracked and new, not ignored: no build
-    directories) into the container, where quickstart makes its build/."""
+    """The checkout's files (tracked and new, not ignored) into the
+    container at dest, with service_build() if there is one (the build's
+    paths are absolute: dest is the checkout's own path)."""
     names = subprocess.run(["git", "-C", SOURCE, "ls-files", "-z", "--cached", "--others",
                             "--exclude-standard"], check=True, capture_output=True).stdout
     names = [n for n in names.split(b"\0") if n and os.path.lexists(os.path.join(SOURCE.encode(),
                                                                                n))]
-    os.makedirs(dest)
+    build = service_build()
+    if build is not None:
+        names.append(b"build")
+        log("the checkout's build/ (quickstart service's) goes along")
+    os.makedirs(dest, exist_ok=True)
     pack = subprocess.Popen(["tar", "-C", SOURCE, "--null", "-T", "-", "-cf", "-"],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     unpack = subprocess.Popen(["tar", "-C", dest, "-xf", "-"], stdin=pack.stdout)
@@ -428,8 +464,10 @@ def copy_checkout(dest):
 
 
 def prepare(c):
-    copy_checkout(c.path("/root/nvshare"))
-    shutil.copytree(CUDA, c.path("/usr/local/cuda/include"), symlinks=True)
+    """After boot: the boot's systemd-tmpfiles empties /tmp, where the
+    checkout may be."""
+    copy_checkout(c.path(SOURCE))
+    shutil.copytree(CUDA, c.path(CUDA_INSIDE), symlinks=True)
     os.makedirs(os.path.dirname(c.path(MARKER_INSIDE)), mode=0o755)
     shutil.copyfile(MARKER, c.path(MARKER_INSIDE))
     os.chmod(c.path(MARKER_INSIDE), 0o644)
@@ -451,12 +489,12 @@ def main():
         log(f"root file system ready after {time.monotonic() - begin:.0f} s")
         c = Container(lower)
         c.mount()
-        prepare(c)
         t = time.monotonic()
         c.boot()
         log(f"systemd running in the container after {time.monotonic() - t:.1f} s")
+        prepare(c)
         t = time.monotonic()
-        r = c.run(["sh", "-c", "cd /root/nvshare && nice sh .ci/quickstart service 2>&1"],
+        r = c.run(["sh", "-c", 'cd "$1" && nice sh .ci/quickstart service 2>&1', "sh", SOURCE],
                   timeout=900)
         print(r.stdout[-3000:], end="")
         log(f".ci/quickstart service: exit {r.returncode} after {time.monotonic() - t:.0f} s")
