@@ -364,16 +364,27 @@ TEST(Release, LetsGoAtOnceOncePausesProveLong)
 // data intact, pauses it let go in and asked again after, and holds that
 // learnt of its long pauses (its debug log). Copies take 150 ms a chunk
 // here, so that a swap-in (four chunks) can outlast the 200 ms after which
-// a call waiting at the gate asks again.
+// a call waiting at the gate asks again. Each client runs six rounds and
+// more until both logs show what is checked (at most 120 s; the checks then
+// fail), so that a loaded machine's slow rounds only make the test longer.
 TEST(Release, AsksAgainOnlyWhenItsWorkResumes)
 {
     TempDir dir;
     Daemon daemon(dir, {"--anti-thrashing", "auto", "--capacity", "512M"});
+    const std::string stop = dir / "stop";
     Pair p = run_pair(dir, daemon.socket(),
                       {{"--kernels", "2", "--kernel-us", "150000", "--rounds", "6", "--pause-ms",
-                        "700", "--alloc", "350M", "--check-data"},
+                        "700", "--alloc", "350M", "--check-data", "--until", stop},
                        {{"NVSHARE_DEBUG", "1"}, {"FAKECUDA_COPY_US", "150000"}},
                        false});
+    const auto learnt = [](const Process& c) {
+        const std::string err = c.err();
+        return err.find("work resumed after a pause of ") != std::string::npos &&
+               err.find("longer pauses seen") != std::string::npos;
+    };
+    // What the logs show is checked below.
+    (void)wait_until([&] { return learnt(p.a) && learnt(p.b); }, seconds(120));
+    touch(stop);
     expect_clean_exit(p.a, seconds(240));
     expect_clean_exit(p.b, seconds(240));
     for (Process* c : {&p.a, &p.b}) {
