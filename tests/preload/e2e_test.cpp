@@ -957,26 +957,29 @@ TEST(Release, WaitsForCallsStillInsideTheDriver)
 
 // Issue 13. A holder whose program is inside an allocation is not idle: the
 // work that follows needs that memory. Here each of the holder's last three
-// rounds begins with an allocation whose mapping takes 400 ms, longer than
-// its hold when idle (50 ms), and another process comes to wait meanwhile
+// rounds begins with an allocation whose mapping takes 1 s, longer than
+// its hold when idle (200 ms), and another process comes to wait meanwhile
 // (not before: until then nothing can make the holder let go, so a loaded
 // machine's gaps between its busy rounds cannot either). Letting go then (as
 // it did on the GPU, in a torch job's check phase) cost a switch each way;
 // it keeps the GPU to the end of its work, so the other's work all comes
-// after its own.
-// The holder (with an idle period of 50 ms) runs busy rounds until another
+// after its own. The idle period leaves room for the holder's own CPU
+// between a kernel's end and the next round's call (tens of ms under TSan
+// on a loaded machine: a real pause, where letting go is right).
+// The holder (with an idle period of 200 ms) runs busy rounds until another
 // process comes to wait, then three rounds that each begin with
-// `round_start` (a call that keeps it 400 ms through `slow_env`); the
-// other's work must all come after its own: it never let go.
+// `round_start` (a call that keeps it 1 s through `slow_env`); the other's
+// work must all come after its own: it never let go.
 void expect_the_holder_keeps_the_gpu(const std::vector<std::string>& round_start,
                                      const std::string& slow_env)
 {
     TempDir dir;
     Daemon daemon(dir, {"--anti-thrashing", "on", "--time-quantum", "10min"});
     const std::string go = dir / "go";
-    ClientRun run{{"--kernels", "1", "--busy-until", go, "--rounds", "4"},
-                  {{"NVSHARE_IDLE_RELEASE_MS", "50"}, {"NVSHARE_DEBUG", "1"}, {slow_env, "400000"}},
-                  false};
+    ClientRun run{
+        {"--kernels", "1", "--busy-until", go, "--rounds", "4"},
+        {{"NVSHARE_IDLE_RELEASE_MS", "200"}, {"NVSHARE_DEBUG", "1"}, {slow_env, "1000000"}},
+        false};
     run.args.insert(run.args.end(), round_start.begin(), round_start.end());
     Process a = start_client(dir, daemon.socket(), run, "a");
     ASSERT_TRUE(wait_until([&] { return count_events(dir / "fake.log", a.pid(), "end") >= 2; }));
@@ -1004,7 +1007,7 @@ TEST(Release, AnAllocationInProgressIsNotIdleness)
 // (lazy loading), in calls such as cuFuncGetAttribute that the program makes
 // before it launches it (tens of ms for PyTorch's kernels: counted as a
 // pause, it would let the holder go in a check phase). Here each of the
-// holder's last rounds begins with such a call that takes 400 ms.
+// holder's last rounds begins with such a call that takes 1 s.
 TEST(Release, LoadingAKernelIsNotIdleness)
 {
     expect_the_holder_keeps_the_gpu({"--load-each-round"}, "FAKECUDA_LOAD_US");
