@@ -97,16 +97,24 @@ void Scheduler::set_mode(Mode mode, TimePoint now)
 void Scheduler::set_time_quantum(Duration tq, TimePoint now)
 {
     now_ = std::max(now_, now);
-    // Deadlines derive from granted_at + TQ, so the running quantum follows.
     settings_.time_quantum = tq;
+    quanta_changed(true, now);
+}
+
+// Deadlines derive from granted_at + TQ, so the running quanta follow; so do
+// the waits under way where `waits` (softly, a waiter joins within a
+// quantum).
+void Scheduler::quanta_changed(bool waits, TimePoint now)
+{
     wait_dirty_ = ~GpuSet{0};
     for (auto& [id, c] : clients_)
         if (c.phase == Phase::Holding)
             update_deadline(c);
-    // So do the waits under way: softly, a waiter joins within a quantum.
-    for (GpuQueue& q : queues_)
-        q.followers.disband(clients_, deadlines_);
-    admit(turns_.with({Turns::Soft}), now);
+    if (waits) {
+        for (GpuQueue& q : queues_)
+            q.followers.disband(clients_, deadlines_);
+        admit(turns_.with({Turns::Soft}), now);
+    }
     tick(now);
 }
 
@@ -124,14 +132,7 @@ void Scheduler::set_gpu_time_quantum(const std::string& uuid, std::optional<Dura
 {
     now_ = std::max(now_, now);
     gpus_.set_time_quantum(uuid, tq);
-    wait_dirty_ = ~GpuSet{0};
-    for (auto& [id, c] : clients_)
-        if (c.phase == Phase::Holding)
-            update_deadline(c);
-    for (GpuQueue& q : queues_)
-        q.followers.disband(clients_, deadlines_);
-    admit(turns_.with({Turns::Soft}), now);  // the waits under way, as set_time_quantum
-    tick(now);
+    quanta_changed(true, now);
 }
 
 Mode Scheduler::mode_of(GpuIndex gpu) const
@@ -153,11 +154,7 @@ void Scheduler::set_quantum_ceiling(Duration ceiling, TimePoint now)
 {
     now_ = std::max(now_, now);
     settings_.quantum_ceiling = ceiling;
-    wait_dirty_ = ~GpuSet{0};
-    for (auto& [id, c] : clients_)
-        if (c.phase == Phase::Holding)
-            update_deadline(c);
-    tick(now);
+    quanta_changed(false, now);
 }
 
 // ---- views --------------------------------------------------------------------

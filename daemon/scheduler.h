@@ -304,6 +304,9 @@ private:
     // When a holder must be asked to let go, if anybody waits for it.
     std::optional<TimePoint> quantum_end(const ClientRecord& c) const;
     void update_deadline(ClientRecord& c);
+    // After a time quantum or its ceiling changed: the holders' deadlines,
+    // and with `waits` the soft turns' waits under way.
+    void quanta_changed(bool waits, TimePoint now);
     void update_holder_deadlines(GpuSet gpus);
     // Soft-turn followers (soft_followers.h): the GPU whose followers waiter
     // `c` is among by its facts now, or will be once its own bound (the
