@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -12,6 +13,7 @@
 #include "preload/driver/base_glibc.h"
 #include "preload/driver/hook_table.h"
 #include "preload/swap/host_budget.h"
+#include "preload/swap/swap_plan.h"
 
 namespace nvshare::preload::host_memory {
 
@@ -29,6 +31,17 @@ constexpr size_t kBatch = 64;
 
 std::atomic<uint64_t> g_made_bytes{0}, g_touch_ns{0}, g_register_ns{0};
 std::atomic<uint64_t> g_refused_bytes{0};
+
+// The rate of making host memory (most makes are of one chunk).
+pthread_mutex_t g_rate_mutex = PTHREAD_MUTEX_INITIALIZER;
+swap_plan::SummedRate g_pin_rate;
+
+void note_made(uint64_t bytes, uint64_t ns)
+{
+    pthread_mutex_lock(&g_rate_mutex);
+    g_pin_rate.add(bytes, ns);
+    pthread_mutex_unlock(&g_rate_mutex);
+}
 
 // The host's memory now; unknown if /proc/meminfo cannot be read. Its
 // first lines hold both figures.
@@ -64,56 +77,61 @@ void* map_region(uint64_t bytes)
     return region;
 }
 
+// The regions of one round, faulted in a piece at a time by helper threads
+// and the caller, in order: region after region, so that the first are
+// whole while later ones are still being touched.
 struct Touch {
     char* const* regions;
     const uint64_t* sizes;
     size_t count;
     uint64_t pieces_per_region_max;
     std::atomic<uint64_t> next{0};
+    std::atomic<uint64_t> left[kBatch];  // pieces of each region not yet touched
+
+    Touch(char* const* r, const uint64_t* s, size_t n) : regions(r), sizes(s), count(n)
+    {
+        uint64_t largest = 0;
+        for (size_t i = 0; i < n; ++i)
+            largest = s[i] > largest ? s[i] : largest;
+        pieces_per_region_max = (largest + kPiece - 1) / kPiece;
+        for (size_t i = 0; i < n; ++i)
+            left[i].store(r[i] != nullptr ? (s[i] + kPiece - 1) / kPiece : 0,
+                          std::memory_order_relaxed);
+    }
+
+    // Writes one byte per page of the next piece; false once none is left.
+    bool touch_one()
+    {
+        const auto page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+        for (;;) {
+            const uint64_t k = next.fetch_add(1, std::memory_order_relaxed);
+            const uint64_t region = k / pieces_per_region_max;
+            const uint64_t piece = k % pieces_per_region_max;
+            if (region >= count)
+                return false;
+            char* base = regions[region];
+            const uint64_t from = piece * kPiece;
+            if (base == nullptr || from >= sizes[region])
+                continue;
+            const uint64_t to = from + kPiece < sizes[region] ? from + kPiece : sizes[region];
+            for (uint64_t off = from; off < to; off += page)
+                static_cast<volatile char*>(base)[off] = 0;
+            left[region].fetch_sub(1, std::memory_order_release);
+            return true;
+        }
+    }
+
+    // Whether region i is faulted in: its pages' writes happen before what
+    // follows (the registration).
+    bool whole(size_t i) const { return left[i].load(std::memory_order_acquire) == 0; }
 };
 
-// Writes one byte per page of the pieces it takes, until none are left.
 void* touch_pieces(void* arg)
 {
     auto* t = static_cast<Touch*>(arg);
-    const auto page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-    for (;;) {
-        const uint64_t k = t->next.fetch_add(1, std::memory_order_relaxed);
-        const uint64_t region = k / t->pieces_per_region_max;
-        const uint64_t piece = k % t->pieces_per_region_max;
-        if (region >= t->count)
-            return nullptr;
-        char* base = t->regions[region];
-        const uint64_t from = piece * kPiece;
-        if (base == nullptr || from >= t->sizes[region])
-            continue;
-        const uint64_t to = from + kPiece < t->sizes[region] ? from + kPiece : t->sizes[region];
-        for (uint64_t off = from; off < to; off += page)
-            static_cast<volatile char*>(base)[off] = 0;
+    while (t->touch_one()) {
     }
-}
-
-// Faults the regions in from several threads (the caller is one of them).
-void touch_all(char* const* regions, const uint64_t* sizes, size_t count)
-{
-    uint64_t largest = 0, total = 0;
-    for (size_t i = 0; i < count; ++i) {
-        largest = sizes[i] > largest ? sizes[i] : largest;
-        total += regions[i] != nullptr ? sizes[i] : 0;
-    }
-    Touch t{regions, sizes, count, (largest + kPiece - 1) / kPiece};
-    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    long helpers = (cores < kMaxTouchThreads ? cores : kMaxTouchThreads) - 1;
-    const auto pieces = static_cast<long>(total / kPiece);
-    helpers = helpers < pieces ? helpers : pieces;
-    pthread_t threads[kMaxTouchThreads];
-    long started = 0;
-    for (; started < helpers; ++started)
-        if (base_glibc::pthread_create(&threads[started], nullptr, touch_pieces, &t) != 0)
-            break;  // fewer helpers: the caller does the rest
-    touch_pieces(&t);
-    for (long i = 0; i < started; ++i)
-        base_glibc::pthread_join(threads[i], nullptr);
+    return nullptr;
 }
 
 }  // namespace
@@ -122,18 +140,26 @@ void touch_all(char* const* regions, const uint64_t* sizes, size_t count)
 // is now (host_budget::pinnable, read again once the last round's memory is
 // in), so that processes pinning at once see each other's memory; a region
 // that no longer fits ends it, and it and the rest are refused.
+//
+// In a round, helper threads fault the regions in while the caller
+// registers each as soon as it is whole (and faults in pieces itself while
+// the next is not): registering runs beside the faulting instead of after
+// it, which makes pinned memory about 1.7 times faster on a host of 16
+// cores (bench/README.md, pin_rate).
 uint64_t make(const uint64_t* sizes, void** out, size_t count)
 {
     auto do_register = NVS_REAL(cuMemHostRegister_v2);
-    uint64_t made = 0;
+    uint64_t made = 0, made_before = 0;
     for (size_t first = 0; first < count;) {
         char* regions[kBatch];
         uint64_t allowed = host_budget::pinnable(figures_now());
         size_t n = 0;
+        uint64_t total = 0;
         for (; n < kBatch && first + n < count && sizes[first + n] <= allowed; ++n) {
             allowed -= sizes[first + n];
             regions[n] =
                 do_register != nullptr ? static_cast<char*>(map_region(sizes[first + n])) : nullptr;
+            total += regions[n] != nullptr ? sizes[first + n] : 0;
         }
         if (n == 0) {  // the host has no more for us
             for (size_t i = first; i < count; ++i) {
@@ -142,21 +168,42 @@ uint64_t make(const uint64_t* sizes, void** out, size_t count)
             }
             break;
         }
-        const uint64_t touching = now_ns();
-        touch_all(regions, sizes + first, n);
-        const uint64_t registering = now_ns();
-        g_touch_ns.fetch_add(registering - touching, std::memory_order_relaxed);
+        const uint64_t start = now_ns();
+        uint64_t registering = 0;
+        Touch t(regions, sizes + first, n);
+        const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        long helpers = (cores < kMaxTouchThreads ? cores : kMaxTouchThreads) - 1;
+        const auto pieces = static_cast<long>(total / kPiece);
+        helpers = helpers < pieces ? helpers : pieces;
+        pthread_t threads[kMaxTouchThreads];
+        long started = 0;
+        for (; started < helpers; ++started)
+            if (base_glibc::pthread_create(&threads[started], nullptr, touch_pieces, &t) != 0)
+                break;  // fewer helpers: the caller does the rest
         for (size_t i = 0; i < n; ++i) {
+            while (!t.whole(i))
+                if (!t.touch_one())
+                    sched_yield();  // a helper is on the region's last pieces
             const uint64_t bytes = sizes[first + i];
+            const uint64_t from = now_ns();
             if (regions[i] != nullptr &&
                 do_register(regions[i], bytes, CU_MEMHOSTREGISTER_PORTABLE) != CUDA_SUCCESS) {
                 munmap(regions[i], bytes);
                 regions[i] = nullptr;
             }
+            registering += now_ns() - from;
             out[first + i] = regions[i];
             made += regions[i] != nullptr ? bytes : 0;
         }
-        g_register_ns.fetch_add(now_ns() - registering, std::memory_order_relaxed);
+        for (long i = 0; i < started; ++i)
+            base_glibc::pthread_join(threads[i], nullptr);
+        const uint64_t took = now_ns() - start;
+        g_touch_ns.fetch_add(took > registering ? took - registering : 0,
+                             std::memory_order_relaxed);
+        g_register_ns.fetch_add(registering, std::memory_order_relaxed);
+        if (made > made_before)
+            note_made(made - made_before, took);
+        made_before = made;
         first += n;
     }
     g_made_bytes.fetch_add(made, std::memory_order_relaxed);
@@ -174,6 +221,14 @@ Made take_made()
              static_cast<unsigned long long>(touch_ns / 1000000),
              static_cast<unsigned long long>(register_ns / 1000000));
     return m;
+}
+
+double pin_rate(double assumed)
+{
+    pthread_mutex_lock(&g_rate_mutex);
+    const double rate = g_pin_rate.get(assumed);
+    pthread_mutex_unlock(&g_rate_mutex);
+    return rate;
 }
 
 bool host_low()

@@ -19,6 +19,12 @@ namespace nvshare::preload::host_memory {
 // pinned for every context (CU_MEMHOSTREGISTER_PORTABLE).
 uint64_t make(const uint64_t* sizes, void** out, size_t count);
 
+// Bytes a second at which make() made host memory, faulting it in and
+// registering it: the better of its last two samples (makes summed to 1 GiB
+// or more, swap_plan::RateEstimate), `assumed` standing in for those it
+// does not have yet.
+double pin_rate(double assumed);
+
 // Whether the host runs low on memory (host_budget::low).
 bool host_low();
 

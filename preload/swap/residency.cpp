@@ -637,7 +637,7 @@ uint64_t switch_share_ns(bool oversubscribed, uint64_t keep_bytes)
         s.swap_in_rate = g.swap_in_rate.get(tuning::kAssumedSwapInRate);
         s.engine_out_rate = g.engine_out_rate.get(tuning::kAssumedSwapEngineRate);
         s.engine_in_rate = g.engine_in_rate.get(tuning::kAssumedSwapEngineRate);
-        s.pin_rate = tuning::kAssumedPinRate;
+        s.pin_rate = host_memory::pin_rate(tuning::kAssumedPinRate);
     }
     return swap::switch_share_ns(gpus, count);
 }

@@ -125,6 +125,28 @@ private:
     double before_ = 0;
 };
 
+// A RateEstimate of work done in pieces smaller than a sample (host memory
+// is made a chunk at a time): pieces are summed, bytes and time, until they
+// reach kRateSampleBytes, and the sum is one sample.
+class SummedRate {
+public:
+    void add(uint64_t bytes, uint64_t ns)
+    {
+        bytes_ += bytes;
+        ns_ += ns;
+        if (bytes_ < RateEstimate::kRateSampleBytes)
+            return;
+        rate_.add(bytes_, ns_);
+        bytes_ = ns_ = 0;
+    }
+    double get(double assumed) const { return rate_.get(assumed); }
+
+private:
+    RateEstimate rate_;
+    uint64_t bytes_ = 0;
+    uint64_t ns_ = 0;
+};
+
 // Bytes admitted one piece at a time while they fit.
 class Budget {
 public:

@@ -224,6 +224,21 @@ namespace host_budget = nvshare::preload::host_budget;
 
 constexpr uint64_t kGiB = 1ull << 30;
 
+TEST(SwapPlan, PiecesAreSummedIntoSamplesOfARate)
+{
+    SummedRate r;
+    constexpr uint64_t kChunk = 512ull << 20;
+    r.add(kChunk, 20'000'000);  // half a sample: nothing measured yet
+    EXPECT_EQ(r.get(10e9), 10e9);
+    r.add(kChunk, 30'000'000);  // 1 GiB in 50 ms
+    EXPECT_NEAR(r.get(10e9), 1073741824.0 / 0.05, 1.0);
+    EXPECT_NEAR(r.get(40e9), 40e9, 1.0) << "one sample: the assumed rate stands for the other";
+    r.add(2 * kChunk, 200'000'000);  // 1 GiB in 200 ms: a second, slower sample
+    EXPECT_NEAR(r.get(40e9), 1073741824.0 / 0.05, 1.0) << "the better of the last two";
+    r.add(3 * kChunk, 300'000'000);  // 1.5 GiB in 300 ms
+    EXPECT_NEAR(r.get(40e9), 1610612736.0 / 0.3, 1.0) << "the older sample is gone";
+}
+
 TEST(HostBudget, ReadsTotalAndAvailableFromMeminfo)
 {
     const std::string text =
