@@ -254,7 +254,9 @@ void ClientLoop::on_grant(const proto::GrantPayload& g, uint64_t now)
         open_gate();  // work proceeds while new data streams in behind it
     }
     report_stats();  // what the swap-in moved, before the program may end
-    log_debug("lock granted%s", s_.lock.contended() ? " (contended)" : "");
+    log_debug("lock granted%s: ready %llu ms after nvshared's grant",
+              s_.lock.contended() ? " (contended)" : "",
+              static_cast<unsigned long long>((now_ns() - now) / 1000000));
 }
 
 void ClientLoop::on_drop(const proto::DropPayload& d, uint64_t now)
