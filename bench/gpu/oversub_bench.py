@@ -307,7 +307,7 @@ class OversubBench(Bench):
                 r = json.loads(lines[-1])
             except ValueError:
                 pass
-        r.update(pid=p.pid, rc=p.returncode, t_end=end, wall_s=end - p.t0)
+        r.update(pid=p.pid, rc=p.returncode, t_end=end, wall_s=end - p.t0, err_path=p.err_path)
         if timed_out:
             r["error"] = f"still running after --job-timeout {self.a.job_timeout:.0f} s; killed"
         elif p.returncode != 0 or not r.get("total_s"):

@@ -62,6 +62,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from oversub_bench import (MIB, REPEATED, OversubBench, add_run_args, check_run_args,  # noqa: E402
                            fmt, host_mem_mib, ratio, warm_host)
 from policy_bench import BenchError, finish, run_scenarios  # noqa: E402
+import switch_report  # noqa: E402
 from torch_job import STYLES  # noqa: E402
 
 SIZES = {"equal": (0.575, 0.575), "unequal": (1.15 * 2 / 3, 1.15 / 3),
@@ -207,6 +208,7 @@ class SweepBench(OversubBench):
     def __init__(self, a, p):
         super().__init__(a, p)
         self.plan = None
+        self.rates = {}
 
     def config_args(self, cfg, extra=()):
         if cfg == "sequential" and self.plan and self.plan["single_oversub"]:
@@ -217,7 +219,17 @@ class SweepBench(OversubBench):
         env = OversubBench.config_env(cfg)
         if cfg != "plain" and self.plan and self.plan["single_oversub"]:
             env["NVSHARE_ENABLE_SINGLE_OVERSUB"] = "1"
+        if cfg == "nvshare" and getattr(self.a, "switches", False):
+            env["NVSHARE_DEBUG"] = "1"  # switch_report reads the log
         return env
+
+    def run_config(self, cfg, jobs, extra_args=()):
+        row = super().run_config(cfg, jobs, extra_args)
+        if cfg == "nvshare" and getattr(self.a, "switches", False):
+            row["switches"] = switch_figures([j.get("err_path") for j in row["jobs"]],
+                                             self.rates)
+            print(f"  {switches_line('nvshare', row['switches'])}", flush=True)
+        return row
 
     def job_argv(self, args):
         return [self.a.python, self.a.torch_job] + [str(x) for x in args]
@@ -227,6 +239,7 @@ class SweepBench(OversubBench):
         self.a.job_timeout = plan["job_timeout_s"]
         n = len(plan["ws_mib"])
         switch, switch_ovl, rates = self.switch_costs(plan["excess_mib"] * MIB)
+        self.rates = rates
         row = dict(cell, processes=n, ratio=round(sum(plan["ws_mib"]) / plan["eff_card_mib"], 3),
                    card_mib=self.card_mib(), capacity_mib=plan["eff_card_mib"] if
                    plan["capacity_args"] else None, gpu_step_s_est=cell["burst"], cpu_s=cell["pause"],
@@ -255,6 +268,31 @@ class SweepBench(OversubBench):
         self.finish_row(row, cell["name"])
         c = row["configs"]
         row.update(judge_row(cell["name"], c, row))
+
+
+def switch_figures(err_paths, rates):
+    """switch_report's summary of one run's switches, from its processes'
+    debug logs, at the rates the cell measured (45 GB/s each way where it
+    measured none, as the bound)."""
+    lines = []
+    for path in err_paths:
+        if path and os.path.exists(path):
+            with open(path, errors="replace") as f:
+                lines += f.read().splitlines()
+    assumed = 45.0
+    out = rates.get("out_gbs", assumed)
+    into = rates.get("in_gbs", assumed)
+    both = rates.get("both_gbs_each_way", assumed)
+    sws = switch_report.switches(switch_report.events(lines), 1 << 30)
+    rows, summary = switch_report.report(sws, out, into, both)
+    return dict(summary, took_s=[round(r["took_s"], 3) for r in rows])
+
+
+def switches_line(name, sw):
+    """One line of a cell's switches against issue 44's targets."""
+    med, first = sw.get("median_ratio"), sw.get("first_vs_later")
+    return (f"{name}: {sw.get('switches', 0)} switches, median took/bound {fmt(med)} "
+            f"(target 1.15), first of its size / later {fmt(first)} (target 1.2)")
 
 
 def judge_row(name, c, row):
@@ -349,6 +387,9 @@ def main():
                     help="refuse cells whose processes together exceed this x the card")
     ap.add_argument("--step-seconds", type=float, default=12.0,
                     help="steps a job: this / (burst + pause), within 8..200")
+    ap.add_argument("--switches", action="store_true",
+                    help="nvshare with NVSHARE_DEBUG=1; each run's switches timed from its "
+                         "log (switch_report.py) against the cell's measured rates")
     ap.add_argument("--dry-run", action="store_true",
                     help="print the cells and their commands; run nothing")
     ap.add_argument("--host-gib", type=float, help="the host's RAM (default: MemTotal)")
@@ -409,6 +450,12 @@ def main():
     b.results["summary"] = dict(s, not_run=not_run)
     b.write()
     print(summary_line(s, not_run))
+    if a.switches:
+        for cell in cells:
+            runs = res.get(cell["name"], {}).get("configs", {}).get("nvshare", {}).get("runs", [])
+            for run in runs:
+                if "switches" in run:
+                    print(switches_line(cell["name"], run["switches"]))
     return finish(b, failed, t_start)
 
 

@@ -7,6 +7,7 @@ import contextlib
 import io
 import os
 import sys
+import tempfile
 import unittest
 from unittest import mock
 
@@ -153,6 +154,42 @@ class Bound(unittest.TestCase):
         b = OversubBench.bound_from([job] * 3, 3, 0.5, "torch", True, sb.MOST_BURSTS[3])
         self.assertFalse(b["exact"])
         self.assertGreater(b["bound_s"], 53.75)
+
+
+class Switches(unittest.TestCase):
+    def test_only_nvshare_runs_with_the_debug_log_and_only_when_asked(self):
+        def env(cfg, switches):
+            b = argparse.Namespace(plan=None, a=argparse.Namespace(switches=switches))
+            return sb.SweepBench.config_env(b, cfg)
+        self.assertEqual(env("nvshare", True).get("NVSHARE_DEBUG"), "1")
+        self.assertNotIn("NVSHARE_DEBUG", env("serialized", True))
+        self.assertNotIn("NVSHARE_DEBUG", env("nvshare", False))
+
+    def test_a_run_s_switches_from_its_logs_at_the_cell_s_rates(self):
+        gib = 1 << 30
+
+        def line(t, pid, msg):
+            return f"[nvshare {t:.6f}] pid {pid}: {msg}\n"
+        one = (line(10.0, 1, "let go before swapping out: the next holder's swap-in overlaps it")
+               + line(10.4, 1, f"swapped out {20 * gib} bytes from GPU 0 in 400 ms (host memory "
+                               "made meanwhile: 0 MiB, 0 ms faulting it in, 0 ms registering it)")
+               + line(10.4, 1, "released early: idle for 20 ms"))
+        two = (line(10.6, 2, f"swapped in {20 * gib} bytes to GPU 0 in 500 ms (lock 0, device "
+                             "memory 1, mapping 0, access 1, last copies 400 ms; 0 ms waiting "
+                             "for room)")
+               + line(10.6, 2, "lock granted (contended): ready 580 ms after nvshared's grant"))
+        with tempfile.TemporaryDirectory() as d:
+            paths = []
+            for name, text in (("a.err", one), ("b.err", two)):
+                paths.append(os.path.join(d, name))
+                with open(paths[-1], "w") as f:
+                    f.write(text)
+            sw = sb.switch_figures(paths + [None, os.path.join(d, "gone.err")],
+                                   {"out_gbs": 55.0, "in_gbs": 55.0, "both_gbs_each_way": 40.0})
+        self.assertEqual(sw["switches"], 1)
+        self.assertEqual(sw["took_s"], [0.58])
+        self.assertAlmostEqual(sw["median_ratio"], 0.58 / (20 * gib / 40e9))
+        self.assertIn("1 switches, median took/bound", sb.switches_line("cell", sw))
 
 
 class DryRun(unittest.TestCase):
