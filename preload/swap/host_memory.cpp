@@ -231,6 +231,11 @@ double pin_rate(double assumed)
     return rate;
 }
 
+void reset_after_fork()
+{
+    pthread_mutex_init(&g_rate_mutex, nullptr);  // the rate, of the same host, stays
+}
+
 bool host_low()
 {
     return host_budget::low(figures_now());

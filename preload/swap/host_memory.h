@@ -25,6 +25,10 @@ uint64_t make(const uint64_t* sizes, void** out, size_t count);
 // does not have yet.
 double pin_rate(double assumed);
 
+// In a fork()ed child: the rate's lock, which a thread of the parent may
+// have held, is free.
+void reset_after_fork();
+
 // Whether the host runs low on memory (host_budget::low).
 bool host_low();
 
