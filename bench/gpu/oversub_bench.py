@@ -517,7 +517,9 @@ class OversubBench(Bench):
         if not bus:
             r = (self.a.swap_gbs or 45.0) * 1e9
             return 2 * excess / r, excess / r, {
-                "measured": False, "text": f"{r / 1e9:.1f} GB/s each way, assumed ({why})"}
+                "measured": False, "out_gbs": r / 1e9, "in_gbs": r / 1e9,
+                "both_gbs_each_way": r / 1e9,
+                "text": f"{r / 1e9:.1f} GB/s each way, assumed ({why})"}
         out, into = bus["bytes"] / bus["out_s"], bus["bytes"] / bus["in_s"]
         both = bus["bytes"] / bus["both_s"]  # each way, while the other runs
         return excess / out + excess / into, excess / both, {

@@ -272,19 +272,16 @@ class SweepBench(OversubBench):
 
 def switch_figures(err_paths, rates):
     """switch_report's summary of one run's switches, from its processes'
-    debug logs, at the rates the cell measured (45 GB/s each way where it
-    measured none, as the bound)."""
+    debug logs, at the rates the cell's bound uses (switch_costs: measured,
+    or --swap-gbs or its assumed rate)."""
     lines = []
     for path in err_paths:
         if path and os.path.exists(path):
             with open(path, errors="replace") as f:
                 lines += f.read().splitlines()
-    assumed = 45.0
-    out = rates.get("out_gbs", assumed)
-    into = rates.get("in_gbs", assumed)
-    both = rates.get("both_gbs_each_way", assumed)
-    sws = switch_report.switches(switch_report.events(lines), 1 << 30)
-    rows, summary = switch_report.report(sws, out, into, both)
+    sws = switch_report.switches(switch_report.events(lines), switch_report.GIB)
+    rows, summary = switch_report.report(sws, rates["out_gbs"], rates["in_gbs"],
+                                         rates["both_gbs_each_way"])
     return dict(summary, took_s=[round(r["took_s"], 3) for r in rows])
 
 

@@ -165,6 +165,13 @@ class Switches(unittest.TestCase):
         self.assertNotIn("NVSHARE_DEBUG", env("serialized", True))
         self.assertNotIn("NVSHARE_DEBUG", env("nvshare", False))
 
+    def test_the_rates_of_switches_are_the_bound_s_also_when_given(self):
+        b = argparse.Namespace(a=argparse.Namespace(swap_gbs=30.0))
+        _, ovl, rates = OversubBench.switch_costs(b, 30e9)
+        self.assertAlmostEqual(ovl, 1.0)
+        self.assertEqual((rates["out_gbs"], rates["in_gbs"], rates["both_gbs_each_way"]),
+                         (30.0, 30.0, 30.0))
+
     def test_a_run_s_switches_from_its_logs_at_the_cell_s_rates(self):
         gib = 1 << 30
 
