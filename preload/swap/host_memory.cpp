@@ -149,7 +149,7 @@ void* touch_pieces(void* arg)
 uint64_t make(const uint64_t* sizes, void** out, size_t count)
 {
     auto do_register = NVS_REAL(cuMemHostRegister_v2);
-    uint64_t made = 0, made_before = 0;
+    uint64_t made = 0;
     for (size_t first = 0; first < count;) {
         char* regions[kBatch];
         uint64_t allowed = host_budget::pinnable(figures_now());
@@ -169,7 +169,7 @@ uint64_t make(const uint64_t* sizes, void** out, size_t count)
             break;
         }
         const uint64_t start = now_ns();
-        uint64_t registering = 0;
+        uint64_t registering = 0, round_made = 0;
         Touch t(regions, sizes + first, n);
         const long cores = sysconf(_SC_NPROCESSORS_ONLN);
         long helpers = (cores < kMaxTouchThreads ? cores : kMaxTouchThreads) - 1;
@@ -193,7 +193,7 @@ uint64_t make(const uint64_t* sizes, void** out, size_t count)
             }
             registering += now_ns() - from;
             out[first + i] = regions[i];
-            made += regions[i] != nullptr ? bytes : 0;
+            round_made += regions[i] != nullptr ? bytes : 0;
         }
         for (long i = 0; i < started; ++i)
             base_glibc::pthread_join(threads[i], nullptr);
@@ -201,9 +201,9 @@ uint64_t make(const uint64_t* sizes, void** out, size_t count)
         g_touch_ns.fetch_add(took > registering ? took - registering : 0,
                              std::memory_order_relaxed);
         g_register_ns.fetch_add(registering, std::memory_order_relaxed);
-        if (made > made_before)
-            note_made(made - made_before, took);
-        made_before = made;
+        if (round_made != 0)
+            note_made(round_made, took);
+        made += round_made;
         first += n;
     }
     g_made_bytes.fetch_add(made, std::memory_order_relaxed);

@@ -623,6 +623,7 @@ uint64_t switch_share_ns(bool oversubscribed, uint64_t keep_bytes)
         return 0;  // nothing moves when we let go
     swap::GpuShare gpus[devices::kMaxGpus];
     const uint32_t count = devices::count();
+    const double pin_rate = host_memory::pin_rate(tuning::kAssumedPinRate);  // the host's
     for (uint32_t i = 0; i < count; ++i) {
         const GpuState& g = g_gpus[i];
         const swap_plan::Kept kept = kept_on(i, keep_bytes);
@@ -637,7 +638,7 @@ uint64_t switch_share_ns(bool oversubscribed, uint64_t keep_bytes)
         s.swap_in_rate = g.swap_in_rate.get(tuning::kAssumedSwapInRate);
         s.engine_out_rate = g.engine_out_rate.get(tuning::kAssumedSwapEngineRate);
         s.engine_in_rate = g.engine_in_rate.get(tuning::kAssumedSwapEngineRate);
-        s.pin_rate = host_memory::pin_rate(tuning::kAssumedPinRate);
+        s.pin_rate = pin_rate;
     }
     return swap::switch_share_ns(gpus, count);
 }

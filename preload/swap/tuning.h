@@ -51,8 +51,9 @@ inline constexpr double kAssumedSwapEngineRate = 40e9;
 // eviction is slower, since the driver allocates host pages as it goes.
 inline constexpr double kAssumedEvictRate = 16e9;
 inline constexpr double kAssumedSwapInRate = 48e9;
-// "host memory not yet made at 10 GB/s" until the process has made 1 GiB
-// of it (host_memory::pin_rate): huge pages faulted in by up to 8 threads
+// "host memory not yet made at 10 GB/s", standing in for the samples of
+// its own making the process does not have yet (host_memory::pin_rate, the
+// better of the last two): huge pages faulted in by up to 8 threads
 // while the chunks faulted in before are registered (`pin_rate`,
 // `driver_probes.py pinways`, `register`); a chunk at a time that is 12 to
 // 18 GB/s on an H200 host of 16 cores, batches about 30; lower, since fewer
