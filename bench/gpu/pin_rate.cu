@@ -149,7 +149,7 @@ Figures serial(uint64_t total, uint64_t region, int threads, bool batch)
     return f;
 }
 
-Figures pipelined(uint64_t total, uint64_t region, int threads, CUcontext ctx)
+Figures pipelined(uint64_t total, uint64_t region, int threads)
 {
     std::vector<char*> rs = regions_of(total, region);
     std::vector<std::atomic<bool>> ready(rs.size());
@@ -163,7 +163,6 @@ Figures pipelined(uint64_t total, uint64_t region, int threads, CUcontext ctx)
         }
         f.touching = now_s() - a;
     });
-    (void)ctx;
     for (size_t k = 0; k < rs.size(); ++k) {
         while (!ready[k].load())
             std::this_thread::yield();
@@ -273,11 +272,11 @@ int main(int argc, char** argv)
     for (int round = 0; round < 2; ++round) {
         report("serial", total, serial(total, region, threads, false));
         report("batch", total, serial(total, region, threads, true));
-        report("pipelined", total, pipelined(total, region, threads, ctx));
+        report("pipelined", total, pipelined(total, region, threads));
         report("parallel-2", total, parallel(total, region, threads, 2, ctx));
         report("parallel-4", total, parallel(total, region, threads, 4, ctx));
         report("serial, 2x threads", total, serial(total, region, 2 * threads, false));
-        report("pipelined, 2x threads", total, pipelined(total, region, 2 * threads, ctx));
+        report("pipelined, 2x threads", total, pipelined(total, region, 2 * threads));
         report("whole", total, whole(total, threads, true));
         report("untouched", total, untouched(total, region));
     }
