@@ -29,7 +29,8 @@ for f in $(find "$src/preload" -name "*.cpp" | sort); do
 done
 # shellcheck disable=SC2086
 $cxx -shared -o "$out/libnvshare.so" $objs -Wl,--version-script="$out/libnvshare.map" \
-    -nodefaultlibs -lc -Wl,-Bsymbolic -Wl,-z,noseparate-code -Wl,--as-needed ||
+    -nodefaultlibs -nostartfiles -lc -Wl,-Bsymbolic -Wl,-z,noseparate-code -Wl,-z,nodelete \
+    -Wl,--as-needed -Wl,-T,"$src/preload/layout.ld" ||
     { echo "FAIL: linking libnvshare.so for aarch64"; exit 1; }
 lib=$out/libnvshare.so
 fail=0

@@ -2,7 +2,7 @@
 # libnvshare.so lives in every process: it must need nothing but libc (not
 # even the loader: its TLS is initial-exec, so no __tls_get_addr), need no
 # glibc symbol version newer than 2.17, export only the driver hooks and dlsym
-# (at both glibc versions), and run no constructor of its own.
+# (at both glibc versions), and run no code at load or at exit.
 # Usage: check_elf.sh path/to/libnvshare.so
 set -u
 lib=$1
@@ -63,5 +63,16 @@ undef=$(nm -D --undefined-only "$lib" | awk '{print $2}')
 echo "$undef" | grep -E '^_Z|__cxa_(throw|guard|begin_catch|allocate)|__gxx_personality|_Unwind' \
     && err "C++ runtime symbols are used"
 nm "$lib" | grep -q '_GLOBAL__sub_I' && err "static constructors"
+
+# What every process start pays (preload/meson.build, layout.ld): no code run
+# at load or at exit (no start files), the writable pages mapped from the file
+# alone (no anonymous .bss mapping), and never unloaded (dso_handle.cpp).
+dynamic=$(readelf -dW "$lib")
+for tag in INIT FINI INIT_ARRAY FINI_ARRAY PREINIT_ARRAY; do
+    echo "$dynamic" | grep -q "($tag)" && err "dynamic entry $tag: code runs at load or exit"
+done
+echo "$dynamic" | grep -q 'FLAGS_1.*NODELETE' || err "not marked NODELETE (-z nodelete)"
+readelf -lW "$lib" | awk '$1 == "LOAD" && $7 ~ /W/ && $5 != $6 {print; bad = 1} END {exit bad}' ||
+    err "a writable segment is larger in memory than in the file (anonymous .bss at load)"
 [ $fail -eq 0 ] && echo "OK"
 exit $fail
