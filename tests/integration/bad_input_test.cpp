@@ -513,7 +513,8 @@ TEST(Descriptors, ExhaustionNeitherSpinsNorStopsService)
     // One leaves: a waiting client is taken in and answered.
     inside[1].close();
     EXPECT_TRUE(waiting[0].expect(MsgType::Status, kTimeout)) << daemon.log();
-    EXPECT_EQ(daemon.stop(), 0);
+    const int status = daemon.stop();
+    EXPECT_EQ(status, 0) << daemon.log();
 }
 
 }  // namespace
