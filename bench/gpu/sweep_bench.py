@@ -274,11 +274,7 @@ def switch_figures(err_paths, rates):
     """switch_report's summary of one run's switches, from its processes'
     debug logs, at the rates the cell's bound uses (switch_costs: measured,
     or --swap-gbs or its assumed rate)."""
-    lines = []
-    for path in err_paths:
-        if path and os.path.exists(path):
-            with open(path, errors="replace") as f:
-                lines += f.read().splitlines()
+    lines = switch_report.log_lines(p for p in err_paths if p and os.path.exists(p))
     sws = switch_report.switches(switch_report.events(lines), switch_report.GIB)
     rows, summary = switch_report.report(sws, rates["out_gbs"], rates["in_gbs"],
                                          rates["both_gbs_each_way"])
@@ -289,7 +285,8 @@ def switches_line(name, sw):
     """One line of a cell's switches against issue 44's targets."""
     med, first = sw.get("median_ratio"), sw.get("first_vs_later")
     return (f"{name}: {sw.get('switches', 0)} switches, median took/bound {fmt(med)} "
-            f"(target 1.15), first of its size / later {fmt(first)} (target 1.2)")
+            f"(target {switch_report.TARGET_RATIO}), first of its size / later {fmt(first)} "
+            f"(target {switch_report.TARGET_FIRST})")
 
 
 def judge_row(name, c, row):
