@@ -85,6 +85,7 @@ struct Touch {
     const uint64_t* sizes;
     size_t count;
     uint64_t pieces_per_region_max;
+    const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
     std::atomic<uint64_t> next{0};
     std::atomic<uint64_t> left[kBatch];  // pieces of each region not yet touched
 
@@ -102,7 +103,6 @@ struct Touch {
     // Writes one byte per page of the next piece; false once none is left.
     bool touch_one()
     {
-        const auto page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
         for (;;) {
             const uint64_t k = next.fetch_add(1, std::memory_order_relaxed);
             const uint64_t region = k / pieces_per_region_max;
