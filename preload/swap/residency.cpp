@@ -461,26 +461,28 @@ namespace {
 struct Prestage {
     uint32_t index;
     uint64_t keep;
+    swappable::MakeOrder order;
     bool more = false;
 };
 
 void prestage_step(void* arg)
 {
     auto* p = static_cast<Prestage*>(arg);
-    p->more = swappable::prestage(p->index, p->keep, tuning::kPrestageStep);
+    const uint64_t chunk = swap_plan::max_chunk_for(devices::at(p->index).physical_memory);
+    p->more = swappable::prestage(p->index, p->keep, tuning::kPrestageChunks * chunk, p->order);
 }
 
 // One step of host memory for the first GPU of `gpus` that needs one; the
 // swap engine keeps keep_of(gpu) bytes there.
 template <typename KeepOf>
-bool prestage_each(uint64_t gpus, KeepOf keep_of)
+bool prestage_each(uint64_t gpus, swappable::MakeOrder order, KeepOf keep_of)
 {
     if (config().evict == Policy::Off || contexts::active_captures() > 0)
         return false;
     for (uint32_t i = 0; i < devices::count(); ++i) {
         if ((gpus >> i & 1) == 0 || swappable::total_bytes(i) == 0)
             continue;
-        Prestage p{i, kept_on(i, keep_of(i)).engine};
+        Prestage p{i, kept_on(i, keep_of(i)).engine, order};
         if (contexts::with_device_context(devices::at(i).ordinal, prestage_step, &p) && p.more)
             return true;
     }
@@ -489,20 +491,24 @@ bool prestage_each(uint64_t gpus, KeepOf keep_of)
 
 }  // namespace
 
+// After a Shrink and while waiting, the next swap-outs are Shrink rounds,
+// each moving the oldest of what is left; at a release one swap-out moves
+// all, newest first.
 bool prestage(uint64_t gpus, uint64_t keep_bytes)
 {
-    return prestage_each(gpus, [keep_bytes](uint32_t) { return keep_bytes; });
+    return prestage_each(gpus, swappable::MakeOrder::LeavingFirst,
+                         [keep_bytes](uint32_t) { return keep_bytes; });
 }
 
 bool prestage_for_switch(uint64_t gpus, uint64_t keep_bytes)
 {
-    return prestage_each(gpus,
+    return prestage_each(gpus, swappable::MakeOrder::CopiedFirst,
                          [keep_bytes](uint32_t i) { return keep_beside_as_big(i, keep_bytes); });
 }
 
 bool prestage_ahead(uint64_t gpus, uint64_t bytes)
 {
-    return prestage_each(gpus, [bytes](uint32_t i) {
+    return prestage_each(gpus, swappable::MakeOrder::LeavingFirst, [bytes](uint32_t i) {
         const uint64_t on_device = swappable::device_bytes(i);
         return on_device > bytes ? on_device - bytes : 0;
     });

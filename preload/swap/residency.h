@@ -43,16 +43,18 @@ bool swaps_out_after_release(uint64_t gpus, bool oversubscribed);
 
 // Makes one step of the host memory a swap-out that keeps `keep_bytes` on
 // each GPU will copy into, so that it runs at the bus's speed rather than at
-// the speed of pinning host memory. True while more steps remain.
+// the speed of pinning host memory: for the oldest data first, which
+// nvshared's Shrink rounds move first. True while more steps remain.
 bool prestage(uint64_t gpus, uint64_t keep_bytes);
-// The same while this process holds an oversubscribed GPU that others wait
-// for: for a next holder taken to need as much room as we use (more than
-// the switch itself moves where nvshared knows it smaller), so that the
-// room a starting next holder asks for later moves at the bus's speed.
+// The same, newest first (the order a release's swap-out copies in), while
+// this process holds an oversubscribed GPU that others wait for: for a next
+// holder taken to need as much room as we use (more than the switch itself
+// moves where nvshared knows it smaller), so that the room a starting next
+// holder asks for later moves at the bus's speed.
 bool prestage_for_switch(uint64_t gpus, uint64_t keep_bytes);
-// The same for the last `bytes` of what the process has on each GPU: one
-// that waits its turn on an oversubscribed GPU can then give that much room
-// at the bus's speed when a holder grows (nvshared's Shrink).
+// The same, oldest first, for the oldest `bytes` of what the process has on
+// each GPU: one that waits its turn on an oversubscribed GPU can then give
+// that much room at the bus's speed when a holder grows (nvshared's Shrink).
 bool prestage_ahead(uint64_t gpus, uint64_t bytes);
 
 // Whether `bytes` more of our memory would fit GPU `i` once the memory of

@@ -3,6 +3,7 @@
 // gets, and how much of it moves when the lock changes hands.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "preload/swap/tuning.h"
@@ -163,6 +164,46 @@ public:
 
 private:
     uint64_t left_;
+};
+
+// The last items of a sequence, as many as fit `bytes` together (at least
+// one) and at most N: the engine walks its chunks newest first, and host
+// memory made ahead for swap-outs that each move the oldest data first
+// (nvshared's Shrink rounds) is made for the oldest first.
+template <typename T, size_t N>
+class LastFit {
+public:
+    explicit LastFit(uint64_t bytes) : bytes_(bytes) {}
+    void push(const T& item, uint64_t size)
+    {
+        items_[(first_ + count_) % kSlots] = {item, size};
+        ++count_;
+        total_ += size;
+        while (count_ > N || (count_ > 1 && total_ > bytes_)) {
+            total_ -= items_[first_].size;
+            first_ = (first_ + 1) % kSlots;
+            --count_;
+            dropped_ = true;
+        }
+    }
+    size_t count() const { return count_; }
+    // Item k of those kept, k = 0 the earliest in the sequence.
+    const T& at(size_t k) const { return items_[(first_ + k) % kSlots].item; }
+    uint64_t size_at(size_t k) const { return items_[(first_ + k) % kSlots].size; }
+    // Whether an item was pushed out.
+    bool dropped() const { return dropped_; }
+
+private:
+    struct Entry {
+        T item{};
+        uint64_t size = 0;
+    };
+    static constexpr size_t kSlots = N + 1;  // one over N while push() trims
+    uint64_t bytes_;
+    Entry items_[kSlots];
+    size_t first_ = 0, count_ = 0;
+    uint64_t total_ = 0;
+    bool dropped_ = false;
 };
 
 }  // namespace nvshare::preload::swap_plan

@@ -535,26 +535,52 @@ Record* still_there(const Record* r, uint64_t id)
     return nullptr;
 }
 
-// Makes the host memory (host_memory.h) of the chunks of GPU `gpu` that a
-// swap-out keeping `keep` would move and that have none yet, at most
-// `max_bytes` of it, in batches (the more at once, the more threads fault
-// it in). Returns the bytes made; *more: such chunks remain beyond
-// max_bytes; *failed: some got none. With the lock held; where `unlocked`,
-// it is let go while the memory is made, so that the program's threads that
-// allocate or free meanwhile are not held up (the chunks are looked up
-// again afterwards).
+// A chunk whose host memory is being made (the record may be freed meanwhile).
+struct Wanted {
+    const Record* record;
+    uint64_t id;
+    uint32_t chunk;
+};
+// Chunks whose host memory is made at once (the more, the more threads
+// fault it in).
+constexpr size_t kMakeAtOnce = 64;
+
+// Makes the host memory of `n` chunks (sizes[k] bytes each) and gives it to
+// those still there without any; returns the bytes made; *failed: some got
+// none. With the lock held; where `unlocked`, it is let go while the memory
+// is made, so that the program's threads that allocate or free meanwhile
+// are not held up (the chunks are looked up again afterwards).
+uint64_t make_for(const Wanted* wanted, const uint64_t* sizes, size_t n, bool unlocked,
+                  bool* failed)
+{
+    void* made[kMakeAtOnce];
+    if (unlocked)
+        pthread_mutex_unlock(&g_mutex);
+    const uint64_t total = host_memory::make(sizes, made, n);
+    if (unlocked)
+        pthread_mutex_lock(&g_mutex);
+    for (size_t k = 0; k < n; ++k) {
+        Record* r = still_there(wanted[k].record, wanted[k].id);
+        *failed |= made[k] == nullptr;
+        if (r != nullptr && r->chunks[wanted[k].chunk].out == nullptr)
+            r->chunks[wanted[k].chunk].out = made[k];
+        else
+            host_memory::release(made[k], sizes[k]);  // freed meanwhile
+    }
+    return total;
+}
+
+// Makes the host memory of the chunks of GPU `gpu` that a swap-out keeping
+// `keep` would move and that have none yet, at most `max_bytes` of it, in
+// batches, newest first (the order a swap-out copies in: its first copies
+// then start at once while it makes the rest). Returns the bytes made;
+// *more: such chunks remain beyond max_bytes; *failed: some got none. With
+// the lock held (let go while making where `unlocked`, as make_for).
 uint64_t make_out_memory(uint32_t gpu, uint64_t keep, uint64_t max_bytes, bool unlocked, bool* more,
                          bool* failed)
 {
-    constexpr size_t kAtOnce = 64;
-    struct Wanted {
-        const Record* record;
-        uint64_t id;
-        uint32_t chunk;
-    };
-    Wanted wanted[kAtOnce];
-    uint64_t sizes[kAtOnce];
-    void* made[kAtOnce];
+    Wanted wanted[kMakeAtOnce];
+    uint64_t sizes[kMakeAtOnce];
     uint64_t asked = 0, total = 0;
     *more = *failed = false;
     for (bool batch_full = true; batch_full && !*more && !*failed;) {
@@ -565,7 +591,7 @@ uint64_t make_out_memory(uint32_t gpu, uint64_t keep, uint64_t max_bytes, bool u
             if (!beyond_keep(r, i, stay) || r.chunks[i].out != nullptr)
                 return true;
             *more = asked >= max_bytes;
-            batch_full = n == kAtOnce;
+            batch_full = n == kMakeAtOnce;
             if (*more || batch_full)
                 return false;
             wanted[n] = {&r, r.id, i};
@@ -573,21 +599,35 @@ uint64_t make_out_memory(uint32_t gpu, uint64_t keep, uint64_t max_bytes, bool u
             asked += sizes[n++];
             return true;
         });
-        if (unlocked)
-            pthread_mutex_unlock(&g_mutex);
-        total += host_memory::make(sizes, made, n);
-        if (unlocked)
-            pthread_mutex_lock(&g_mutex);
-        for (size_t k = 0; k < n; ++k) {
-            Record* r = still_there(wanted[k].record, wanted[k].id);
-            *failed |= made[k] == nullptr;
-            if (r != nullptr && r->chunks[wanted[k].chunk].out == nullptr)
-                r->chunks[wanted[k].chunk].out = made[k];
-            else
-                host_memory::release(made[k], sizes[k]);  // freed meanwhile
-        }
+        total += make_for(wanted, sizes, n, unlocked, failed);
     }
     return total;
+}
+
+// The same, one batch of about `max_bytes` (at least a chunk), oldest
+// first: for the chunks that leave first when what may stay shrinks round
+// by round (each Shrink moves the oldest of what is left). The lock is let
+// go while the memory is made.
+uint64_t make_leaving_first(uint32_t gpu, uint64_t keep, uint64_t max_bytes, bool* more,
+                            bool* failed)
+{
+    swap_plan::LastFit<Wanted, kMakeAtOnce> last(max_bytes);
+    swap_plan::Budget stay(keep);
+    for_each_chunk(gpu, [&](Record& r, uint32_t i) {
+        if (beyond_keep(r, i, stay) && r.chunks[i].out == nullptr)
+            last.push({&r, r.id, i}, r.layout.size_of(i));
+        return true;
+    });
+    Wanted wanted[kMakeAtOnce];
+    uint64_t sizes[kMakeAtOnce];
+    const size_t n = last.count();
+    for (size_t k = 0; k < n; ++k) {  // the oldest first
+        wanted[k] = last.at(n - 1 - k);
+        sizes[k] = last.size_at(n - 1 - k);
+    }
+    *more = last.dropped();
+    *failed = false;
+    return make_for(wanted, sizes, n, true, failed);
 }
 
 // The host memory of chunks whose data is on the device and that a
@@ -1235,12 +1275,14 @@ Moved swap_out(uint32_t gpu, uint64_t keep, CUstream stream)
     return m;
 }
 
-bool prestage(uint32_t gpu, uint64_t keep, uint64_t max_bytes)
+bool prestage(uint32_t gpu, uint64_t keep, uint64_t max_bytes, MakeOrder order)
 {
     Lock lock;
     give_back_cached_host(gpu, keep);
     bool more = false, failed = false;  // no memory: the swap-out will say so
-    const uint64_t made = make_out_memory(gpu, keep, max_bytes, true, &more, &failed);
+    const uint64_t made = order == MakeOrder::LeavingFirst
+                              ? make_leaving_first(gpu, keep, max_bytes, &more, &failed)
+                              : make_out_memory(gpu, keep, max_bytes, true, &more, &failed);
     if (made != 0 && !more && !failed) {
         log_debug(
             "host memory for the next swap-out from GPU %d is ready (made since the last "

@@ -188,12 +188,22 @@ uint64_t give_back_kept_host(uint32_t gpu);
 // Client thread, with a context of the GPU current.
 Moved swap_out(uint32_t gpu, uint64_t keep, CUstream stream);
 
-// Makes host memory, at most `max_bytes` of it, for the chunks that a
-// swap_out(gpu, keep) would move now and that have none yet (first, while
-// the host runs low on memory, giving back that of the chunks it would
-// keep). True if more such chunks remain. Any thread, with a context current (the driver
-// registers the memory).
-bool prestage(uint32_t gpu, uint64_t keep, uint64_t max_bytes);
+// Which chunks prestage() makes host memory for first.
+enum class MakeOrder {
+    // The newest: a swap_out(gpu, keep) copies them first, so that its
+    // copies start at once while it makes what is missing.
+    CopiedFirst,
+    // The oldest: swap-outs that each keep less than the last (nvshared's
+    // Shrink rounds) move them first.
+    LeavingFirst,
+};
+
+// Makes host memory, about `max_bytes` of it (at least a chunk), for the
+// chunks that a swap_out(gpu, keep) would move now and that have none yet
+// (first, while the host runs low on memory, giving back that of the chunks
+// it would keep), in `order`. True if more such chunks remain. Any thread,
+// with a context current (the driver registers the memory).
+bool prestage(uint32_t gpu, uint64_t keep, uint64_t max_bytes, MakeOrder order);
 
 // Bytes that a swap_out(gpu, keep) would move now whose host memory is not
 // made yet (making it costs about 4 times the copy). Any thread.

@@ -147,6 +147,44 @@ TEST(SwapPlan, BudgetAdmitsWhileItFits)
     EXPECT_TRUE(none.take(0));
 }
 
+// Host memory made ahead of Shrink rounds is for the chunks they move
+// first: the last of the engine's newest-first walk that fit the step.
+TEST(SwapPlan, LastFitKeepsTheLastItemsThatFit)
+{
+    nvshare::preload::swap_plan::LastFit<int, 4> last(10);
+    for (int i = 0; i < 8; ++i)
+        last.push(i, 3);
+    ASSERT_EQ(last.count(), 3u);  // 9 of 10 bytes
+    EXPECT_EQ(last.at(0), 5);
+    EXPECT_EQ(last.at(2), 7);
+    EXPECT_EQ(last.size_at(1), 3u);
+    EXPECT_TRUE(last.dropped());
+
+    // At most N, however small the items.
+    nvshare::preload::swap_plan::LastFit<int, 4> many(UINT64_MAX);
+    for (int i = 0; i < 6; ++i)
+        many.push(i, 1);
+    ASSERT_EQ(many.count(), 4u);
+    EXPECT_EQ(many.at(0), 2);
+    EXPECT_EQ(many.at(3), 5);
+    EXPECT_TRUE(many.dropped());
+
+    // At least one, however large; nothing dropped where all fit.
+    nvshare::preload::swap_plan::LastFit<int, 4> big(10);
+    big.push(1, 4);
+    big.push(2, 20);
+    ASSERT_EQ(big.count(), 1u);
+    EXPECT_EQ(big.at(0), 2);
+    nvshare::preload::swap_plan::LastFit<int, 4> fits(10);
+    fits.push(1, 4);
+    fits.push(2, 6);
+    EXPECT_EQ(fits.count(), 2u);
+    EXPECT_FALSE(fits.dropped());
+    nvshare::preload::swap_plan::LastFit<int, 4> empty(10);
+    EXPECT_EQ(empty.count(), 0u);
+    EXPECT_FALSE(empty.dropped());
+}
+
 // A switch leaves what nvshared allows, but no more than leaves a next
 // holder as much room as we use; "nobody needs the room" keeps everything.
 TEST(SwapPlan, KeepLeavesANextHolderAsMuchRoomAsWeUse)

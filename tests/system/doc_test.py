@@ -500,6 +500,7 @@ ENGINE_STATEMENTS = [
     ("kHostLowShare", r"while less than 1/(?P<v>\d+) of the host's"),
     ("kSettleBeforePrestageNs", r"once it has not changed for (?P<v>\d+) (?P<u>ms)"),
     ("kShrinkAhead", r"for (?P<v>\d+) (?P<u>GiB) beyond that"),
+    ("kPrestageChunks", r"that of (?P<v>\d+) chunks at a step"),
     ("kSwapInGateLimitNs", r"waits for data the library evicted, at most (?P<v>\d+) (?P<u>s)"),
     ("kShortHoldFloorNs", r"and at least (?P<v>\d+) (?P<u>ms), also when it has"),
     ("kPauseLookNs", r"it looks at least every (?P<v>\d+) (?P<u>ms)"),
