@@ -73,12 +73,12 @@ inline size_t encode(MsgType type, const void* payload, uint32_t length, uint8_t
 // Which side sends each type: the only place that knows the ranges.
 inline constexpr bool is_client_type(uint16_t t)
 {
-    return t >= static_cast<uint16_t>(MsgType::Hello) && t <= static_cast<uint16_t>(MsgType::Stats);
+    return t >= static_cast<uint16_t>(MsgType::Hello) && t <= static_cast<uint16_t>(MsgType::Rates);
 }
 inline constexpr bool is_daemon_type(uint16_t t)
 {
     return t >= static_cast<uint16_t>(MsgType::Welcome) &&
-           t <= static_cast<uint16_t>(MsgType::Shrink);
+           t <= static_cast<uint16_t>(MsgType::KnownRates);
 }
 inline constexpr bool is_known_type(uint16_t t)
 {
@@ -102,6 +102,10 @@ inline bool fixed_payload_size(MsgType type, uint32_t* size)
             return true;
         case MsgType::Stats:
             *size = sizeof(StatsPayload);
+            return true;
+        case MsgType::Rates:
+        case MsgType::KnownRates:
+            *size = sizeof(RatesPayload);
             return true;
         case MsgType::Drop:
             *size = sizeof(DropPayload);

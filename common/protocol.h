@@ -40,6 +40,7 @@ enum class MsgType : uint16_t {
     Memory = 4,       // bytes this client has allocated on one GPU
     StatusQuery = 5,  // ask for a JSON status report (any peer, even unregistered)
     Stats = 6,        // swap statistics of one GPU (cumulative)
+    Rates = 7,        // transfer rates measured on one GPU (to a daemon that sent KnownRates)
     // daemon -> client
     Welcome = 16,      // reply to Hello: client id and current settings
     Grant = 17,        // the client now holds the lock on these GPUs
@@ -54,6 +55,7 @@ enum class MsgType : uint16_t {
     RevokeCause = 26,  // sent just before Revoked: why the lock is taken away
     RunAhead = 27,     // keep queued GPU work short (or no longer): a higher class may come
     Shrink = 28,       // leave less memory on GPUs this client does not hold: others need room
+    KnownRates = 29,   // transfer rates earlier clients measured on one GPU (after Welcome)
 };
 
 struct FrameHeader {
@@ -220,6 +222,29 @@ struct StatsPayload {
     uint64_t swap_out_us;
 };
 static_assert(sizeof(StatsPayload) == 56);
+
+// Bytes a second at which memory moved on one GPU, as the library measured
+// it (0: not measured): the swap engine's copies out and in (mapping
+// included), the driver's migration of managed memory out and in, and the
+// making of pinned host memory (the host's, the same for each GPU).
+// Rates: the client's latest figures. KnownRates: the latest that any
+// client reported for the GPU, sent once per GPU after Welcome, so that a
+// process's first switch is costed at rates measured on this host rather
+// than assumed ones; a client sends Rates only after a KnownRates, so that
+// older daemons never see the type.
+struct RatesPayload {
+    uint32_t gpu;  // client-local index
+    uint32_t reserved;
+    uint64_t engine_out;
+    uint64_t engine_in;
+    uint64_t evict;
+    uint64_t prefetch;
+    uint64_t host_pin;
+};
+static_assert(sizeof(RatesPayload) == 48);
+// A rate outside these bounds (bytes a second) is not a measurement.
+inline constexpr uint64_t kMinRate = 10'000'000;
+inline constexpr uint64_t kMaxRate = 10'000'000'000'000;
 
 struct MemoryPayload {
     uint32_t gpu;  // client-local index

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/measured_rates.h"
 #include "daemon/scheduler_types.h"
 
 namespace nvshare::daemon {
@@ -32,6 +33,9 @@ struct Gpu {
     std::vector<ClientId> holders;
     uint64_t grants = 0;      // lock grants on this GPU so far
     Duration last_swap_in{};  // latest bulk swap-in reported by any client (shown)
+    // What its clients measured memory to move at (Scheduler::report_rates),
+    // or, until one did, what was kept from before a restart.
+    MeasuredRates rates;
 };
 
 }  // namespace nvshare::daemon

@@ -447,6 +447,11 @@ bool Scheduler::report_swaps(ClientId id, GpuIndex gpu, const SwapStats& stats, 
     return true;
 }
 
+bool Scheduler::report_rates(GpuIndex gpu, const MeasuredRates& rates)
+{
+    return gpu < gpus_.gpus().size() && merge(gpus_[gpu].rates, rates);
+}
+
 void Scheduler::disconnect(ClientId id, TimePoint now)
 {
     now_ = std::max(now_, now);

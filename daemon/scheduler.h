@@ -115,6 +115,11 @@ public:
     // either way; a client of root needs none.
     void confirm_host_memory(ClientId id, std::optional<uint64_t> bytes, TimePoint now);
     bool report_swaps(ClientId id, GpuIndex gpu, const SwapStats& stats, TimePoint now);
+    // Rates a client measured on `gpu`, plausible ones (measured_rates.h):
+    // each figure given replaces the GPU's. True where the GPU had lacked
+    // one of them. Also what was kept from before a restart, for a GPU that
+    // knows none yet.
+    bool report_rates(GpuIndex gpu, const MeasuredRates& rates);
     void disconnect(ClientId id, TimePoint now);
     // Takes the lock away from a holder now. False if it holds nothing.
     bool revoke(ClientId id, TimePoint now);

@@ -96,13 +96,17 @@ bool Server::init()
 
     // Known GPUs get stable indices now; others are added as clients name them.
     // Their memory sizes come from NVML where the host has it, never from
-    // what clients claim.
+    // what clients claim. The rates measured on them before a restart come
+    // back with them.
+    kept_rates_ = rates_store_.load();
     for (auto gpu : discover_gpus(options_.gpu_info_dir)) {
         gpu.physical_memory = nvml_total_memory(gpu.uuid).value_or(0);
         if (scheduler_.ensure_gpu(gpu))
             NVS_INFO("GPU %s: %s%s", gpu.uuid.c_str(), gpu.name.c_str(),
                      gpu.physical_memory != 0 ? ", memory from NVML" : "");
     }
+    for (GpuIndex g = 0; g < scheduler_.gpus().size(); ++g)
+        take_kept_rates(g);
 
     // What NVML and the processes' host memory confirm of clients' memory,
     // read off the loop.
@@ -140,6 +144,8 @@ int Server::run()
     notifier_.send("READY=1");
     const int r = sd_event_loop(event_);
     notifier_.send("STOPPING=1");
+    if (rates_unsaved_)
+        save_rates();
     if (r < 0) {
         NVS_ERROR("event loop failed: %s", strerror(-r));
         return 1;
@@ -408,6 +414,10 @@ bool Server::handle_frame(Connection& c, const proto::FrameHeader& h, const uint
             proto::StatsPayload st{};
             return proto::decode(payload, h.length, &st) && on_stats(c, client, st, now);
         }
+        case MsgType::Rates: {
+            proto::RatesPayload r{};
+            return proto::decode(payload, h.length, &r) && on_rates(c, client, r);
+        }
         case MsgType::Request:
         case MsgType::Released: {
             proto::GpuMaskPayload m{};
@@ -491,6 +501,68 @@ bool Server::on_stats(Connection& c, const ClientRecord& client, const proto::St
     return true;
 }
 
+bool Server::on_rates(Connection& c, const ClientRecord& client, const proto::RatesPayload& p)
+{
+    if (p.gpu >= client.gpus.size()) {
+        fail(c, proto::ErrorCode::BadValue, "rates for unknown GPU index");
+        return false;
+    }
+    const MeasuredRates rates = rates_from_wire(p);
+    if (!plausible(rates)) {
+        fail(c, proto::ErrorCode::BadValue,
+             "a rate outside " + std::to_string(proto::kMinRate) + " to " +
+                 std::to_string(proto::kMaxRate) + " bytes a second");
+        return false;
+    }
+    const GpuIndex gpu = client.gpus[p.gpu];
+    const Gpu& g = scheduler_.gpus()[gpu];
+    const MeasuredRates before = g.rates;
+    const bool learned = scheduler_.report_rates(gpu, rates);
+    if (!kept_across_restarts(g))
+        return true;
+    rates_unsaved_ = rates_unsaved_ || g.rates != before;
+    if (learned)
+        save_rates();  // a figure known for the first time: kept at once
+    return true;
+}
+
+bool Server::kept_across_restarts(const Gpu& g)
+{
+    // Not a GPU any user can make up: rates.json would grow with them.
+    return g.listed_by_host || g.memory_confirmed;
+}
+
+void Server::take_kept_rates(GpuIndex gpu)
+{
+    const Gpu& g = scheduler_.gpus()[gpu];
+    if (g.rates.any())
+        return;
+    if (const auto it = kept_rates_.find(g.description.uuid); it != kept_rates_.end())
+        scheduler_.report_rates(gpu, it->second);
+}
+
+void Server::save_rates()
+{
+    std::map<std::string, MeasuredRates> all = kept_rates_;
+    for (const Gpu& g : scheduler_.gpus())
+        if (g.rates.any() && kept_across_restarts(g))
+            all[g.description.uuid] = g.rates;
+    if (rates_store_.save(all)) {
+        kept_rates_ = std::move(all);
+        rates_unsaved_ = false;
+    }
+}
+
+void Server::send_known_rates(Connection& c)
+{
+    const ClientRecord* client = scheduler_.client(c.serial);
+    if (client == nullptr)
+        return;
+    for (uint32_t i = 0; i < client->gpus.size(); ++i)
+        c.send(proto::MsgType::KnownRates,
+               rates_to_wire(scheduler_.gpus()[client->gpus[i]].rates, i));
+}
+
 void Server::on_request(Connection& c, const ClientRecord& client, GpuSet gpus, TimePoint now)
 {
     scheduler_.request(c.serial, gpus, now);
@@ -536,6 +608,7 @@ void Server::on_hello(Connection& c, const proto::Hello& hello)
             }
         }
         gpus.push_back(*index);
+        take_kept_rates(*index);
     }
     const std::string cgroup = process_cgroup_path(c.peer.pid);
     ClientInfo info{c.peer.pid, c.peer.uid, printable_utf8(hello.comm, sizeof hello.comm),
@@ -560,6 +633,7 @@ void Server::on_hello(Connection& c, const proto::Hello& hello)
                  "registered as client %llu, %zu GPU(s), priority %s",
                  static_cast<unsigned long long>(c.serial), gpus.size(), priority);
     send_settings(c, true);
+    send_known_rates(c);
 }
 
 void Server::fail(Connection& c, proto::ErrorCode code, const std::string& message)

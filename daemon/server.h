@@ -27,6 +27,7 @@
 #include "daemon/notify.h"
 #include "daemon/options.h"
 #include "daemon/principals.h"
+#include "daemon/rates_store.h"
 #include "daemon/scheduler.h"
 #include "daemon/settings_target.h"
 #include "daemon/status_line.h"
@@ -101,6 +102,17 @@ private:
                    TimePoint now);
     bool on_stats(Connection& c, const ClientRecord& client, const proto::StatsPayload& st,
                   TimePoint now);
+    bool on_rates(Connection& c, const ClientRecord& client, const proto::RatesPayload& p);
+    // A GPU that knows no rates yet takes those kept from before a restart.
+    void take_kept_rates(GpuIndex gpu);
+    // Whether the rates measured on `g` are kept in rates.json: a GPU the
+    // host lists, or whose size a client of root gave.
+    static bool kept_across_restarts(const Gpu& g);
+    // The rates of every such GPU that has some, and those kept of GPUs not
+    // seen since the restart, to rates.json.
+    void save_rates();
+    // One KnownRates a GPU of the client's, after its Welcome.
+    void send_known_rates(Connection& c);
     // What NVML and the processes' host memory confirm of the memory of
     // clients of users other than root (MemoryWatch), handed to the
     // scheduler.
@@ -122,6 +134,9 @@ private:
 
     Options options_;
     Scheduler scheduler_;
+    RatesStore rates_store_{options_.state_dir};
+    std::map<std::string, MeasuredRates> kept_rates_;  // by GPU UUID, as rates.json had them
+    bool rates_unsaved_ = false;                       // changed since the last save_rates()
     sd_event* event_ = nullptr;
     sd_event_source* timer_source_ = nullptr;
     sd_event_source* idle_source_ = nullptr;

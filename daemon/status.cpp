@@ -65,7 +65,8 @@ nlohmann::json status_json(const Scheduler& scheduler, size_t connections, TimeP
              {"queue", scheduler.queue(g)},
              {"grants", gpu.grants},
              {"oversubscribed", scheduler.oversubscribed(g)},
-             {"last_swap_in_us", to_usec(gpu.last_swap_in)}});
+             {"last_swap_in_us", to_usec(gpu.last_swap_in)},
+             {"rates", rates_json(gpu.rates)}});
     }
     // Per user and GPU, exited clients included: what the metrics show.
     json usage = json::array();

@@ -39,6 +39,9 @@ constexpr Gauge kGauges[] = {
 
 constexpr const char* kModes[] = {"on", "off", "auto"};
 
+// The figures of a GPU's "rates", as the kind label names them.
+constexpr const char* kRates[] = {"engine_out", "engine_in", "evict", "prefetch", "host_pin"};
+
 double value(const nlohmann::json& field, Reading reading)
 {
     switch (reading) {
@@ -72,6 +75,17 @@ std::string render_gpu_series(const nlohmann::json& gpus, const GpuLabels& label
         for (const char* m : kModes)
             out += "nvshare_gpu_mode{" + labels(gpu.at("index").get<uint64_t>()) + ",mode=\"" + m +
                    "\"} " + (mode == m ? "1" : "0") + "\n";
+    }
+    out += family_head("nvshare_gpu_measured_rate_bytes_per_second", "gauge",
+                       "The rate at which memory moved on the GPU as its clients last measured "
+                       "it, by kind (0: not measured).");
+    for (const auto& gpu : gpus) {
+        if (!gpu.contains("rates"))
+            continue;  // an older nvshared
+        for (const char* kind : kRates)
+            out += "nvshare_gpu_measured_rate_bytes_per_second{" +
+                   labels(gpu.at("index").get<uint64_t>()) + ",kind=\"" + kind + "\"} " +
+                   number(static_cast<double>(gpu.at("rates").at(kind).get<uint64_t>())) + "\n";
     }
     return out;
 }

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <iostream>
 #include <stdexcept>
 
@@ -43,6 +44,9 @@ bool Daemon::start(const Config& config)
     config_ = config;
     Process::Spec spec;
     spec.argv = {nvshared_path(), "--socket", socket_};
+    // Its own state (rates.json, state.json), never the host's.
+    if (std::find(config.args.begin(), config.args.end(), "--state-dir") == config.args.end())
+        spec.argv.insert(spec.argv.end(), {"--state-dir", *dir_ / "state"});
     spec.argv.insert(spec.argv.end(), config.args.begin(), config.args.end());
     spec.env.insert(config.env.begin(), config.env.end());
     spec.env["NOTIFY_SOCKET"] = notify_.path();

@@ -23,7 +23,7 @@ PAGE_UNITS = {
     None: 1, "ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1, "seconds": 1, "second": 1,
     "min": 60, "minutes": 60, "minute": 60, "h": 3600,
     "bytes": 1, "byte": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40,
-    "GB/s": 1e9,
+    "MB/s": 1e6, "GB/s": 1e9, "TB/s": 1e12,
 }
 WORDS = {"one": 1, "once": 1, "two": 2, "four": 4, "five": 5, "eight": 8, "nine": 9, "ten": 10,
          "twice": 2, "half": 2, "quarter": 4, "three quarters": 0.75}
@@ -209,6 +209,10 @@ STATEMENTS = [
       "kUnreadLimit"),
     H(DAEMON, r"at most (?P<v>\d+) (?P<u>ms) stale in its running", STATUS, "kStatusMaxAge"),
     H(DAEMON, r"sent whole, up to (?P<v>\d+) (?P<u>MiB)", PROTOCOL, "kMaxStatusPayload"),
+    H(DAEMON, r"A measured rate below (?P<v>\d+) (?P<u>MB/s)", PROTOCOL, "kMinRate"),
+    H(DAEMON, r"or above (?P<v>\d+) (?P<u>TB/s) is refused", PROTOCOL, "kMaxRate"),
+    H(PROTO, r"below \*kMinRate\* \((?P<v>\d+) (?P<u>MB/s)\)", PROTOCOL, "kMinRate"),
+    H(PROTO, r"above \*kMaxRate\* \((?P<v>\d+) (?P<u>TB/s)\)", PROTOCOL, "kMaxRate"),
     H(DAEMON, r"\((?P<v>one) minute in \*nvshare\.service\*\)", UNIT,
       r"re:^WatchdogSec=(?P<v>\d+)min$", "min", "min"),
     H(DAEMON, r"cut at (?P<v>\d+) (?P<u>bytes);", "daemon/process_command.h", "kCommandLineMax"),

@@ -123,6 +123,28 @@ TEST(Metrics, GpuModeIsAnEnum)
     EXPECT_TRUE(contains(t, "nvshare_gpu_mode{" + kGpu0 + ",mode=\"off\"} 0\n"));
 }
 
+// The rates the GPU's clients measured, one series a kind; none from an
+// older nvshared, whose status has no "rates".
+TEST(Metrics, MeasuredRatesByKind)
+{
+    auto s = status();
+    EXPECT_FALSE(contains(render_status(s), "nvshare_gpu_measured_rate_bytes_per_second{"));
+    s["gpus"][0]["rates"] = {{"engine_out", 55000000000u},
+                             {"engine_in", 54000000000u},
+                             {"evict", 0},
+                             {"prefetch", 0},
+                             {"host_pin", 25000000000u}};
+    const std::string t = render_status(s);
+    EXPECT_TRUE(contains(t, "# TYPE nvshare_gpu_measured_rate_bytes_per_second gauge\n"));
+    EXPECT_TRUE(contains(t, "nvshare_gpu_measured_rate_bytes_per_second{" + kGpu0 +
+                                ",kind=\"engine_out\"} 55000000000\n"))
+        << t;
+    EXPECT_TRUE(contains(
+        t, "nvshare_gpu_measured_rate_bytes_per_second{" + kGpu0 + ",kind=\"evict\"} 0\n"));
+    EXPECT_TRUE(contains(t, "nvshare_gpu_measured_rate_bytes_per_second{" + kGpu0 +
+                                ",kind=\"host_pin\"} 25000000000\n"));
+}
+
 TEST(Metrics, ClientsPerUnit)
 {
     const std::string t = render_status(status());

@@ -209,13 +209,22 @@ TEST(Protocol, FixedSizesAreKnownOnlyForFixedTypes)
     EXPECT_FALSE(fixed_payload_size(MsgType::Status, &n));
     EXPECT_TRUE(is_known_type(1));
     EXPECT_TRUE(is_known_type(6));
-    EXPECT_FALSE(is_known_type(7));
+    EXPECT_TRUE(is_known_type(7));
+    EXPECT_FALSE(is_known_type(8));
     EXPECT_FALSE(is_known_type(0));
     EXPECT_TRUE(is_known_type(27));
     EXPECT_TRUE(is_known_type(28));
-    EXPECT_FALSE(is_known_type(29));
+    EXPECT_TRUE(is_known_type(29));
+    EXPECT_FALSE(is_known_type(30));
     EXPECT_TRUE(fixed_payload_size(MsgType::RunAhead, &n));
     EXPECT_EQ(n, sizeof(RunAheadPayload));
     EXPECT_TRUE(fixed_payload_size(MsgType::Shrink, &n));
     EXPECT_EQ(n, sizeof(GrantPayload));
+    // Rates from a client, KnownRates from the daemon: one layout.
+    EXPECT_TRUE(is_client_type(static_cast<uint16_t>(MsgType::Rates)));
+    EXPECT_TRUE(is_daemon_type(static_cast<uint16_t>(MsgType::KnownRates)));
+    EXPECT_TRUE(fixed_payload_size(MsgType::Rates, &n));
+    EXPECT_EQ(n, sizeof(RatesPayload));
+    EXPECT_TRUE(fixed_payload_size(MsgType::KnownRates, &n));
+    EXPECT_EQ(n, sizeof(RatesPayload));
 }
