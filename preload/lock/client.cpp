@@ -81,6 +81,10 @@ void ClientLoop::disconnect()
 {
     conn_.close();
     s_.welcomed = false;
+    // The next daemon may be an older one, and knows none of our rates.
+    s_.takes_rates = false;
+    for (uint64_t& v : s_.rates_reported)
+        v = 0;
     s_.lock.lost();
     gate_set_bounded(false);
 }
@@ -226,6 +230,8 @@ bool ClientLoop::handle(proto::MsgType type, const uint8_t* p, uint32_t length, 
             devices::at(u.gpu).others_pinned.store(u.others_pinned_bytes);
             return true;
         }
+        case MsgType::KnownRates:
+            return on_known_rates(p, length);
         case MsgType::Error:
             return on_error(p, length);
         default:
@@ -292,6 +298,51 @@ void ClientLoop::shrink(uint64_t gpus, uint64_t keep_bytes)
     residency::before_release(gpus & all, true, keep_bytes, now_ns() + kEvictLimitNs);
     report_stats();
     s_.switching.shrunk(keep_bytes);
+}
+
+bool ClientLoop::on_known_rates(const uint8_t* p, uint32_t length)
+{
+    proto::RatesPayload r{};
+    if (!proto::decode(p, length, &r) || r.gpu >= s_.gpu_count)
+        return false;
+    s_.takes_rates = true;
+    const auto d = [](uint64_t v) { return static_cast<double>(v); };
+    residency::set_known_rates(
+        r.gpu, {d(r.engine_out), d(r.engine_in), d(r.evict), d(r.prefetch), d(r.host_pin)});
+    if (r.engine_out != 0 || r.engine_in != 0 || r.evict != 0 || r.prefetch != 0 || r.host_pin != 0)
+        log_debug(
+            "rates earlier processes measured on GPU %u: %.1f GB/s out and %.1f in for "
+            "swappable memory, %.1f and %.1f for managed memory, host memory made at %.1f "
+            "GB/s (0: not measured)",
+            r.gpu, d(r.engine_out) / 1e9, d(r.engine_in) / 1e9, d(r.evict) / 1e9,
+            d(r.prefetch) / 1e9, d(r.host_pin) / 1e9);
+    return true;
+}
+
+void ClientLoop::report_rates()
+{
+    if (!s_.takes_rates)
+        return;
+    // A figure nvshared would not take as a measurement is not sent.
+    const auto wire = [](double v) {
+        const auto r = static_cast<uint64_t>(v);
+        return r >= proto::kMinRate && r <= proto::kMaxRate ? r : 0;
+    };
+    for (uint32_t i = 0; i < s_.gpu_count; ++i) {
+        uint64_t version = 0;
+        const residency::Rates r = residency::measured_rates(i, &version);
+        if (version == s_.rates_reported[i])
+            continue;
+        const proto::RatesPayload p{i,
+                                    0,
+                                    wire(r.engine_out),
+                                    wire(r.engine_in),
+                                    wire(r.evict),
+                                    wire(r.prefetch),
+                                    wire(r.host_pin)};
+        if (conn_.send(proto::MsgType::Rates, p))
+            s_.rates_reported[i] = version;
+    }
 }
 
 void ClientLoop::on_revoked()
@@ -668,6 +719,7 @@ void ClientLoop::work(uint64_t now)
     promote(now);
     if (residency::poll())
         report_stats();
+    report_rates();
     finish_swap_in(now);
     const bool requesting = mailbox::wanted() && s_.lock.state() == HoldState::Idle;
     report_memory(now, requesting);

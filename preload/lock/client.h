@@ -28,6 +28,11 @@ struct Session {
     bool hold_told = false;    // the debug log said this pause's idle hold
     uint64_t last_graph_check = 0;
     uint32_t revoke_cause = 0;  // from the RevokeCause before a Revoked
+    // nvshared sent KnownRates: it takes our Rates (an older one would
+    // refuse the type).
+    bool takes_rates = false;
+    // residency::measured_rates's version of each GPU as last reported.
+    uint64_t rates_reported[proto::kMaxGpusPerClient] = {};
     // When the swap engine moves memory around our switches (prestaging,
     // promotion, asking for room); fed the events below and asked each turn.
     swap::SwitchPolicy switching;
@@ -58,6 +63,8 @@ private:
     // nvshared asks us to leave at most `keep_bytes` on GPUs we do not hold
     // (a Shrink, or a Drop that came after we let go): others need the room.
     void shrink(uint64_t gpus, uint64_t keep_bytes);
+    // KnownRates: what earlier processes measured on one of our GPUs.
+    bool on_known_rates(const uint8_t* p, uint32_t length);
     void on_revoked();
     // What the switch policy is asked with, at `now`.
     swap::Facts facts(uint64_t now) const;
@@ -92,6 +99,9 @@ private:
     bool quiesce(uint64_t deadline);
     bool hold_moves(uint32_t let_through);
     void report_stats();
+    // Rates this process measured since it last said (to a daemon that
+    // takes them).
+    void report_rates();
     int timeout_ms(uint64_t now) const;
     void wait_event(int timeout);
 

@@ -231,6 +231,14 @@ double pin_rate(double assumed)
     return rate;
 }
 
+uint64_t pin_rate_samples()
+{
+    pthread_mutex_lock(&g_rate_mutex);
+    const uint64_t samples = g_pin_rate.samples();
+    pthread_mutex_unlock(&g_rate_mutex);
+    return samples;
+}
+
 void reset_after_fork()
 {
     pthread_mutex_init(&g_rate_mutex, nullptr);  // the rate, of the same host, stays

@@ -24,6 +24,8 @@ uint64_t make(const uint64_t* sizes, void** out, size_t count);
 // or more, swap_plan::RateEstimate), `assumed` standing in for those it
 // does not have yet.
 double pin_rate(double assumed);
+// Samples pin_rate() has taken so far: it changes with each.
+uint64_t pin_rate_samples();
 
 // In a fork()ed child: the rate's lock, which a thread of the parent may
 // have held, is free.

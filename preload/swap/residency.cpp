@@ -45,6 +45,7 @@ struct GpuState {
     swap_plan::RateEstimate swap_in_rate;
     swap_plan::RateEstimate engine_out_rate;
     swap_plan::RateEstimate engine_in_rate;
+    Rates known;  // what nvshared says earlier processes measured here
     Stats stats;
 };
 
@@ -623,13 +624,49 @@ Stats& stats(uint32_t gpu)
     return g_gpus[gpu].stats;
 }
 
+namespace {
+
+// A rate this process has not measured yet: the one earlier processes
+// measured on the GPU, else the one assumed.
+double or_assumed(double known, double assumed)
+{
+    return known > 0 ? known : assumed;
+}
+
+}  // namespace
+
+void set_known_rates(uint32_t gpu, const Rates& r)
+{
+    if (gpu < devices::kMaxGpus)
+        g_gpus[gpu].known = r;
+}
+
+Rates measured_rates(uint32_t gpu, uint64_t* version)
+{
+    const GpuState& g = g_gpus[gpu];
+    const uint64_t pin_samples = host_memory::pin_rate_samples();
+    *version = g.engine_out_rate.samples() + g.engine_in_rate.samples() + g.evict_rate.samples() +
+               g.swap_in_rate.samples() + pin_samples;
+    // As for our own estimates, one move alone (a first mapping, memory
+    // still being freed) sets no rate for others.
+    const auto of = [](const swap_plan::RateEstimate& e) {
+        return e.samples() >= 2 ? e.get(0) : 0;
+    };
+    return {of(g.engine_out_rate), of(g.engine_in_rate), of(g.evict_rate), of(g.swap_in_rate),
+            pin_samples >= 2 ? host_memory::pin_rate(0) : 0};
+}
+
 uint64_t switch_share_ns(bool oversubscribed, uint64_t keep_bytes)
 {
     if (!wanted(config().evict, oversubscribed))
         return 0;  // nothing moves when we let go
     swap::GpuShare gpus[devices::kMaxGpus];
     const uint32_t count = devices::count();
-    const double pin_rate = host_memory::pin_rate(tuning::kAssumedPinRate);  // the host's
+    // The host's, as this process or (on any of its GPUs) earlier ones measured it.
+    double known_pin = 0;
+    for (uint32_t i = 0; i < count && known_pin == 0; ++i)
+        known_pin = g_gpus[i].known.host_pin;
+    const double pin_rate = host_memory::pin_rate(or_assumed(known_pin, tuning::kAssumedPinRate));
     for (uint32_t i = 0; i < count; ++i) {
         const GpuState& g = g_gpus[i];
         const swap_plan::Kept kept = kept_on(i, keep_bytes);
@@ -640,10 +677,13 @@ uint64_t switch_share_ns(bool oversubscribed, uint64_t keep_bytes)
         s.keep = kept.total;
         s.engine_kept = kept.engine;
         s.unstaged = swappable::unstaged_bytes(i, kept.engine);
-        s.evict_rate = g.evict_rate.get(tuning::kAssumedEvictRate);
-        s.swap_in_rate = g.swap_in_rate.get(tuning::kAssumedSwapInRate);
-        s.engine_out_rate = g.engine_out_rate.get(tuning::kAssumedSwapEngineRate);
-        s.engine_in_rate = g.engine_in_rate.get(tuning::kAssumedSwapEngineRate);
+        s.evict_rate = g.evict_rate.get(or_assumed(g.known.evict, tuning::kAssumedEvictRate));
+        s.swap_in_rate =
+            g.swap_in_rate.get(or_assumed(g.known.prefetch, tuning::kAssumedSwapInRate));
+        s.engine_out_rate =
+            g.engine_out_rate.get(or_assumed(g.known.engine_out, tuning::kAssumedSwapEngineRate));
+        s.engine_in_rate =
+            g.engine_in_rate.get(or_assumed(g.known.engine_in, tuning::kAssumedSwapEngineRate));
         s.pin_rate = pin_rate;
     }
     return swap::switch_share_ns(gpus, count);

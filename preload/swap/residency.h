@@ -105,9 +105,27 @@ Stats& stats(uint32_t gpu);
 
 // Our share of what letting go now would cost (swap::switch_share_ns, the
 // rule): moving out what exceeds `keep_bytes` and bringing it back later, at
-// the rates this process's latest moves reached (assumed rates until
-// measured). 0 where nothing would be evicted.
+// the rates this process's latest moves reached; until it measured one, the
+// rate earlier processes measured on the GPU (set_known_rates), and where
+// none did, the assumed rate (tuning.h). 0 where nothing would be evicted.
 uint64_t switch_share_ns(bool oversubscribed, uint64_t keep_bytes);
+
+// Bytes a second at which memory moves on a GPU (0: not known): the swap
+// engine's copies out and in, the driver's migration out and in, and the
+// making of pinned host memory (the host's).
+struct Rates {
+    double engine_out = 0;
+    double engine_in = 0;
+    double evict = 0;
+    double prefetch = 0;
+    double host_pin = 0;
+};
+// What nvshared says earlier processes measured on GPU `gpu` (client thread).
+void set_known_rates(uint32_t gpu, const Rates& r);
+// What this process measured on GPU `gpu`, each figure the better of its
+// last two moves (0 before the second), and a count that changes whenever
+// one of those figures does.
+Rates measured_rates(uint32_t gpu, uint64_t* version);
 
 void reset_after_fork();
 

@@ -113,6 +113,7 @@ public:
             return;
         before_ = last_;
         last_ = static_cast<double>(bytes) * 1e9 / static_cast<double>(ns);
+        ++samples_;
     }
     // Bytes per second.
     double get(double assumed) const
@@ -121,9 +122,13 @@ public:
         return last_ > before ? last_ : before;
     }
 
+    // Moves counted so far: the estimate changes with each.
+    uint64_t samples() const { return samples_; }
+
 private:
     double last_ = 0;
     double before_ = 0;
+    uint64_t samples_ = 0;
 };
 
 // A RateEstimate of work done in pieces smaller than a sample (host memory
@@ -141,6 +146,7 @@ public:
         bytes_ = ns_ = 0;
     }
     double get(double assumed) const { return rate_.get(assumed); }
+    uint64_t samples() const { return rate_.samples(); }
 
 private:
     RateEstimate rate_;

@@ -13,6 +13,7 @@
 #include <thread>
 #include <utility>
 
+#include "common/protocol.h"
 #include "preload/swap/tuning.h"
 #include "tests/preload/clients.h"
 #include "tests/preload/fake_log.h"
@@ -2527,6 +2528,70 @@ TEST(SwapEngine, AHostLowOnMemoryPinsNothing)
     }
     EXPECT_NE(said.find("the host runs low on memory: "), std::string::npos) << said;
     EXPECT_NE(said.find("MiB of data stay on GPU 0, not swapped out"), std::string::npos) << said;
+}
+
+// The rates a process measures as its memory moves (here 1.1 GiB each way
+// at every switch, NVSHARE_EVICT=1), each the better of its last two moves,
+// reach nvshared, which hands them to the next process of the GPU, whose
+// first switch is then costed at them. The two take turns in the pauses
+// between their rounds, one pause at a time: each swaps out three times
+// (its first swap-out, spent pinning, sets no rate) and in three times.
+TEST(SwapEngine, RatesMeasuredByOneProcessReachTheNext)
+{
+    // The host as the swap engine sees it has plenty (48 GiB of 64): what
+    // it made stays, however loaded the machine running the test is.
+    if (geteuid() != 0)
+        GTEST_SKIP() << "needs root for a private mount namespace";
+    TempDir dir;
+    Daemon daemon(dir, {"--anti-thrashing", "on", "--capacity", "2G"});
+    const auto run = [&](const std::string& name) {
+        return start_client(dir, daemon.socket(),
+                            {{"--kernels", "2", "--kernel-us", "50000", "--alloc", "1100M",
+                              "--rounds", "4", "--pauses-until", dir / (name + "-go")},
+                             {{"NVSHARE_EVICT", "1"},
+                              {"NVSHARE_DEBUG", "1"},
+                              {kMeminfoText, meminfo_of_64g(48ull * 1024 * 1024)}},
+                             false},
+                            name);
+    };
+    Process a = run("a");
+    Process b = run("b");
+    // Both ran their first round, the second once the first let go; the
+    // second holds the GPU through its pause, so the first goes on first.
+    const auto released = [](const Process& p) {
+        return p.err().find("released early") != std::string::npos;
+    };
+    ASSERT_TRUE(wait_until([&] {
+        return count_lines_containing(a.err(), "lock granted") >= 1 &&
+               count_lines_containing(b.err(), "lock granted") >= 1 && (released(a) || released(b));
+    })) << a.err()
+        << b.err();
+    const bool a_first = released(a);
+    for (int r = 1; r <= 3; ++r)
+        for (Process* p : {a_first ? &a : &b, a_first ? &b : &a}) {
+            const std::string name = p == &a ? "a" : "b";
+            touch(dir / (name + "-go." + std::to_string(r)));
+            ASSERT_TRUE(wait_until([&] {
+                return count_lines_containing(p->err(), "swapped in ") >= r;
+            })) << name
+                << " round " << r + 1 << "\n"
+                << a.err() << b.err();
+        }
+    expect_clean_exit(a, seconds(120));
+    expect_clean_exit(b, seconds(120));
+    const auto status = daemon.status();
+    ASSERT_EQ(status["gpus"].size(), 1u) << status.dump(2);
+    const auto rates = status["gpus"][0]["rates"];
+    for (const char* figure : {"engine_out", "engine_in"}) {
+        EXPECT_GE(rates[figure].get<uint64_t>(), nvshare::proto::kMinRate)
+            << rates.dump() << a.err() << b.err();
+        EXPECT_LE(rates[figure].get<uint64_t>(), nvshare::proto::kMaxRate) << rates.dump();
+    }
+    Process c = start_client(dir, daemon.socket(),
+                             {{"--kernels", "1"}, {{"NVSHARE_DEBUG", "1"}}, false}, "c");
+    expect_clean_exit(c);
+    EXPECT_NE(c.err().find("rates earlier processes measured on GPU 0: "), std::string::npos)
+        << c.err();
 }
 
 // An allocation that finds no room on the GPU while the process holds it,
