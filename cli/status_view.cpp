@@ -1,6 +1,7 @@
 #include "cli/status_view.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "common/units.h"
 #include "common/user_name.h"
@@ -100,6 +101,40 @@ std::string format_table(const std::vector<std::vector<std::string>>& rows,
 
 namespace {
 
+// What the GPU's clients measured memory to move at (status "rates"), the
+// figures known: "" where none is (or an older daemon says nothing).
+std::string rates_text(const json& g)
+{
+    if (!g.contains("rates"))
+        return "";
+    const json& r = g["rates"];
+    const auto rate = [&r](const char* name) {
+        const uint64_t v = r.value(name, uint64_t{0});
+        if (v == 0)
+            return std::string("?");
+        char text[32];
+        snprintf(text, sizeof text, "%.1f GB/s", static_cast<double>(v) / 1e9);
+        return std::string(text);
+    };
+    const auto pair = [&](const char* what, const char* out, const char* in) {
+        if (r.value(out, uint64_t{0}) == 0 && r.value(in, uint64_t{0}) == 0)
+            return std::string();
+        return std::string(what) + " " + rate(out) + " out, " + rate(in) + " in";
+    };
+    std::vector<std::string> parts;
+    for (std::string part :
+         {pair("swappable memory", "engine_out", "engine_in"),
+          pair("managed memory", "evict", "prefetch"),
+          r.value("host_pin", uint64_t{0}) == 0 ? std::string()
+                                                : "host memory made at " + rate("host_pin")})
+        if (!part.empty())
+            parts.push_back(std::move(part));
+    std::string text;
+    for (const std::string& p : parts)
+        text += (text.empty() ? "" : "; ") + p;
+    return text;
+}
+
 // The settings of GPU `g` that are its own and differ from the host-wide
 // ones of `s`, e.g. "anti-thrashing on, time quantum 500ms"; "" if none.
 // A document without them (an older nvshared) has none.
@@ -152,6 +187,8 @@ std::string render_status(const json& s, bool full)
         };
         if (const std::string own = own_settings_text(s, g); !own.empty())
             summary.insert(summary.begin() + 1, {"own settings:", own});
+        if (const std::string rates = rates_text(g); !rates.empty())
+            summary.push_back({"measured:", rates});
         out += format_table(summary, "  ");
         std::vector<json> listed;
         for (const auto& c : clients) {

@@ -101,6 +101,34 @@ TEST(StatusView, SaysWhenACapacityIsAboveTheGpusMemory)
               std::string::npos);
 }
 
+// The rates the GPU's clients measured, the figures known; no line where
+// none is, or where the document has none (an older nvshared).
+TEST(StatusView, ShowsTheRatesMeasuredOnAGpu)
+{
+    auto status = two_gpu_status();
+    status["gpus"][0]["rates"] = {{"engine_out", 55'200'000'000u},
+                                  {"engine_in", 54'000'000'000u},
+                                  {"evict", 0},
+                                  {"prefetch", 0},
+                                  {"host_pin", 25'030'000'000u}};
+    status["gpus"][1]["rates"] = {{"engine_out", 0},
+                                  {"engine_in", 0},
+                                  {"evict", 0},
+                                  {"prefetch", 48'000'000'000u},
+                                  {"host_pin", 0}};
+    const std::string text = render_status(status);
+    EXPECT_NE(text.find("  waiting:      4 (a-very-long-tra)\n"
+                        "  measured:     swappable memory 55.2 GB/s out, 54.0 GB/s in; host "
+                        "memory made at 25.0 GB/s\n"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find("  measured:     managed memory ? out, 48.0 GB/s in\n"), std::string::npos)
+        << text;
+    status["gpus"][1]["rates"]["prefetch"] = 0;
+    EXPECT_EQ(render_status(status).find("managed memory"), std::string::npos);
+    EXPECT_EQ(render_status(two_gpu_status()).find("measured:"), std::string::npos);
+}
+
 TEST(StatusView, ShowsPriorityClassesWhereOneIsNotNormal)
 {
     auto status = two_gpu_status();
