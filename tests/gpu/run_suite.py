@@ -55,8 +55,11 @@ class Daemon:
     def __init__(self, binary, workdir, args, prefix=()):
         self.sock = os.path.join(workdir, "nvshare.sock")
         self.log = open(os.path.join(workdir, "nvshared.log"), "w")
-        self.proc = subprocess.Popen(list(prefix) + [binary, "--socket", self.sock, "-v"] + args,
-                                     stdout=self.log, stderr=subprocess.STDOUT)
+        # Its own state (rates.json, state.json), never the machine's.
+        state = [] if "--state-dir" in args else ["--state-dir",
+                                                  os.path.join(workdir, "state")]
+        self.proc = subprocess.Popen(list(prefix) + [binary, "--socket", self.sock, "-v"] +
+                                     state + args, stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.time() + 10
         while time.time() < deadline:
             try:
@@ -325,6 +328,37 @@ class Runner:
             ["--bursts", "4", "--burst-us", "300000", "--gap-us", "700000", "--mem-mib", "256"],
             ["--bursts", "300", "--burst-us", "30000", "--gap-us", "0", "--mem-mib", "256"],
             at_once, env_first={"NVSHARE_IDLE_RELEASE_MS": "120"})
+
+    def rates_relayed(self):
+        """Two processes taking turns with 1.1 GiB each way (NVSHARE_EVICT=1: all of it at
+        every release) report the rates they measured; nvshared shows them and hands them to
+        a third process, which logs them (issue 44: rates measured, not assumed)."""
+        name = "rates-measured-and-relayed"
+        with tempfile.TemporaryDirectory(dir=self.a.out) as wd:
+            d = Daemon(self.a.nvshared, wd, ["--anti-thrashing", "on", "--time-quantum", "2s"])
+            args = ["--bursts", "6", "--burst-us", "40000", "--gap-us", "300000",
+                    "--mem-mib", "1152"]
+            pair = [self.start_work(d.sock, wd, str(i), args, extra_env={"NVSHARE_EVICT": "1"})
+                    for i in range(2)]
+            failed = programs_failed(self.run_all([p for p, _ in pair], 180))
+            used = [g for g in query_status(d.sock)["gpus"] if g["grants"] > 0]
+            rates = used[0]["rates"] if used else {}
+            third, _ = self.start_work(d.sock, wd, "third",
+                                       ["--bursts", "1", "--burst-us", "1000", "--gap-us", "0",
+                                        "--mem-mib", "64"], extra_env={"NVSHARE_DEBUG": "1"})
+            outs3 = self.run_all([third], 60)
+            rc = d.stop()
+            gbs = {k: v / 1e9 for k, v in rates.items()}
+            told = "rates earlier processes measured on GPU" in outs3[0][1]
+            # A copy over PCIe or NVLink-C2C: well above 1 GB/s, below 1 TB/s.
+            plausible = all(1e9 <= rates.get(k, 0) <= 1e12 for k in ("engine_out", "engine_in"))
+            ok = (failed is None and programs_failed(outs3) is None and rc == 0 and plausible
+                  and told)
+            detail = (", ".join(f"{k} {v:.1f} GB/s" for k, v in sorted(gbs.items())) +
+                      f"; third process told: {told}; daemon exit {rc}")
+            if failed:
+                detail += "; " + failed
+            self.record(name, ok, detail)
 
     # ---- the library under the driver (issue 20) ----
 
@@ -1094,6 +1128,7 @@ def main():
             ["--anti-thrashing", "auto", "--capacity", "384M", "--time-quantum", "200ms"],
             False, busy),
         "switch": r.switching_scenarios,
+        "rates-measured-and-relayed": r.rates_relayed,
         "drain-waits-on-later-write": r.drain_waits_on_later_write,
         "flag-across-full-gpu": r.flag_across_full_gpu,
         "free-during-capture": r.free_during_capture,
