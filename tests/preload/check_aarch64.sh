@@ -3,10 +3,12 @@
 # cross-compiles the library with the flags preload/meson.build uses, links it
 # with the version script filled in for aarch64, and checks the result's
 # machine, version nodes, dlsym versions and NEEDED entries.
-# Usage: check_aarch64.sh SOURCE_ROOT BUILD_ROOT CUDA_INCLUDE_DIR
+# Usage: check_aarch64.sh SOURCE_ROOT BUILD_ROOT CUDA_INCLUDE_DIR LINK_FLAG...
+# (the LINK_FLAGs: preload/meson.build's libnvshare_link_flags).
 # Skips (exit 77) where the cross compiler is not installed.
 set -u
 src=$1 build=$2 cuda=$3
+shift 3
 cxx=aarch64-linux-gnu-g++
 if ! command -v "$cxx" >/dev/null 2>&1; then
     echo "SKIP: $cxx not found (Debian 12: apt-get install g++-aarch64-linux-gnu;" \
@@ -28,9 +30,7 @@ for f in $(find "$src/preload" -name "*.cpp" | sort); do
     objs="$objs $o"
 done
 # shellcheck disable=SC2086
-$cxx -shared -o "$out/libnvshare.so" $objs -Wl,--version-script="$out/libnvshare.map" \
-    -nodefaultlibs -nostartfiles -lc -Wl,-Bsymbolic -Wl,-z,noseparate-code -Wl,-z,nodelete \
-    -Wl,--as-needed -Wl,-T,"$src/preload/layout.ld" ||
+$cxx -shared -o "$out/libnvshare.so" $objs -Wl,--version-script="$out/libnvshare.map" "$@" ||
     { echo "FAIL: linking libnvshare.so for aarch64"; exit 1; }
 lib=$out/libnvshare.so
 fail=0
