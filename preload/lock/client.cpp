@@ -329,10 +329,10 @@ void ClientLoop::report_rates()
         return r >= proto::kMinRate && r <= proto::kMaxRate ? r : 0;
     };
     for (uint32_t i = 0; i < s_.gpu_count; ++i) {
-        uint64_t version = 0;
-        const residency::Rates r = residency::measured_rates(i, &version);
+        const uint64_t version = residency::rates_version(i);
         if (version == s_.rates_reported[i])
             continue;
+        const residency::Rates r = residency::measured_rates(i);
         const proto::RatesPayload p{i,
                                     0,
                                     wire(r.engine_out),

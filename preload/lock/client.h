@@ -31,7 +31,7 @@ struct Session {
     // nvshared sent KnownRates: it takes our Rates (an older one would
     // refuse the type).
     bool takes_rates = false;
-    // residency::measured_rates's version of each GPU as last reported.
+    // residency::rates_version of each GPU as last reported.
     uint64_t rates_reported[proto::kMaxGpusPerClient] = {};
     // When the swap engine moves memory around our switches (prestaging,
     // promotion, asking for room); fed the events below and asked each turn.

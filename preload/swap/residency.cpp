@@ -641,19 +641,23 @@ void set_known_rates(uint32_t gpu, const Rates& r)
         g_gpus[gpu].known = r;
 }
 
-Rates measured_rates(uint32_t gpu, uint64_t* version)
+uint64_t rates_version(uint32_t gpu)
 {
     const GpuState& g = g_gpus[gpu];
-    const uint64_t pin_samples = host_memory::pin_rate_samples();
-    *version = g.engine_out_rate.samples() + g.engine_in_rate.samples() + g.evict_rate.samples() +
-               g.swap_in_rate.samples() + pin_samples;
+    return g.engine_out_rate.samples() + g.engine_in_rate.samples() + g.evict_rate.samples() +
+           g.swap_in_rate.samples() + host_memory::pin_rate_samples();
+}
+
+Rates measured_rates(uint32_t gpu)
+{
+    const GpuState& g = g_gpus[gpu];
     // As for our own estimates, one move alone (a first mapping, memory
     // still being freed) sets no rate for others.
     const auto of = [](const swap_plan::RateEstimate& e) {
         return e.samples() >= 2 ? e.get(0) : 0;
     };
     return {of(g.engine_out_rate), of(g.engine_in_rate), of(g.evict_rate), of(g.swap_in_rate),
-            pin_samples >= 2 ? host_memory::pin_rate(0) : 0};
+            host_memory::pin_rate_samples() >= 2 ? host_memory::pin_rate(0) : 0};
 }
 
 uint64_t switch_share_ns(bool oversubscribed, uint64_t keep_bytes)

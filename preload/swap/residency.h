@@ -122,10 +122,11 @@ struct Rates {
 };
 // What nvshared says earlier processes measured on GPU `gpu` (client thread).
 void set_known_rates(uint32_t gpu, const Rates& r);
+// A count that changes whenever one of measured_rates(gpu)'s figures does.
+uint64_t rates_version(uint32_t gpu);
 // What this process measured on GPU `gpu`, each figure the better of its
-// last two moves (0 before the second), and a count that changes whenever
-// one of those figures does.
-Rates measured_rates(uint32_t gpu, uint64_t* version);
+// last two moves (0 before the second).
+Rates measured_rates(uint32_t gpu);
 
 void reset_after_fork();
 
