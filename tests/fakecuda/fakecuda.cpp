@@ -20,6 +20,10 @@
 //    reservation and take it away again, so data follows its handle from
 //    one address to another; each cuMemMap takes FAKECUDA_MAP_US (default
 //    0), before it takes the fake's lock, as a driver busy mapping would;
+//  - cuMemHostRegister needs a live context current on the calling thread
+//    (for the whole call), and takes as many microseconds as the file
+//    FAKECUDA_REGISTER_DELAY names holds (none without it), as pinning takes
+//    time; a context that dies logs `context-gone`;
 //  - GPU work that would touch an address of a reservation where nothing is
 //    mapped (or mapped without cuMemSetAccess) is an illegal address, as on
 //    a GPU: the work does not run, a `fault` line is logged, and the context
@@ -922,6 +926,7 @@ static CUresult primary_release(CUdevice dev)
         return CUDA_ERROR_INVALID_CONTEXT;
     if (--c->refs == 0) {
         c->alive = false;
+        log_event("context-gone primary");
         charge_context(dev, false);
     }
     return CUDA_SUCCESS;
@@ -963,6 +968,7 @@ FAKE_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
         return CUDA_ERROR_INVALID_CONTEXT;
     sync_context(c);
     c->alive = false;
+    log_event("context-gone");
     if (!c->primary)
         charge_context(c->device, false);
     for (auto it = t_stack.begin(); it != t_stack.end();)
@@ -1972,17 +1978,43 @@ FAKE_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
 }
 
 // Page-locking host memory: recorded (a range registered twice or
-// unregistered without registration is refused, as by the driver), logged;
-// the memory itself is the caller's. The record lives in State, which is
+// unregistered without registration is refused, as by the driver; as the
+// driver, registering needs a live context current on the calling thread),
+// logged; the memory itself is the caller's. The record lives in State, which is
 // never destroyed: the library's thread may make host memory while the
 // process exits (a function's static map, destroyed by exit(), crashed a
 // test client after its last line).
+
+// Microseconds a registration takes: the number in the file that
+// FAKECUDA_REGISTER_DELAY names, read at each call (a test slows pinning
+// down from a moment of its choosing); none while it does not exist.
+static uint64_t register_delay_us()
+{
+    const char* path = getenv("FAKECUDA_REGISTER_DELAY");
+    FILE* f = path != nullptr ? fopen(path, "re") : nullptr;
+    if (f == nullptr)
+        return 0;
+    unsigned long long us = 0;
+    if (fscanf(f, "%llu", &us) != 1)
+        us = 0;
+    fclose(f);
+    return us;
+}
 
 FAKE_EXPORT CUresult cuMemHostRegister_v2(void* p, size_t size, unsigned int flags)
 {
     REQUIRE_INIT();
     if (p == nullptr || size == 0 || (flags & ~0xfu) != 0)
         return CUDA_ERROR_INVALID_VALUE;
+    if (Context* c = current(); c == nullptr)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    else if (!c->alive)
+        return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+    if (const uint64_t us = register_delay_us(); us != 0) {
+        usleep(static_cast<useconds_t>(us));
+        if (!current()->alive)  // destroyed under the call
+            return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+    }
     std::lock_guard<std::mutex> g(st().mutex);
     const auto start = reinterpret_cast<uintptr_t>(p);
     auto& ranges = st().host_registrations;
