@@ -1,6 +1,7 @@
 #include "preload/driver/base_glibc.h"
 
 #include <errno.h>
+#include <signal.h>
 
 #include "preload/driver/glibc_version.h"
 #include "preload/driver/loaded_symbol.h"
@@ -79,6 +80,23 @@ int pthread_join(pthread_t thread, void** result)
 {
     const auto f = resolve(&nvs_base_pthread_join, &g_pthread_join, "pthread_join");
     return f != nullptr ? f(thread, result) : ENOSYS;
+}
+
+int start_detached(void* (*start)(void*), void* arg)
+{
+    sigset_t all, old;
+    sigfillset(&all);
+    // sigprocmask: the calling thread's mask, as pthread_sigmask sets it, at
+    // the base glibc version; the new thread inherits it.
+    sigprocmask(SIG_SETMASK, &all, &old);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_t thread;
+    const int r = base_glibc::pthread_create(&thread, &attr, start, arg);
+    pthread_attr_destroy(&attr);
+    sigprocmask(SIG_SETMASK, &old, nullptr);
+    return r;
 }
 
 }  // namespace nvshare::preload::base_glibc

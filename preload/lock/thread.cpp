@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
-#include <signal.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 
@@ -93,20 +92,7 @@ bool ensure_started()
         }
         const int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         mailbox::set_event_fd(efd);
-        // The thread must never take the application's signals.
-        sigset_t all, old;
-        sigfillset(&all);
-        // sigprocmask: the calling thread's mask, as pthread_sigmask sets it, at
-        // the base glibc version (base_glibc.h).
-        sigprocmask(SIG_SETMASK, &all, &old);
-        pthread_attr_t attr;
-        pthread_attr_init(&attr);
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        pthread_t thread;
-        const int r =
-            efd < 0 ? EMFILE : base_glibc::pthread_create(&thread, &attr, thread_main, nullptr);
-        pthread_attr_destroy(&attr);
-        sigprocmask(SIG_SETMASK, &old, nullptr);
+        const int r = efd < 0 ? EMFILE : base_glibc::start_detached(thread_main, nullptr);
         if (r != 0) {
             log_warn("cannot start the nvshared client (%s): GPU work runs unscheduled",
                      strerror(r));
