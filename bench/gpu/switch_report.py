@@ -20,6 +20,17 @@ other holders. A log of a library older than that line: the switch is timed
 from that release, or from the next holder's later ask (its work resumed
 after a pause), and left out without a release.
 
+A room round: a holder whose new memory found the GPU full asks nvshared
+for room ("asking nvshared for room"), nvshared asks a waiter to leave less
+(its Shrink, "nvshared asks for room"), the waiter swaps out, and the
+holder's memory is swapped in as the room shows. Each round's line: when the
+holder asked, the holder and the giver, the milliseconds from the ask to the
+holder's swap-in line (took), to the giver's reading of the Shrink (read),
+the giver's swap-out (ms and GiB) and the MiB of host memory it had to make
+for it then (made: not made ahead). The rounds' summary: the milliseconds
+per GiB given over all rounds, the median read time, and the share of the
+bytes given whose host memory was made during the round.
+
 Columns: when the holder was ready, the releaser, the next holder, the
 seconds the switch took, the GiB the releaser swapped out for it and the
 next holder swapped in, the bound (the longer of out and in, each at its
@@ -36,6 +47,8 @@ import statistics
 import sys
 
 READY = re.compile(r"ready (?P<ms>\d+) ms after nvshared's grant")
+ROOM_ASK = re.compile(r"^GPU \d+ lacks (?P<mib>\d+) MiB for our new memory: asking nvshared "
+                      r"for room")
 LINE = re.compile(r"^\[nvshare (?P<t>[0-9.]+)\] pid (?P<pid>\d+): (?P<msg>.*)$")
 SWAP_IN = re.compile(r"^swapped in (?P<b>\d+) bytes to GPU \d+ in (?P<ms>\d+) ms .*; "
                      r"(?P<wait>\d+) ms waiting for room\)")
@@ -61,7 +74,8 @@ def log_lines(paths):
 def events(lines):
     """(time, pid, kind, facts) in time order: kind is grant, swap_in, ask
     (work resumed after a pause it let go in), let_go (before its
-    swap-out), released, swap_out."""
+    swap-out), released, swap_out, room_ask (a holder asks for room) and
+    shrink (nvshared asked this process for room)."""
     out = []
     for line in lines:
         m = LINE.match(line.strip())
@@ -82,7 +96,12 @@ def events(lines):
                                              "wait_ms": int(s["wait"])}))
         elif (s := SWAP_OUT.match(msg)):
             out.append((t, pid, "swap_out", {"bytes": int(s["b"]), "ms": int(s["ms"]),
-                                              "pin_ms": int(s["fault"]) + int(s["reg"])}))
+                                              "pin_ms": int(s["fault"]) + int(s["reg"]),
+                                              "made_mib": int(s["made"])}))
+        elif (s := ROOM_ASK.match(msg)):
+            out.append((t, pid, "room_ask", {"mib": int(s["mib"])}))
+        elif msg.startswith("nvshared asks for room"):
+            out.append((t, pid, "shrink", {}))
     out.sort(key=lambda e: e[0])
     return out
 
@@ -146,6 +165,44 @@ def switches(evs, min_bytes):
     return out
 
 
+def room_rounds(evs):
+    """Each room round: a holder's ask, the first Shrink another process read
+    after it and that process's next swap-out, and the holder's next swap-in
+    (the round's end); an ask with no swap-in after it is left out."""
+    out = []
+    for k, (t, pid, kind, f) in enumerate(evs):
+        if kind != "room_ask":
+            continue
+        later = evs[k + 1:]
+        end = next((e for e in later if e[1] == pid and e[2] == "swap_in"), None)
+        if end is None:
+            continue
+        read = next((e for e in later if e[1] != pid and e[2] == "shrink" and e[0] <= end[0]),
+                    None)
+        given = None
+        if read is not None:
+            given = next((e for e in later if e[1] == read[1] and e[2] == "swap_out"
+                          and e[0] >= read[0]), None)
+        out.append({"t": t, "holder": pid, "giver": read[1] if read else None,
+                    "took_ms": (end[0] - t) * 1000,
+                    "read_ms": (read[0] - t) * 1000 if read else None,
+                    "out_ms": given[3]["ms"] if given else None,
+                    "out_bytes": given[3]["bytes"] if given else 0,
+                    "made_mib": given[3]["made_mib"] if given else 0,
+                    "in_bytes": end[3]["bytes"]})
+    return out
+
+
+def rounds_summary(rounds):
+    given = sum(r["out_bytes"] for r in rounds)
+    reads = [r["read_ms"] for r in rounds if r["read_ms"] is not None]
+    return {"rounds": len(rounds),
+            "ms_per_gib": (sum(r["took_ms"] for r in rounds) / (given / GIB)) if given else None,
+            "median_read_ms": statistics.median(reads) if reads else None,
+            "made_share": (sum(r["made_mib"] for r in rounds) * (1 << 20) / given) if given
+            else None}
+
+
 def bound_s(sw, out_gbs, in_gbs, both_gbs):
     o, i = sw["out_bytes"], sw["in_bytes"]
     if o and i:
@@ -187,10 +244,13 @@ def main():
     ap.add_argument("--min-gib", type=float, default=1.0)
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
-    rows, summary = report(switches(events(log_lines(a.files)), int(a.min_gib * GIB)),
-                           a.out_gbs, a.in_gbs, a.both_gbs)
+    evs = events(log_lines(a.files))
+    rows, summary = report(switches(evs, int(a.min_gib * GIB)), a.out_gbs, a.in_gbs,
+                           a.both_gbs)
+    rounds = room_rounds(evs)
     if a.json:
-        print(json.dumps({"switches": rows, "summary": summary}, indent=1))
+        print(json.dumps({"switches": rows, "summary": summary, "room_rounds": rounds,
+                          "rounds_summary": rounds_summary(rounds)}, indent=1))
         return 0
     print(f"{'at':>10} {'from':>7} {'to':>7} {'took s':>7} {'GiB out':>8} {'GiB in':>7} "
           f"{'bound s':>8} {'ratio':>6} {'room wait ms':>13}")
@@ -208,6 +268,21 @@ def main():
               f"{summary['first_vs_later']:.2f}x (target {TARGET_FIRST})")
     else:
         print()
+    if rounds:
+        print(f"{'asked at':>10} {'holder':>7} {'giver':>7} {'took ms':>8} {'read ms':>8} "
+              f"{'out ms':>7} {'GiB out':>8} {'made MiB':>9}")
+        for r in rounds:
+            giver = "-" if r["giver"] is None else str(r["giver"])
+            read = "-" if r["read_ms"] is None else f"{r['read_ms']:.1f}"
+            out_ms = "-" if r["out_ms"] is None else str(r["out_ms"])
+            print(f"{r['t']:10.3f} {r['holder']:7d} {giver:>7} {r['took_ms']:8.1f} {read:>8} "
+                  f"{out_ms:>7} {r['out_bytes'] / GIB:8.2f} {r['made_mib']:9d}")
+        rs = rounds_summary(rounds)
+        per = "-" if rs["ms_per_gib"] is None else f"{rs['ms_per_gib']:.1f}"
+        read = "-" if rs["median_read_ms"] is None else f"{rs['median_read_ms']:.1f}"
+        made = "-" if rs["made_share"] is None else f"{rs['made_share']:.2f}"
+        print(f"{rs['rounds']} room rounds; {per} ms per GiB given; median read {read} ms; "
+              f"share of the bytes given whose host memory was made in the round {made}")
     return 0
 
 

@@ -24,9 +24,10 @@ def swap_in(t, pid, gib, ms=400, wait=0):
                         f"for room)")
 
 
-def swap_out(t, pid, gib, ms=400):
+def swap_out(t, pid, gib, ms=400, made_mib=0):
     return line(t, pid, f"swapped out {int(gib * GIB)} bytes from GPU 0 in {ms} ms (host memory "
-                        f"made meanwhile: 0 MiB, 0 ms faulting it in, 0 ms registering it)")
+                        f"made meanwhile: {made_mib} MiB, 0 ms faulting it in, 0 ms registering "
+                        f"it)")
 
 
 def granted(t, pid, ready_ms=None):
@@ -114,6 +115,51 @@ class Summary(unittest.TestCase):
                               "from": "grant", "out_bytes": 0, "in_bytes": 55 * 10**9,
                               "wait_ms": 0, "in_ms": 900}], 40.0, 55.0, 50.0)
         self.assertAlmostEqual(rows[0]["bound_s"], 1.0)
+
+
+# A filling holder (2) gets its room from a waiter (1) in two rounds of 1 GiB:
+# the first found its host memory made ahead, the second made half of it.
+ROUNDS = [
+    line(20.000, 2, "GPU 0 lacks 1024 MiB for our new memory: asking nvshared for room"),
+    line(20.004, 1, "nvshared asks for room: leaving at most 9216 MiB on the GPUs we do not "
+                    "hold"),
+    swap_out(20.025, 1, 1, ms=21),
+    swap_in(20.030, 2, 1, ms=30),
+    line(20.100, 2, "GPU 0 lacks 1024 MiB for our new memory: asking nvshared for room"),
+    line(20.150, 1, "nvshared asks for room: leaving at most 8192 MiB on the GPUs we do not "
+                    "hold"),
+    swap_out(20.190, 1, 1, ms=40, made_mib=512),
+    swap_in(20.200, 2, 1, ms=100),
+    # An ask the log does not see end (the process ended): no round.
+    line(21.000, 2, "GPU 0 lacks 64 MiB for our new memory: asking nvshared for room"),
+]
+
+
+class RoomRounds(unittest.TestCase):
+    def test_each_round_pairs_the_ask_with_the_giver_s_shrink_and_swap_out(self):
+        rounds = sr.room_rounds(sr.events(ROUNDS))
+        self.assertEqual([(r["holder"], r["giver"]) for r in rounds], [(2, 1), (2, 1)])
+        self.assertAlmostEqual(rounds[0]["took_ms"], 30.0)
+        self.assertAlmostEqual(rounds[0]["read_ms"], 4.0)
+        self.assertEqual(rounds[0]["out_ms"], 21)
+        self.assertEqual(rounds[1]["made_mib"], 512)
+        self.assertAlmostEqual(rounds[1]["read_ms"], 50.0)
+
+    def test_the_summary_is_per_gib_given_with_the_share_made_in_the_round(self):
+        rs = sr.rounds_summary(sr.room_rounds(sr.events(ROUNDS)))
+        self.assertEqual(rs["rounds"], 2)
+        self.assertAlmostEqual(rs["ms_per_gib"], (30.0 + 100.0) / 2)
+        self.assertAlmostEqual(rs["median_read_ms"], 27.0)
+        self.assertAlmostEqual(rs["made_share"], 0.25)
+
+    def test_a_shrink_read_after_the_round_ended_is_not_its_own(self):
+        log = [line(1.0, 2, "GPU 0 lacks 64 MiB for our new memory: asking nvshared for room"),
+               swap_in(1.1, 2, 0.0625),
+               line(1.2, 1, "nvshared asks for room: leaving at most 0 MiB on the GPUs we do "
+                            "not hold")]
+        [r] = sr.room_rounds(sr.events(log))
+        self.assertIsNone(r["giver"])
+        self.assertEqual(r["out_bytes"], 0)
 
 
 if __name__ == "__main__":
