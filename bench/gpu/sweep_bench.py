@@ -275,18 +275,24 @@ def switch_figures(err_paths, rates):
     debug logs, at the rates the cell's bound uses (switch_costs: measured,
     or --swap-gbs or its assumed rate)."""
     lines = switch_report.log_lines(p for p in err_paths if p and os.path.exists(p))
-    sws = switch_report.switches(switch_report.events(lines), switch_report.GIB)
+    evs = switch_report.events(lines)
+    sws = switch_report.switches(evs, switch_report.GIB)
     rows, summary = switch_report.report(sws, rates["out_gbs"], rates["in_gbs"],
                                          rates["both_gbs_each_way"])
-    return dict(summary, took_s=[round(r["took_s"], 3) for r in rows])
+    rounds = switch_report.rounds_summary(switch_report.room_rounds(evs))
+    return dict(summary, took_s=[round(r["took_s"], 3) for r in rows], room_rounds=rounds)
 
 
 def switches_line(name, sw):
     """One line of a cell's switches against issue 44's targets."""
     med, first = sw.get("median_ratio"), sw.get("first_vs_later")
+    rr = sw.get("room_rounds") or {}
     return (f"{name}: {sw.get('switches', 0)} switches, median took/bound {fmt(med)} "
             f"(target {switch_report.TARGET_RATIO}), first of its size / later {fmt(first)} "
-            f"(target {switch_report.TARGET_FIRST})")
+            f"(target {switch_report.TARGET_FIRST}); {rr.get('rounds', 0)} room rounds, "
+            f"{fmt(rr.get('ms_per_gib'), '.1f')} ms per GiB given, median read "
+            f"{fmt(rr.get('median_read_ms'), '.1f')} ms, made in the round "
+            f"{fmt(rr.get('made_share'))}")
 
 
 def judge_row(name, c, row):

@@ -197,6 +197,8 @@ class Switches(unittest.TestCase):
         self.assertEqual(sw["took_s"], [0.58])
         self.assertAlmostEqual(sw["median_ratio"], 0.58 / (20 * gib / 40e9))
         self.assertIn("1 switches, median took/bound", sb.switches_line("cell", sw))
+        self.assertEqual(sw["room_rounds"]["rounds"], 0)
+        self.assertIn("0 room rounds", sb.switches_line("cell", sw))
 
 
 class DryRun(unittest.TestCase):
