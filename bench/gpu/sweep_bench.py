@@ -219,16 +219,16 @@ class SweepBench(OversubBench):
         env = OversubBench.config_env(cfg)
         if cfg != "plain" and self.plan and self.plan["single_oversub"]:
             env["NVSHARE_ENABLE_SINGLE_OVERSUB"] = "1"
-        if cfg == "nvshare" and getattr(self.a, "switches", False):
+        if cfg in SWITCH_CONFIGS and getattr(self.a, "switches", False):
             env["NVSHARE_DEBUG"] = "1"  # switch_report reads the log
         return env
 
     def run_config(self, cfg, jobs, extra_args=()):
         row = super().run_config(cfg, jobs, extra_args)
-        if cfg == "nvshare" and getattr(self.a, "switches", False):
+        if cfg in SWITCH_CONFIGS and getattr(self.a, "switches", False):
             row["switches"] = switch_figures([j.get("err_path") for j in row["jobs"]],
                                              self.rates)
-            print(f"  {switches_line('nvshare', row['switches'])}", flush=True)
+            print(f"  {switches_line(cfg, row['switches'])}", flush=True)
         return row
 
     def job_argv(self, args):
@@ -268,6 +268,11 @@ class SweepBench(OversubBench):
         self.finish_row(row, cell["name"])
         c = row["configs"]
         row.update(judge_row(cell["name"], c, row))
+
+
+# The configurations whose runs --switches times: the library and, in an
+# A/B, the one before it.
+SWITCH_CONFIGS = ("nvshare", "before")
 
 
 def switch_figures(err_paths, rates):
@@ -388,7 +393,7 @@ def main():
     ap.add_argument("--step-seconds", type=float, default=12.0,
                     help="steps a job: this / (burst + pause), within 8..200")
     ap.add_argument("--switches", action="store_true",
-                    help="nvshare with NVSHARE_DEBUG=1; each run's switches timed from its "
+                    help="nvshare (and before) with NVSHARE_DEBUG=1; each run's switches timed from its "
                          "log (switch_report.py) against the cell's measured rates")
     ap.add_argument("--dry-run", action="store_true",
                     help="print the cells and their commands; run nothing")
@@ -451,11 +456,11 @@ def main():
     b.write()
     print(summary_line(s, not_run))
     if a.switches:
-        for cell in cells:
-            runs = res.get(cell["name"], {}).get("configs", {}).get("nvshare", {}).get("runs", [])
+        for cell, cfg in ((c, cfg) for c in cells for cfg in SWITCH_CONFIGS):
+            runs = res.get(cell["name"], {}).get("configs", {}).get(cfg, {}).get("runs", [])
             for run in runs:
                 if "switches" in run:
-                    print(switches_line(cell["name"], run["switches"]))
+                    print(switches_line(f"{cell['name']} {cfg}", run["switches"]))
     return finish(b, failed, t_start)
 
 
