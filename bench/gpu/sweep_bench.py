@@ -393,8 +393,8 @@ def main():
     ap.add_argument("--step-seconds", type=float, default=12.0,
                     help="steps a job: this / (burst + pause), within 8..200")
     ap.add_argument("--switches", action="store_true",
-                    help="nvshare (and before) with NVSHARE_DEBUG=1; each run's switches timed from its "
-                         "log (switch_report.py) against the cell's measured rates")
+                    help="nvshare (and before) with NVSHARE_DEBUG=1; each run's switches timed "
+                         "from its log (switch_report.py) against the cell's measured rates")
     ap.add_argument("--dry-run", action="store_true",
                     help="print the cells and their commands; run nothing")
     ap.add_argument("--host-gib", type=float, help="the host's RAM (default: MemTotal)")
