@@ -295,9 +295,10 @@ def switches_line(name, sw):
     return (f"{name}: {sw.get('switches', 0)} switches, median took/bound {fmt(med)} "
             f"(target {switch_report.TARGET_RATIO}), first of its size / later {fmt(first)} "
             f"(target {switch_report.TARGET_FIRST}); {rr.get('rounds', 0)} room rounds, "
-            f"{fmt(rr.get('ms_per_gib'), '.1f')} ms per GiB given, median read "
-            f"{fmt(rr.get('median_read_ms'), '.1f')} ms, made in the round "
-            f"{fmt(rr.get('made_share'))}")
+            f"{fmt(rr.get('ms_per_gib'), '.1f')} ms per GiB given, medians: read "
+            f"{fmt(rr.get('median_read_ms'), '.1f')} ms, swap-out "
+            f"{fmt(rr.get('median_out_ms'), '.1f')} ms, of it making host memory "
+            f"{fmt(rr.get('median_making_ms'), '.1f')} ms")
 
 
 def judge_row(name, c, row):

@@ -22,14 +22,14 @@ after a pause), and left out without a release.
 
 A room round: a holder whose new memory found the GPU full asks nvshared
 for room ("asking nvshared for room"), nvshared asks a waiter to leave less
-(its Shrink, "nvshared asks for room"), the waiter swaps out, and the
-holder's memory is swapped in as the room shows. Each round's line: when the
-holder asked, the holder and the giver, the milliseconds from the ask to the
-holder's swap-in line (took), to the giver's reading of the Shrink (read),
-the giver's swap-out (ms and GiB) and the MiB of host memory it had to make
-for it then (made: not made ahead). The rounds' summary: the milliseconds
-per GiB given over all rounds, the median read time, and the share of the
-bytes given whose host memory was made during the round.
+(its Shrink, "nvshared asks for room"), and the waiter swaps out: the room
+is there. Each round's line: when the holder asked, the holder and the
+giver, the milliseconds from the ask to the end of the giver's swap-out
+(took) and to its reading of the Shrink (read), the swap-out's milliseconds
+and GiB, and of its milliseconds those spent making host memory or waiting
+for the maker's (making; `-` in the log of a library before that was said).
+The rounds' summary: the milliseconds per GiB given over all rounds, and
+the medians of the read, swap-out and making times.
 
 Columns: when the holder was ready, the releaser, the next holder, the
 seconds the switch took, the GiB the releaser swapped out for it and the
@@ -54,7 +54,8 @@ SWAP_IN = re.compile(r"^swapped in (?P<b>\d+) bytes to GPU \d+ in (?P<ms>\d+) ms
                      r"(?P<wait>\d+) ms waiting for room\)")
 SWAP_OUT = re.compile(r"^swapped out (?P<b>\d+) bytes from GPU \d+ in (?P<ms>\d+) ms "
                       r"\(host memory made meanwhile: (?P<made>\d+) MiB, (?P<fault>\d+) ms "
-                      r"faulting it in, (?P<reg>\d+) ms registering it\)")
+                      r"faulting it in, (?P<reg>\d+) ms registering it"
+                      r"(?:; (?P<making>\d+) ms of the swap-out making it or waiting for it)?\)")
 GIB = 1 << 30
 # Issue 44's targets: a switch's took/bound, and the first switch of its size
 # against the later ones.
@@ -97,7 +98,9 @@ def events(lines):
         elif (s := SWAP_OUT.match(msg)):
             out.append((t, pid, "swap_out", {"bytes": int(s["b"]), "ms": int(s["ms"]),
                                               "pin_ms": int(s["fault"]) + int(s["reg"]),
-                                              "made_mib": int(s["made"])}))
+                                              "made_mib": int(s["made"]),
+                                              "making_ms": (int(s["making"])
+                                                            if s["making"] else None)}))
         elif (s := ROOM_ASK.match(msg)):
             out.append((t, pid, "room_ask", {"mib": int(s["mib"])}))
         elif msg.startswith("nvshared asks for room"):
@@ -167,40 +170,40 @@ def switches(evs, min_bytes):
 
 def room_rounds(evs):
     """Each room round: a holder's ask, the first Shrink another process read
-    after it and that process's next swap-out, and the holder's next swap-in
-    (the round's end); an ask with no swap-in after it is left out."""
+    after it (before the holder's next ask) and that process's next swap-out,
+    which ends the round (the room is there; the holder's memory that finds
+    it has no data to copy and says nothing). An ask no giver answered is
+    left out."""
     out = []
     for k, (t, pid, kind, f) in enumerate(evs):
         if kind != "room_ask":
             continue
         later = evs[k + 1:]
-        end = next((e for e in later if e[1] == pid and e[2] == "swap_in"), None)
-        if end is None:
+        nxt = next((e[0] for e in later if e[1] == pid and e[2] == "room_ask"), float("inf"))
+        read = next((e for e in later if e[1] != pid and e[2] == "shrink" and e[0] < nxt), None)
+        if read is None:
             continue
-        read = next((e for e in later if e[1] != pid and e[2] == "shrink" and e[0] <= end[0]),
-                    None)
-        given = None
-        if read is not None:
-            given = next((e for e in later if e[1] == read[1] and e[2] == "swap_out"
-                          and e[0] >= read[0]), None)
-        out.append({"t": t, "holder": pid, "giver": read[1] if read else None,
-                    "took_ms": (end[0] - t) * 1000,
-                    "read_ms": (read[0] - t) * 1000 if read else None,
-                    "out_ms": given[3]["ms"] if given else None,
-                    "out_bytes": given[3]["bytes"] if given else 0,
-                    "made_mib": given[3]["made_mib"] if given else 0,
-                    "in_bytes": end[3]["bytes"]})
+        given = next((e for e in later if e[1] == read[1] and e[2] == "swap_out"
+                      and e[0] >= read[0]), None)
+        if given is None:
+            continue
+        out.append({"t": t, "holder": pid, "giver": read[1],
+                    "took_ms": (given[0] - t) * 1000, "read_ms": (read[0] - t) * 1000,
+                    "out_ms": given[3]["ms"], "out_bytes": given[3]["bytes"],
+                    "made_mib": given[3]["made_mib"], "making_ms": given[3]["making_ms"]})
     return out
 
 
 def rounds_summary(rounds):
     given = sum(r["out_bytes"] for r in rounds)
-    reads = [r["read_ms"] for r in rounds if r["read_ms"] is not None]
+    reads = [r["read_ms"] for r in rounds]
+    outs = [r["out_ms"] for r in rounds]
+    making = [r["making_ms"] for r in rounds if r["making_ms"] is not None]
     return {"rounds": len(rounds),
             "ms_per_gib": (sum(r["took_ms"] for r in rounds) / (given / GIB)) if given else None,
             "median_read_ms": statistics.median(reads) if reads else None,
-            "made_share": (sum(r["made_mib"] for r in rounds) * (1 << 20) / given) if given
-            else None}
+            "median_out_ms": statistics.median(outs) if outs else None,
+            "median_making_ms": statistics.median(making) if making else None}
 
 
 def bound_s(sw, out_gbs, in_gbs, both_gbs):
@@ -270,19 +273,19 @@ def main():
         print()
     if rounds:
         print(f"{'asked at':>10} {'holder':>7} {'giver':>7} {'took ms':>8} {'read ms':>8} "
-              f"{'out ms':>7} {'GiB out':>8} {'made MiB':>9}")
+              f"{'out ms':>7} {'GiB out':>8} {'making ms':>10}")
         for r in rounds:
-            giver = "-" if r["giver"] is None else str(r["giver"])
-            read = "-" if r["read_ms"] is None else f"{r['read_ms']:.1f}"
-            out_ms = "-" if r["out_ms"] is None else str(r["out_ms"])
-            print(f"{r['t']:10.3f} {r['holder']:7d} {giver:>7} {r['took_ms']:8.1f} {read:>8} "
-                  f"{out_ms:>7} {r['out_bytes'] / GIB:8.2f} {r['made_mib']:9d}")
+            making = "-" if r["making_ms"] is None else str(r["making_ms"])
+            print(f"{r['t']:10.3f} {r['holder']:7d} {r['giver']:7d} {r['took_ms']:8.1f} "
+                  f"{r['read_ms']:8.1f} {r['out_ms']:7d} {r['out_bytes'] / GIB:8.2f} "
+                  f"{making:>10}")
         rs = rounds_summary(rounds)
-        per = "-" if rs["ms_per_gib"] is None else f"{rs['ms_per_gib']:.1f}"
-        read = "-" if rs["median_read_ms"] is None else f"{rs['median_read_ms']:.1f}"
-        made = "-" if rs["made_share"] is None else f"{rs['made_share']:.2f}"
-        print(f"{rs['rounds']} room rounds; {per} ms per GiB given; median read {read} ms; "
-              f"share of the bytes given whose host memory was made in the round {made}")
+
+        def f1(x):
+            return "-" if x is None else f"{x:.1f}"
+        print(f"{rs['rounds']} room rounds; {f1(rs['ms_per_gib'])} ms per GiB given; medians: "
+              f"read {f1(rs['median_read_ms'])} ms, swap-out {f1(rs['median_out_ms'])} ms, "
+              f"of it making host memory {f1(rs['median_making_ms'])} ms")
     return 0
 
 

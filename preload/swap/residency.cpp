@@ -419,10 +419,11 @@ void before_release(uint64_t gpus, bool oversubscribed, uint64_t keep_bytes, uin
             if (e.moved.bytes != 0) {
                 log_debug(
                     "swapped out %llu bytes from GPU %u in %llu ms (host memory made "
-                    "meanwhile: %s)",
+                    "meanwhile: %s; %llu ms of the swap-out making it or waiting for it)",
                     static_cast<unsigned long long>(e.moved.bytes), i,
                     static_cast<unsigned long long>(e.moved.ns / 1000000),
-                    host_memory::take_made().text);
+                    host_memory::take_made().text,
+                    static_cast<unsigned long long>(e.moved.making_ns / 1000000));
             }
         } else {
             swappable::let_go(i);

@@ -24,10 +24,11 @@ def swap_in(t, pid, gib, ms=400, wait=0):
                         f"for room)")
 
 
-def swap_out(t, pid, gib, ms=400, made_mib=0):
+def swap_out(t, pid, gib, ms=400, making_ms=None):
+    tail = ("" if making_ms is None else
+            f"; {making_ms} ms of the swap-out making it or waiting for it")
     return line(t, pid, f"swapped out {int(gib * GIB)} bytes from GPU 0 in {ms} ms (host memory "
-                        f"made meanwhile: {made_mib} MiB, 0 ms faulting it in, 0 ms registering "
-                        f"it)")
+                        f"made meanwhile: 0 MiB, 0 ms faulting it in, 0 ms registering it{tail})")
 
 
 def granted(t, pid, ready_ms=None):
@@ -118,19 +119,18 @@ class Summary(unittest.TestCase):
 
 
 # A filling holder (2) gets its room from a waiter (1) in two rounds of 1 GiB:
-# the first found its host memory made ahead, the second made half of it.
+# the first found its host memory made ahead, the second waited 20 ms for it.
+# The holder's memory that finds the room logs nothing (no data to copy).
 ROUNDS = [
     line(20.000, 2, "GPU 0 lacks 1024 MiB for our new memory: asking nvshared for room"),
     line(20.004, 1, "nvshared asks for room: leaving at most 9216 MiB on the GPUs we do not "
                     "hold"),
-    swap_out(20.025, 1, 1, ms=21),
-    swap_in(20.030, 2, 1, ms=30),
+    swap_out(20.025, 1, 1, ms=21, making_ms=0),
     line(20.100, 2, "GPU 0 lacks 1024 MiB for our new memory: asking nvshared for room"),
     line(20.150, 1, "nvshared asks for room: leaving at most 8192 MiB on the GPUs we do not "
                     "hold"),
-    swap_out(20.190, 1, 1, ms=40, made_mib=512),
-    swap_in(20.200, 2, 1, ms=100),
-    # An ask the log does not see end (the process ended): no round.
+    swap_out(20.190, 1, 1, ms=40, making_ms=20),
+    # An ask nobody answered (the process ended): no round.
     line(21.000, 2, "GPU 0 lacks 64 MiB for our new memory: asking nvshared for room"),
 ]
 
@@ -139,27 +139,29 @@ class RoomRounds(unittest.TestCase):
     def test_each_round_pairs_the_ask_with_the_giver_s_shrink_and_swap_out(self):
         rounds = sr.room_rounds(sr.events(ROUNDS))
         self.assertEqual([(r["holder"], r["giver"]) for r in rounds], [(2, 1), (2, 1)])
-        self.assertAlmostEqual(rounds[0]["took_ms"], 30.0)
+        self.assertAlmostEqual(rounds[0]["took_ms"], 25.0)
         self.assertAlmostEqual(rounds[0]["read_ms"], 4.0)
         self.assertEqual(rounds[0]["out_ms"], 21)
-        self.assertEqual(rounds[1]["made_mib"], 512)
+        self.assertEqual(rounds[1]["making_ms"], 20)
         self.assertAlmostEqual(rounds[1]["read_ms"], 50.0)
 
-    def test_the_summary_is_per_gib_given_with_the_share_made_in_the_round(self):
+    def test_the_summary_is_per_gib_given_with_the_medians(self):
         rs = sr.rounds_summary(sr.room_rounds(sr.events(ROUNDS)))
         self.assertEqual(rs["rounds"], 2)
-        self.assertAlmostEqual(rs["ms_per_gib"], (30.0 + 100.0) / 2)
+        self.assertAlmostEqual(rs["ms_per_gib"], (25.0 + 90.0) / 2)
         self.assertAlmostEqual(rs["median_read_ms"], 27.0)
-        self.assertAlmostEqual(rs["made_share"], 0.25)
+        self.assertAlmostEqual(rs["median_out_ms"], 30.5)
+        self.assertAlmostEqual(rs["median_making_ms"], 10.0)
 
-    def test_a_shrink_read_after_the_round_ended_is_not_its_own(self):
+    def test_a_shrink_after_the_holder_s_next_ask_is_not_the_earlier_ask_s(self):
         log = [line(1.0, 2, "GPU 0 lacks 64 MiB for our new memory: asking nvshared for room"),
-               swap_in(1.1, 2, 0.0625),
-               line(1.2, 1, "nvshared asks for room: leaving at most 0 MiB on the GPUs we do "
-                            "not hold")]
+               line(1.2, 2, "GPU 0 lacks 64 MiB for our new memory: asking nvshared for room"),
+               line(1.3, 1, "nvshared asks for room: leaving at most 0 MiB on the GPUs we do "
+                            "not hold"),
+               swap_out(1.35, 1, 0.0625, ms=50)]
         [r] = sr.room_rounds(sr.events(log))
-        self.assertIsNone(r["giver"])
-        self.assertEqual(r["out_bytes"], 0)
+        self.assertAlmostEqual(r["t"], 1.2)
+        self.assertIsNone(r["making_ms"], "a library before the making time was said")
 
 
 if __name__ == "__main__":
