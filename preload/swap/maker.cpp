@@ -3,6 +3,8 @@
 #include <pthread.h>
 #include <string.h>
 
+#include <atomic>
+
 #include "preload/driver/base_glibc.h"
 #include "preload/log.h"
 #include "preload/mailbox.h"
@@ -16,18 +18,13 @@ namespace {
 
 pthread_mutex_t g_mutex = PTHREAD_MUTEX_INITIALIZER;
 pthread_cond_t g_wished = PTHREAD_COND_INITIALIZER;
-constinit WishLedger g_ledger;  // g_mutex
-bool g_started = false;         // the thread runs (g_mutex)
-bool g_failed = false;          // it could not be started (g_mutex)
-
-// Whether wish number `asked` is still the latest.
-bool current(uint64_t asked)
-{
-    pthread_mutex_lock(&g_mutex);
-    const bool latest = g_ledger.current(asked);
-    pthread_mutex_unlock(&g_mutex);
-    return latest;
-}
+Wish g_wish;             // the latest wish (g_mutex)
+uint64_t g_done = 0;     // the wish (by g_asked) the maker finished (g_mutex)
+bool g_told = true;      // want() said it was done (g_mutex)
+bool g_started = false;  // the thread runs (g_mutex)
+bool g_failed = false;   // it could not be started (g_mutex)
+// Wishes so far: the maker ends a wish's steps as soon as this changes.
+std::atomic<uint64_t> g_asked{0};
 
 struct Step {
     uint32_t gpu;
@@ -52,7 +49,7 @@ void make_for(const Wish& w, uint64_t asked)
             continue;
         Step s{i, w.keep[i], w.order};
         do {
-            if (!current(asked))
+            if (g_asked.load(std::memory_order_acquire) != asked)
                 return;
             // A context of the GPU, held in use for the step (not locked:
             // the client thread uses the contexts meanwhile).
@@ -69,15 +66,17 @@ void* thread_main(void*)
     contexts::relax_capture_mode();
     pthread_mutex_lock(&g_mutex);
     for (;;) {
-        uint64_t asked = 0;
-        Wish w;
-        while (!g_ledger.pending(&asked, &w))
+        while (g_done == g_asked.load(std::memory_order_relaxed))
             pthread_cond_wait(&g_wished, &g_mutex);
+        const uint64_t asked = g_asked.load(std::memory_order_relaxed);
+        const Wish w = g_wish;
         pthread_mutex_unlock(&g_mutex);
         make_for(w, asked);
         pthread_mutex_lock(&g_mutex);
-        if (g_ledger.finished(asked))
+        if (g_asked.load(std::memory_order_relaxed) == asked) {
+            g_done = asked;
             mailbox::poke();  // the client thread learns it at its next turn
+        }
     }
     return nullptr;
 }
@@ -100,13 +99,40 @@ bool start_locked()
     return true;
 }
 
+// A new wish (g_mutex held): the maker takes it at the end of its step.
+void ask_locked(const Wish& w)
+{
+    g_wish = w;
+    const uint64_t asked = g_asked.load(std::memory_order_relaxed) + 1;
+    g_asked.store(asked, std::memory_order_release);
+    g_told = false;
+    if (w.gpus == 0 || !start_locked()) {
+        g_done = asked;  // nothing to make, or no maker to make it
+        g_told = true;
+    }
+    pthread_cond_signal(&g_wished);
+}
+
 }  // namespace
 
 bool want(const Wish& w)
 {
     pthread_mutex_lock(&g_mutex);
-    const bool making = g_ledger.want(w, w.gpus == 0 || start_locked());
-    pthread_cond_signal(&g_wished);  // a new wish is taken at the end of the step
+    bool making;
+    const bool done = g_done == g_asked.load(std::memory_order_relaxed);
+    if (w.gpus == 0) {
+        if (g_wish.gpus != 0)
+            ask_locked(w);
+        making = false;
+    } else if (!(w == g_wish) || (done && g_told)) {
+        ask_locked(w);  // a new wish, or the same asked again once done
+        making = !g_told;
+    } else if (done) {
+        g_told = true;  // the maker finished it: said once
+        making = false;
+    } else {
+        making = true;
+    }
     pthread_mutex_unlock(&g_mutex);
     return making;
 }
@@ -120,7 +146,10 @@ void reset_after_fork()
 {
     pthread_mutex_init(&g_mutex, nullptr);
     pthread_cond_init(&g_wished, nullptr);
-    g_ledger = WishLedger{};
+    g_wish = Wish{};
+    g_asked.store(0);
+    g_done = 0;
+    g_told = true;
     g_started = false;
     g_failed = false;
 }

@@ -11,9 +11,19 @@
 // memory under running work.
 #pragma once
 
-#include "preload/swap/wish_ledger.h"
+#include <cstdint>
+
+#include "preload/memory/devices.h"
+#include "preload/swap/swappable.h"
 
 namespace nvshare::preload::maker {
+
+struct Wish {
+    uint64_t gpus = 0;                      // devices:: indices; none: stop after the step in hand
+    uint64_t keep[devices::kMaxGpus] = {};  // what a swap-out keeps there
+    swappable::MakeOrder order = swappable::MakeOrder::LeavingFirst;
+    bool operator==(const Wish&) const = default;
+};
 
 // Client thread: make host memory for `w`, replacing the wish before (the
 // maker takes it at the end of its step in hand). True while the maker is
