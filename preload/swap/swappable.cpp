@@ -1,14 +1,10 @@
 #include "preload/swap/swappable.h"
 
-#include <linux/futex.h>
 #include <pthread.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
-#include <climits>
 #include <cstring>
 
 #include "preload/clock.h"
@@ -19,7 +15,6 @@
 #include "preload/swap/host_memory.h"
 #include "preload/swap/small_blocks.h"
 #include "preload/swap/swap_plan.h"
-#include "preload/swap/tuning.h"
 
 namespace nvshare::preload::swappable {
 
@@ -550,105 +545,28 @@ struct Wanted {
 // fault it in).
 constexpr size_t kMakeAtOnce = 64;
 
-// Gives made[k] to each chunk of `wanted` still there without host memory;
-// the rest goes back. With the lock held.
-void give_made(const Wanted* wanted, const uint64_t* sizes, void* const* made, size_t n)
-{
-    for (size_t k = 0; k < n; ++k) {
-        Record* r = still_there(wanted[k].record, wanted[k].id);
-        if (r != nullptr && r->chunks[wanted[k].chunk].out == nullptr)
-            r->chunks[wanted[k].chunk].out = made[k];
-        else
-            host_memory::release(made[k], sizes[k]);  // freed, or made meanwhile
-    }
-}
-
-// The make in hand without the lock (make_for with `unlocked`: the maker
-// thread's), so that a swap-out that reaches one of its chunks waits for it
-// and gives its memory out itself rather than make the same again: it holds
-// g_mutex, which the maker would need to give it. `n` (0: none), `wanted`,
-// `sizes` and `taken` under g_mutex; `made` is the maker's until `done`.
-struct InHand {
-    size_t n = 0;
-    Wanted wanted[kMakeAtOnce] = {};
-    uint64_t sizes[kMakeAtOnce] = {};
-    void* made[kMakeAtOnce] = {};
-    std::atomic<uint32_t> done{0};  // futex word: 1 once made[] is filled
-    bool taken = false;             // a swap-out gave it out
-};
-constinit InHand g_in_hand;  // no code at load (preload-elf)
-
-// Whether chunk `i` of `r` is being made in hand and not given out yet.
-bool in_hand(const Record& r, uint32_t i)
-{
-    if (g_in_hand.taken)
-        return false;
-    for (size_t k = 0; k < g_in_hand.n; ++k)
-        if (g_in_hand.wanted[k].record == &r && g_in_hand.wanted[k].id == r.id &&
-            g_in_hand.wanted[k].chunk == i)
-            return true;
-    return false;
-}
-
-// A swap-out (the lock held) reached a chunk that has no host memory and is
-// being made in hand: it waits for that make, at most
-// tuning::kHandOverWaitNs, and gives its memory to its chunks. False if it
-// did not end in time (the swap-out makes the chunk's memory itself; the
-// maker's goes back when it comes to give it).
-bool take_in_hand()
-{
-    const uint64_t deadline = now_ns() + tuning::kHandOverWaitNs;
-    while (g_in_hand.done.load(std::memory_order_acquire) == 0) {
-        const uint64_t now = now_ns();
-        if (now >= deadline)
-            return false;
-        const uint64_t left = deadline - now;
-        timespec ts{static_cast<time_t>(left / 1000000000ull),
-                    static_cast<long>(left % 1000000000ull)};
-        syscall(SYS_futex, reinterpret_cast<uint32_t*>(&g_in_hand.done), FUTEX_WAIT_PRIVATE, 0, &ts,
-                nullptr, 0);
-    }
-    give_made(g_in_hand.wanted, g_in_hand.sizes, g_in_hand.made, g_in_hand.n);
-    g_in_hand.taken = true;
-    return true;
-}
-
 // Makes the host memory of `n` chunks (sizes[k] bytes each) and gives it to
 // those still there without any; returns the bytes made; *failed: some got
 // none. With the lock held; where `unlocked`, it is let go while the memory
 // is made, so that the program's threads that allocate or free meanwhile
-// are not held up (the chunks are looked up again afterwards), and the make
-// is the one in hand (g_in_hand) meanwhile.
+// are not held up (the chunks are looked up again afterwards).
 uint64_t make_for(const Wanted* wanted, const uint64_t* sizes, size_t n, bool unlocked,
                   bool* failed)
 {
     void* made[kMakeAtOnce];
-    const bool hand = unlocked && g_in_hand.n == 0 && n != 0;
-    if (hand) {
-        memcpy(g_in_hand.wanted, wanted, n * sizeof *wanted);
-        memcpy(g_in_hand.sizes, sizes, n * sizeof *sizes);
-        g_in_hand.taken = false;
-        g_in_hand.done.store(0, std::memory_order_relaxed);
-        g_in_hand.n = n;
-    }
     if (unlocked)
         pthread_mutex_unlock(&g_mutex);
     const uint64_t total = host_memory::make(sizes, made, n);
-    if (hand) {
-        memcpy(g_in_hand.made, made, n * sizeof *made);
-        g_in_hand.done.store(1, std::memory_order_release);
-        syscall(SYS_futex, reinterpret_cast<uint32_t*>(&g_in_hand.done), FUTEX_WAKE_PRIVATE,
-                INT_MAX, nullptr, nullptr, 0);
-    }
     if (unlocked)
         pthread_mutex_lock(&g_mutex);
-    for (size_t k = 0; k < n; ++k)
+    for (size_t k = 0; k < n; ++k) {
+        Record* r = still_there(wanted[k].record, wanted[k].id);
         *failed |= made[k] == nullptr;
-    const bool taken = hand && g_in_hand.taken;
-    if (hand)
-        g_in_hand.n = 0;
-    if (!taken)
-        give_made(wanted, sizes, made, n);
+        if (r != nullptr && r->chunks[wanted[k].chunk].out == nullptr)
+            r->chunks[wanted[k].chunk].out = made[k];
+        else
+            host_memory::release(made[k], sizes[k]);  // freed meanwhile
+    }
     return total;
 }
 
@@ -1310,8 +1228,7 @@ Moved swap_out(uint32_t gpu, uint64_t keep, CUstream stream)
                 finish_group(static_cast<uint8_t>(++done), true);
             bool more = false;
             const uint64_t making = now_ns();
-            if (!in_hand(r, i) || !take_in_hand() || c.out == nullptr)
-                make_out_memory(gpu, keep, group_bytes, false, &more, &no_host);
+            make_out_memory(gpu, keep, group_bytes, false, &more, &no_host);
             m.making_ns += now_ns() - making;
         }
         c.group = group;
@@ -1433,7 +1350,6 @@ void reset_after_fork()
 {
     // The parent's allocations and events are not the child's.
     pthread_mutex_init(&g_mutex, nullptr);
-    g_in_hand.n = 0;  // the maker thread is not the child's
     g_records = nullptr;
     g_by_address = nullptr;
     g_count = g_capacity = 0;

@@ -126,14 +126,6 @@ inline constexpr uint64_t kStrandedPatienceNs = 1 * kSec;
 // cores; with two, a step holds the thread not much longer than a single
 // chunk's did and makes twice the memory.
 inline constexpr uint64_t kPrestageChunks = 2;
-// "waits for that step, at most 2 s": a swap-out that reaches data whose
-// host memory the maker thread is making takes it from the maker rather
-// than make it again beside it (both would pin the same bytes on the same
-// cores). A step is at most 1 GiB, made in well under 0.1 s on the H200
-// host (`pin_rate`) and in under 1 s where faulting memory in is slowest
-// (a loaded CI machine, 0.2 to 1 GB/s, with steps of 128 MiB); past 2 s the
-// maker is stuck, and the swap-out makes the memory itself.
-inline constexpr uint64_t kHandOverWaitNs = 2 * kSec;
 // "once it has not changed for 250 ms": a holder whose memory changed this
 // recently is still allocating (a fill), and a step between its
 // allocations would hold up the next one's wait for room.

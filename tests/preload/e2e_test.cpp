@@ -2560,9 +2560,7 @@ TEST(SwapEngine, AWaiterOnAnOversubscribedGpuMakesHostMemoryAhead)
 // first. Once the first step is made, 2 allocates 128 MiB, which does not
 // fit: 1 reads nvshared's Shrink before the step in hand has registered its
 // second region (made on the client thread, the Shrink waited for both), and
-// gives the room. Its swap-out takes the memory of chunks the step in hand
-// makes from the maker, rather than pin it again: no chunk of its ten is
-// registered twice.
+// gives the room.
 TEST(SwapEngine, AWaiterGivesRoomWhileItIsStillMakingHostMemoryAhead)
 {
     TempDir dir;
@@ -2624,8 +2622,6 @@ TEST(SwapEngine, AWaiterGivesRoomWhileItIsStillMakingHostMemoryAhead)
     touch(dir / "holder-go");
     expect_clean_exit(h, seconds(180));
     expect_clean_exit(w, seconds(180));
-    EXPECT_LE(count_events(dir / "fake.log", w.pid(), "host-register"), 10)
-        << w.err() << read_text(dir / "fake.log");
     EXPECT_NE(w.out().find("data=ok"), std::string::npos) << w.out() << w.err();
     EXPECT_NE(h.out().find("late=ok"), std::string::npos) << h.out() << h.err();
     EXPECT_EQ(faults(dir, w.pid()), 0) << read_text(dir / "fake.log");

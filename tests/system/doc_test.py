@@ -501,7 +501,6 @@ ENGINE_STATEMENTS = [
     ("kSettleBeforePrestageNs", r"once it has not changed for (?P<v>\d+) (?P<u>ms)"),
     ("kShrinkAhead", r"for (?P<v>\d+) (?P<u>GiB) beyond that"),
     ("kPrestageChunks", r"that of (?P<v>\d+) chunks at a step"),
-    ("kHandOverWaitNs", r"waits for that step, at most (?P<v>\d+) (?P<u>s)"),
     ("kSwapInGateLimitNs", r"waits for data the library evicted, at most (?P<v>\d+) (?P<u>s)"),
     ("kShortHoldFloorNs", r"and at least (?P<v>\d+) (?P<u>ms), also when it has"),
     ("kPauseLookNs", r"it looks at least every (?P<v>\d+) (?P<u>ms)"),
