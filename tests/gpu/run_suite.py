@@ -360,34 +360,6 @@ class Runner:
                 detail += "; " + failed
             self.record(name, ok, detail)
 
-    def exit_while_making_ahead(self):
-        """A holder of an oversubscribed GPU that another waits for makes host memory
-        ahead for its next switch, on a thread of the library's own (swap/maker.h), and
-        ends while that thread may still be pinning (cudart releases the primary context
-        at exit, which waits for the step in hand): both end cleanly, their results
-        verified, and the holder's log says how much was made."""
-        name = "exit-while-making-host-memory-ahead"
-        with tempfile.TemporaryDirectory(dir=self.a.out) as wd:
-            d = Daemon(self.a.nvshared, wd, ["--anti-thrashing", "auto", "--capacity", "6144M"])
-            big = ["--burst-us", "50000", "--gap-us", "0", "--mem-mib", "4096"]
-            holder, _ = self.start_work(d.sock, wd, "holder", ["--bursts", "12"] + big,
-                                        {"NVSHARE_DEBUG": "1", "NVSHARE_IDLE_RELEASE_MS": "0"})
-            if not self.wait_holding(d.sock, holder):
-                holder.kill()
-                d.stop()
-                self.record(name, False, "the holder never held the GPU")
-                return
-            waiter, _ = self.start_work(d.sock, wd, "waiter", ["--bursts", "2"] + big)
-            outs = self.run_all([holder, waiter], 120)
-            rc = d.stop()
-            failed = programs_failed(outs)
-            made = re.findall(r"made since the last report: (\d+) MiB", outs[0][1])
-            detail = (f"holder's makes reported: {made or 'none whole before it ended'}; "
-                      f"exit statuses {outs[0][0]}/{outs[1][0]}; daemon exit {rc}")
-            if failed:
-                detail += "; " + failed
-            self.record(name, failed is None and rc == 0, detail)
-
     # ---- the library under the driver (issue 20) ----
 
     def client_of(self, sock, pid):
@@ -1157,7 +1129,6 @@ def main():
             False, busy),
         "switch": r.switching_scenarios,
         "rates-measured-and-relayed": r.rates_relayed,
-        "exit-while-making-host-memory-ahead": r.exit_while_making_ahead,
         "drain-waits-on-later-write": r.drain_waits_on_later_write,
         "flag-across-full-gpu": r.flag_across_full_gpu,
         "free-during-capture": r.free_during_capture,
