@@ -250,7 +250,6 @@ void ClientLoop::on_grant(const proto::GrantPayload& g, uint64_t now)
     s_.hold_told = false;
     mailbox::clear_want();
     wait_.granted(g.gpus, now);
-    residency::stop_prestaging();  // the swap-in comes first
     if (residency::on_grant(g.gpus, s_.lock.oversubscribed(),
                             (g.flags & proto::kGrantExclusive) != 0)) {
         // Our data was evicted: kernels that ran now would fault it in page
@@ -424,7 +423,6 @@ void ClientLoop::release(uint64_t deadline, bool quiet)
     const uint64_t keep = s_.lock.keep_bytes();
     const bool may_evict = oversubscribed || config().evict == Policy::On;
     bool move_after = false;
-    residency::stop_prestaging();  // the swap-out makes what is still missing
     if (!may_evict || quiet) {
         // The swap engine's memory leaves after the lock: the next holder's
         // copies in then overlap ours out.
@@ -672,23 +670,17 @@ swap::Facts ClientLoop::facts(uint64_t now) const
     return f;  // host_low only where prestaging asks for it
 }
 
-// Host memory made ahead, as the switch policy says, by the maker thread
-// (swap/maker.h): asked for at each turn while the policy wants it, so that
-// what it should keep follows our memory and nvshared's word; the maker's
-// poke brings the turn at which it is done.
+// One step of host memory made ahead, as the switch policy says.
 void ClientLoop::prestage(uint64_t now)
 {
     swap::Facts f = facts(now);
-    if (!s_.switching.prestage_pending(f)) {
-        residency::stop_prestaging();
+    if (!s_.switching.prestage_pending(f))
         return;
-    }
     f.host_low = host_memory::host_low();
     const swap::PrestageStep step = s_.switching.prestage(f);
     const uint64_t all = all_gpus();
     switch (step.kind) {
         case swap::Prestage::None:
-            residency::stop_prestaging();
             return;
         case swap::Prestage::ForSwitch:
             s_.switching.prestaged(residency::prestage_for_switch(all, s_.lock.keep_bytes()));

@@ -21,7 +21,6 @@
 #include "preload/memory/contexts.h"
 #include "preload/memory/devices.h"
 #include "preload/swap/host_memory.h"
-#include "preload/swap/maker.h"
 #include "preload/swap/residency.h"
 #include "preload/swap/swappable.h"
 
@@ -74,7 +73,6 @@ void child_after_fork()
     residency::reset_after_fork();
     swappable::reset_after_fork();
     host_memory::reset_after_fork();
-    maker::reset_after_fork();
 }
 
 }  // namespace

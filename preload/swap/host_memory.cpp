@@ -31,11 +31,6 @@ constexpr size_t kBatch = 64;
 
 std::atomic<uint64_t> g_made_bytes{0}, g_touch_ns{0}, g_register_ns{0};
 std::atomic<uint64_t> g_refused_bytes{0};
-// Makes under way and begun so far (the maker thread's beside a swap-out's):
-// a round that overlapped another is no sample of the rate, since both
-// shared the cores.
-std::atomic<uint32_t> g_making{0};
-std::atomic<uint64_t> g_makes_begun{0};
 
 // The rate of making host memory (most makes are of one chunk).
 pthread_mutex_t g_rate_mutex = PTHREAD_MUTEX_INITIALIZER;
@@ -155,8 +150,6 @@ uint64_t make(const uint64_t* sizes, void** out, size_t count)
 {
     auto do_register = NVS_REAL(cuMemHostRegister_v2);
     uint64_t made = 0;
-    g_makes_begun.fetch_add(1, std::memory_order_acq_rel);
-    g_making.fetch_add(1, std::memory_order_acq_rel);
     for (size_t first = 0; first < count;) {
         char* regions[kBatch];
         uint64_t allowed = host_budget::pinnable(figures_now());
@@ -176,8 +169,6 @@ uint64_t make(const uint64_t* sizes, void** out, size_t count)
             break;
         }
         const uint64_t start = now_ns();
-        const uint64_t begun = g_makes_begun.load(std::memory_order_acquire);
-        const bool alone_before = g_making.load(std::memory_order_acquire) == 1;
         uint64_t registering = 0, round_made = 0;
         Touch t(regions, sizes + first, n);
         const long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -210,14 +201,11 @@ uint64_t make(const uint64_t* sizes, void** out, size_t count)
         g_touch_ns.fetch_add(took > registering ? took - registering : 0,
                              std::memory_order_relaxed);
         g_register_ns.fetch_add(registering, std::memory_order_relaxed);
-        const bool alone = alone_before && g_making.load(std::memory_order_acquire) == 1 &&
-                           g_makes_begun.load(std::memory_order_acquire) == begun;
-        if (round_made != 0 && alone)
+        if (round_made != 0)
             note_made(round_made, took);
         made += round_made;
         first += n;
     }
-    g_making.fetch_sub(1, std::memory_order_acq_rel);
     g_made_bytes.fetch_add(made, std::memory_order_relaxed);
     return made;
 }
@@ -254,7 +242,6 @@ uint64_t pin_rate_samples()
 void reset_after_fork()
 {
     pthread_mutex_init(&g_rate_mutex, nullptr);  // the rate, of the same host, stays
-    g_making.store(0);                           // a thread of the parent's may have been making
 }
 
 bool host_low()

@@ -21,9 +21,8 @@ uint64_t make(const uint64_t* sizes, void** out, size_t count);
 
 // Bytes a second at which make() made host memory, faulting it in and
 // registering it: the better of its last two samples (makes summed to 1 GiB
-// or more, swap_plan::RateEstimate; a round of a make that overlapped
-// another, the maker thread's beside a swap-out's, is none), `assumed`
-// standing in for those it does not have yet.
+// or more, swap_plan::RateEstimate), `assumed` standing in for those it
+// does not have yet.
 double pin_rate(double assumed);
 // Samples pin_rate() has taken so far: it changes with each.
 uint64_t pin_rate_samples();

@@ -13,7 +13,6 @@
 #include "preload/memory/contexts.h"
 #include "preload/memory/devices.h"
 #include "preload/swap/host_memory.h"
-#include "preload/swap/maker.h"
 #include "preload/swap/room_wait.h"
 #include "preload/swap/swap_plan.h"
 #include "preload/swap/swappable.h"
@@ -461,20 +460,35 @@ void before_release(uint64_t gpus, bool oversubscribed, uint64_t keep_bytes, uin
 
 namespace {
 
-// The host memory for every GPU of `gpus` that needs some, made on the
-// maker thread; the swap engine keeps keep_of(gpu) bytes there.
+struct Prestage {
+    uint32_t index;
+    uint64_t keep;
+    swappable::MakeOrder order;
+    bool more = false;
+};
+
+void prestage_step(void* arg)
+{
+    auto* p = static_cast<Prestage*>(arg);
+    const uint64_t chunk = swap_plan::max_chunk_for(devices::at(p->index).physical_memory);
+    p->more = swappable::prestage(p->index, p->keep, tuning::kPrestageChunks * chunk, p->order);
+}
+
+// One step of host memory for the first GPU of `gpus` that needs one; the
+// swap engine keeps keep_of(gpu) bytes there.
 template <typename KeepOf>
 bool prestage_each(uint64_t gpus, swappable::MakeOrder order, KeepOf keep_of)
 {
-    maker::Wish w;
-    w.order = order;
-    if (config().evict != Policy::Off && contexts::active_captures() == 0)
-        for (uint32_t i = 0; i < devices::count(); ++i)
-            if ((gpus >> i & 1) != 0 && swappable::total_bytes(i) != 0) {
-                w.gpus |= uint64_t{1} << i;
-                w.keep[i] = kept_on(i, keep_of(i)).engine;
-            }
-    return maker::want(w);
+    if (config().evict == Policy::Off || contexts::active_captures() > 0)
+        return false;
+    for (uint32_t i = 0; i < devices::count(); ++i) {
+        if ((gpus >> i & 1) == 0 || swappable::total_bytes(i) == 0)
+            continue;
+        Prestage p{i, kept_on(i, keep_of(i)).engine, order};
+        if (contexts::with_device_context(devices::at(i).ordinal, prestage_step, &p) && p.more)
+            return true;
+    }
+    return false;
 }
 
 }  // namespace
@@ -500,11 +514,6 @@ bool prestage_ahead(uint64_t gpus, uint64_t bytes)
         const uint64_t on_device = swappable::device_bytes(i);
         return on_device > bytes ? on_device - bytes : 0;
     });
-}
-
-void stop_prestaging()
-{
-    maker::stop();
 }
 
 uint64_t stranded()

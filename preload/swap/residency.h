@@ -41,12 +41,10 @@ void before_release(uint64_t gpus, bool oversubscribed, uint64_t keep_bytes, uin
 // would evict the next holder's pages to make room for ours.
 bool swaps_out_after_release(uint64_t gpus, bool oversubscribed);
 
-// Has the maker thread (maker.h) make the host memory a swap-out that keeps
-// `keep_bytes` on each GPU will copy into, so that it runs at the bus's
-// speed rather than at the speed of pinning host memory: for the oldest
-// data first, which nvshared's Shrink rounds move first. True while the
-// maker is at it; false once it is done (said once: asked again, it looks
-// again).
+// Makes one step of the host memory a swap-out that keeps `keep_bytes` on
+// each GPU will copy into, so that it runs at the bus's speed rather than at
+// the speed of pinning host memory: for the oldest data first, which
+// nvshared's Shrink rounds move first. True while more steps remain.
 bool prestage(uint64_t gpus, uint64_t keep_bytes);
 // The same, newest first (the order a release's swap-out copies in), while
 // this process holds an oversubscribed GPU that others wait for: for a next
@@ -58,10 +56,6 @@ bool prestage_for_switch(uint64_t gpus, uint64_t keep_bytes);
 // each GPU: one that waits its turn on an oversubscribed GPU can then give
 // that much room at the bus's speed when a holder grows (nvshared's Shrink).
 bool prestage_ahead(uint64_t gpus, uint64_t bytes);
-// No more host memory made ahead until the next of the three above: a
-// swap-in or a release is about to move memory (the step in hand ends on
-// its own).
-void stop_prestaging();
 
 // Whether `bytes` more of our memory would fit GPU `i` once the memory of
 // others that can move has left: the capacity less what this process and

@@ -14,7 +14,7 @@ constexpr uint64_t kRoomRetryNs = 20 * tuning::kMs;
 
 void SwitchPolicy::granted()
 {
-    want_prestage();
+    prestaging_ = true;
     room_wanted_ = false;  // the grant's swap-in gives the memory
     shrink_keep_ = UINT64_MAX;
     waits_oversubscribed_ = false;
@@ -23,7 +23,7 @@ void SwitchPolicy::granted()
 void SwitchPolicy::shrunk(uint64_t keep_bytes)
 {
     shrink_keep_ = keep_bytes;
-    want_prestage();  // the holder may grow on: make host memory ahead
+    prestaging_ = true;  // the holder may grow on: make host memory ahead
 }
 
 void SwitchPolicy::waits_oversubscribed()
@@ -31,24 +31,18 @@ void SwitchPolicy::waits_oversubscribed()
     if (waits_oversubscribed_)
         return;
     waits_oversubscribed_ = true;
-    want_prestage();  // the holder may ask us for room
+    prestaging_ = true;  // the holder may ask us for room
 }
 
 void SwitchPolicy::contended()
 {
-    want_prestage();  // what may stay has changed
+    prestaging_ = true;  // what may stay has changed
 }
 
 void SwitchPolicy::memory_changed(uint64_t now)
 {
     memory_changed_at_ = now;
-    want_prestage();  // new memory may need host memory made ahead
-}
-
-void SwitchPolicy::want_prestage()
-{
-    prestaging_ = true;
-    asked_ = false;
+    prestaging_ = true;  // new memory may need host memory made ahead
 }
 
 bool SwitchPolicy::room_due(const Facts& f) const
@@ -95,15 +89,15 @@ uint64_t SwitchPolicy::prestage_at() const
 
 // While we hold an oversubscribed GPU that others wait for, the host memory
 // our next swap-outs copy into (for a next holder as big as we are: a
-// starting one asks for room as it grows) is made ahead, by a thread of its
-// own while the program's work runs: pinning it costs about ten times the
-// copy.
+// starting one asks for room as it grows) is made ahead, a step at a time,
+// while the program's work runs: pinning it costs about ten times the copy.
 // Likewise, while we wait for an oversubscribed GPU, for kShrinkAhead of
 // what we left there (beyond what nvshared asked for, if it did): a holder
 // that grows asks us for room, and its work runs over the bus until we give
 // it. Neither while the host runs low on memory: what it has left goes to
 // the swap-outs that give room. A holder still allocating makes none yet:
-// its pinning would slow that of those who give it room. While a swap-in or a drop
+// each step would hold up its next allocation's wait for room, and its
+// pinning slows that of those who give the room. While a swap-in or a drop
 // moves memory the wish ends: a swap-in keeps the host memory its data came
 // from, and a drop's swap-out makes what it still needs.
 bool SwitchPolicy::prestage_pending(const Facts& f) const
@@ -119,14 +113,11 @@ PrestageStep SwitchPolicy::prestage(const Facts& f)
     if (f.host_low) {
         prestaging_ = false;  // the swap-outs that give room come first
     } else if (holds_contended(f)) {
-        asked_ = true;
         return {Prestage::ForSwitch, 0};
     } else if (f.hold == Hold::None && shrink_keep_ != UINT64_MAX) {
-        asked_ = true;
         return {Prestage::ToKeep,
                 shrink_keep_ > tuning::kShrinkAhead ? shrink_keep_ - tuning::kShrinkAhead : 0};
     } else if (f.hold == Hold::None && waits_oversubscribed_) {
-        asked_ = true;
         return {Prestage::Ahead, tuning::kShrinkAhead};
     } else {
         prestaging_ = false;
@@ -149,9 +140,8 @@ uint64_t SwitchPolicy::next_wake(const Facts& f) const
 {
     uint64_t next = UINT64_MAX;
     auto consider = [&](uint64_t t) { next = t < next ? t : next; };
-    // The first ask; the maker's end of it comes as an event of its own.
-    if (prestaging_ && !asked_ && f.hold != Hold::Moving)
-        consider(f.hold == Hold::Running ? prestage_at() : f.now);
+    if (prestaging_ && f.hold != Hold::Moving)
+        consider(f.hold == Hold::Running ? prestage_at() : f.now);  // the next step
     if (f.hold == Hold::Running && f.stranded != 0)
         consider(next_promote_check_);
     if (f.hold == Hold::Running && room_wanted_)

@@ -80,16 +80,13 @@ public:
     // period, so that the other holder leaves room.
     uint64_t idle_hold(const Facts& f, uint64_t gaps_hold, uint64_t period) const;
 
-    // Whether host memory is to be made ahead now: the caller then reads the
+    // Whether prestage() may have a step now: the caller then reads the
     // host's memory (Facts::host_low, not read before: it costs a read of
-    // /proc/meminfo) and asks prestage() which; otherwise none is made.
+    // /proc/meminfo) and asks for it.
     bool prestage_pending(const Facts& f) const;
-    // Which host memory to make ahead, asked at each turn while pending
-    // (what to keep follows the facts); the caller has it made (by a thread
-    // of its own) and says prestaged() with whether it is still at it.
+    // The next step of host memory to make ahead; then prestaged().
     PrestageStep prestage(const Facts& f);
-    // `more`: the making goes on; false: all of it is made (or cannot be),
-    // until an event wants more.
+    // `more`: steps remain.
     void prestaged(bool more) { prestaging_ = more; }
 
     // Whether to look now for device room for memory that found none (then
@@ -103,15 +100,10 @@ public:
 private:
     bool holds_contended(const Facts& f) const;
     uint64_t prestage_at() const;
-    // An event changed what a swap-out will move.
-    void want_prestage();
 
     // Host memory may still be made ahead: set by events that change what
     // a swap-out will move, cleared when the engine says no step remains.
     bool prestaging_ = false;
-    // prestage() has named a step since the latest such event: from then
-    // the caller's own wake-up (the maker's) brings the next turns.
-    bool asked_ = false;
     // The latest Shrink's keep while we do not hold the GPU (UINT64_MAX: none).
     uint64_t shrink_keep_ = UINT64_MAX;
     bool waits_oversubscribed_ = false;  // since our latest grant

@@ -2116,63 +2116,6 @@ TEST(SwapEngine, AnExitThatReleasesTheContextWaitsForTheSwapOut)
     EXPECT_NE(other.out().find("data=ok"), std::string::npos) << other.out() << other.err();
 }
 
-// The same for host memory made ahead, which a thread of the library's own
-// makes beside the program: a release of the primary context waits for the
-// registration in hand (0.4 s each here: FAKECUDA_REGISTER_DELAY), and none
-// begins after it. The
-// holder (350 MiB of 512) holds through its pause (NVSHARE_IDLE_RELEASE_MS=0)
-// while the other waits, and makes host memory for its next switch; the
-// program releases its primary context while a region is being registered.
-TEST(SwapEngine, AReleaseOfTheContextWaitsForHostMemoryBeingMadeAhead)
-{
-    TempDir dir;
-    Daemon daemon(dir, {"--anti-thrashing", "auto", "--capacity", "512M"});
-    const std::string exiting = dir / "exiting", delay = dir / "delay";
-    write_text(delay, "400000");
-    Process holder =
-        start_client(dir, daemon.socket(),
-                     {{"--alloc", "350M", "--kernels", "1", "--release-primary-when", exiting},
-                      {{"NVSHARE_DEBUG", "1"},
-                       {"NVSHARE_IDLE_RELEASE_MS", "0"},
-                       {"FAKECUDA_REGISTER_DELAY", delay}},
-                      false},
-                     "holder");
-    ASSERT_TRUE(
-        wait_until([&] { return count_events(dir / "fake.log", holder.pid(), "end") >= 1; }));
-    Process other =
-        start_client(dir, daemon.socket(),
-                     {{"--alloc", "350M", "--kernels", "1", "--check-data"}, {}, false}, "other");
-    ASSERT_TRUE(wait_until(
-        [&] { return count_events(dir / "fake.log", holder.pid(), "host-register") >= 1; },
-        seconds(60)))
-        << holder.err();
-    touch(exiting);
-    expect_clean_exit(holder, seconds(120));
-    expect_clean_exit(other, seconds(120));
-    EXPECT_NE(holder.out().find("primary-release=0"), std::string::npos) << holder.out();
-    EXPECT_NE(other.out().find("data=ok"), std::string::npos) << other.out() << other.err();
-    EXPECT_EQ(faults(dir, other.pid()), 0) << read_text(dir / "fake.log");
-    // The holder's registrations all ended before its context went, and at
-    // least one was in hand when the release was called (else this test
-    // checks nothing).
-    const auto called = numbers_after(holder.out(), "primary-release-called-ns=", "");
-    ASSERT_EQ(called.size(), 1u) << holder.out();
-    uint64_t gone = 0, last_registered = 0;
-    for (const Event& e : read_events(dir / "fake.log")) {
-        if (e.pid != holder.pid())
-            continue;
-        if (e.what.rfind("context-gone", 0) == 0 && gone == 0)
-            gone = e.ns;
-        if (e.what.rfind("host-register", 0) == 0)
-            last_registered = std::max(last_registered, e.ns);
-    }
-    ASSERT_NE(gone, 0u) << read_text(dir / "fake.log");
-    EXPECT_GT(last_registered, called[0]) << read_text(dir / "fake.log");
-    EXPECT_LT(last_registered, gone) << read_text(dir / "fake.log");
-    EXPECT_EQ(holder.err().find("cannot get pinned host memory"), std::string::npos)
-        << holder.err();
-}
-
 // After a grant the program's work waits until its data is back: none of its
 // kernels overlaps the engine's copies (slowed to 20 ms each here).
 TEST(SwapEngine, WorkWaitsForTheSwapIn)
@@ -2551,83 +2494,6 @@ TEST(SwapEngine, AWaiterOnAnOversubscribedGpuMakesHostMemoryAhead)
     expect_both_end_and_the_waiter_keeps_its_data(dir, p);
 }
 
-// Host memory made ahead is made by a thread of its own: a waiter carries
-// out nvshared's Shrink at once, not after the step of host memory in hand.
-// 1 (600 MiB) lets go for 2 (700 MiB of a 1 GiB device), keeping what fits
-// beside it; from then on pinning takes 0.4 s a region (the fake's
-// FAKECUDA_REGISTER_DELAY), and a step makes two. 1 asks for the GPU again
-// and, while it waits, makes host memory for what it left there, oldest
-// first. Once the first step is made, 2 allocates 128 MiB, which does not
-// fit: 1 reads nvshared's Shrink before the step in hand has registered its
-// second region (made on the client thread, the Shrink waited for both), and
-// gives the room.
-TEST(SwapEngine, AWaiterGivesRoomWhileItIsStillMakingHostMemoryAhead)
-{
-    TempDir dir;
-    Daemon daemon(dir, {"--anti-thrashing", "auto", "--capacity", "1G"});
-    const std::string go_on = dir / "go-on", grow = dir / "grow", delay = dir / "delay";
-    const std::map<std::string, std::string> device{
-        {"FAKECUDA_SHARED_DEVICE", dir / "device"},
-        {"FAKECUDA_MEMORY", std::to_string(1ull << 30)}};
-    ClientRun waiter{{"--kernels", "1", "--alloc", "600M", "--check-data", "--pause-until", go_on,
-                      "--rounds", "2"},
-                     {{"NVSHARE_DEBUG", "1"}, {"FAKECUDA_REGISTER_DELAY", delay}},
-                     false};
-    waiter.env.insert(device.begin(), device.end());
-    Process w = start_client(dir, daemon.socket(), waiter, "waiter");
-    ASSERT_TRUE(launched_one(dir, w)) << w.err();
-    ClientRun holder{{"--kernels", "1", "--alloc", "700M", "--pause-until", dir / "holder-go",
-                      "--late-alloc", "128M", "--late-alloc-after", grow},
-                     {{"NVSHARE_DEBUG", "1"}, {"NVSHARE_IDLE_RELEASE_MS", "0"}},
-                     false};
-    holder.env.insert(device.begin(), device.end());
-    Process h = start_client(dir, daemon.socket(), holder, "holder");
-    ASSERT_TRUE(wait_until(
-        [&] {
-            return h.err().find("lock granted") != std::string::npos &&
-                   w.err().find("swapped out ") != std::string::npos;
-        },
-        seconds(60)))
-        << h.err() << w.err();
-    ASSERT_EQ(w.err().find("nvshared asks for room"), std::string::npos) << w.err() << h.err();
-    write_text(delay, "400000");
-    const int at_switch = count_events(dir / "fake.log", w.pid(), "host-register");
-    touch(go_on);  // 1 asks for the GPU again and waits, making host memory ahead
-    ASSERT_TRUE(wait_until(
-        [&] { return count_events(dir / "fake.log", w.pid(), "host-register") >= at_switch + 2; },
-        seconds(60)))
-        << w.err() << read_text(dir / "fake.log");
-    timespec ts{};
-    clock_gettime(CLOCK_MONOTONIC, &ts);  // the fake's log's clock
-    const uint64_t grown_at = uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec);
-    const int unmaps = count_events(dir / "fake.log", w.pid(), "unmap");  // the release's
-    touch(grow);
-    ASSERT_TRUE(wait_until(
-        [&] { return count_events(dir / "fake.log", w.pid(), "unmap") > unmaps; }, seconds(60)))
-        << w.err() << h.err();
-    // When 1 read the Shrink (its debug line's CLOCK_MONOTONIC time): before
-    // the step in hand had registered a second region since 2 grew.
-    const std::string err = w.err();
-    const size_t asked = err.find("nvshared asks for room");
-    ASSERT_NE(asked, std::string::npos) << err;
-    const size_t stamp = err.rfind("[nvshare ", asked);
-    ASSERT_NE(stamp, std::string::npos) << err;
-    const uint64_t read_at =
-        static_cast<uint64_t>(strtod(err.c_str() + stamp + strlen("[nvshare "), nullptr) * 1e9);
-    int registered = 0;
-    for (const Event& e : read_events(dir / "fake.log"))
-        registered += e.pid == w.pid() && e.ns >= grown_at && e.ns <= read_at &&
-                      e.what.rfind("host-register", 0) == 0;
-    EXPECT_LE(registered, 1) << err << read_text(dir / "fake.log");
-    touch(dir / "holder-go");
-    expect_clean_exit(h, seconds(180));
-    expect_clean_exit(w, seconds(180));
-    EXPECT_NE(w.out().find("data=ok"), std::string::npos) << w.out() << w.err();
-    EXPECT_NE(h.out().find("late=ok"), std::string::npos) << h.out() << h.err();
-    EXPECT_EQ(faults(dir, w.pid()), 0) << read_text(dir / "fake.log");
-    EXPECT_EQ(faults(dir, h.pid()), 0) << read_text(dir / "fake.log");
-}
-
 // /proc/meminfo as a client sees it (ClientRun::meminfo): a host of 64 GiB
 // with `available_kb` available.
 std::string meminfo_of_64g(uint64_t available_kb)
@@ -2759,11 +2625,10 @@ TEST(SwapEngine, AnAllocationWithNoRoomOnTheGpuNorTheHostIsOutOfMemory)
 
 // While the host runs low on memory, host memory kept only for data that is
 // on the GPU goes back. The waiter of AWaiterOnAnOversubscribedGpuMakesHost-
-// MemoryAhead, beside a holder of 850 MiB, keeps 136 MiB on the GPU (64, 64
-// and 8) and makes host memory ahead for them; then the host runs low (6
-// GiB of 64 available: pinning is still allowed), the holder grows by 64
-// MiB, nvshared asks the waiter for room, and its swap-out gives back the
-// host memory of what still stays.
+// MemoryAhead made host memory ahead for the chunks it kept beside the
+// holder; then the host runs low (6 GiB of 64 available: pinning is still
+// allowed), the holder grows, nvshared asks the waiter for room, and its
+// swap-out gives back the host memory of what still stays.
 TEST(SwapEngine, AHostLowOnMemoryGetsBackWhatDataOnTheGpuDoesNotNeed)
 {
     if (geteuid() != 0)
@@ -2774,15 +2639,7 @@ TEST(SwapEngine, AHostLowOnMemoryGetsBackWhatDataOnTheGpuDoesNotNeed)
     WaiterAndHolder p;
     ASSERT_NO_FATAL_FAILURE(start_a_waiter_that_makes_host_memory_ahead(
         dir, daemon, {{kMeminfoText, meminfo_of_64g(48ull * 1024 * 1024)}},
-        {"--alloc", "850M", "--late-alloc", "64M", "--late-alloc-after", grow}, p));
-    // All of it made (the line comes once the maker has nothing left to
-    // make), and nobody asked for room yet.
-    ASSERT_TRUE(wait_until([&] {
-        const std::string err = p.waiter.err();
-        const size_t out = err.find("swapped out ");
-        return out != std::string::npos && err.find(kMadeAhead, out) != std::string::npos;
-    })) << p.waiter.err();
-    EXPECT_EQ(p.waiter.err().find("nvshared asks for room"), std::string::npos) << p.waiter.err();
+        {"--late-alloc", "64M", "--late-alloc-after", grow}, p));
     EXPECT_EQ(p.waiter.err().find("gave back"), std::string::npos) << p.waiter.err();
     write_text(dir / "waiter.meminfo", meminfo_of_64g(6ull * 1024 * 1024));  // in place
     touch(grow);

@@ -56,7 +56,6 @@ TEST(SwitchPolicy, AContendedHolderMakesHostMemoryOnceItsMemorySettled)
     // Settled: a step for its next switch, and another while steps remain.
     EXPECT_EQ(p.prestage(contended_holder(settled)).kind, Prestage::ForSwitch);
     p.prestaged(true);
-    EXPECT_EQ(p.next_wake(contended_holder(settled)), UINT64_MAX);  // the maker's turn
     EXPECT_EQ(p.prestage(contended_holder(settled + kMs)).kind, Prestage::ForSwitch);
     p.prestaged(false);
     EXPECT_EQ(p.prestage(contended_holder(settled + 2 * kMs)).kind, Prestage::None);
@@ -104,14 +103,10 @@ TEST(SwitchPolicy, AfterAShrinkAWaiterMakesHostMemoryForTheRoomBeyondIt)
 {
     SwitchPolicy p;
     p.shrunk(10ull << 30);
-    EXPECT_EQ(p.next_wake(at(kStart, Hold::None)), kStart);  // asked for at once
     const auto step = p.prestage(at(kStart, Hold::None));
     EXPECT_EQ(step.kind, Prestage::ToKeep);
     EXPECT_EQ(step.bytes, (10ull << 30) - tuning::kShrinkAhead);
-    // Asked: the maker's end of it brings the next turn, not the clock.
-    p.prestaged(true);
-    EXPECT_TRUE(p.prestage_pending(at(kStart, Hold::None)));
-    EXPECT_EQ(p.next_wake(at(kStart, Hold::None)), UINT64_MAX);
+    EXPECT_EQ(p.next_wake(at(kStart, Hold::None)), kStart);  // the next step at once
     // A Shrink that leaves less than kShrinkAhead: down to nothing.
     p.shrunk(1ull << 30);
     EXPECT_EQ(p.prestage(at(kStart, Hold::None)).bytes, 0u);
