@@ -88,43 +88,18 @@ int syncing_locked(CUcontext ctx)
     return -1;
 }
 
-// Contexts that a thread waits to destroy (one entry a waiter): no new use
-// outside g_mutex (in_device_context) starts on them, so that a thread that
-// uses one step after step cannot keep the destroy waiting.
-CUcontext g_closing[kMaxContexts];
-int g_closing_count = 0;
-
-bool closing_locked(CUcontext ctx)
-{
-    for (int i = 0; i < g_closing_count; ++i)
-        if (g_closing[i] == ctx)
-            return true;
-    return false;
-}
-
 void await_unsynced_locked(CUcontext ctx)
 {
-    if (ctx == nullptr || syncing_locked(ctx) < 0)
-        return;
-    const bool marked = g_closing_count < kMaxContexts;
-    if (marked)
-        g_closing[g_closing_count++] = ctx;
-    while (syncing_locked(ctx) >= 0)
+    while (ctx != nullptr && syncing_locked(ctx) >= 0)
         pthread_cond_wait(&g_synced, &g_mutex);
-    for (int i = 0; marked && i < g_closing_count; ++i)
-        if (g_closing[i] == ctx) {
-            g_closing[i] = g_closing[--g_closing_count];
-            break;
-        }
 }
 
-// Marks `ctx` as being synchronised (or used: in_device_context) by one
-// more thread; false if it is gone, or where `yield_to_close`, about to go.
-bool begin_sync(CUcontext ctx, bool yield_to_close = false)
+// Marks `ctx` as being synchronised by one more thread; false if it is gone.
+bool begin_sync(CUcontext ctx)
 {
     Lock lock;
-    if (find_locked(ctx) < 0 || (yield_to_close && closing_locked(ctx)))
-        return false;  // destroyed meanwhile, or about to be
+    if (find_locked(ctx) < 0)
+        return false;  // destroyed meanwhile
     const int i = syncing_locked(ctx);
     if (i >= 0)
         g_syncing[i].threads++;
@@ -368,33 +343,6 @@ bool with_device_context(CUdevice ordinal, void (*fn)(void*), void* arg)
     return false;
 }
 
-bool in_device_context(CUdevice ordinal, void (*fn)(void*), void* arg)
-{
-    auto push = NVS_REAL(cuCtxPushCurrent_v2);
-    auto pop = NVS_REAL(cuCtxPopCurrent_v2);
-    if (push == nullptr || pop == nullptr)
-        return false;
-    CUcontext ctx = nullptr;
-    {
-        Lock lock;
-        for (int i = 0; i < g_count && ctx == nullptr; ++i)
-            if (g_known[i].device == ordinal && !closing_locked(g_known[i].ctx))
-                ctx = g_known[i].ctx;
-    }
-    // Marked as in use (as a drain's synchronisation marks it): destroying
-    // it waits until fn has returned, and g_mutex stays free meanwhile.
-    if (ctx == nullptr || !begin_sync(ctx, true))
-        return false;
-    const bool pushed = push(ctx) == CUDA_SUCCESS;
-    if (pushed) {
-        fn(arg);
-        CUcontext popped = nullptr;
-        pop(&popped);
-    }
-    end_sync(ctx);
-    return pushed;
-}
-
 int active_captures()
 {
     return g_captures.load(std::memory_order_acquire);
@@ -441,7 +389,6 @@ void reset_after_fork()
     pthread_mutex_init(&g_mutex, nullptr);
     pthread_cond_init(&g_synced, nullptr);
     g_syncing_count = 0;
-    g_closing_count = 0;
     g_count = 0;
     g_captures.store(0);
 }

@@ -40,13 +40,6 @@ void relax_capture_mode();
 // Runs fn(arg) with a context of GPU `ordinal` current on the calling thread
 // (client thread only); false if the process has no context there.
 bool with_device_context(CUdevice ordinal, void (*fn)(void*), void* arg);
-// The same from any thread, without holding the contexts' lock across
-// fn(arg): the context is marked in use instead, so that a thread that
-// destroys it (cuCtxDestroy, the primary context's release or reset) waits
-// until fn has returned, and no new use starts on it meanwhile. For work
-// that takes long beside the client thread's (host memory made ahead:
-// swap/maker.h). False, fn not run, if there is no such context.
-bool in_device_context(CUdevice ordinal, void (*fn)(void*), void* arg);
 
 // Whether `stream` is being captured (only asks the driver while some
 // capture is in progress).
