@@ -26,8 +26,8 @@ for room ("asking nvshared for room"), nvshared asks a waiter to leave less
 is there. Each round's line: when the holder asked, the holder and the
 giver, the milliseconds from the ask to the end of the giver's swap-out
 (took) and to its reading of the Shrink (read), the swap-out's milliseconds
-and GiB, and of its milliseconds those spent making host memory or waiting
-for the maker's (making; `-` in the log of a library before that was said).
+and GiB, and of its milliseconds those spent making host memory (making;
+`-` in the log of a library before that was said).
 The rounds' summary: the milliseconds per GiB given over all rounds, and
 the medians of the read, swap-out and making times.
 
@@ -55,7 +55,7 @@ SWAP_IN = re.compile(r"^swapped in (?P<b>\d+) bytes to GPU \d+ in (?P<ms>\d+) ms
 SWAP_OUT = re.compile(r"^swapped out (?P<b>\d+) bytes from GPU \d+ in (?P<ms>\d+) ms "
                       r"\(host memory made meanwhile: (?P<made>\d+) MiB, (?P<fault>\d+) ms "
                       r"faulting it in, (?P<reg>\d+) ms registering it"
-                      r"(?:; (?P<making>\d+) ms of the swap-out making it or waiting for it)?\)")
+                      r"(?:; (?P<making>\d+) ms of the swap-out making it)?\)")
 GIB = 1 << 30
 # Issue 44's targets: a switch's took/bound, and the first switch of its size
 # against the later ones.

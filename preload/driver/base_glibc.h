@@ -23,7 +23,7 @@ NVS_UNINSTRUMENTED void* dlvsym(void* handle, const char* name, const char* vers
 int pthread_create(pthread_t* thread, const pthread_attr_t* attr, void* (*start)(void*), void* arg);
 int pthread_join(pthread_t thread, void** result);
 
-// A thread of the library's own (the client thread, the maker thread):
+// A thread of the library's own (the client thread):
 // detached, and started with every signal blocked, so that it never takes
 // the application's signals. Returns pthread_create's error (0: started).
 int start_detached(void* (*start)(void*), void* arg);

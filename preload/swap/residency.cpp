@@ -418,7 +418,7 @@ void before_release(uint64_t gpus, bool oversubscribed, uint64_t keep_bytes, uin
             if (e.moved.bytes != 0) {
                 log_debug(
                     "swapped out %llu bytes from GPU %u in %llu ms (host memory made "
-                    "meanwhile: %s; %llu ms of the swap-out making it or waiting for it)",
+                    "meanwhile: %s; %llu ms of the swap-out making it)",
                     static_cast<unsigned long long>(e.moved.bytes), i,
                     static_cast<unsigned long long>(e.moved.ns / 1000000),
                     host_memory::take_made().text,

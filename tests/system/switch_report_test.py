@@ -26,7 +26,7 @@ def swap_in(t, pid, gib, ms=400, wait=0):
 
 def swap_out(t, pid, gib, ms=400, making_ms=None):
     tail = ("" if making_ms is None else
-            f"; {making_ms} ms of the swap-out making it or waiting for it")
+            f"; {making_ms} ms of the swap-out making it")
     return line(t, pid, f"swapped out {int(gib * GIB)} bytes from GPU 0 in {ms} ms (host memory "
                         f"made meanwhile: 0 MiB, 0 ms faulting it in, 0 ms registering it{tail})")
 
