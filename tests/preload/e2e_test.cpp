@@ -868,6 +868,14 @@ TEST(Shrink, MovesNothingUnderWorkThatStillRuns)
                      "b");
     const bool asked = wait_until(
         [&] { return a.err().find("nvshared asks for room") != std::string::npos; }, seconds(60));
+    // The capture lasts until the Shrink's drain has given up on it (ended
+    // before, as on a slow TSan run, the drain would find no capture left).
+    wait_until(
+        [&] {
+            return a.err().find("a stream capture runs: the room asked for waits for its end") !=
+                   std::string::npos;
+        },
+        seconds(60));
     touch(end_capture);
     EXPECT_TRUE(asked) << a.err() << b.err();
     expect_clean_exit(a, seconds(60));
