@@ -344,17 +344,26 @@ uint64_t Room::keep_allowance(const ClientRecord& c, GpuSet gpus) const
 
 // ---- fit ----------------------------------------------------------------------------
 
-uint64_t Room::holders_need(GpuIndex gpu) const
+uint64_t Room::holders_need(GpuIndex gpu, bool staying_only) const
 {
     uint64_t need = rooms_[gpu].pinned;
-    for (ClientId h : gpus_[gpu].holders)
-        need += shared_managed_on(clients_.at(h), gpu);
+    for (ClientId h : gpus_[gpu].holders) {
+        const ClientRecord& c = clients_.at(h);
+        if (!staying_only || !c.drop_sent)
+            need += shared_managed_on(c, gpu);
+    }
     return need;
 }
 
 bool Room::fits_beside_holders(const ClientRecord& c, GpuIndex gpu) const
 {
     return holders_need(gpu) + managed_on(c, gpu) + unconfirmed_on(c, gpu) <= gpus_[gpu].capacity;
+}
+
+bool Room::fits_beside_staying(const ClientRecord& c, GpuIndex gpu) const
+{
+    return holders_need(gpu, true) + managed_on(c, gpu) + unconfirmed_on(c, gpu) <=
+           gpus_[gpu].capacity;
 }
 
 std::vector<ClientRecord*> Room::beyond_fit(GpuIndex gpu,

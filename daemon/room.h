@@ -109,6 +109,9 @@ public:
     // ---- fit -----------------------------------------------------------------
     // Whether `c`'s memory fits beside that of the holders of `gpu`.
     bool fits_beside_holders(const ClientRecord& c, GpuIndex gpu) const;
+    // Whether it fits beside the holders that stay: those not asked to let
+    // go (ClientRecord::drop_sent).
+    bool fits_beside_staying(const ClientRecord& c, GpuIndex gpu) const;
     // Of the holders of a GPU taken in group turns, in the order they were
     // granted: those whose memory no longer fits beside that of the ones
     // before them (the first always keeps it).
@@ -181,7 +184,7 @@ private:
     static std::optional<TimePoint> grace_end(const ClientRecord& c, GpuIndex gpu);
     // The memory that must stay on `gpu` for its holders: theirs, and the
     // pinned memory of every client of the GPU.
-    uint64_t holders_need(GpuIndex gpu) const;
+    uint64_t holders_need(GpuIndex gpu, bool staying_only = false) const;
     // Managed bytes `c` may leave on `gpus` when it lets go: on an
     // oversubscribed GPU, what fits beside the next waiter's memory and what
     // everybody else keeps there (pinned memory, what others left behind).

@@ -415,6 +415,8 @@ void Scheduler::room_changed(GpuIndex gpu, TimePoint now)
     room_.changed(gpu_bit(gpu));
     const GpuSet was_serialized = turns_.serialized();
     refresh_turns(now);
+    // In group turns whose quanta run depends on memory (quantum_runs).
+    update_holder_deadlines(gpu_bit(gpu) & turns_.with({Turns::Groups}));
     if ((was_serialized & turns_.serialized() & gpu_bit(gpu)) != 0) {
         keep_holders_that_fit(gpu, now);
         try_heads(gpu_bit(gpu), now);  // room may have appeared
@@ -796,10 +798,15 @@ void Scheduler::keep_holders_that_fit(GpuIndex gpu, TimePoint now)
 // the others join when their bound comes.
 bool Scheduler::contended(const ClientRecord& c) const
 {
+    return contended_on(c, c.held);
+}
+
+bool Scheduler::contended_on(const ClientRecord& c, GpuSet gpus) const
+{
     bool any = false;
-    for_each_gpu(c.held & turns_.serialized(),
+    for_each_gpu(gpus & turns_.serialized(),
                  [&](GpuIndex g) { any |= !queues_[g].line.empty(); });
-    for_each_gpu(c.held & turns_.with({Turns::Soft}), [&](GpuIndex g) {
+    for_each_gpu(gpus & turns_.with({Turns::Soft}), [&](GpuIndex g) {
         queues_[g].line.for_each_bucket(
             [&](uint32_t principal, int) { any |= principal == c.info.principal; });
         any |= soft_join::over_share(c, turn(g));
@@ -853,6 +860,9 @@ void Scheduler::grant(ClientRecord& c, TimePoint now)
             update_deadline(clients_.at(h));
         }
     });
+    // Joined a group: whether the next in line fits beside the holders that
+    // stay has changed (quantum_runs).
+    update_holder_deadlines(c.held & turns_.with({Turns::Groups}));
 }
 
 GpuSet Scheduler::end_hold(ClientRecord& c, GpuSet gpus, TimePoint now)
@@ -872,7 +882,9 @@ GpuSet Scheduler::end_hold(ClientRecord& c, GpuSet gpus, TimePoint now)
         c.contended_since.reset();
     }
     update_deadline(c);
-    update_holder_deadlines(gpus & turns_.with({Turns::Soft}));  // shares moved
+    // Soft turns: shares moved; group turns: one leaving may have kept the
+    // others' quanta from running (quantum_runs).
+    update_holder_deadlines(gpus & turns_.with({Turns::Soft, Turns::Groups}));
     return gpus;
 }
 
@@ -978,9 +990,33 @@ void Scheduler::tell_contended(ClientRecord& c, TimePoint now)
     push(ActionKind::Contended, c, c.held & turns_.scheduled());
 }
 
+// In group turns the first in line joins the holders where it fits beside
+// them: of holders whose quanta end, only as many are asked to let go as
+// make it fit beside those that stay, and the rest go on with what they do
+// while one of them leaves. Asking every one of them made a group whose
+// quanta ended together all swap out, and come back for the last of their
+// work beside the one granted. With nobody leaving, the quantum runs as
+// anywhere: the first in line may fit and still not join (the group waits
+// for room), and must not wait on that.
+bool Scheduler::quantum_runs(const ClientRecord& c) const
+{
+    const GpuSet groups = c.held & turns_.with({Turns::Groups});
+    bool runs = contended_on(c, c.held & ~groups);
+    for_each_gpu(groups, [&](GpuIndex g) {
+        const std::optional<ClientId> first = head(g, now_);
+        if (!first)
+            return;
+        bool leaving = false;
+        for (ClientId h : gpus_[g].holders)
+            leaving |= h != c.id && clients_.at(h).drop_sent;
+        runs |= !leaving || !room_.fits_beside_staying(clients_.at(*first), g);
+    });
+    return runs;
+}
+
 std::optional<TimePoint> Scheduler::quantum_end(const ClientRecord& c) const
 {
-    if (!contended(c))
+    if (!quantum_runs(c))
         return std::nullopt;
     TimePoint end = c.granted_at + quantum_for(c);
     // Past its user's share it hands over soon: switching costs only the

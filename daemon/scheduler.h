@@ -293,6 +293,8 @@ private:
     // granted while their memory fits together; the others are asked to let go.
     void keep_holders_that_fit(GpuIndex gpu, TimePoint now);
     bool contended(const ClientRecord& c) const;
+    // The same, of its GPUs in `gpus` only.
+    bool contended_on(const ClientRecord& c, GpuSet gpus) const;
     void grant(ClientRecord& c, TimePoint now);
     GpuSet end_hold(ClientRecord& c, GpuSet gpus, TimePoint now);
     void send_drop(ClientRecord& c, TimePoint now, bool turns_begin = false);
@@ -306,7 +308,11 @@ private:
     void publish_shrinks();
     void try_heads(GpuSet freed, TimePoint now);
     void notify_contention(GpuSet gpus, TimePoint now);
-    // When a holder must be asked to let go, if anybody waits for it.
+    // Whether a holder's quantum runs: somebody waits whom its letting go
+    // would help (contended); on a GPU taken in group turns, unless another
+    // holder leaves and the first in line fits beside those that stay.
+    bool quantum_runs(const ClientRecord& c) const;
+    // When a holder must be asked to let go, if its quantum runs.
     std::optional<TimePoint> quantum_end(const ClientRecord& c) const;
     void update_deadline(ClientRecord& c);
     // After a time quantum or its ceiling changed: the holders' deadlines,

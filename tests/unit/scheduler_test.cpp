@@ -726,6 +726,51 @@ TEST_F(SchedulerTest, AWaiterJoinsNoGroupThatWaitsForRoom)
     EXPECT_EQ(s_.client(3)->kept.at(0), 5 * GiB);
 }
 
+// Quanta that end together in group turns: only as many holders let go as
+// the first in line needs to fit beside those that stay; the others go on
+// (a group whose quanta ended together all swapped out, then came back for
+// the last of their work beside the one granted). A later waiter that fits
+// beside nobody ends the quantum of the one that stayed.
+TEST_F(SchedulerTest, QuantaEndingInAGroupAskOnlyAsManyToLetGoAsTheFirstInLineNeeds)
+{
+    auto_clients(80 * GiB, 4, 30 * GiB);  // 120 GiB: group turns
+    s_.set_time_quantum(20s, now_);
+    s_.request(1, gpu_bit(0), now_);
+    advance(2s);
+    s_.request(2, gpu_bit(0), now_);
+    advance(2s);
+    EXPECT_EQ(actions(), (V{"G1", "G2"}));
+    s_.request(3, gpu_bit(0), now_);  // 30 GiB: fits beside one of them
+    EXPECT_EQ(actions(), (V{"C1", "C2"}));
+    advance(17s);  // 1's quantum ended
+    EXPECT_EQ(actions(), V{"D1"});
+    advance(2s);  // and 2's: 3 fits beside 2, which stays
+    EXPECT_EQ(actions(), V{});
+    EXPECT_FALSE(s_.client(2)->drop_sent);
+    s_.release(1, gpu_bit(0), now_);
+    EXPECT_EQ(actions(), (V{"G3"}));  // beside 2
+    advance(1min);
+    EXPECT_EQ(actions(), V{}) << "nobody waits whom 2's letting go would help";
+    s_.report_memory(4, 0, {60 * GiB, 0}, now_);
+    s_.request(4, gpu_bit(0), now_);  // fits beside neither: both quanta ended long ago
+    EXPECT_EQ(actions(), (V{"C3", "D2", "D3"}));
+}
+// With nobody leaving, a holder's quantum runs in group turns even where
+// the first in line would fit beside it: the group may not take it yet
+// (here its holder is still starting), and the waiter must not wait on that.
+TEST_F(SchedulerTest, AGroupHoldersQuantumRunsWhereNobodyLeaves)
+{
+    auto_clients(80 * GiB, 3, 30 * GiB);  // 90 GiB: group turns
+    s_.set_time_quantum(200ms, now_);
+    s_.request(1, gpu_bit(0), now_);
+    s_.request(2, gpu_bit(0), now_);  // fits beside 1, which has not started
+    s_.request(3, gpu_bit(0), now_);
+    EXPECT_EQ(actions(), V{"G1"});
+    ASSERT_LT(200ms, policy::kStartupSettle);
+    advance(200ms);
+    EXPECT_EQ(actions(), V{"D1"});
+}
+
 // Memory that grows past what the group fits: the one granted last lets go.
 TEST_F(SchedulerTest, AGroupThatNoLongerFitsAsksTheLatestToLetGo)
 {
