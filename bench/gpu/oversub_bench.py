@@ -11,7 +11,8 @@ Configurations, run one after the other in one session for each scenario:
               600s, jobs with NVSHARE_IDLE_RELEASE_MS=0 (no early release):
               whole-job serialization, as the original nvshare did
   nvshare     libnvshare.so + nvshared with its defaults (auto mode)
-  before      with --lib-before LIB: as nvshare, with that library instead
+  before      with --lib-before LIB and/or --nvshared-before NVSHARED: as nvshare,
+              with that library and/or daemon instead
               (another build, compared in the same run)
 
 nvshared runs per configuration on a temporary socket (--no-bus, an empty
@@ -105,7 +106,7 @@ from policy_bench import (Bench, BenchError, Stop, Watcher, finish, run_scenario
 
 SCENARIOS = ("torch-pair", "torch-triple", "torch-unequal", "emulated")
 CONFIGS = ("plain", "sequential", "serialized", "nvshare")
-ALL_CONFIGS = CONFIGS + ("before",)  # before: only with --lib-before
+ALL_CONFIGS = CONFIGS + ("before",)  # before: only with --lib-before or --nvshared-before
 REPEATED = ("serialized", "nvshare", "before")  # run --repeats / --torch-repeats times
 MIB = 1 << 20
 
@@ -258,7 +259,7 @@ class OversubBench(Bench):
         n = self.next_id()
         e = dict(self.base_env)
         if sock:
-            lib = self.a.lib_before if tag == "before" else self.a.lib
+            lib = self.a.lib_before if tag == "before" and self.a.lib_before else self.a.lib
             e.update(LD_PRELOAD=lib, NVSHARE_SOCKET=sock)
         e.update(self.extra_env)
         e.update(env or {})
@@ -319,17 +320,17 @@ class OversubBench(Bench):
         return r
 
     @contextlib.contextmanager
-    def daemon(self, args):
-        """nvshared with args on a fresh socket, a Watcher on it when
-        --nvsharectl is given; yields (socket, watcher or None), or
-        (None, None) when args is None (no nvshare)."""
+    def daemon(self, args, binary=None):
+        """nvshared (`binary`, else --nvshared) with args on a fresh socket, a
+        Watcher on it when --nvsharectl is given; yields (socket, watcher or
+        None), or (None, None) when args is None (no nvshare)."""
         if args is None:
             yield None, None
             return
         n = self.next_id()
         sock = os.path.join(self.wd, f"nvshared-{n}.sock")
         log_path = os.path.join(self.wd, f"nvshared-{n}.log")
-        cmd = [self.a.nvshared, "--socket", sock, "--no-bus", "--config", self.conf,
+        cmd = [binary or self.a.nvshared, "--socket", sock, "--no-bus", "--config", self.conf,
                "--state-dir", os.path.join(self.wd, f"state-{n}")] + args + self.a.nvshared_arg
         if self.a.verbose:
             print(f"    nvshared: {shlex.join(cmd)}", flush=True)
@@ -372,7 +373,8 @@ class OversubBench(Bench):
                 self.daemons.remove(d)
 
     def configs(self):
-        return [c for c in ALL_CONFIGS if (c != "before" or self.a.lib_before)
+        return [c for c in ALL_CONFIGS
+                if (c != "before" or self.a.lib_before or self.a.nvshared_before)
                 and (not self.a.configs or c in self.a.configs.split(","))]
 
     def config_args(self, cfg, extra=()):
@@ -393,7 +395,8 @@ class OversubBench(Bench):
         `sequential`. Wall time from the first start to the last end (of the
         jobs that completed), each job's result, the daemon's swap figures."""
         row = {}
-        with self.daemon(self.config_args(cfg, extra_args)) as (sock, w):
+        binary = self.a.nvshared_before if cfg == "before" else None
+        with self.daemon(self.config_args(cfg, extra_args), binary) as (sock, w):
             env = self.config_env(cfg)
             t0 = time.monotonic()
             procs, outs = [], []
@@ -792,6 +795,8 @@ def add_run_args(ap, out, build=None):
     ap.add_argument("--lib-before", metavar="LIB",
                     help="one more configuration, `before`: nvshare with this libnvshare.so "
                          "(another build, to compare in the same run), as often as nvshare")
+    ap.add_argument("--nvshared-before", metavar="NVSHARED",
+                    help="`before` runs this nvshared (with --lib-before, or --lib without it)")
     ap.add_argument("--out", default=out)
     ap.add_argument("--card-gib", type=float, help="the card's memory (default: measured)")
     ap.add_argument("--swap-gbs", type=float,
@@ -822,7 +827,8 @@ def check_run_args(ap, a, more=()):
     bad = [c for c in (a.configs or "").split(",") if c and c not in ALL_CONFIGS]
     if bad:
         ap.error(f"unknown configuration(s) {bad}; known: {', '.join(ALL_CONFIGS)}")
-    for k in ("nvshared", "lib", "lib_before", "torch_job", "nvsharectl") + tuple(more):
+    for k in ("nvshared", "lib", "lib_before", "nvshared_before", "torch_job",
+              "nvsharectl") + tuple(more):
         v = getattr(a, k)
         if v is None:
             continue

@@ -27,15 +27,15 @@ size x style at a burst of 0.5 s and a pause of 1 s (76 cells); --full-cross
 every size x style x burst x pause (256). Steps a job: --step-seconds (12) /
 (burst + pause), at least 8 and at most 200 (--quick: 2 to 4).
 
-Each cell runs plain (only where it fits), sequential, serialized and
-nvshare (and before, with --lib-before), as oversub_bench.py does, and the
-bounds from sequential's figures of each job (simulate_bound; a switch moves
-the excess, at most the smallest process, each way; a job of more than 24
-steps, 8 beside two others, has its steps joined in groups, the GPU held
-through the pauses inside a group: approximate). A row a cell:
-nvshare / min(sequential, serialized) and nvshare / overlapped bound. The
-target (issue 44): every cell within 1.03 x the better of sequential and
-serialization, the median cell within 1.2 x the overlapped bound.
+Each cell runs plain (only where it fits), sequential, serialized and nvshare
+(and before, with --lib-before or --nvshared-before), as oversub_bench.py
+does, and the bounds from sequential's figures of each job (simulate_bound; a
+switch moves the excess, at most the smallest process, each way; a job of more
+than 24 steps, 8 beside two others, has its steps joined in groups, the GPU
+held through the pauses inside a group: approximate). A row a cell: nvshare /
+min(sequential, serialized) and nvshare / overlapped bound. The target (issue
+44): every cell within 1.03 x the better of sequential and serialization, the
+median cell within 1.2 x the overlapped bound.
 
 Safety: a cell whose processes together exceed the card + half the host's
 RAM, or --max-oversub (1.3) x the card, is refused (and so is one whose
@@ -364,12 +364,14 @@ def dry_run(a, b, cells, card, host):
             d = b.config_args(cfg, plan["capacity_args"])
             env = b.config_env(cfg)
             if d is not None:
-                env = dict(env, LD_PRELOAD=a.lib_before if cfg == "before" else a.lib,
+                env = dict(env, LD_PRELOAD=a.lib_before if cfg == "before" and a.lib_before
+                           else a.lib,
                            NVSHARE_SOCKET="SOCK")
             how = "one after the other" if cfg == "sequential" else "at once"
+            daemon = a.nvshared_before if cfg == "before" and a.nvshared_before else a.nvshared
             print(f"  {cfg}: jobs {how}" + (f", env {' '.join(f'{k}={v}' for k, v in env.items())}"
                                             if env else "")
-                  + ("" if d is None else f"; {shlex.join([a.nvshared, '--socket', 'SOCK'] + d)}"))
+                  + ("" if d is None else f"; {shlex.join([daemon, '--socket', 'SOCK'] + d)}"))
     print(f"\n{len(cells)} cells, estimated {total / 60:.0f} GPU minutes in all "
           f"(plus ~1 min for torch_job.py --info)")
 
