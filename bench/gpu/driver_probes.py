@@ -9,6 +9,13 @@
       the socket's close (and whether the kernel had marked the process as
       exiting then: PF_EXITING in /proc/PID/stat), the process's end (a
       pidfd) and when nvidia-smi shows the memory free
+  driver_probes.py unpin   what a process's pinned host memory costs at its
+      exit: a child with 40 GiB of device memory and 0 or 24 GiB of host
+      memory made as the swap engine makes it (huge pages in 512 MiB
+      regions, touched by 8 threads, cuMemHostRegister) exits; or first
+      unregisters and unmaps that memory itself (timed), then exits. We time
+      its socket's close, its end (a pidfd) and when nvidia-smi shows its
+      device memory free
   driver_probes.py reuse   cuMemCreate of device memory another process
       has just released (64 MiB chunks, 14 GiB of 70), at once and later
   driver_probes.py pin     cuMemCreate of host memory (pinning, 8 GiB):
@@ -171,6 +178,91 @@ def probe_exit(args):
     if args.lib:
         env = dict(env, LD_PRELOAD=os.path.abspath(args.lib), NVSHARE_SOCKET="/nonexistent/s")
         exit_case("libnvshare.so, no nvshared: 40 GiB + 14 GiB pinned", 40, 14, env)
+
+
+# ---- unpin ------------------------------------------------------------------
+
+UNPIN_CHILD = r"""
+import ctypes, os, socket, sys, threading, time
+path, dev_gib, host_gib, mode = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+s = socket.socket(socket.AF_UNIX); s.connect(path)
+fd = s.detach()  # a bare descriptor, as libnvshare's: only the exit closes it
+cu = ctypes.CDLL("libcuda.so.1")
+dev, ctx = ctypes.c_int(), ctypes.c_void_p()
+assert cu.cuInit(0) == 0 and cu.cuDeviceGet(ctypes.byref(dev), 0) == 0
+assert cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev) == 0 and cu.cuCtxSetCurrent(ctx) == 0
+d = ctypes.c_uint64()
+assert cu.cuMemAlloc_v2(ctypes.byref(d), ctypes.c_size_t(dev_gib << 30)) == 0
+assert cu.cuMemsetD8_v2(d, 1, ctypes.c_size_t(dev_gib << 30)) == 0 and cu.cuCtxSynchronize() == 0
+libc = ctypes.CDLL(None)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+REGION = 512 << 20
+regions = []
+t0 = time.monotonic()
+for _ in range(host_gib * 2):
+    p = libc.mmap(None, REGION, 3, 0x22, -1, 0)
+    libc.madvise(ctypes.c_void_p(p), ctypes.c_size_t(REGION), 14)  # MADV_HUGEPAGE
+    libc.madvise(ctypes.c_void_p(p), ctypes.c_size_t(REGION), 10)  # MADV_DONTFORK
+    part = REGION // 8
+    ts = [threading.Thread(target=libc.memset, args=(ctypes.c_void_p(p + k * part), 0, ctypes.c_size_t(part)))
+          for k in range(8)]
+    [t.start() for t in ts]
+    [t.join() for t in ts]
+    assert cu.cuMemHostRegister_v2(ctypes.c_void_p(p), ctypes.c_size_t(REGION), 1) == 0
+    regions.append(p)
+made = time.monotonic() - t0
+unreg = unmap = 0.0
+if mode == "unregister":
+    t0 = time.monotonic()
+    for p in regions:
+        assert cu.cuMemHostUnregister(ctypes.c_void_p(p)) == 0
+    t1 = time.monotonic()
+    for p in regions:
+        libc.munmap(ctypes.c_void_p(p), ctypes.c_size_t(REGION))
+    unreg, unmap = t1 - t0, time.monotonic() - t1
+os.write(fd, f"{made:.3f} {unreg:.3f} {unmap:.3f}\n".encode())
+sys.exit(0)
+"""
+
+
+def unpin_case(dev_gib, host_gib, mode):
+    path = os.path.join(tempfile.mkdtemp(), "s")
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(path)
+    listener.listen(1)
+    base = used_mib()
+    child = subprocess.Popen([sys.executable, "-c", UNPIN_CHILD, path, str(dev_gib), str(host_gib), mode])
+    conn, _ = listener.accept()
+    text = b""
+    while not text.endswith(b"\n"):
+        part = conn.recv(64)
+        assert part, "the child ended before it was ready"
+        text += part
+    t0 = time.monotonic()
+    made, unreg, unmap = (float(x) for x in text.split())
+    pidfd = os.pidfd_open(child.pid)
+    closed = ended = freed = None
+    held = dev_gib << 10
+    while None in (closed, ended, freed) and time.monotonic() - t0 < 60:
+        ready, _, _ = select.select([conn, pidfd], [], [], 0.005)
+        now = time.monotonic() - t0
+        if conn in ready and closed is None and conn.recv(1) == b"":
+            closed = now
+        if pidfd in ready and ended is None:
+            ended = now
+        if freed is None and used_mib() - base < held // 10:
+            freed = time.monotonic() - t0
+    child.wait()
+    rate = f"{host_gib / made:.1f} GiB/s" if host_gib else "-"
+    print(f"{dev_gib} GiB device, {host_gib} GiB host ({mode}): host memory made at {rate}; "
+          f"unregistered in {unreg:.3f} s, unmapped in {unmap:.3f} s; then socket closed at "
+          f"{closed:.3f} s, process ended at {ended:.3f} s, memory free by {freed:.3f} s", flush=True)
+
+
+def probe_unpin(_args):
+    for host_gib, mode in ((0, "exit"), (24, "exit"), (24, "unregister"), (24, "exit"), (24, "unregister")):
+        unpin_case(40, host_gib, mode)
 
 
 # ---- reuse ------------------------------------------------------------------
@@ -649,11 +741,11 @@ def probe_inplace(_args):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("probe", choices=["exit", "reuse", "pin", "pinways", "register", "access", "inplace"])
+    ap.add_argument("probe", choices=["exit", "unpin", "reuse", "pin", "pinways", "register", "access", "inplace"])
     ap.add_argument("--lib", help="exit: also a child with this libnvshare.so (no nvshared)")
     args = ap.parse_args()
     mp.set_start_method("spawn")
-    {"exit": probe_exit, "reuse": probe_reuse, "pin": probe_pin,
+    {"exit": probe_exit, "unpin": probe_unpin, "reuse": probe_reuse, "pin": probe_pin,
      "pinways": probe_pinways, "register": probe_register,
      "access": probe_access, "inplace": probe_inplace}[args.probe](args)
 
