@@ -804,8 +804,7 @@ bool Scheduler::contended(const ClientRecord& c) const
 bool Scheduler::contended_on(const ClientRecord& c, GpuSet gpus) const
 {
     bool any = false;
-    for_each_gpu(gpus & turns_.serialized(),
-                 [&](GpuIndex g) { any |= !queues_[g].line.empty(); });
+    for_each_gpu(gpus & turns_.serialized(), [&](GpuIndex g) { any |= !queues_[g].line.empty(); });
     for_each_gpu(gpus & turns_.with({Turns::Soft}), [&](GpuIndex g) {
         queues_[g].line.for_each_bucket(
             [&](uint32_t principal, int) { any |= principal == c.info.principal; });
