@@ -225,6 +225,7 @@ class SweepBench(OversubBench):
 
     def run_config(self, cfg, jobs, extra_args=()):
         row = super().run_config(cfg, jobs, extra_args)
+        print(f"  {phases_line(cfg, row.get('jobs') or [])}", flush=True)
         if cfg in SWITCH_CONFIGS and getattr(self.a, "switches", False):
             row["switches"] = switch_figures([j.get("err_path") for j in row["jobs"]],
                                              self.rates)
@@ -299,6 +300,24 @@ def switches_line(name, sw):
             f"{fmt(rr.get('median_read_ms'), '.1f')} ms, swap-out "
             f"{fmt(rr.get('median_out_ms'), '.1f')} ms, of it making host memory "
             f"{fmt(rr.get('median_making_ms'), '.1f')} ms")
+
+
+def phases_line(name, jobs):
+    """Where each job's time went, in seconds (torch_job.py's figures): its
+    start (up to its first allocation), its fill (with the waits for the GPU
+    of a job that waits its turn), its steps (and the longest), its check of
+    the data, and its exit (from its last output to its end)."""
+    parts = []
+    for j in jobs:
+        steps = j.get("steps") or []
+        if not steps or j.get("total_s") is None:
+            parts.append(f"pid {j.get('pid')}: no figures")
+            continue
+        exit_s = j["wall_s"] - j["total_s"] if j.get("wall_s") is not None else None
+        parts.append(f"{fmt(j.get('startup_s'), '.2f')} / {fmt(j.get('fill_s'), '.2f')} / "
+                     f"{sum(steps):.2f} (longest {max(steps):.2f}) / "
+                     f"{fmt(j.get('verify_s'), '.2f')} / {fmt(exit_s, '.2f')}")
+    return f"{name}: each job's start / fill / steps / check / exit, s: " + "; ".join(parts)
 
 
 def judge_row(name, c, row):

@@ -201,6 +201,16 @@ class Switches(unittest.TestCase):
         self.assertIn("0 room rounds", sb.switches_line("cell", sw))
 
 
+class Phases(unittest.TestCase):
+    def test_each_job_s_time_by_phase_and_a_job_without_figures(self):
+        job = {"pid": 7, "startup_s": 4.5, "fill_s": 31.84, "steps": [0.5, 2.25, 0.5],
+               "verify_s": 0.31, "total_s": 40.0, "wall_s": 41.86}
+        line = sb.phases_line("nvshare", [job, {"pid": 8, "error": "killed"}])
+        self.assertEqual(line, "nvshare: each job's start / fill / steps / check / exit, s: "
+                               "4.50 / 31.84 / 3.25 (longest 2.25) / 0.31 / 1.86; "
+                               "pid 8: no figures")
+
+
 class DryRun(unittest.TestCase):
     def test_prints_each_cell_and_its_commands_without_a_gpu(self):
         argv = ["sweep_bench.py", "--dry-run", "--card-gib", "140.4", "--host-gib", "125",
