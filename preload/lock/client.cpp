@@ -135,6 +135,7 @@ void ClientLoop::apply_settings(const proto::Settings& s)
 {
     for (uint32_t i = 0; i < s.gpu_count && i < s_.gpu_count; ++i)
         devices::at(i).capacity.store(s.capacities[i], std::memory_order_release);
+    s_.quantum_ns = s.time_quantum_us * 1000;
     log_debug("settings: mode %s, time quantum %llu us", proto::mode_name(s.mode),
               static_cast<unsigned long long>(s.time_quantum_us));
 }
@@ -247,6 +248,8 @@ void ClientLoop::on_grant(const proto::GrantPayload& g, uint64_t now)
     s_.switching.granted();
     s_.next_idle_check = now + config().idle_release_ms * 1000000ull;
     s_.quiet_since = now;
+    s_.granted_at = now;
+    s_.likely_told = false;
     s_.hold_told = false;
     mailbox::clear_want();
     wait_.granted(g.gpus, now);
@@ -670,6 +673,32 @@ swap::Facts ClientLoop::facts(uint64_t now) const
     return f;  // host_low only where prestaging asks for it
 }
 
+// Holding contended: whether our next swap-out is likely soon, as the switch
+// policy reads it (Facts::switch_likely). A pause outlasted our share of a
+// switch with the host memory made: the current one (idle since quiet_since)
+// or one remembered. The quantum is the settings' own (nvshared may stretch
+// it; a waiter of a higher class cuts it short, and the swap-out then makes
+// what was not made ahead).
+const char* ClientLoop::switch_likely(swap::Facts& f) const
+{
+    uint64_t pinning = 0;
+    const uint64_t share =
+        residency::switch_share_ns(s_.lock.oversubscribed(), s_.lock.keep_bytes(), &pinning);
+    const uint64_t made = share - pinning;  // our share with the memory made
+    const bool paused_long =
+        gaps_.long_seen(made) || (!gate_active() && f.now - s_.quiet_since >= made);
+    f.switch_likely_at = UINT64_MAX;
+    if (s_.quantum_ns != 0) {
+        const uint64_t lead =
+            tuning::kQuantumLeadMakes * residency::switch_making_ns(s_.lock.keep_bytes()) +
+            tuning::kQuantumLeadNs;
+        const uint64_t end = s_.granted_at + s_.quantum_ns;
+        f.switch_likely_at = end > lead ? end - lead : 0;
+    }
+    f.switch_likely = paused_long || f.now >= f.switch_likely_at;
+    return paused_long ? "a pause of ours outlasted it" : "our time quantum ends soon";
+}
+
 // One step of host memory made ahead, as the switch policy says.
 void ClientLoop::prestage(uint64_t now)
 {
@@ -677,12 +706,19 @@ void ClientLoop::prestage(uint64_t now)
     if (!s_.switching.prestage_pending(f))
         return;
     f.host_low = host_memory::host_low();
+    const char* why = nullptr;
+    if (f.hold == swap::Hold::Running && f.contended && f.oversubscribed)
+        why = switch_likely(f);
     const swap::PrestageStep step = s_.switching.prestage(f);
     const uint64_t all = all_gpus();
     switch (step.kind) {
         case swap::Prestage::None:
             return;
         case swap::Prestage::ForSwitch:
+            if (!s_.likely_told && why != nullptr) {
+                s_.likely_told = true;
+                log_debug("a switch is likely (%s): making its host memory ahead", why);
+            }
             s_.switching.prestaged(residency::prestage_for_switch(all, s_.lock.keep_bytes()));
             return;
         case swap::Prestage::ToKeep:

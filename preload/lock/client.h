@@ -25,6 +25,9 @@ struct Session {
     uint64_t connected_at = 0;
     uint64_t next_idle_check = 0;
     uint64_t quiet_since = 0;  // when ACTIVE was last cleared: no work submitted since
+    uint64_t granted_at = 0;   // our latest grant
+    uint64_t quantum_ns = 0;   // the time quantum nvshared's settings name
+    bool likely_told = false;  // the debug log said a switch is likely, this hold
     bool hold_told = false;    // the debug log said this pause's idle hold
     uint64_t last_graph_check = 0;
     uint32_t revoke_cause = 0;  // from the RevokeCause before a Revoked
@@ -69,6 +72,9 @@ private:
     // What the switch policy is asked with, at `now`.
     swap::Facts facts(uint64_t now) const;
     void prestage(uint64_t now);
+    // Fills in f.switch_likely and f.switch_likely_at; returns why it is
+    // likely, for the debug log.
+    const char* switch_likely(swap::Facts& f) const;
     void promote(uint64_t now);
     bool on_error(const uint8_t* p, uint32_t length);
 

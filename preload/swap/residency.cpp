@@ -661,17 +661,39 @@ Rates measured_rates(uint32_t gpu)
             host_memory::pin_rate_samples() >= 2 ? host_memory::pin_rate(0) : 0};
 }
 
-uint64_t switch_share_ns(bool oversubscribed, uint64_t keep_bytes)
+namespace {
+
+// The host's pinning rate, as this process or (on any of its GPUs) earlier
+// ones measured it.
+double host_pin_rate()
 {
+    double known_pin = 0;
+    for (uint32_t i = 0; i < devices::count() && known_pin == 0; ++i)
+        known_pin = g_gpus[i].known.host_pin;
+    return host_memory::pin_rate(or_assumed(known_pin, tuning::kAssumedPinRate));
+}
+
+}  // namespace
+
+uint64_t switch_making_ns(uint64_t keep_bytes)
+{
+    uint64_t most = 0;
+    for (uint32_t i = 0; i < devices::count(); ++i) {
+        const uint64_t b = swappable::unstaged_bytes(i, keep_beside_as_big(i, keep_bytes));
+        most = b > most ? b : most;
+    }
+    return static_cast<uint64_t>(static_cast<double>(most) / host_pin_rate() * 1e9);
+}
+
+uint64_t switch_share_ns(bool oversubscribed, uint64_t keep_bytes, uint64_t* pinning_ns)
+{
+    if (pinning_ns != nullptr)
+        *pinning_ns = 0;
     if (!wanted(config().evict, oversubscribed))
         return 0;  // nothing moves when we let go
     swap::GpuShare gpus[devices::kMaxGpus];
     const uint32_t count = devices::count();
-    // The host's, as this process or (on any of its GPUs) earlier ones measured it.
-    double known_pin = 0;
-    for (uint32_t i = 0; i < count && known_pin == 0; ++i)
-        known_pin = g_gpus[i].known.host_pin;
-    const double pin_rate = host_memory::pin_rate(or_assumed(known_pin, tuning::kAssumedPinRate));
+    const double pin_rate = host_pin_rate();
     for (uint32_t i = 0; i < count; ++i) {
         const GpuState& g = g_gpus[i];
         const swap_plan::Kept kept = kept_on(i, keep_bytes);
@@ -691,7 +713,7 @@ uint64_t switch_share_ns(bool oversubscribed, uint64_t keep_bytes)
             g.engine_in_rate.get(or_assumed(g.known.engine_in, tuning::kAssumedSwapEngineRate));
         s.pin_rate = pin_rate;
     }
-    return swap::switch_share_ns(gpus, count);
+    return swap::switch_share_ns(gpus, count, pinning_ns);
 }
 
 void reset_after_fork()

@@ -108,7 +108,13 @@ Stats& stats(uint32_t gpu);
 // the rates this process's latest moves reached; until it measured one, the
 // rate earlier processes measured on the GPU (set_known_rates), and where
 // none did, the assumed rate (tuning.h). 0 where nothing would be evicted.
-uint64_t switch_share_ns(bool oversubscribed, uint64_t keep_bytes);
+// *pinning_ns, if given: the part of it that makes host memory not made
+// ahead yet.
+uint64_t switch_share_ns(bool oversubscribed, uint64_t keep_bytes, uint64_t* pinning_ns = nullptr);
+
+// How long making the host memory that prestage_for_switch(keep_bytes) still
+// lacks would take, at the host's pinning rate (as switch_share_ns counts it).
+uint64_t switch_making_ns(uint64_t keep_bytes);
 
 // Bytes a second at which memory moves on a GPU (0: not known): the swap
 // engine's copies out and in, the driver's migration out and in, and the

@@ -15,6 +15,7 @@ constexpr uint64_t kRoomRetryNs = 20 * tuning::kMs;
 void SwitchPolicy::granted()
 {
     prestaging_ = true;
+    next_likely_look_ = 0;
     room_wanted_ = false;  // the grant's swap-in gives the memory
     shrink_keep_ = UINT64_MAX;
     waits_oversubscribed_ = false;
@@ -37,6 +38,7 @@ void SwitchPolicy::waits_oversubscribed()
 void SwitchPolicy::contended()
 {
     prestaging_ = true;  // what may stay has changed
+    next_likely_look_ = 0;
 }
 
 void SwitchPolicy::memory_changed(uint64_t now)
@@ -84,13 +86,21 @@ bool SwitchPolicy::holds_contended(const Facts& f) const
 
 uint64_t SwitchPolicy::prestage_at() const
 {
-    return memory_changed_at_ + tuning::kSettleBeforePrestageNs;
+    const uint64_t settled = memory_changed_at_ + tuning::kSettleBeforePrestageNs;
+    return settled > next_likely_look_ ? settled : next_likely_look_;
 }
 
 // While we hold an oversubscribed GPU that others wait for, the host memory
 // our next swap-outs copy into (for a next holder as big as we are: a
 // starting one asks for room as it grows) is made ahead, a step at a time,
-// while the program's work runs: pinning it costs about ten times the copy.
+// while the program's work runs: pinning it costs about ten times the copy;
+// but only once such a swap-out is likely: a pause of ours has outlasted our
+// share of a switch with that memory made (we would let go in such a pause),
+// or our quantum's end is near. Made for a switch that never comes, it stays
+// pinned, and the process's exit unpins it before the driver gives its
+// device memory back (bench/README.md, driver_probes.py unpin), which the
+// next holder waits for: a holder whose pauses are shorter than a switch
+// and whose work ends within its quantum made tens of GiB for nothing.
 // Likewise, while we wait for an oversubscribed GPU, for kShrinkAhead of
 // what we left there (beyond what nvshared asked for, if it did): a holder
 // that grows asks us for room, and its work runs over the bus until we give
@@ -113,7 +123,11 @@ PrestageStep SwitchPolicy::prestage(const Facts& f)
     if (f.host_low) {
         prestaging_ = false;  // the swap-outs that give room come first
     } else if (holds_contended(f)) {
-        return {Prestage::ForSwitch, 0};
+        if (f.switch_likely)
+            return {Prestage::ForSwitch, 0};
+        // Not yet: looked at again a while later, or when it comes.
+        const uint64_t look = f.now + tuning::kSwitchLikelyLookNs;
+        next_likely_look_ = look < f.switch_likely_at ? look : f.switch_likely_at;
     } else if (f.hold == Hold::None && shrink_keep_ != UINT64_MAX) {
         return {Prestage::ToKeep,
                 shrink_keep_ > tuning::kShrinkAhead ? shrink_keep_ - tuning::kShrinkAhead : 0};

@@ -28,12 +28,20 @@ struct Facts {
     bool host_low = false;        // the host runs low on memory
     uint64_t stranded = 0;        // bytes of ours in host memory while we hold
     bool captures = false;        // a stream capture runs
+    // Holding contended: whether a swap-out of ours is to be expected soon
+    // (a pause of ours outlasted our share of a switch with its host memory
+    // made, or our quantum ends within twice the time making it takes and
+    // tuning::kQuantumLeadNs), and when it will be without an event (the
+    // quantum's; UINT64_MAX: never). Like host_low, read by prestage() only,
+    // after prestage_pending(): it costs a look at every chunk.
+    bool switch_likely = true;
+    uint64_t switch_likely_at = UINT64_MAX;
 };
 
 // Which host memory to make ahead, one step at a time.
 enum class Prestage {
     None,
-    ForSwitch,  // while holding contended: for our next swap-out
+    ForSwitch,  // while holding contended, a switch likely: for our next swap-out
     ToKeep,     // after a Shrink: down to `bytes` left on the GPU
     Ahead,      // while waiting on an oversubscribed GPU: the last `bytes`
 };
@@ -104,6 +112,8 @@ private:
     // Host memory may still be made ahead: set by events that change what
     // a swap-out will move, cleared when the engine says no step remains.
     bool prestaging_ = false;
+    // Holding contended with no switch likely yet: when to look again.
+    uint64_t next_likely_look_ = 0;
     // The latest Shrink's keep while we do not hold the GPU (UINT64_MAX: none).
     uint64_t shrink_keep_ = UINT64_MAX;
     bool waits_oversubscribed_ = false;  // since our latest grant

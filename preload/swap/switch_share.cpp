@@ -2,7 +2,7 @@
 
 namespace nvshare::preload::swap {
 
-uint64_t switch_share_ns(const GpuShare* gpus, uint32_t count)
+uint64_t switch_share_ns(const GpuShare* gpus, uint32_t count, uint64_t* pinning_ns)
 {
     double most = 0, pinning = 0;
     for (uint32_t i = 0; i < count; ++i) {
@@ -23,6 +23,8 @@ uint64_t switch_share_ns(const GpuShare* gpus, uint32_t count)
         const double ours = moved / g.evict_rate + moved / g.swap_in_rate + engine_s;
         most = ours > most ? ours : most;
     }
+    if (pinning_ns != nullptr)
+        *pinning_ns = static_cast<uint64_t>(pinning * 1e9);
     return static_cast<uint64_t>((most + pinning) * 1e9);
 }
 

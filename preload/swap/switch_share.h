@@ -33,7 +33,8 @@ struct GpuShare {
 };
 
 // Our share of a switch: the most any GPU's moves take, plus the longest
-// pinning of host memory not made ahead. Rates must be > 0.
-uint64_t switch_share_ns(const GpuShare* gpus, uint32_t count);
+// pinning of host memory not made ahead (also in *pinning_ns, if given).
+// Rates must be > 0.
+uint64_t switch_share_ns(const GpuShare* gpus, uint32_t count, uint64_t* pinning_ns = nullptr);
 
 }  // namespace nvshare::preload::swap

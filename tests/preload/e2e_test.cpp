@@ -2463,7 +2463,8 @@ void start_a_waiter_that_makes_host_memory_ahead(
         {{"NVSHARE_DEBUG", "1"}, {"NVSHARE_IDLE_RELEASE_MS", "0"}},  // holds through its pause
         false};
     holder.args.insert(holder.args.end(), holder_args.begin(), holder_args.end());
-    holder.env.insert(holder_env.begin(), holder_env.end());
+    for (const auto& [name, value] : holder_env)
+        holder.env[name] = value;
     p.holder = start_client(dir, daemon.socket(), holder, "holder");
     ASSERT_TRUE(wait_until([&] {
         return p.holder.err().find("lock granted") != std::string::npos;
@@ -2658,6 +2659,47 @@ TEST(SwapEngine, AHostLowOnMemoryGetsBackWhatDataOnTheGpuDoesNotNeed)
     EXPECT_NE(p.waiter.err().find("nvshared asks for room"), std::string::npos) << p.waiter.err();
 }
 
+// A holder contended on an oversubscribed GPU makes the host memory of its
+// next switch only once one is likely. The holder of AWaiterOnAnOversub-
+// scribedGpuMakesHostMemoryAhead never lets go in a pause (its idle period
+// is 0): with nvshared's quantum of 30 s no switch is likely for 28 s, and
+// it makes none (made for nothing, it would only slow its exit: the driver
+// unpins it before it gives the device memory back to the next holder);
+// with a quantum of 4 s, it begins to make it before the quantum's end (how
+// soon before follows the measured pinning rate: twice the time making it
+// takes and 1 s).
+TEST(SwapEngine, AHolderMakesHostMemoryForItsSwitchOnlyOnceOneIsLikely)
+{
+    for (const char* quantum : {"30s", "4s"}) {
+        SCOPED_TRACE(quantum);
+        TempDir dir;
+        Daemon daemon(dir,
+                      {"--anti-thrashing", "auto", "--capacity", "1G", "--time-quantum", quantum});
+        WaiterAndHolder p;
+        ASSERT_NO_FATAL_FAILURE(
+            start_a_waiter_that_makes_host_memory_ahead(dir, daemon, {}, {}, p));
+        constexpr const char* kLikely = "a switch is likely (our time quantum ends soon)";
+        if (std::string(quantum) == "30s") {
+            std::this_thread::sleep_for(seconds(2));
+            EXPECT_EQ(p.holder.err().find(kLikely), std::string::npos) << p.holder.err();
+            EXPECT_EQ(p.holder.err().find(kMadeAhead), std::string::npos) << p.holder.err();
+            EXPECT_EQ(count_events(dir / "fake.log", p.holder.pid(), "host-register"), 0)
+                << read_text(dir / "fake.log");
+        } else {
+            ASSERT_TRUE(wait_until([&] {
+                return p.holder.err().find("drop requested") != std::string::npos;
+            })) << p.holder.err();
+            const std::string err = p.holder.err();
+            const size_t likely = err.find(kLikely);
+            EXPECT_NE(likely, std::string::npos) << err;
+            if (kTimingsHold) {
+                EXPECT_LT(likely, err.find("drop requested")) << err;
+            }
+        }
+        expect_both_end_and_the_waiter_keeps_its_data(dir, p);
+    }
+}
+
 // While the host runs low on memory a holder makes no host memory ahead for
 // its next switch: what the host has left goes to the swap-outs that give
 // room (a holder that made its own down to the reserve would leave the
@@ -2698,6 +2740,10 @@ TEST(SwapEngine, AHolderThatWaitsForRoomWhileTheHostRunsLowGivesBackWhatItMadeAh
         {"FAKECUDA_MEMORY", std::to_string(1ull << 30)}};
     std::map<std::string, std::string> holder_env = device;
     holder_env[kMeminfoText] = meminfo_of_64g(48ull * 1024 * 1024);
+    // It makes host memory for its next switch once one is likely: here a
+    // pause that outlasts its share of one, seen from its first idle look
+    // (3 s after its grant); it lets go only after 3 s idle.
+    holder_env["NVSHARE_IDLE_RELEASE_MS"] = "3000";
     WaiterAndHolder p;
     ASSERT_NO_FATAL_FAILURE(start_a_waiter_that_makes_host_memory_ahead(
         dir, daemon, device, {"--late-alloc", "64M", "--late-alloc-after", grow}, p, holder_env));

@@ -35,6 +35,49 @@ Facts contended_holder(uint64_t now)
     return at(now, Hold::Running, true, true);
 }
 
+// A holder makes host memory for its next switch only once one is likely
+// (Facts::switch_likely: a pause outlasted the switch, or the quantum's end
+// is near); until then it looks again every kSwitchLikelyLookNs, or at the
+// time it becomes likely if that comes first, and makes it then.
+TEST(SwitchPolicy, AHolderMakesHostMemoryForASwitchOnlyOnceOneIsLikely)
+{
+    SwitchPolicy p;
+    p.granted();
+    const uint64_t settled = kStart + tuning::kSettleBeforePrestageNs;
+    Facts f = contended_holder(settled);
+    f.switch_likely = false;
+    f.switch_likely_at = settled + 10 * tuning::kSec;
+    ASSERT_TRUE(p.prestage_pending(f));
+    EXPECT_EQ(p.prestage(f).kind, Prestage::None);
+    // Not asked again before the next look, and woken for it.
+    f.now = settled + tuning::kSwitchLikelyLookNs - 1;
+    EXPECT_FALSE(p.prestage_pending(f));
+    EXPECT_EQ(p.next_wake(f), settled + tuning::kSwitchLikelyLookNs);
+    f.now = settled + tuning::kSwitchLikelyLookNs;
+    EXPECT_TRUE(p.prestage_pending(f));
+    EXPECT_EQ(p.prestage(f).kind, Prestage::None);
+    // The quantum's lead comes before the next look: woken at it.
+    f.switch_likely_at = f.now + tuning::kSwitchLikelyLookNs / 2;
+    EXPECT_EQ(p.prestage(f).kind, Prestage::None);  // not pending: a no-op
+    f.now += tuning::kSwitchLikelyLookNs;
+    EXPECT_EQ(p.prestage(f).kind, Prestage::None);
+    EXPECT_EQ(p.next_wake(f), f.switch_likely_at);
+    f.now = f.switch_likely_at;
+    f.switch_likely = true;
+    EXPECT_EQ(p.prestage(f).kind, Prestage::ForSwitch);
+    // A new contention looks at once.
+    p.prestaged(false);
+    Facts g = contended_holder(f.now + kMs);
+    g.switch_likely = false;
+    g.switch_likely_at = UINT64_MAX;
+    p.contended();
+    EXPECT_TRUE(p.prestage_pending(g));
+    EXPECT_EQ(p.prestage(g).kind, Prestage::None);
+    g.now += tuning::kSwitchLikelyLookNs;
+    g.switch_likely = true;
+    EXPECT_EQ(p.prestage(g).kind, Prestage::ForSwitch);
+}
+
 TEST(SwitchPolicy, NothingIsMadeAheadWithoutAnEvent)
 {
     SwitchPolicy p;

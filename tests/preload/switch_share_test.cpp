@@ -82,6 +82,13 @@ TEST(SwitchShare, HostMemoryNotMadeAheadCounts)
     GpuShare g = engine_only(512 * kMiB);
     g.unstaged = 512 * kMiB;
     expect_share(&g, 1, ns(512.0 * kMiB, 20e9) + ns(512.0 * kMiB, 10e9));
+    // The part of it that makes host memory, apart: the share once it is made.
+    uint64_t pinning = 1;
+    switch_share_ns(&g, 1, &pinning);
+    EXPECT_NEAR(static_cast<double>(pinning), static_cast<double>(ns(512.0 * kMiB, 10e9)), 2.0);
+    g.unstaged = 0;
+    switch_share_ns(&g, 1, &pinning);
+    EXPECT_EQ(pinning, 0u);
 }
 
 // The GPUs move at once: the one that takes longest, not their sum.

@@ -501,12 +501,15 @@ ENGINE_STATEMENTS = [
     ("kSettleBeforePrestageNs", r"once it has not changed for (?P<v>\d+) (?P<u>ms)"),
     ("kShrinkAhead", r"for (?P<v>\d+) (?P<u>GiB) beyond that"),
     ("kPrestageChunks", r"that of (?P<v>\d+) chunks at a step"),
+    ("kQuantumLeadMakes", r"ends within (?P<v>twice) the\s+time making it takes"),
+    ("kQuantumLeadNs", r"twice the\s+time making it takes and (?P<v>\d+) (?P<u>s)"),
+    ("kSwitchLikelyLookNs", r"until then it looks again every (?P<v>\d+) (?P<u>ms)"),
     ("kSwapInGateLimitNs", r"waits for data the library evicted, at most (?P<v>\d+) (?P<u>s)"),
     ("kShortHoldFloorNs", r"and at least (?P<v>\d+) (?P<u>ms), also when it has"),
     ("kPauseLookNs", r"it looks at least every (?P<v>\d+) (?P<u>ms)"),
 ]
 ENGINE_UNITS = {None: 1, "ms": 10**6, "s": 10**9, "MiB": 1 << 20, "GiB": 1 << 30, "GB/s": 10**9}
-ENGINE_WORDS = {"quarter": 4, "half": 2}
+ENGINE_WORDS = {"quarter": 4, "half": 2, "twice": 2}
 
 
 def engine_constants(header):
@@ -846,7 +849,8 @@ def ranges_selftest():
     for name, phrase in ENGINE_STATEMENTS:
         m = re.search(phrase.replace(" ", r"\s+"), page)
         v = m.group("v")
-        other = "half" if v == "quarter" else str(float(v) + 1).removesuffix(".0")
+        other = ({"quarter": "half", "twice": "three times"}.get(v)
+                 or str(float(v) + 1).removesuffix(".0"))
         wrong = page[:m.start("v")] + other + page[m.end("v"):]
         if not engine_errors(wrong, tuning):
             print(f"FAIL: the ranges check does not notice libnvshare.8 misstating {name}")
