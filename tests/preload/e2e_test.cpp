@@ -2742,12 +2742,14 @@ TEST(SwapEngine, AHolderThatWaitsForRoomWhileTheHostRunsLowGivesBackWhatItMadeAh
     holder_env[kMeminfoText] = meminfo_of_64g(48ull * 1024 * 1024);
     // It makes host memory for its next switch once one is likely: here a
     // pause that outlasts its share of one, seen from its first idle look
-    // (3 s after its grant); it lets go only after 3 s idle.
-    holder_env["NVSHARE_IDLE_RELEASE_MS"] = "3000";
+    // (15 s after its grant); it lets go only after 15 s idle, long after
+    // the making (up to 8 s under ThreadSanitizer) is done.
+    holder_env["NVSHARE_IDLE_RELEASE_MS"] = "15000";
     WaiterAndHolder p;
     ASSERT_NO_FATAL_FAILURE(start_a_waiter_that_makes_host_memory_ahead(
         dir, daemon, device, {"--late-alloc", "64M", "--late-alloc-after", grow}, p, holder_env));
-    ASSERT_TRUE(wait_until([&] { return p.holder.err().find(kMadeAhead) != std::string::npos; }))
+    ASSERT_TRUE(wait_until([&] { return p.holder.err().find(kMadeAhead) != std::string::npos; },
+                           seconds(45)))
         << p.holder.err();
     write_text(dir / "holder.meminfo", meminfo_of_64g(6ull * 1024 * 1024));  // in place
     touch(grow);
