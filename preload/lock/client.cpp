@@ -685,8 +685,9 @@ const char* ClientLoop::switch_likely(swap::Facts& f) const
     const uint64_t share =
         residency::switch_share_ns(s_.lock.oversubscribed(), s_.lock.keep_bytes(), &pinning);
     const uint64_t made = share - pinning;  // our share with the memory made
-    const bool paused_long =
-        gaps_.long_seen(made) || (!gate_active() && f.now - s_.quiet_since >= made);
+    // quiet_since may be later than this turn's now (a drain that ended in it).
+    const bool paused_long = gaps_.long_seen(made) || (!gate_active() && f.now >= s_.quiet_since &&
+                                                       f.now - s_.quiet_since >= made);
     f.switch_likely_at = UINT64_MAX;
     if (s_.quantum_ns != 0) {
         const uint64_t lead =
