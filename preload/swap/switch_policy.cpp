@@ -126,7 +126,7 @@ PrestageStep SwitchPolicy::prestage(const Facts& f)
         if (f.switch_likely)
             return {Prestage::ForSwitch, 0};
         // Not yet: looked at again a while later, or when it comes.
-        const uint64_t look = f.now + tuning::kSwitchLikelyLookNs;
+        const uint64_t look = f.now + tuning::kPauseLookNs;
         next_likely_look_ = look < f.switch_likely_at ? look : f.switch_likely_at;
     } else if (f.hold == Hold::None && shrink_keep_ != UINT64_MAX) {
         return {Prestage::ToKeep,

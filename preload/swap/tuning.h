@@ -134,11 +134,10 @@ inline constexpr uint64_t kSettleBeforePrestageNs = 250 * kMs;
 // 1 s": a swap-out at the quantum's end finds its host memory made (making
 // it runs beside the program's work at up to about 30 GB/s on the H200
 // host, `pin_rate`; twice that time covers a host where others pin too).
-// "It looks again every 50 ms": as often as an idle holder looks at its
-// pause (kPauseLookNs), so a pause that outlasts the switch is seen.
+// Until then it looks again as often as an idle holder looks at its pause
+// (kPauseLookNs), so a pause that outlasts the switch is seen.
 inline constexpr uint64_t kQuantumLeadMakes = 2;
 inline constexpr uint64_t kQuantumLeadNs = 1 * kSec;
-inline constexpr uint64_t kSwitchLikelyLookNs = 50 * kMs;
 // "for 2 GiB beyond that": host memory made ahead, beyond nvshared's
 // latest Shrink, while the process waits.
 inline constexpr uint64_t kShrinkAhead = 2ull << 30;

@@ -37,7 +37,7 @@ Facts contended_holder(uint64_t now)
 
 // A holder makes host memory for its next switch only once one is likely
 // (Facts::switch_likely: a pause outlasted the switch, or the quantum's end
-// is near); until then it looks again every kSwitchLikelyLookNs, or at the
+// is near); until then it looks again every kPauseLookNs, or at the
 // time it becomes likely if that comes first, and makes it then.
 TEST(SwitchPolicy, AHolderMakesHostMemoryForASwitchOnlyOnceOneIsLikely)
 {
@@ -50,16 +50,16 @@ TEST(SwitchPolicy, AHolderMakesHostMemoryForASwitchOnlyOnceOneIsLikely)
     ASSERT_TRUE(p.prestage_pending(f));
     EXPECT_EQ(p.prestage(f).kind, Prestage::None);
     // Not asked again before the next look, and woken for it.
-    f.now = settled + tuning::kSwitchLikelyLookNs - 1;
+    f.now = settled + tuning::kPauseLookNs - 1;
     EXPECT_FALSE(p.prestage_pending(f));
-    EXPECT_EQ(p.next_wake(f), settled + tuning::kSwitchLikelyLookNs);
-    f.now = settled + tuning::kSwitchLikelyLookNs;
+    EXPECT_EQ(p.next_wake(f), settled + tuning::kPauseLookNs);
+    f.now = settled + tuning::kPauseLookNs;
     EXPECT_TRUE(p.prestage_pending(f));
     EXPECT_EQ(p.prestage(f).kind, Prestage::None);
     // The quantum's lead comes before the next look: woken at it.
-    f.switch_likely_at = f.now + tuning::kSwitchLikelyLookNs / 2;
+    f.switch_likely_at = f.now + tuning::kPauseLookNs / 2;
     EXPECT_EQ(p.prestage(f).kind, Prestage::None);  // not pending: a no-op
-    f.now += tuning::kSwitchLikelyLookNs;
+    f.now += tuning::kPauseLookNs;
     EXPECT_EQ(p.prestage(f).kind, Prestage::None);
     EXPECT_EQ(p.next_wake(f), f.switch_likely_at);
     f.now = f.switch_likely_at;
@@ -73,7 +73,7 @@ TEST(SwitchPolicy, AHolderMakesHostMemoryForASwitchOnlyOnceOneIsLikely)
     p.contended();
     EXPECT_TRUE(p.prestage_pending(g));
     EXPECT_EQ(p.prestage(g).kind, Prestage::None);
-    g.now += tuning::kSwitchLikelyLookNs;
+    g.now += tuning::kPauseLookNs;
     g.switch_likely = true;
     EXPECT_EQ(p.prestage(g).kind, Prestage::ForSwitch);
 }

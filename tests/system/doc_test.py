@@ -503,7 +503,7 @@ ENGINE_STATEMENTS = [
     ("kPrestageChunks", r"that of (?P<v>\d+) chunks at a step"),
     ("kQuantumLeadMakes", r"ends within (?P<v>twice) the\s+time making it takes"),
     ("kQuantumLeadNs", r"twice the\s+time making it takes and (?P<v>\d+) (?P<u>s)"),
-    ("kSwitchLikelyLookNs", r"until then it looks again every (?P<v>\d+) (?P<u>ms)"),
+    ("kPauseLookNs", r"until then it looks again every (?P<v>\d+) (?P<u>ms)"),
     ("kSwapInGateLimitNs", r"waits for data the library evicted, at most (?P<v>\d+) (?P<u>s)"),
     ("kShortHoldFloorNs", r"and at least (?P<v>\d+) (?P<u>ms), also when it has"),
     ("kPauseLookNs", r"it looks at least every (?P<v>\d+) (?P<u>ms)"),
