@@ -46,9 +46,17 @@
       and a CuPy reduction reading 8 GiB at the same address mapped to
       device memory, then to host-located memory (how fast work that slipped
       past the gate would run)
+  driver_probes.py corun   what running saturating processes side by side
+      costs against one at a time, and what NVML's per-process SM
+      utilization (nvmlDeviceGetProcessUtilization) reads for each: PyTorch
+      children passing over 4 GiB in bursts (busy seconds, idle seconds)
+      alone and two at once; per case the passes a second (their sum for
+      two), the mean SM utilization NVML gave each over the steady part and
+      how far apart its samples came
 """
 import argparse
 import ctypes
+import json
 import multiprocessing as mp
 import os
 import select
@@ -739,15 +747,137 @@ def probe_inplace(_args):
     cu.cuMemAddressFree(ctypes.c_uint64(base), ctypes.c_size_t(INPLACE_BYTES))
 
 
+# ---- corun ------------------------------------------------------------------
+
+CORUN_CHILD = r"""
+import json, sys, time
+import torch
+gib, busy, idle, seconds = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
+xs = [torch.ones(1 << 28, device="cuda") for _ in range(gib)]
+torch.cuda.synchronize()
+print("ready", flush=True)
+sys.stdin.readline()
+start = time.time()
+passes = 0
+while time.time() - start < seconds:
+    burst = time.time()
+    while time.time() - burst < busy and time.time() - start < seconds:
+        for x in xs:
+            x.mul_(-1).add_(1)
+        torch.cuda.synchronize()
+        passes += 1
+    if idle > 0:
+        time.sleep(idle)
+end = time.time()
+ok = all(bool((x == 1).all()) or bool((x == 0).all()) for x in xs)
+print(json.dumps({"start": start, "end": end, "passes": passes, "ok": ok}), flush=True)
+"""
+
+
+class NvmlSample(ctypes.Structure):
+    _fields_ = [("pid", ctypes.c_uint), ("timeStamp", ctypes.c_ulonglong), ("smUtil", ctypes.c_uint),
+                ("memUtil", ctypes.c_uint), ("encUtil", ctypes.c_uint), ("decUtil", ctypes.c_uint)]
+
+
+class NvmlUtil:
+    """nvmlDeviceGetProcessUtilization of GPU 0, read every `period` s on a thread."""
+
+    NOT_FOUND = 6
+    INSUFFICIENT_SIZE = 7
+
+    def __init__(self, period=0.1):
+        self.lib = ctypes.CDLL("libnvidia-ml.so.1")
+        assert self.lib.nvmlInit_v2() == 0
+        self.dev = ctypes.c_void_p()
+        assert self.lib.nvmlDeviceGetHandleByIndex_v2(0, ctypes.byref(self.dev)) == 0
+        self.samples = []  # (pid, timestamp us, smUtil)
+        self.errors = {}
+        self.period = period
+        self.stop = False
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def read(self, last):
+        count = ctypes.c_uint(64)
+        buf = (NvmlSample * 64)()
+        r = self.lib.nvmlDeviceGetProcessUtilization(self.dev, buf, ctypes.byref(count),
+                                                     ctypes.c_ulonglong(last))
+        if r != 0:
+            self.errors[r] = self.errors.get(r, 0) + 1
+            return []
+        return [(s.pid, s.timeStamp, s.smUtil) for s in buf[:count.value]]
+
+    def run(self):
+        last = 0
+        while not self.stop:
+            got = self.read(last)
+            self.samples.extend(got)
+            if got:
+                last = max(ts for _, ts, _ in got)
+            time.sleep(self.period)
+
+    def of(self, pid, start, end):
+        """Mean smUtil of `pid`'s samples timestamped in [start, end] (seconds), and the median
+        gap between its samples (ms)."""
+        got = sorted({(ts, sm) for p, ts, sm in self.samples if p == pid and start * 1e6 <= ts <= end * 1e6})
+        if not got:
+            return None, None
+        gaps = sorted(b[0] - a[0] for a, b in zip(got, got[1:]))
+        return (sum(sm for _, sm in got) / len(got),
+                gaps[len(gaps) // 2] / 1000 if gaps else None)
+
+
+def corun_case(nvml, name, jobs, gib=4, seconds=8.0):
+    children = [subprocess.Popen([sys.executable, "-c", CORUN_CHILD, str(gib), str(busy), str(idle),
+                                  str(seconds)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+                for busy, idle in jobs]
+    for c in children:
+        assert c.stdout.readline().strip() == "ready", "a child failed to start"
+    for c in children:
+        c.stdin.write("go\n")
+        c.stdin.flush()
+    results = []
+    for c in children:
+        line = c.stdout.readline()
+        c.wait()
+        results.append(json.loads(line))
+    time.sleep(2 * nvml.period)
+    rates, utils = [], []
+    for c, r in zip(children, results):
+        rates.append(r["passes"] / (r["end"] - r["start"]))
+        util, gap = nvml.of(c.pid, r["start"] + 1.0, r["end"] - 0.2)
+        utils.append("-" if util is None else f"{util:.0f}% (samples {gap:.0f} ms apart)"
+                     if gap is not None else f"{util:.0f}%")
+        assert r["ok"], "a child's data was wrong"
+    print(f"{name}: passes/s {' + '.join(f'{x:.1f}' for x in rates)} = {sum(rates):.1f}; "
+          f"NVML SM utilization {', '.join(utils)}", flush=True)
+    return sum(rates)
+
+
+def probe_corun(_args):
+    nvml = NvmlUtil()
+    alone = corun_case(nvml, "one, saturating", [(60.0, 0.0)])
+    two = corun_case(nvml, "two, saturating, at once", [(60.0, 0.0), (60.0, 0.0)])
+    print(f"two at once do {two / alone:.3f} of the passes one alone does", flush=True)
+    corun_case(nvml, "one, 0.5 s busy / 0.25 s idle", [(0.5, 0.25)], seconds=9.0)
+    corun_case(nvml, "one, 0.5 s busy / 1 s idle", [(0.5, 1.0)], seconds=9.0)
+    corun_case(nvml, "one, 0.01 s busy / 0.25 s idle", [(0.01, 0.25)], seconds=9.0)
+    corun_case(nvml, "two, 0.5 s busy / 0.25 s idle, at once", [(0.5, 0.25), (0.5, 0.25)], seconds=9.0)
+    corun_case(nvml, "one saturating, one 0.5 s busy / 1 s idle", [(60.0, 0.0), (0.5, 1.0)], seconds=9.0)
+    nvml.stop = True
+    if nvml.errors:
+        print(f"NVML errors (code: count): {nvml.errors}", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("probe", choices=["exit", "unpin", "reuse", "pin", "pinways", "register", "access", "inplace"])
+    ap.add_argument("probe", choices=["exit", "unpin", "reuse", "pin", "pinways", "register", "access", "inplace", "corun"])
     ap.add_argument("--lib", help="exit: also a child with this libnvshare.so (no nvshared)")
     args = ap.parse_args()
     mp.set_start_method("spawn")
     {"exit": probe_exit, "unpin": probe_unpin, "reuse": probe_reuse, "pin": probe_pin,
      "pinways": probe_pinways, "register": probe_register,
-     "access": probe_access, "inplace": probe_inplace}[args.probe](args)
+     "access": probe_access, "inplace": probe_inplace, "corun": probe_corun}[args.probe](args)
 
 
 if __name__ == "__main__":
