@@ -33,6 +33,17 @@ struct NvmlProcessInfo {
     unsigned int gpu_instance;
     unsigned int compute_instance;
 };
+// nvmlProcessUtilizationSample_t: one sample of one process's utilization
+// (percent) over the driver's sampling period, at a CPU timestamp in us.
+struct NvmlUtilSample {
+    unsigned int pid;
+    unsigned long long timestamp;
+    unsigned int sm;
+    unsigned int memory;
+    unsigned int encoder;
+    unsigned int decoder;
+};
+constexpr NvmlReturn kNvmlNotFound = 6;  // no sample since the timestamp given
 constexpr NvmlReturn kNvmlInsufficientSize = 7;
 constexpr unsigned long long kNvmlNotAvailable = ~0ull;
 
@@ -40,6 +51,8 @@ struct Nvml {
     NvmlReturn (*by_uuid)(const char*, NvmlDevice*) = nullptr;
     NvmlReturn (*memory)(NvmlDevice, NvmlMemoryV2*) = nullptr;
     NvmlReturn (*processes)(NvmlDevice, unsigned int*, NvmlProcessInfo*) = nullptr;
+    NvmlReturn (*utilization)(NvmlDevice, NvmlUtilSample*, unsigned int*,
+                              unsigned long long) = nullptr;
     bool ready = false;
 };
 
@@ -55,6 +68,8 @@ const Nvml& nvml()
         n.memory = reinterpret_cast<decltype(n.memory)>(dlsym(lib, "nvmlDeviceGetMemoryInfo_v2"));
         n.processes = reinterpret_cast<decltype(n.processes)>(
             dlsym(lib, "nvmlDeviceGetComputeRunningProcesses_v3"));
+        n.utilization = reinterpret_cast<decltype(n.utilization)>(
+            dlsym(lib, "nvmlDeviceGetProcessUtilization"));
         n.ready = init != nullptr && n.by_uuid != nullptr && n.memory != nullptr && init() == 0;
         return n;
     }();
@@ -101,6 +116,47 @@ std::optional<std::map<int32_t, uint64_t>> nvml_process_memory(const std::string
             if (infos[i].used != kNvmlNotAvailable)
                 used[static_cast<int32_t>(infos[i].pid)] += infos[i].used;
         return used;
+    }
+    return std::nullopt;
+}
+
+std::optional<ProcessUtilization> nvml_process_utilization(const std::string& uuid,
+                                                           uint64_t since_us)
+{
+    const Nvml& n = nvml();
+    NvmlDevice device = nullptr;
+    if (!n.ready || n.utilization == nullptr || n.by_uuid(uuid.c_str(), &device) != 0)
+        return std::nullopt;
+    unsigned int room = 64;
+    for (int attempt = 0; attempt < 4; ++attempt) {
+        std::unique_ptr<NvmlUtilSample[]> samples(new (std::nothrow) NvmlUtilSample[room]);
+        if (!samples)
+            return std::nullopt;
+        unsigned int count = room;
+        const NvmlReturn r = n.utilization(device, samples.get(), &count, since_us);
+        if (r == kNvmlInsufficientSize) {
+            room = std::max(room * 2, count + 16);
+            continue;
+        }
+        ProcessUtilization out;
+        out.latest_us = since_us;
+        if (r == kNvmlNotFound)
+            return out;
+        if (r != 0 || count > room)
+            return std::nullopt;
+        std::map<int32_t, std::pair<uint64_t, unsigned>> sums;  // pid -> (sum, samples)
+        for (unsigned int i = 0; i < count; ++i) {
+            const NvmlUtilSample& s = samples[i];
+            if (s.timestamp <= since_us)
+                continue;
+            auto& [sum, samples_of] = sums[static_cast<int32_t>(s.pid)];
+            sum += std::min(s.sm, 100u);
+            samples_of++;
+            out.latest_us = std::max<uint64_t>(out.latest_us, s.timestamp);
+        }
+        for (const auto& [pid, sum] : sums)
+            out.sm[pid] = static_cast<unsigned>(sum.first / sum.second);
+        return out;
     }
     return std::nullopt;
 }

@@ -315,6 +315,8 @@ void Scheduler::release(ClientId id, GpuSet gpus, TimePoint now)
         if ((c->held & ~gpus) == 0 && !c->drop_sent && c->contended_since &&
             (*c->contended_since - c->granted_at) * 2 <= hold)
             c->burst = policy::next_burst_estimate(c->burst, hold);
+        if ((c->held & ~gpus) == 0)
+            c->let_go_itself = !c->drop_sent;
         try_heads(end_hold(*c, c->held & gpus, now), now);
     }
     tick(now);
@@ -379,6 +381,52 @@ void Scheduler::confirm_host_memory(ClientId id, std::optional<uint64_t> bytes, 
     c->host_resident = bytes;
     const auto first = c->memory.begin();
     set_memory(*c, first->first, first->second, now);
+}
+
+void Scheduler::read_utilization(GpuIndex gpu, const std::optional<UtilReading>& reading,
+                                 TimePoint now)
+{
+    now_ = std::max(now_, now);
+    if (gpu >= gpus_.size())
+        return;
+    GpuQueue& q = queues_[gpu];
+    const bool was_readable = std::exchange(q.util_readable, reading.has_value());
+    bool changed = was_readable != q.util_readable;
+    const auto& holders = gpus_[gpu].holders;
+    if (!reading || holders.empty() || turns_.of(gpu) != Turns::Groups) {
+        if (changed && turns_.of(gpu) == Turns::Groups)
+            try_heads(gpu_bit(gpu), now);
+        tick(now);
+        return;
+    }
+    // What the holders do counts from when their start and their swap-in (as
+    // long as their latest) are over: neither keeps the SMs busy.
+    TimePoint counts_from = q.holders_since;
+    for (ClientId id : holders) {
+        const ClientRecord& h = clients_.at(id);
+        counts_from = std::max(counts_from, soft_join::settled_time(h));
+        if (const auto in = h.last_swap_in.find(gpu); in != h.last_swap_in.end())
+            counts_from = std::max(counts_from, q.holders_since + in->second);
+    }
+    if (holders.size() == 1) {
+        ClientRecord& h = clients_.at(holders.front());
+        if (const auto busy = soft_join::busy_alone(*reading, h.info.pid, counts_from)) {
+            const auto [it, added] = h.busy_alone.try_emplace(gpu, *busy);
+            changed |= added || it->second != *busy;
+            it->second = *busy;
+        }
+    } else if (const auto leaver = soft_join::busy_group_leaver(*reading, turn(gpu), counts_from)) {
+        ClientRecord& l = clients_.at(*leaver);
+        send_drop(l, now);
+        l.left_busy_group = true;
+        // What those that stay do alone is to be read again: it decides
+        // who else may join them.
+        for (ClientId id : holders)
+            clients_.at(id).busy_alone.erase(gpu);
+    }
+    if (changed)
+        try_heads(gpu_bit(gpu), now);
+    tick(now);
 }
 
 void Scheduler::set_memory(ClientRecord& c, GpuIndex gpu, MemoryUse use, TimePoint now)
@@ -768,6 +816,7 @@ bool Scheduler::joins_group(const ClientRecord& c, GpuIndex gpu, TimePoint now) 
 {
     return turns_.of(gpu) == Turns::Groups && head(gpu, now) == c.id &&
            soft_join::group_open(turn(gpu), room_.short_of_room_until(gpu), now) &&
+           !soft_join::busy_holds_back(c, turn(gpu), gpu, queues_[gpu].util_readable) &&
            room_.fits_beside_holders(c, gpu);
 }
 
@@ -827,9 +876,11 @@ void Scheduler::grant(ClientRecord& c, TimePoint now)
     c.waited_total += now - c.waiting_since;
     c.grants++;
     c.drop_sent = false;
+    c.left_busy_group = false;
     room_.granted(c);
     for_each_gpu(c.held, [&](GpuIndex g) {
         gpus_[g].holders.push_back(c.id);
+        queues_[g].holders_since = now;
         gpus_[g].grants++;
         // The grace of memory that waited for this turn runs from now.
         if (const auto m = c.memory.find(g); m != c.memory.end())
@@ -869,7 +920,10 @@ GpuSet Scheduler::end_hold(ClientRecord& c, GpuSet gpus, TimePoint now)
     gpus &= c.held;
     wait_dirty_ |= gpus;
     room_.let_go(c, gpus);
-    for_each_gpu(gpus, [&](GpuIndex g) { erase_value(gpus_[g].holders, c.id); });
+    for_each_gpu(gpus, [&](GpuIndex g) {
+        erase_value(gpus_[g].holders, c.id);
+        queues_[g].holders_since = now;
+    });
     c.held &= ~gpus;
     if (c.held == 0) {
         c.held_total += now - c.granted_at;
@@ -903,6 +957,7 @@ GpuSet Scheduler::revoke_hold(ClientRecord& c, TimePoint now, RevokeReason reaso
 {
     const GpuSet held = c.held;
     c.revocations++;
+    c.let_go_itself = false;
     Room::revoked(c);
     end_hold(c, held, now);
     push(ActionKind::Revoke, c, held);

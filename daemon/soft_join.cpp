@@ -99,4 +99,52 @@ bool group_open(const Turn& t, TimePoint short_of_room_until, TimePoint now)
     return now >= short_of_room_until;
 }
 
+bool busy_holds_back(const ClientRecord& c, const Turn& t, GpuIndex gpu, bool readable)
+{
+    if (!readable || c.info.priority == Priority::Interactive)
+        return false;
+    if (c.left_busy_group)
+        return !t.holders.empty();
+    if (c.let_go_itself || (c.burst > Duration::zero() && c.burst <= policy::kShortBurst))
+        return false;
+    for (ClientId h : t.holders) {
+        const ClientRecord& holder = t.clients.at(h);
+        const auto known = holder.busy_alone.find(gpu);
+        if (known != holder.busy_alone.end() ? known->second : t.holders.size() == 1)
+            return true;
+    }
+    return false;
+}
+
+std::optional<bool> busy_alone(const UtilReading& reading, int32_t pid, TimePoint alone_since)
+{
+    if (reading.from < alone_since)
+        return std::nullopt;
+    const auto it = reading.sm.find(pid);
+    return it != reading.sm.end() && it->second >= policy::kBusyUtil;
+}
+
+std::optional<ClientId> busy_group_leaver(const UtilReading& reading, const Turn& t,
+                                          TimePoint since)
+{
+    if (reading.from < since || t.holders.size() < 2)
+        return std::nullopt;
+    unsigned total = 0;
+    const ClientRecord* last = nullptr;
+    for (ClientId id : t.holders) {
+        const ClientRecord& h = t.clients.at(id);
+        const auto it = reading.sm.find(h.info.pid);
+        total += it != reading.sm.end() ? it->second : 0;
+        if (last == nullptr || h.granted_at > last->granted_at)
+            last = &h;
+        if (h.drop_sent)
+            return std::nullopt;  // one leaves already
+    }
+    const auto own = reading.sm.find(last->info.pid);
+    if (total < policy::kBusyUtil || last->info.priority == Priority::Interactive ||
+        own == reading.sm.end() || own->second < 100 - policy::kBusyUtil)
+        return std::nullopt;
+    return last->id;
+}
+
 }  // namespace nvshare::daemon::soft_join

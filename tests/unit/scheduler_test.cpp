@@ -771,6 +771,154 @@ TEST_F(SchedulerTest, AGroupHoldersQuantumRunsWhereNobodyLeaves)
     EXPECT_EQ(actions(), V{"D1"});
 }
 
+// Utilization the host read of GPU 0 over the last `window`: pid (= client
+// id here) -> SM percent.
+static UtilReading util_of(TimePoint now, Duration window, std::map<int32_t, unsigned> sm)
+{
+    return {std::move(sm), now - window, now};
+}
+
+// Group turns: a holder that keeps the GPU's SMs busy by itself (read while
+// it held the GPU alone, after its start) is not joined by a newcomer that
+// fits beside it, which would only share the SMs and cost both the switches
+// between them; the newcomer joins once the holder reads below
+// policy::kBusyUtil, and the holder's quantum still runs for it.
+TEST_F(SchedulerTest, AHolderThatKeepsTheGpuBusyIsNotJoinedInGroupTurns)
+{
+    auto_clients(100 * GiB, 3, 40 * GiB);  // 120 GiB: group turns; two fit together
+    s_.set_time_quantum(20s, now_);
+    s_.request(1, gpu_bit(0), now_);
+    EXPECT_EQ(actions(), V{"G1"});
+    advance(1s);  // started (kStartupSettle after its last growth)
+    s_.read_utilization(0, util_of(now_, 500ms, {{1, policy::kBusyUtil}}), now_);
+    EXPECT_TRUE(s_.client(1)->busy_alone.at(0));
+    s_.request(2, gpu_bit(0), now_);
+    advance(1s);
+    EXPECT_EQ(actions(), V{"C1"}) << "2 fits beside 1 but would only share its SMs";
+    s_.read_utilization(0, util_of(now_, 1s, {{1, policy::kBusyUtil - 1}, {3, 100}}), now_);
+    EXPECT_EQ(actions(), V{"G2"}) << "1 leaves the SMs idle now and then: 2 fills them";
+    EXPECT_FALSE(s_.client(1)->busy_alone.at(0));
+    // Two together: no reading says what one of them does alone.
+    s_.read_utilization(0, util_of(now_ + 1s, 1s, {{1, 100}}), now_ + 1s);
+    EXPECT_FALSE(s_.client(1)->busy_alone.at(0));
+}
+
+// Group turns can begin with a group that started together in soft turns.
+// Where its holders keep the GPU busy together and the one granted last
+// takes a good share of it, that one is asked to let go; it then waits for
+// its turn, kept out while the one that stays keeps the GPU busy alone.
+TEST_F(SchedulerTest, AGroupThatKeepsTheGpuBusyTogetherLetsTheLastGrantedGo)
+{
+    auto_clients(100 * GiB, 3, 40 * GiB);
+    s_.set_time_quantum(20s, now_);
+    s_.request(1, gpu_bit(0), now_);
+    advance(1s);
+    s_.read_utilization(0, util_of(now_, 500ms, {{1, 50}}), now_);
+    s_.request(2, gpu_bit(0), now_);
+    EXPECT_EQ(actions(), (V{"G1", "G2"}));
+    advance(1s);
+    s_.read_utilization(0, util_of(now_, 500ms, {{1, 50}, {2, 39}}), now_);
+    EXPECT_EQ(actions(), V{}) << "they leave the GPU idle more than a tenth of the time";
+    s_.read_utilization(0, util_of(now_, 3s, {{1, 45}, {2, 45}}), now_);
+    EXPECT_EQ(actions(), V{}) << "the window began before 2 had started";
+    advance(1s);
+    s_.read_utilization(0, util_of(now_, 500ms, {{1, 88}, {2, 9}}), now_);
+    EXPECT_EQ(actions(), V{}) << "2 takes little of it";
+    s_.read_utilization(0, util_of(now_, 500ms, {{1, 45}, {2, 45}}), now_);
+    EXPECT_EQ(actions(), V{"D2"});
+    EXPECT_TRUE(s_.client(1)->busy_alone.empty()) << "to be read alone again";
+    s_.release(2, gpu_bit(0), now_);
+    s_.request(2, gpu_bit(0), now_);
+    EXPECT_EQ(actions(), V{"C1"});
+    advance(1s);
+    s_.read_utilization(0, util_of(now_, 500ms, {{1, 60}}), now_);
+    advance(5s);
+    EXPECT_EQ(actions(), V{}) << "2 waits for its own turn, not to share 1's SMs again";
+    s_.release(1, gpu_bit(0), now_);  // 1 lets go in a pause
+    EXPECT_EQ(actions(), V{"G2"});
+    EXPECT_FALSE(s_.client(2)->left_busy_group);
+    s_.request(1, gpu_bit(0), now_);
+    EXPECT_EQ(actions(), V{"G1"}) << "1 let go in a pause: it comes back for the rest";
+}
+
+TEST_F(SchedulerTest, ABusyHoldersQuantumStillEndsForTheNewcomerItKeepsOut)
+{
+    auto_clients(100 * GiB, 3, 40 * GiB);  // 3 registered, idle: group turns
+    s_.set_time_quantum(20s, now_);
+    s_.request(1, gpu_bit(0), now_);
+    advance(1s);
+    s_.read_utilization(0, util_of(now_, 500ms, {{1, 100}}), now_);
+    s_.request(2, gpu_bit(0), now_);
+    EXPECT_EQ(actions(), (V{"G1", "C1"}));
+    advance(18s);
+    EXPECT_EQ(actions(), V{});
+    advance(1s);  // 20 s since its grant
+    EXPECT_EQ(actions(), V{"D1"});
+    s_.release(1, gpu_bit(0), now_);
+    EXPECT_EQ(actions(), V{"G2"});
+}
+
+// Until the host has read a lone holder after its start, a newcomer waits
+// for that reading (about a second) where the host can read the GPU; where
+// it cannot, nothing is held back.
+TEST_F(SchedulerTest, ANewcomerWaitsForTheFirstReadingOfALoneHolderWhereTheHostReadsIt)
+{
+    auto_clients(100 * GiB, 3, 40 * GiB);
+    s_.request(1, gpu_bit(0), now_);
+    s_.read_utilization(0, util_of(now_, 1s, {}), now_);  // before 1's grant: says nothing of it
+    EXPECT_TRUE(s_.client(1)->busy_alone.empty());
+    advance(1s);
+    s_.request(2, gpu_bit(0), now_);
+    advance(1s);
+    EXPECT_EQ(actions(), (V{"G1", "C1"}));
+    s_.read_utilization(0, util_of(now_, 1s, {{1, 30}}), now_);
+    EXPECT_EQ(actions(), V{"G2"});
+}
+
+TEST_F(SchedulerTest, WithoutReadingsNobodyIsHeldBackForBusyHolders)
+{
+    auto_clients(100 * GiB, 3, 40 * GiB);
+    s_.request(1, gpu_bit(0), now_);
+    advance(1s);
+    s_.read_utilization(0, util_of(now_, 500ms, {{1, 100}}), now_);
+    s_.read_utilization(0, std::nullopt, now_);  // NVML stopped answering
+    s_.request(2, gpu_bit(0), now_);
+    EXPECT_EQ(actions(), (V{"G1", "G2"}));
+}
+
+// Interactive newcomers join a busy holder all the same, and so does a
+// process whose latest hold ended in a release of its own (it let go in a
+// pause of its work and comes back for the rest).
+TEST_F(SchedulerTest, InteractiveWaitersAndThoseThatLetGoThemselvesJoinABusyHolder)
+{
+    s_.set_mode(Mode::Auto, now_);
+    gpu(0, 100 * GiB);
+    for (ClientId id = 1; id <= 4; ++id) {
+        ClientInfo info{static_cast<int32_t>(id), 1000, "c"};
+        if (id == 3)
+            info.priority = Priority::Interactive;
+        ASSERT_TRUE(s_.connect(id, info, {0}, now_));
+        s_.report_memory(id, 0, {id == 3 ? 10 * GiB : 40 * GiB, 0}, now_);
+    }
+    s_.request(2, gpu_bit(0), now_);
+    advance(1s);
+    s_.release(2, gpu_bit(0), now_);  // its own release
+    EXPECT_TRUE(s_.client(2)->let_go_itself);
+    s_.request(1, gpu_bit(0), now_);
+    advance(1s);
+    s_.read_utilization(0, util_of(now_, 500ms, {{1, 100}}), now_);
+    EXPECT_EQ(actions(), (V{"G2", "G1"}));
+    s_.request(2, gpu_bit(0), now_);
+    EXPECT_EQ(actions(), (V{"G2"}));
+    s_.release(2, gpu_bit(0), now_);
+    s_.request(4, gpu_bit(0), now_);  // a newcomer
+    EXPECT_EQ(actions(), (V{"C1"}));
+    s_.request(3, gpu_bit(0), now_);  // interactive: first in line
+    EXPECT_EQ(actions(), (V{"G3"}));
+    advance(1s);
+    EXPECT_EQ(actions(), (V{"C3"})) << "4 still waits: 1 keeps the GPU busy";
+}
+
 // Memory that grows past what the group fits: the one granted last lets go.
 TEST_F(SchedulerTest, AGroupThatNoLongerFitsAsksTheLatestToLetGo)
 {

@@ -175,3 +175,72 @@ TEST_F(SoftJoinTest, AGroupTakesOneMoreOnceSettledWithRoom)
 }
 
 }  // namespace
+
+TEST_F(SoftJoinTest, AReadingSaysWhetherALoneHolderKeptTheGpuBusyFromWhenItWasAlone)
+{
+    const UtilReading r{{{1, policy::kBusyUtil}, {2, policy::kBusyUtil - 1}}, t0, t0 + 1s};
+    EXPECT_EQ(busy_alone(r, 1, t0), true);
+    EXPECT_EQ(busy_alone(r, 2, t0), false);
+    EXPECT_EQ(busy_alone(r, 3, t0), false) << "no sample: it used none";
+    EXPECT_EQ(busy_alone(r, 1, t0 + 1ms), std::nullopt) << "the window began before it was alone";
+}
+
+TEST_F(SoftJoinTest, BusyHoldersKeepOutNormalWaitersWithLongOrUnknownBursts)
+{
+    hold(1, 1000, t0);
+    ClientRecord& w = wait(2, 1000, t0);
+    EXPECT_TRUE(busy_holds_back(w, turn(), 0, true)) << "a lone holder not read yet";
+    EXPECT_FALSE(busy_holds_back(w, turn(), 0, false)) << "the host cannot read the GPU";
+    clients_[1].busy_alone[0] = false;
+    EXPECT_FALSE(busy_holds_back(w, turn(), 0, true));
+    clients_[1].busy_alone[1] = true;  // another GPU's
+    EXPECT_FALSE(busy_holds_back(w, turn(), 0, true));
+    clients_[1].busy_alone[0] = true;
+    EXPECT_TRUE(busy_holds_back(w, turn(), 0, true));
+    w.burst = 1s;
+    EXPECT_TRUE(busy_holds_back(w, turn(), 0, true));
+    w.burst = policy::kShortBurst;
+    EXPECT_FALSE(busy_holds_back(w, turn(), 0, true)) << "short bursts cost the holder little";
+    w.burst = {};
+    w.let_go_itself = true;
+    EXPECT_FALSE(busy_holds_back(w, turn(), 0, true));
+    w.left_busy_group = true;
+    EXPECT_TRUE(busy_holds_back(w, turn(), 0, true)) << "it left a busy group: joins nobody";
+    clients_[1].busy_alone[0] = false;
+    EXPECT_TRUE(busy_holds_back(w, turn(), 0, true));
+    clients_[1].busy_alone[0] = true;
+    w.left_busy_group = false;
+    w.let_go_itself = false;
+    w.info.priority = Priority::Interactive;
+    EXPECT_FALSE(busy_holds_back(w, turn(), 0, true));
+    w.info.priority = Priority::Normal;
+    // Two holders not read alone: unknown ones hold nobody back.
+    clients_[1].busy_alone.clear();
+    hold(3, 1000, t0);
+    EXPECT_FALSE(busy_holds_back(w, turn(), 0, true));
+    clients_[3].busy_alone[0] = true;
+    EXPECT_TRUE(busy_holds_back(w, turn(), 0, true));
+}
+
+TEST_F(SoftJoinTest, AGroupKeepingTheGpuBusyTogetherLetsTheLastGrantedGo)
+{
+    hold(1, 1000, t0);
+    hold(2, 1000, t0 + 1s);
+    const auto reading = [](unsigned one, unsigned two) {
+        return UtilReading{{{1, one}, {2, two}}, t0 + 2s, t0 + 3s};
+    };
+    EXPECT_EQ(busy_group_leaver(reading(45, 45), turn(), t0 + 2s), ClientId{2});
+    EXPECT_EQ(busy_group_leaver(reading(45, 45), turn(), t0 + 2s + 1ms), std::nullopt)
+        << "the window began before they had started";
+    EXPECT_EQ(busy_group_leaver(reading(45, 44), turn(), t0 + 2s), std::nullopt)
+        << "below policy::kBusyUtil together";
+    EXPECT_EQ(busy_group_leaver(reading(85, 9), turn(), t0 + 2s), std::nullopt)
+        << "2 takes less than a busy GPU leaves idle";
+    EXPECT_EQ(busy_group_leaver(reading(80, 10), turn(), t0 + 2s), ClientId{2});
+    clients_[2].info.priority = Priority::Interactive;
+    EXPECT_EQ(busy_group_leaver(reading(45, 45), turn(), t0 + 2s), std::nullopt);
+    clients_[2].info.priority = Priority::Normal;
+    clients_[1].drop_sent = true;
+    EXPECT_EQ(busy_group_leaver(reading(45, 45), turn(), t0 + 2s), std::nullopt)
+        << "one of them leaves already";
+}
