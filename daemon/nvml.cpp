@@ -3,8 +3,8 @@
 #include <dlfcn.h>
 
 #include <algorithm>
-#include <memory>
 #include <new>
+#include <vector>
 
 namespace nvshare::daemon {
 
@@ -76,6 +76,37 @@ const Nvml& nvml()
     return loaded;
 }
 
+// A list NVML fills (`call(count, entries)`, count in: room, out: how
+// many): entries come and go between calls, so it asks again with room for
+// those that came, a few times. `none`: a return code that means an empty
+// list. nullopt on any other error.
+template <typename Entry, typename Call>
+std::optional<std::vector<Entry>> nvml_list(Call call, NvmlReturn none = 0)
+{
+    unsigned int room = 64;
+    for (int attempt = 0; attempt < 4; ++attempt) {
+        std::vector<Entry> entries;
+        try {
+            entries.resize(room);
+        } catch (const std::bad_alloc&) {
+            return std::nullopt;
+        }
+        unsigned int count = room;
+        const NvmlReturn r = call(&count, entries.data());
+        if (r == kNvmlInsufficientSize) {
+            room = std::max(room * 2, count + 16);
+            continue;
+        }
+        if (r == none && none != 0)
+            return std::vector<Entry>{};
+        if (r != 0 || count > room)
+            return std::nullopt;
+        entries.resize(count);
+        return entries;
+    }
+    return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<uint64_t> nvml_total_memory(const std::string& uuid)
@@ -96,28 +127,15 @@ std::optional<std::map<int32_t, uint64_t>> nvml_process_memory(const std::string
     NvmlDevice device = nullptr;
     if (!n.ready || n.processes == nullptr || n.by_uuid(uuid.c_str(), &device) != 0)
         return std::nullopt;
-    // Processes come and go between the calls: ask again with room for
-    // those that came, a few times.
-    unsigned int room = 64;
-    for (int attempt = 0; attempt < 4; ++attempt) {
-        std::unique_ptr<NvmlProcessInfo[]> infos(new (std::nothrow) NvmlProcessInfo[room]);
-        if (!infos)
-            return std::nullopt;
-        unsigned int count = room;
-        const NvmlReturn r = n.processes(device, &count, infos.get());
-        if (r == kNvmlInsufficientSize) {
-            room = std::max(room * 2, count + 16);
-            continue;
-        }
-        if (r != 0 || count > room)
-            return std::nullopt;
-        std::map<int32_t, uint64_t> used;
-        for (unsigned int i = 0; i < count; ++i)
-            if (infos[i].used != kNvmlNotAvailable)
-                used[static_cast<int32_t>(infos[i].pid)] += infos[i].used;
-        return used;
-    }
-    return std::nullopt;
+    const auto infos = nvml_list<NvmlProcessInfo>(
+        [&](unsigned int* count, NvmlProcessInfo* out) { return n.processes(device, count, out); });
+    if (!infos)
+        return std::nullopt;
+    std::map<int32_t, uint64_t> used;
+    for (const NvmlProcessInfo& info : *infos)
+        if (info.used != kNvmlNotAvailable)
+            used[static_cast<int32_t>(info.pid)] += info.used;
+    return used;
 }
 
 std::optional<ProcessUtilization> nvml_process_utilization(const std::string& uuid,
@@ -127,38 +145,27 @@ std::optional<ProcessUtilization> nvml_process_utilization(const std::string& uu
     NvmlDevice device = nullptr;
     if (!n.ready || n.utilization == nullptr || n.by_uuid(uuid.c_str(), &device) != 0)
         return std::nullopt;
-    unsigned int room = 64;
-    for (int attempt = 0; attempt < 4; ++attempt) {
-        std::unique_ptr<NvmlUtilSample[]> samples(new (std::nothrow) NvmlUtilSample[room]);
-        if (!samples)
-            return std::nullopt;
-        unsigned int count = room;
-        const NvmlReturn r = n.utilization(device, samples.get(), &count, since_us);
-        if (r == kNvmlInsufficientSize) {
-            room = std::max(room * 2, count + 16);
+    const auto samples = nvml_list<NvmlUtilSample>(
+        [&](unsigned int* count, NvmlUtilSample* out) {
+            return n.utilization(device, out, count, since_us);
+        },
+        kNvmlNotFound);
+    if (!samples)
+        return std::nullopt;
+    ProcessUtilization out;
+    out.latest_us = since_us;
+    std::map<int32_t, std::pair<uint64_t, unsigned>> sums;  // pid -> (sum, samples)
+    for (const NvmlUtilSample& s : *samples) {
+        if (s.timestamp <= since_us)
             continue;
-        }
-        ProcessUtilization out;
-        out.latest_us = since_us;
-        if (r == kNvmlNotFound)
-            return out;
-        if (r != 0 || count > room)
-            return std::nullopt;
-        std::map<int32_t, std::pair<uint64_t, unsigned>> sums;  // pid -> (sum, samples)
-        for (unsigned int i = 0; i < count; ++i) {
-            const NvmlUtilSample& s = samples[i];
-            if (s.timestamp <= since_us)
-                continue;
-            auto& [sum, samples_of] = sums[static_cast<int32_t>(s.pid)];
-            sum += std::min(s.sm, 100u);
-            samples_of++;
-            out.latest_us = std::max<uint64_t>(out.latest_us, s.timestamp);
-        }
-        for (const auto& [pid, sum] : sums)
-            out.sm[pid] = static_cast<unsigned>(sum.first / sum.second);
-        return out;
+        auto& [sum, samples_of] = sums[static_cast<int32_t>(s.pid)];
+        sum += std::min(s.sm, 100u);
+        samples_of++;
+        out.latest_us = std::max<uint64_t>(out.latest_us, s.timestamp);
     }
-    return std::nullopt;
+    for (const auto& [pid, sum] : sums)
+        out.sm[pid] = static_cast<unsigned>(sum.first / sum.second);
+    return out;
 }
 
 }  // namespace nvshare::daemon
