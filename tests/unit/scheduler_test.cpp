@@ -50,6 +50,17 @@ protected:
             s_.report_memory(id, 0, {each, 0}, now_);
         }
     }
+    // Group turns on a 100 GiB GPU with clients 1 to 3 of 40 GiB (two fit
+    // together) and a 20 s quantum, where 1 holds the GPU, has started and
+    // was read keeping `sm` percent of it busy alone.
+    void lone_holder_read_at(unsigned sm)
+    {
+        auto_clients(100 * GiB, 3, 40 * GiB);
+        s_.set_time_quantum(20s, now_);
+        s_.request(1, gpu_bit(0), now_);
+        advance(1s);
+        s_.read_utilization(0, UtilReading{{{1, sm}}, now_ - 500ms, now_}, now_);
+    }
     // Actions since the last call, as "G1" (grant to 1), "D1", "R1", "C1", "S1".
     std::vector<std::string> actions()
     {
@@ -809,11 +820,7 @@ TEST_F(SchedulerTest, AHolderThatKeepsTheGpuBusyIsNotJoinedInGroupTurns)
 // its turn, kept out while the one that stays keeps the GPU busy alone.
 TEST_F(SchedulerTest, AGroupThatKeepsTheGpuBusyTogetherLetsTheLastGrantedGo)
 {
-    auto_clients(100 * GiB, 3, 40 * GiB);
-    s_.set_time_quantum(20s, now_);
-    s_.request(1, gpu_bit(0), now_);
-    advance(1s);
-    s_.read_utilization(0, util_of(now_, 500ms, {{1, 50}}), now_);
+    lone_holder_read_at(50);
     s_.request(2, gpu_bit(0), now_);
     EXPECT_EQ(actions(), (V{"G1", "G2"}));
     advance(1s);
@@ -843,11 +850,7 @@ TEST_F(SchedulerTest, AGroupThatKeepsTheGpuBusyTogetherLetsTheLastGrantedGo)
 
 TEST_F(SchedulerTest, ABusyHoldersQuantumStillEndsForTheNewcomerItKeepsOut)
 {
-    auto_clients(100 * GiB, 3, 40 * GiB);  // 3 registered, idle: group turns
-    s_.set_time_quantum(20s, now_);
-    s_.request(1, gpu_bit(0), now_);
-    advance(1s);
-    s_.read_utilization(0, util_of(now_, 500ms, {{1, 100}}), now_);
+    lone_holder_read_at(100);  // 3 registered, idle
     s_.request(2, gpu_bit(0), now_);
     EXPECT_EQ(actions(), (V{"G1", "C1"}));
     advance(18s);
@@ -877,10 +880,7 @@ TEST_F(SchedulerTest, ANewcomerWaitsForTheFirstReadingOfALoneHolderWhereTheHostR
 
 TEST_F(SchedulerTest, WithoutReadingsNobodyIsHeldBackForBusyHolders)
 {
-    auto_clients(100 * GiB, 3, 40 * GiB);
-    s_.request(1, gpu_bit(0), now_);
-    advance(1s);
-    s_.read_utilization(0, util_of(now_, 500ms, {{1, 100}}), now_);
+    lone_holder_read_at(100);
     s_.read_utilization(0, std::nullopt, now_);  // NVML stopped answering
     s_.request(2, gpu_bit(0), now_);
     EXPECT_EQ(actions(), (V{"G1", "G2"}));
