@@ -866,7 +866,8 @@ def probe_corun(_args):
     corun_case(nvml, "one saturating, one 0.5 s busy / 1 s idle", [(60.0, 0.0), (0.5, 1.0)], seconds=9.0)
     nvml.stop = True
     if nvml.errors:
-        print(f"NVML errors (code: count): {nvml.errors}", flush=True)
+        # 6 (NVML_ERROR_NOT_FOUND) is no sample since the last read: the GPU was idle.
+        print(f"NVML calls that returned no samples (return code: count): {nvml.errors}", flush=True)
 
 
 def main():
