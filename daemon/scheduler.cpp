@@ -418,6 +418,8 @@ void Scheduler::read_utilization(GpuIndex gpu, const std::optional<UtilReading>&
     } else if (const auto leaver = soft_join::busy_group_leaver(*reading, turn(gpu), counts_from)) {
         ClientRecord& l = clients_.at(*leaver);
         send_drop(l, now);
+        if (!actions_.empty() && actions_.back().kind == ActionKind::Drop)
+            actions_.back().busy_group = true;
         l.left_busy_group = true;
         // What those that stay do alone is to be read again: it decides
         // who else may join them.

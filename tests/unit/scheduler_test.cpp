@@ -833,6 +833,7 @@ TEST_F(SchedulerTest, AGroupThatKeepsTheGpuBusyTogetherLetsTheLastGrantedGo)
     EXPECT_EQ(actions(), V{}) << "2 takes little of it";
     s_.read_utilization(0, util_of(now_, 500ms, {{1, 45}, {2, 45}}), now_);
     EXPECT_EQ(actions(), V{"D2"});
+    EXPECT_TRUE(last_.back().busy_group) << "its Drop says why";
     EXPECT_TRUE(s_.client(1)->busy_alone.empty()) << "to be read alone again";
     s_.release(2, gpu_bit(0), now_);
     s_.request(2, gpu_bit(0), now_);
