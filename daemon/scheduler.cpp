@@ -208,6 +208,11 @@ std::optional<TimePoint> Scheduler::next_deadline() const
         next = std::min(next.value_or(TimePoint::max()), *at);
     if (const auto at = room_.next_grace_end())
         next = std::min(next.value_or(TimePoint::max()), *at);
+    // Readings that stop coming (NVML stuck) hold nobody back for long.
+    for (GpuIndex g = 0; g < gpus_.size(); ++g)
+        if (queues_[g].util_readable && !queues_[g].line.empty())
+            next = std::min(next.value_or(TimePoint::max()),
+                            queues_[g].util_read_at + policy::kBusyReadingFresh);
     return next;
 }
 
@@ -392,6 +397,7 @@ void Scheduler::read_utilization(GpuIndex gpu, const std::optional<UtilReading>&
     GpuQueue& q = queues_[gpu];
     const bool was_readable = std::exchange(q.util_readable, reading.has_value());
     bool changed = was_readable != q.util_readable;
+    q.util_read_at = now;
     const auto& holders = gpus_[gpu].holders;
     if (!reading || holders.empty() || turns_.of(gpu) != Turns::Groups) {
         if (changed && turns_.of(gpu) == Turns::Groups)
@@ -1259,9 +1265,17 @@ void Scheduler::tick(TimePoint now)
     // whose first waiter could not go (it waits for another GPU too) may
     // have a new first waiter that can.
     GpuSet idle = 0;
-    for (GpuIndex g = 0; g < gpus_.size(); ++g)
+    for (GpuIndex g = 0; g < gpus_.size(); ++g) {
         if (gpus_[g].holders.empty() && !queues_[g].line.empty())
             idle |= gpu_bit(g);
+        // Its utilization readings stopped: nobody is held back for busy
+        // holders there any more.
+        if (queues_[g].util_readable &&
+            now >= queues_[g].util_read_at + policy::kBusyReadingFresh) {
+            queues_[g].util_readable = false;
+            idle |= gpu_bit(g);
+        }
+    }
     try_heads(idle & turns_.scheduled(), now);
     while (const auto entry = deadlines_.due(now)) {
         ClientRecord& c = clients_.at(entry->second);

@@ -246,6 +246,7 @@ private:
         SoftFollowers followers;     // and the members that are not among them
         TimePoint holders_since{};   // when its holders last changed
         bool util_readable = false;  // the host's latest utilization reading worked
+        TimePoint util_read_at{};    // and when it came
     };
 
     ClientRecord* find(ClientId id);

@@ -58,6 +58,10 @@ inline constexpr Duration kStartupWindow = std::chrono::seconds(2);
 // pair, 22.98 s together against 20.74 in turns). Below it, a joiner fills
 // the holder's pauses.
 inline constexpr unsigned kBusyUtil = 90;
+// The host reads utilization every second: where its latest reading of a
+// GPU is older than this (NVML slow or stuck), nobody is held back for
+// busy holders there.
+inline constexpr Duration kBusyReadingFresh = std::chrono::seconds(3);
 
 // 0 interactive, 1 normal, 2 batch: lower goes first.
 int class_rank(Priority p);

@@ -454,6 +454,7 @@ POLICY_STATEMENTS = [
     ("kShareRebalance", r"asked to let go after (\d+) (ms|s)"),
     ("kStartupSettle", r"its memory has not grown for (\d+) (ms|s)"),
     ("kStartupWindow", r"at most until (\d+) (ms|s) after its first"),
+    ("kBusyReadingFresh", r"its latest reading of the GPU is more\s+than (\d+) (ms|s) old"),
 ]
 
 

@@ -50,6 +50,16 @@ protected:
             s_.report_memory(id, 0, {each, 0}, now_);
         }
     }
+    // Time passes, with a reading of GPU 0 every second (`sm` as given).
+    void advance_reading(Duration d, const std::map<int32_t, unsigned>& sm)
+    {
+        while (d > Duration::zero()) {
+            const Duration step = std::min<Duration>(d, 1s);
+            advance(step);
+            d -= step;
+            s_.read_utilization(0, UtilReading{sm, now_ - step, now_}, now_);
+        }
+    }
     // Group turns on a 100 GiB GPU with clients 1 to 3 of 40 GiB (two fit
     // together) and a 20 s quantum, where 1 holds the GPU, has started and
     // was read keeping `sm` percent of it busy alone.
@@ -838,9 +848,7 @@ TEST_F(SchedulerTest, AGroupThatKeepsTheGpuBusyTogetherLetsTheLastGrantedGo)
     s_.release(2, gpu_bit(0), now_);
     s_.request(2, gpu_bit(0), now_);
     EXPECT_EQ(actions(), V{"C1"});
-    advance(1s);
-    s_.read_utilization(0, util_of(now_, 500ms, {{1, 60}}), now_);
-    advance(5s);
+    advance_reading(6s, {{1, 60}});
     EXPECT_EQ(actions(), V{}) << "2 waits for its own turn, not to share 1's SMs again";
     s_.release(1, gpu_bit(0), now_);  // 1 lets go in a pause
     EXPECT_EQ(actions(), V{"G2"});
@@ -854,9 +862,9 @@ TEST_F(SchedulerTest, ABusyHoldersQuantumStillEndsForTheNewcomerItKeepsOut)
     lone_holder_read_at(100);  // 3 registered, idle
     s_.request(2, gpu_bit(0), now_);
     EXPECT_EQ(actions(), (V{"G1", "C1"}));
-    advance(18s);
+    advance_reading(18s, {{1, 100}});
     EXPECT_EQ(actions(), V{});
-    advance(1s);  // 20 s since its grant
+    advance_reading(1s, {{1, 100}});  // 20 s since its grant
     EXPECT_EQ(actions(), V{"D1"});
     s_.release(1, gpu_bit(0), now_);
     EXPECT_EQ(actions(), V{"G2"});
@@ -885,6 +893,21 @@ TEST_F(SchedulerTest, WithoutReadingsNobodyIsHeldBackForBusyHolders)
     s_.read_utilization(0, std::nullopt, now_);  // NVML stopped answering
     s_.request(2, gpu_bit(0), now_);
     EXPECT_EQ(actions(), (V{"G1", "G2"}));
+}
+
+// Readings that stop coming (NVML stuck in the driver) hold a waiter back
+// for policy::kBusyReadingFresh at most.
+TEST_F(SchedulerTest, ReadingsThatStopHoldNobodyBackForLong)
+{
+    lone_holder_read_at(100);
+    s_.request(2, gpu_bit(0), now_);
+    EXPECT_EQ(actions(), (V{"G1", "C1"}));
+    ASSERT_TRUE(s_.next_deadline());
+    EXPECT_LE(*s_.next_deadline(), now_ + policy::kBusyReadingFresh);
+    advance(policy::kBusyReadingFresh - 1ms);
+    EXPECT_EQ(actions(), V{});
+    advance(1ms);
+    EXPECT_EQ(actions(), V{"G2"});
 }
 
 // Interactive newcomers join a busy holder all the same, and so does a
