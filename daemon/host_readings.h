@@ -18,14 +18,12 @@
 
 namespace nvshare::daemon {
 
-// NVML's SM utilization of each process on one GPU over a window of time:
-// the mean of the samples the driver took in it, in percent (a process
-// without one used none).
+// NVML's SM utilization of each process on one GPU over a window of time
+// that ends at the reading: the mean of the samples the driver took in it,
+// in percent (a process without one used none).
 struct UtilReading {
     std::map<int32_t, unsigned> sm;  // pid -> percent
-    TimePoint from{};                // the window: since the previous reading
-    TimePoint to{};
-    bool operator==(const UtilReading&) const = default;
+    TimePoint from{};                // where the window began: the previous reading
 };
 
 // One round of readings.

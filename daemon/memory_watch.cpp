@@ -78,8 +78,8 @@ void MemoryWatch::run(const std::shared_ptr<Shared>& shared, const Reader& reade
             }
             // A first reading has no window: it says only that the host can
             // read the GPU.
-            readings.util[uuid] = w != windows.end() ? UtilReading{got->sm, w->second.from, now}
-                                                     : UtilReading{{}, TimePoint::min(), now};
+            readings.util[uuid] = w != windows.end() ? UtilReading{got->sm, w->second.from}
+                                                     : UtilReading{{}, TimePoint::min()};
             windows[uuid] = Window{got->latest_us, now};
         }
         lock.lock();

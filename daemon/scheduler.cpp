@@ -395,46 +395,46 @@ void Scheduler::read_utilization(GpuIndex gpu, const std::optional<UtilReading>&
     if (gpu >= gpus_.size())
         return;
     GpuQueue& q = queues_[gpu];
-    const bool was_readable = std::exchange(q.util_readable, reading.has_value());
-    bool changed = was_readable != q.util_readable;
+    bool changed = std::exchange(q.util_readable, reading.has_value()) != reading.has_value();
     q.util_read_at = now;
     const auto& holders = gpus_[gpu].holders;
-    if (!reading || holders.empty() || turns_.of(gpu) != Turns::Groups) {
-        if (changed && turns_.of(gpu) == Turns::Groups)
-            try_heads(gpu_bit(gpu), now);
-        tick(now);
+    if (turns_.of(gpu) != Turns::Groups)
         return;
-    }
-    // What the holders do counts from when their start and their swap-in (as
-    // long as their latest) are over: neither keeps the SMs busy.
-    TimePoint counts_from = q.holders_since;
-    for (ClientId id : holders) {
-        const ClientRecord& h = clients_.at(id);
-        counts_from = std::max(counts_from, soft_join::settled_time(h));
-        if (const auto in = h.last_swap_in.find(gpu); in != h.last_swap_in.end())
-            counts_from = std::max(counts_from, q.holders_since + in->second);
-    }
-    if (holders.size() == 1) {
-        ClientRecord& h = clients_.at(holders.front());
-        if (const auto busy = soft_join::busy_alone(*reading, h.info.pid, counts_from)) {
-            const auto [it, added] = h.busy_alone.try_emplace(gpu, *busy);
-            changed |= added || it->second != *busy;
-            it->second = *busy;
+    if (reading && !holders.empty()) {
+        // What the holders do counts from when their start and their swap-in
+        // (as long as their latest) are over: neither keeps the SMs busy.
+        TimePoint counts_from = q.holders_since;
+        for (ClientId id : holders) {
+            const ClientRecord& h = clients_.at(id);
+            counts_from = std::max(counts_from, soft_join::settled_time(h));
+            if (const auto in = h.last_swap_in.find(gpu); in != h.last_swap_in.end())
+                counts_from = std::max(counts_from, q.holders_since + in->second);
         }
-    } else if (const auto leaver = soft_join::busy_group_leaver(*reading, turn(gpu), counts_from)) {
-        ClientRecord& l = clients_.at(*leaver);
-        send_drop(l, now);
-        if (!actions_.empty() && actions_.back().kind == ActionKind::Drop)
-            actions_.back().busy_group = true;
-        l.left_busy_group = true;
-        // What those that stay do alone is to be read again: it decides
-        // who else may join them.
-        for (ClientId id : holders)
-            clients_.at(id).busy_alone.erase(gpu);
+        if (holders.size() == 1) {
+            ClientRecord& h = clients_.at(holders.front());
+            if (const auto busy = soft_join::busy_alone(*reading, h.info.pid, counts_from)) {
+                const auto [it, added] = h.busy_alone.try_emplace(gpu, *busy);
+                changed |= added || it->second != *busy;
+                it->second = *busy;
+            }
+        } else if (const auto leaver =
+                       soft_join::busy_group_leaver(*reading, turn(gpu), counts_from)) {
+            ClientRecord& l = clients_.at(*leaver);
+            send_drop(l, now);
+            if (!actions_.empty() && actions_.back().kind == ActionKind::Drop)
+                actions_.back().busy_group = true;
+            l.left_busy_group = true;
+            // What those that stay do alone is to be read again: it decides
+            // who else may join them.
+            for (ClientId id : holders)
+                clients_.at(id).busy_alone.erase(gpu);
+            changed = true;
+        }
     }
-    if (changed)
+    if (changed) {
         try_heads(gpu_bit(gpu), now);
-    tick(now);
+        tick(now);
+    }
 }
 
 void Scheduler::set_memory(ClientRecord& c, GpuIndex gpu, MemoryUse use, TimePoint now)
@@ -1264,7 +1264,7 @@ void Scheduler::tick(TimePoint now)
     // The order of waiters moves with time (aging, held time), so a free GPU
     // whose first waiter could not go (it waits for another GPU too) may
     // have a new first waiter that can.
-    GpuSet idle = 0;
+    GpuSet idle = 0, unread = 0;
     for (GpuIndex g = 0; g < gpus_.size(); ++g) {
         if (gpus_[g].holders.empty() && !queues_[g].line.empty())
             idle |= gpu_bit(g);
@@ -1273,10 +1273,10 @@ void Scheduler::tick(TimePoint now)
         if (queues_[g].util_readable &&
             now >= queues_[g].util_read_at + policy::kBusyReadingFresh) {
             queues_[g].util_readable = false;
-            idle |= gpu_bit(g);
+            unread |= gpu_bit(g);
         }
     }
-    try_heads(idle & turns_.scheduled(), now);
+    try_heads((idle | unread) & turns_.scheduled(), now);
     while (const auto entry = deadlines_.due(now)) {
         ClientRecord& c = clients_.at(entry->second);
         if (c.follows) {

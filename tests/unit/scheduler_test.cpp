@@ -57,7 +57,7 @@ protected:
             const Duration step = std::min<Duration>(d, 1s);
             advance(step);
             d -= step;
-            s_.read_utilization(0, UtilReading{sm, now_ - step, now_}, now_);
+            s_.read_utilization(0, UtilReading{sm, now_ - step}, now_);
         }
     }
     // Group turns on a 100 GiB GPU with clients 1 to 3 of 40 GiB (two fit
@@ -69,7 +69,7 @@ protected:
         s_.set_time_quantum(20s, now_);
         s_.request(1, gpu_bit(0), now_);
         advance(1s);
-        s_.read_utilization(0, UtilReading{{{1, sm}}, now_ - 500ms, now_}, now_);
+        s_.read_utilization(0, UtilReading{{{1, sm}}, now_ - 500ms}, now_);
     }
     // Actions since the last call, as "G1" (grant to 1), "D1", "R1", "C1", "S1".
     std::vector<std::string> actions()
@@ -796,7 +796,7 @@ TEST_F(SchedulerTest, AGroupHoldersQuantumRunsWhereNobodyLeaves)
 // id here) -> SM percent.
 static UtilReading util_of(TimePoint now, Duration window, std::map<int32_t, unsigned> sm)
 {
-    return {std::move(sm), now - window, now};
+    return {std::move(sm), now - window};
 }
 
 // Group turns: a holder that keeps the GPU's SMs busy by itself (read while

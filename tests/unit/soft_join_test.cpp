@@ -178,7 +178,7 @@ TEST_F(SoftJoinTest, AGroupTakesOneMoreOnceSettledWithRoom)
 
 TEST_F(SoftJoinTest, AReadingSaysWhetherALoneHolderKeptTheGpuBusyFromWhenItWasAlone)
 {
-    const UtilReading r{{{1, policy::kBusyUtil}, {2, policy::kBusyUtil - 1}}, t0, t0 + 1s};
+    const UtilReading r{{{1, policy::kBusyUtil}, {2, policy::kBusyUtil - 1}}, t0};
     EXPECT_EQ(busy_alone(r, 1, t0), true);
     EXPECT_EQ(busy_alone(r, 2, t0), false);
     EXPECT_EQ(busy_alone(r, 3, t0), false) << "no sample: it used none";
@@ -227,7 +227,7 @@ TEST_F(SoftJoinTest, AGroupKeepingTheGpuBusyTogetherLetsTheLastGrantedGo)
     hold(1, 1000, t0);
     hold(2, 1000, t0 + 1s);
     const auto reading = [](unsigned one, unsigned two) {
-        return UtilReading{{{1, one}, {2, two}}, t0 + 2s, t0 + 3s};
+        return UtilReading{{{1, one}, {2, two}}, t0 + 2s};
     };
     EXPECT_EQ(busy_group_leaver(reading(45, 45), turn(), t0 + 2s), ClientId{2});
     EXPECT_EQ(busy_group_leaver(reading(45, 45), turn(), t0 + 2s + 1ms), std::nullopt)
