@@ -37,7 +37,6 @@ struct Action {
     uint64_t keep = UINT64_MAX;
     uint64_t others_pinned = 0;  // Unpageable
     bool turns_begin = false;    // Drop: the GPU has just begun to be taken in turns
-    bool busy_group = false;     // Drop: its group keeps the GPU busy together
     RevokeReason revoke_reason = RevokeReason::GraceExpired;  // Revoke
     WaitFacts wait{};                                         // Waiting
     bool bounded = false;                                     // RunAhead, Grant

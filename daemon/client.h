@@ -131,17 +131,6 @@ struct ClientRecord {
     // Its typical burst: how long its holds last from the request its work
     // sent to the release it chose when others wanted the GPU (0: not known).
     Duration burst{};
-    // Whether it kept each GPU busy by itself (policy::kBusyUtil) the last
-    // time the host read that GPU's utilization while it held it alone for
-    // the whole reading; none where the host has not.
-    std::map<GpuIndex, bool> busy_alone;
-    // Its latest hold ended with a release it chose, not one it was asked
-    // for (a Drop) or a revocation: it gives the GPU back in its pauses.
-    bool let_go_itself = false;
-    // It was asked to let go because its group kept the GPU busy together
-    // (soft_join::busy_group_leaver), and has not been granted since: it
-    // waits for its own turn rather than join others again.
-    bool left_busy_group = false;
     bool drop_sent = false;
     TimePoint drop_deadline{};
     // Next time tick() must look at this client; none while it is among a

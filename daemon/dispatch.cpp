@@ -44,12 +44,9 @@ void dispatch_actions(Scheduler& scheduler, EventLog& events, const Connections&
                 const EventSubject who = event_subject(scheduler, *client, a.gpus);
                 events.emit(EventKind::Drop, LogLevel::Info, &who,
                             {{"grace_us", std::to_string(grace_us)}},
-                            "asked to release %s within %.1f s: %s",
+                            "asked to release %s within %.1f s: others wait",
                             who.gpu_uuids.empty() ? "?" : who.gpu_uuids[0].c_str(),
-                            static_cast<double>(grace_us) / 1e6,
-                            a.busy_group ? "the group it joined keeps the GPU busy together; it "
-                                           "waits for a turn of its own"
-                                         : "others wait");
+                            static_cast<double>(grace_us) / 1e6);
                 c->send(proto::MsgType::Drop, p);
                 break;
             }

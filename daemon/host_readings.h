@@ -18,14 +18,6 @@
 
 namespace nvshare::daemon {
 
-// NVML's SM utilization of each process on one GPU over a window of time
-// that ends at the reading: the mean of the samples the driver took in it,
-// in percent (a process without one used none).
-struct UtilReading {
-    std::map<int32_t, unsigned> sm;  // pid -> percent
-    TimePoint from{};                // where the window began: the previous reading
-};
-
 // One round of readings.
 struct HostReadings {
     using Counts = std::map<int32_t, uint64_t>;  // pid -> bytes
@@ -35,10 +27,6 @@ struct HostReadings {
     // Each process's resident host memory, by pid; nullopt where the host
     // cannot say.
     std::map<int32_t, std::optional<uint64_t>> host;
-    // The SM utilization of the GPUs read for it (MemoryWatch::watch_util),
-    // by UUID; nullopt where the host cannot say. A GPU's first reading
-    // only starts its window: it comes with none (`from` the earliest time).
-    std::map<std::string, std::optional<UtilReading>> util;
 };
 
 // What the host is asked to read.

@@ -4,11 +4,9 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
-#include <map>
 #include <mutex>
 #include <system_error>
 #include <thread>
@@ -21,13 +19,11 @@ namespace nvshare::daemon {
 struct MemoryWatch::Shared {
     std::mutex mutex;
     std::condition_variable wake;
-    bool stop = false;                 // under mutex
-    std::set<std::string> uuids;       // under mutex
-    std::set<int32_t> pids;            // under mutex
-    std::set<std::string> util_uuids;  // under mutex
-    bool read_now = false;             // under mutex: a GPU was added: read without waiting
-    std::optional<Readings> pending;   // under mutex: read, not yet delivered
-    int ready_fd = -1;                 // the loop's eventfd; closed by the last owner
+    bool stop = false;                // under mutex
+    std::set<std::string> uuids;      // under mutex
+    std::set<int32_t> pids;           // under mutex
+    std::optional<Readings> pending;  // under mutex: read, not yet delivered
+    int ready_fd = -1;                // the loop's eventfd; closed by the last owner
 
     ~Shared()
     {
@@ -37,70 +33,36 @@ struct MemoryWatch::Shared {
 };
 
 void MemoryWatch::run(const std::shared_ptr<Shared>& shared, const Reader& reader,
-                      const HostReader& host_reader, const UtilReader& util_reader,
-                      Duration interval)
+                      const HostReader& host_reader, Duration interval)
 {
-    // Each GPU's utilization window: where its previous reading ended, by
-    // NVML's timestamp and by our clock. A GPU read for the first time, or
-    // again after the host could not say, starts its window.
-    struct Window {
-        uint64_t since_us = 0;
-        TimePoint from{};
-    };
-    std::map<std::string, Window> windows;
     std::unique_lock<std::mutex> lock(shared->mutex);
     for (;;) {
-        shared->wake.wait(lock, [&] {
-            return shared->stop || !shared->uuids.empty() || !shared->pids.empty() ||
-                   !shared->util_uuids.empty();
-        });
+        shared->wake.wait(
+            lock, [&] { return shared->stop || !shared->uuids.empty() || !shared->pids.empty(); });
         if (shared->stop)
             return;
         const std::set<std::string> uuids = shared->uuids;
         const std::set<int32_t> pids = shared->pids;
-        const std::set<std::string> util_uuids = shared->util_uuids;
         lock.unlock();
         Readings readings;
         for (const std::string& uuid : uuids)
             readings.gpus[uuid] = reader(uuid);
         for (const int32_t pid : pids)
             readings.host[pid] = host_reader(pid);
-        std::erase_if(windows, [&](const auto& w) { return !util_uuids.contains(w.first); });
-        for (const std::string& uuid : util_uuids) {
-            const auto w = windows.find(uuid);
-            const auto got = util_reader(uuid, w != windows.end() ? w->second.since_us : 0);
-            const TimePoint now = Clock::now();
-            if (!got) {
-                readings.util[uuid] = std::nullopt;
-                if (w != windows.end())
-                    windows.erase(w);
-                continue;
-            }
-            // A first reading has no window: it says only that the host can
-            // read the GPU.
-            readings.util[uuid] = w != windows.end() ? UtilReading{got->sm, w->second.from}
-                                                     : UtilReading{{}, TimePoint::min()};
-            windows[uuid] = Window{got->latest_us, now};
-        }
         lock.lock();
         if (shared->stop)
             return;
         shared->pending = std::move(readings);
         const uint64_t one = 1;
         (void)!write(shared->ready_fd, &one, sizeof one);  // fails only when already signalled
-        if (shared->wake.wait_for(lock, interval,
-                                  [&] { return shared->stop || shared->read_now; }) &&
-            shared->stop)
+        if (shared->wake.wait_for(lock, interval, [&] { return shared->stop; }))
             return;
-        shared->read_now = false;
     }
 }
 
-MemoryWatch::MemoryWatch(Reader reader, HostReader host_reader, UtilReader util_reader,
-                         Duration interval)
+MemoryWatch::MemoryWatch(Reader reader, HostReader host_reader, Duration interval)
     : reader_(std::move(reader)),
       host_reader_(std::move(host_reader)),
-      util_reader_(std::move(util_reader)),
       interval_(interval),
       shared_(std::make_shared<Shared>())
 {
@@ -131,8 +93,8 @@ bool MemoryWatch::start(sd_event* event, std::function<void(const Readings&)> de
     }
     try {
         std::thread([shared = shared_, reader = reader_, host_reader = host_reader_,
-                     util_reader = util_reader_, interval = interval_] {
-            run(shared, reader, host_reader, util_reader, interval);
+                     interval = interval_] {
+            run(shared, reader, host_reader, interval);
         }).detach();
     } catch (const std::system_error& e) {
         NVS_ERROR("cannot start the memory watch: %s", e.what());
@@ -146,24 +108,9 @@ void MemoryWatch::watch(std::set<std::string> uuids, std::set<int32_t> pids)
     bool wake = false;
     {
         std::lock_guard<std::mutex> lock(shared_->mutex);
-        wake = shared_->uuids.empty() && shared_->pids.empty() && shared_->util_uuids.empty() &&
-               (!uuids.empty() || !pids.empty());
+        wake = shared_->uuids.empty() && shared_->pids.empty() && (!uuids.empty() || !pids.empty());
         shared_->uuids = std::move(uuids);
         shared_->pids = std::move(pids);
-    }
-    if (wake)
-        shared_->wake.notify_all();
-}
-
-void MemoryWatch::watch_util(std::set<std::string> uuids)
-{
-    bool wake = false;
-    {
-        std::lock_guard<std::mutex> lock(shared_->mutex);
-        wake = std::any_of(uuids.begin(), uuids.end(),
-                           [&](const std::string& u) { return !shared_->util_uuids.contains(u); });
-        shared_->read_now |= wake;
-        shared_->util_uuids = std::move(uuids);
     }
     if (wake)
         shared_->wake.notify_all();

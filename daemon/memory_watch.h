@@ -1,7 +1,6 @@
 // What the host confirms of each process's memory: NVML's per-process
 // counts (nvml_process_memory) for the GPUs asked for and the resident host
-// memory of the processes asked for (process_anon_memory), and NVML's
-// per-process SM utilization of the GPUs asked for that, read every
+// memory of the processes asked for (process_anon_memory), read every
 // kMemoryWatchInterval on a thread of its own and handed to the event loop
 // through an eventfd. Reading asks the driver, which can take long on a GPU
 // in trouble; the loop never waits for it and keeps the latest readings,
@@ -19,7 +18,6 @@
 #include <string>
 
 #include "daemon/host_readings.h"
-#include "daemon/nvml.h"
 #include "daemon/scheduler_types.h"
 
 namespace nvshare::daemon {
@@ -35,14 +33,9 @@ public:
     using Reader = std::function<std::optional<Counts>(const std::string& uuid)>;
     // One process's resident host memory; nullopt where the host cannot say.
     using HostReader = std::function<std::optional<uint64_t>(int32_t pid)>;
-    // One GPU's SM utilization by process since NVML's timestamp `since_us`
-    // (nvml_process_utilization); nullopt where the host cannot say.
-    using UtilReader = std::function<std::optional<ProcessUtilization>(const std::string& uuid,
-                                                                       uint64_t since_us)>;
     using Readings = HostReadings;
 
-    MemoryWatch(Reader reader, HostReader host_reader, UtilReader util_reader,
-                Duration interval = kMemoryWatchInterval);
+    MemoryWatch(Reader reader, HostReader host_reader, Duration interval = kMemoryWatchInterval);
     // Stops the thread without waiting for it: a reading under way ends on
     // its own, and nothing of it reaches the loop.
     ~MemoryWatch();
@@ -54,21 +47,16 @@ public:
     bool start(sd_event* event, std::function<void(const Readings&)> deliver);
     // The GPUs and processes to read from now on; none: the thread sleeps.
     void watch(std::set<std::string> uuids, std::set<int32_t> pids);
-    // The GPUs whose SM utilization to read from now on (HostReadings::util):
-    // each reading covers the time since the GPU's previous one.
-    void watch_util(std::set<std::string> uuids);
 
 private:
     struct Shared;  // what the thread and the loop share
     // The thread: reads the GPUs asked for every `interval` until stopped.
     static void run(const std::shared_ptr<Shared>& shared, const Reader& reader,
-                    const HostReader& host_reader, const UtilReader& util_reader,
-                    Duration interval);
+                    const HostReader& host_reader, Duration interval);
     static int on_ready(sd_event_source* s, int fd, uint32_t revents, void* self);
 
     Reader reader_;
     HostReader host_reader_;
-    UtilReader util_reader_;
     Duration interval_;
     std::function<void(const Readings&)> deliver_;
     sd_event_source* source_ = nullptr;

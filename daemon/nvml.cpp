@@ -33,17 +33,6 @@ struct NvmlProcessInfo {
     unsigned int gpu_instance;
     unsigned int compute_instance;
 };
-// nvmlProcessUtilizationSample_t: one sample of one process's utilization
-// (percent) over the driver's sampling period, at a CPU timestamp in us.
-struct NvmlUtilSample {
-    unsigned int pid;
-    unsigned long long timestamp;
-    unsigned int sm;
-    unsigned int memory;
-    unsigned int encoder;
-    unsigned int decoder;
-};
-constexpr NvmlReturn kNvmlNotFound = 6;  // no sample since the timestamp given
 constexpr NvmlReturn kNvmlInsufficientSize = 7;
 constexpr unsigned long long kNvmlNotAvailable = ~0ull;
 
@@ -51,8 +40,6 @@ struct Nvml {
     NvmlReturn (*by_uuid)(const char*, NvmlDevice*) = nullptr;
     NvmlReturn (*memory)(NvmlDevice, NvmlMemoryV2*) = nullptr;
     NvmlReturn (*processes)(NvmlDevice, unsigned int*, NvmlProcessInfo*) = nullptr;
-    NvmlReturn (*utilization)(NvmlDevice, NvmlUtilSample*, unsigned int*,
-                              unsigned long long) = nullptr;
     bool ready = false;
 };
 
@@ -68,8 +55,6 @@ const Nvml& nvml()
         n.memory = reinterpret_cast<decltype(n.memory)>(dlsym(lib, "nvmlDeviceGetMemoryInfo_v2"));
         n.processes = reinterpret_cast<decltype(n.processes)>(
             dlsym(lib, "nvmlDeviceGetComputeRunningProcesses_v3"));
-        n.utilization = reinterpret_cast<decltype(n.utilization)>(
-            dlsym(lib, "nvmlDeviceGetProcessUtilization"));
         n.ready = init != nullptr && n.by_uuid != nullptr && n.memory != nullptr && init() == 0;
         return n;
     }();
@@ -78,10 +63,9 @@ const Nvml& nvml()
 
 // A list NVML fills (`call(count, entries)`, count in: room, out: how
 // many): entries come and go between calls, so it asks again with room for
-// those that came, a few times. `none`: a return code that means an empty
-// list. nullopt on any other error.
+// those that came, a few times. nullopt on any error.
 template <typename Entry, typename Call>
-std::optional<std::vector<Entry>> nvml_list(Call call, NvmlReturn none = 0)
+std::optional<std::vector<Entry>> nvml_list(Call call)
 {
     unsigned int room = 64;
     for (int attempt = 0; attempt < 4; ++attempt) {
@@ -97,8 +81,6 @@ std::optional<std::vector<Entry>> nvml_list(Call call, NvmlReturn none = 0)
             room = std::max(room * 2, count + 16);
             continue;
         }
-        if (r == none && none != 0)
-            return std::vector<Entry>{};
         if (r != 0 || count > room)
             return std::nullopt;
         entries.resize(count);
@@ -136,36 +118,6 @@ std::optional<std::map<int32_t, uint64_t>> nvml_process_memory(const std::string
         if (info.used != kNvmlNotAvailable)
             used[static_cast<int32_t>(info.pid)] += info.used;
     return used;
-}
-
-std::optional<ProcessUtilization> nvml_process_utilization(const std::string& uuid,
-                                                           uint64_t since_us)
-{
-    const Nvml& n = nvml();
-    NvmlDevice device = nullptr;
-    if (!n.ready || n.utilization == nullptr || n.by_uuid(uuid.c_str(), &device) != 0)
-        return std::nullopt;
-    const auto samples = nvml_list<NvmlUtilSample>(
-        [&](unsigned int* count, NvmlUtilSample* out) {
-            return n.utilization(device, out, count, since_us);
-        },
-        kNvmlNotFound);
-    if (!samples)
-        return std::nullopt;
-    ProcessUtilization out;
-    out.latest_us = since_us;
-    std::map<int32_t, std::pair<uint64_t, unsigned>> sums;  // pid -> (sum, samples)
-    for (const NvmlUtilSample& s : *samples) {
-        if (s.timestamp <= since_us)
-            continue;
-        auto& [sum, samples_of] = sums[static_cast<int32_t>(s.pid)];
-        sum += std::min(s.sm, 100u);
-        samples_of++;
-        out.latest_us = std::max<uint64_t>(out.latest_us, s.timestamp);
-    }
-    for (const auto& [pid, sum] : sums)
-        out.sm[pid] = static_cast<unsigned>(sum.first / sum.second);
-    return out;
 }
 
 }  // namespace nvshare::daemon

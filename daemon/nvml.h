@@ -1,4 +1,4 @@
-// GPU memory sizes and utilization from the host's NVIDIA management library (NVML,
+// GPU memory sizes from the host's NVIDIA management library (NVML,
 // libnvidia-ml.so.1, which the driver installs): the library made for this,
 // needing no CUDA context. Loaded with dlopen on first use, so nvshared runs
 // where it is missing (then every size is unknown).
@@ -20,18 +20,5 @@ std::optional<uint64_t> nvml_total_memory(const std::string& uuid);
 // is missing, does not know the GPU or cannot say. Asks the driver: it can
 // take as long as the driver does, so callers keep it off the event loop.
 std::optional<std::map<int32_t, uint64_t>> nvml_process_memory(const std::string& uuid);
-
-// NVML's SM utilization of each compute process on the GPU with this UUID
-// (nvmlDeviceGetProcessUtilization): the mean of the samples the driver took
-// after `since_us` (NVML's timestamps, microseconds), in percent, by pid; a
-// process without such a sample used none. `latest_us`: the newest sample's
-// timestamp (`since_us` where none came). nullopt where NVML is missing,
-// does not know the GPU or cannot say. Asks the driver, as above.
-struct ProcessUtilization {
-    std::map<int32_t, unsigned> sm;
-    uint64_t latest_us = 0;
-};
-std::optional<ProcessUtilization> nvml_process_utilization(const std::string& uuid,
-                                                           uint64_t since_us);
 
 }  // namespace nvshare::daemon

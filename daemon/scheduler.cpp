@@ -208,11 +208,6 @@ std::optional<TimePoint> Scheduler::next_deadline() const
         next = std::min(next.value_or(TimePoint::max()), *at);
     if (const auto at = room_.next_grace_end())
         next = std::min(next.value_or(TimePoint::max()), *at);
-    // Readings that stop coming (NVML stuck) hold nobody back for long.
-    for (GpuIndex g = 0; g < gpus_.size(); ++g)
-        if (queues_[g].util_readable && !queues_[g].line.empty())
-            next = std::min(next.value_or(TimePoint::max()),
-                            queues_[g].util_read_at + policy::kBusyReadingFresh);
     return next;
 }
 
@@ -320,8 +315,6 @@ void Scheduler::release(ClientId id, GpuSet gpus, TimePoint now)
         if ((c->held & ~gpus) == 0 && !c->drop_sent && c->contended_since &&
             (*c->contended_since - c->granted_at) * 2 <= hold)
             c->burst = policy::next_burst_estimate(c->burst, hold);
-        if ((c->held & ~gpus) == 0)
-            c->let_go_itself = !c->drop_sent;
         try_heads(end_hold(*c, c->held & gpus, now), now);
     }
     tick(now);
@@ -386,55 +379,6 @@ void Scheduler::confirm_host_memory(ClientId id, std::optional<uint64_t> bytes, 
     c->host_resident = bytes;
     const auto first = c->memory.begin();
     set_memory(*c, first->first, first->second, now);
-}
-
-void Scheduler::read_utilization(GpuIndex gpu, const std::optional<UtilReading>& reading,
-                                 TimePoint now)
-{
-    now_ = std::max(now_, now);
-    if (gpu >= gpus_.size())
-        return;
-    GpuQueue& q = queues_[gpu];
-    bool changed = std::exchange(q.util_readable, reading.has_value()) != reading.has_value();
-    q.util_read_at = now;
-    const auto& holders = gpus_[gpu].holders;
-    if (turns_.of(gpu) != Turns::Groups)
-        return;
-    if (reading && !holders.empty()) {
-        // What the holders do counts from when their start and their swap-in
-        // (as long as their latest) are over: neither keeps the SMs busy.
-        TimePoint counts_from = q.holders_since;
-        for (ClientId id : holders) {
-            const ClientRecord& h = clients_.at(id);
-            counts_from = std::max(counts_from, soft_join::settled_time(h));
-            if (const auto in = h.last_swap_in.find(gpu); in != h.last_swap_in.end())
-                counts_from = std::max(counts_from, q.holders_since + in->second);
-        }
-        if (holders.size() == 1) {
-            ClientRecord& h = clients_.at(holders.front());
-            if (const auto busy = soft_join::busy_alone(*reading, h.info.pid, counts_from)) {
-                const auto [it, added] = h.busy_alone.try_emplace(gpu, *busy);
-                changed |= added || it->second != *busy;
-                it->second = *busy;
-            }
-        } else if (const auto leaver =
-                       soft_join::busy_group_leaver(*reading, turn(gpu), counts_from)) {
-            ClientRecord& l = clients_.at(*leaver);
-            send_drop(l, now);
-            if (!actions_.empty() && actions_.back().kind == ActionKind::Drop)
-                actions_.back().busy_group = true;
-            l.left_busy_group = true;
-            // What those that stay do alone is to be read again: it decides
-            // who else may join them.
-            for (ClientId id : holders)
-                clients_.at(id).busy_alone.erase(gpu);
-            changed = true;
-        }
-    }
-    if (changed) {
-        try_heads(gpu_bit(gpu), now);
-        tick(now);
-    }
 }
 
 void Scheduler::set_memory(ClientRecord& c, GpuIndex gpu, MemoryUse use, TimePoint now)
@@ -824,7 +768,6 @@ bool Scheduler::joins_group(const ClientRecord& c, GpuIndex gpu, TimePoint now) 
 {
     return turns_.of(gpu) == Turns::Groups && head(gpu, now) == c.id &&
            soft_join::group_open(turn(gpu), room_.short_of_room_until(gpu), now) &&
-           !soft_join::busy_holds_back(c, turn(gpu), gpu, queues_[gpu].util_readable) &&
            room_.fits_beside_holders(c, gpu);
 }
 
@@ -884,11 +827,9 @@ void Scheduler::grant(ClientRecord& c, TimePoint now)
     c.waited_total += now - c.waiting_since;
     c.grants++;
     c.drop_sent = false;
-    c.left_busy_group = false;
     room_.granted(c);
     for_each_gpu(c.held, [&](GpuIndex g) {
         gpus_[g].holders.push_back(c.id);
-        queues_[g].holders_since = now;
         gpus_[g].grants++;
         // The grace of memory that waited for this turn runs from now.
         if (const auto m = c.memory.find(g); m != c.memory.end())
@@ -928,10 +869,7 @@ GpuSet Scheduler::end_hold(ClientRecord& c, GpuSet gpus, TimePoint now)
     gpus &= c.held;
     wait_dirty_ |= gpus;
     room_.let_go(c, gpus);
-    for_each_gpu(gpus, [&](GpuIndex g) {
-        erase_value(gpus_[g].holders, c.id);
-        queues_[g].holders_since = now;
-    });
+    for_each_gpu(gpus, [&](GpuIndex g) { erase_value(gpus_[g].holders, c.id); });
     c.held &= ~gpus;
     if (c.held == 0) {
         c.held_total += now - c.granted_at;
@@ -965,7 +903,6 @@ GpuSet Scheduler::revoke_hold(ClientRecord& c, TimePoint now, RevokeReason reaso
 {
     const GpuSet held = c.held;
     c.revocations++;
-    c.let_go_itself = false;
     Room::revoked(c);
     end_hold(c, held, now);
     push(ActionKind::Revoke, c, held);
@@ -1264,19 +1201,11 @@ void Scheduler::tick(TimePoint now)
     // The order of waiters moves with time (aging, held time), so a free GPU
     // whose first waiter could not go (it waits for another GPU too) may
     // have a new first waiter that can.
-    GpuSet idle = 0, unread = 0;
-    for (GpuIndex g = 0; g < gpus_.size(); ++g) {
+    GpuSet idle = 0;
+    for (GpuIndex g = 0; g < gpus_.size(); ++g)
         if (gpus_[g].holders.empty() && !queues_[g].line.empty())
             idle |= gpu_bit(g);
-        // Its utilization readings stopped: nobody is held back for busy
-        // holders there any more.
-        if (queues_[g].util_readable &&
-            now >= queues_[g].util_read_at + policy::kBusyReadingFresh) {
-            queues_[g].util_readable = false;
-            unread |= gpu_bit(g);
-        }
-    }
-    try_heads((idle | unread) & turns_.scheduled(), now);
+    try_heads(idle & turns_.scheduled(), now);
     while (const auto entry = deadlines_.due(now)) {
         ClientRecord& c = clients_.at(entry->second);
         if (c.follows) {

@@ -19,7 +19,6 @@
 #include "daemon/deadlines.h"
 #include "daemon/gpu.h"
 #include "daemon/gpu_table.h"
-#include "daemon/host_readings.h"
 #include "daemon/member_classes.h"
 #include "daemon/room.h"
 #include "daemon/run_ahead.h"
@@ -115,11 +114,6 @@ public:
     // others for kClaimGrace (claim_grace.h). Bounded by the GPU's size
     // either way; a client of root needs none.
     void confirm_host_memory(ClientId id, std::optional<uint64_t> bytes, TimePoint now);
-    // The host's reading of `gpu`'s SM utilization (nullopt: it cannot
-    // say). Where one process has held the GPU alone for the whole reading,
-    // it says whether that process keeps the GPU busy by itself, which holds
-    // back waiters from joining it in group turns (soft_join::busy_holds_back).
-    void read_utilization(GpuIndex gpu, const std::optional<UtilReading>& reading, TimePoint now);
     bool report_swaps(ClientId id, GpuIndex gpu, const SwapStats& stats, TimePoint now);
     // Rates a client measured on `gpu`, plausible ones (measured_rates.h):
     // each figure given replaces the GPU's. True where the GPU had lacked
@@ -243,10 +237,7 @@ private:
         std::set<ClientId> members;
         MemberClasses classes;
         WaitNotices notices;
-        SoftFollowers followers;     // and the members that are not among them
-        TimePoint holders_since{};   // when its holders last changed
-        bool util_readable = false;  // the host's latest utilization reading worked
-        TimePoint util_read_at{};    // and when it came
+        SoftFollowers followers;  // and the members that are not among them
     };
 
     ClientRecord* find(ClientId id);

@@ -111,8 +111,7 @@ bool Server::init()
     // What NVML and the processes' host memory confirm of clients' memory,
     // read off the loop.
     memory_watch_ = std::make_unique<MemoryWatch>(
-        nvml_process_memory, [](int32_t pid) { return process_anon_memory(pid); },
-        nvml_process_utilization);
+        nvml_process_memory, [](int32_t pid) { return process_anon_memory(pid); });
     if (!memory_watch_->start(event_, [this](const MemoryWatch::Readings& readings) {
             on_memory_readings(readings);
         }))
@@ -477,30 +476,8 @@ void Server::on_memory_readings(const MemoryWatch::Readings& readings)
         watched_ = std::move(changes.watch);
         memory_watch_->watch(watched_.gpus, watched_.pids);
     }
-    for (const auto& [uuid, reading] : readings.util) {
-        const auto& gpus = scheduler_.gpus();
-        for (GpuIndex g = 0; g < gpus.size(); ++g)
-            if (gpus[g].description.uuid == uuid)
-                scheduler_.read_utilization(g, reading, now);
-    }
-    if (changes.confirmations_changed() || !readings.util.empty())
+    if (changes.confirmations_changed())
         after_change();
-}
-
-void Server::watch_group_turns()
-{
-    GpuSet groups = 0;
-    for (GpuIndex g = 0; g < scheduler_.gpus().size(); ++g)
-        if (scheduler_.turns(g) == Turns::Groups)
-            groups |= gpu_bit(g);
-    if (groups == util_watched_ || !memory_watch_)
-        return;
-    util_watched_ = groups;
-    std::set<std::string> uuids;
-    for (GpuIndex g = 0; g < scheduler_.gpus().size(); ++g)
-        if ((groups & gpu_bit(g)) != 0)
-            uuids.insert(scheduler_.gpus()[g].description.uuid);
-    memory_watch_->watch_util(std::move(uuids));
 }
 
 bool Server::on_stats(Connection& c, const ClientRecord& client, const proto::StatsPayload& st,
@@ -734,7 +711,6 @@ void Server::after_change()
     }
     rearm_timer();
     update_idle_timer();
-    watch_group_turns();
     status_line_.update(scheduler_);
     if (observer_)
         observer_();

@@ -158,10 +158,6 @@ private:
     EventLog events_;
     std::unique_ptr<MemoryWatch> memory_watch_;
     WatchSet watched_;  // the GPUs and processes it reads
-    // The GPUs taken in group turns, whose utilization it reads: what a
-    // holder does alone decides who may join it (soft_join::busy_holds_back).
-    GpuSet util_watched_ = 0;
-    void watch_group_turns();
 };
 
 }  // namespace nvshare::daemon

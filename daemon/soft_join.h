@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "daemon/client.h"
-#include "daemon/host_readings.h"
 #include "daemon/scheduler_types.h"
 #include "daemon/waiting_line.h"
 
@@ -70,34 +69,5 @@ bool followers_may_start(const Turn& t, TimePoint now);
 // Room::short_of_room_until): a joiner would wait for the same room while
 // holding the lock.
 bool group_open(const Turn& t, TimePoint short_of_room_until, TimePoint now);
-
-// Group turns: whether waiter `c` stays out of the holders' turn on `gpu`
-// because they keep the GPU busy, where the host reads its utilization
-// (`readable`, MemoryWatch::watch_util): a holder kept it busy by itself
-// when last read alone (ClientRecord::busy_alone), or holds it alone and
-// has not been read yet (a reading comes within about a second).
-// Interactive waiters, those whose bursts are known to be short
-// (policy::kShortBurst) and those whose latest hold ended in a release of
-// their own (ClientRecord::let_go_itself: one that let go in a pause of its
-// work comes back for the rest of it) join all the same; one that left a
-// group that kept the GPU busy (ClientRecord::left_busy_group) joins
-// nobody: read alone, the one it left may leave SMs idle and yet fill them
-// beside it. The holders' quanta run meanwhile (the waiter is first in
-// line), so the wait is bounded.
-bool busy_holds_back(const ClientRecord& c, const Turn& t, GpuIndex gpu, bool readable);
-// What a utilization reading says of the process `pid` that has held the
-// GPU alone since `alone_since`: whether it kept the GPU busy by itself
-// (policy::kBusyUtil); nullopt where the reading's window began before that.
-std::optional<bool> busy_alone(const UtilReading& reading, int32_t pid, TimePoint alone_since);
-// Group turns: which holder, if any, to ask to let go because the holders
-// keep the GPU busy together (their utilization in `reading`, counted only
-// where its window began after `since`, at least policy::kBusyUtil) and the
-// one granted last, a normal process, takes a share of it that a busy GPU
-// would not leave idle (100 - kBusyUtil or more): beside the others it only
-// shares their SMs, and waits for its turn instead. Holders start together
-// in soft turns before the GPU is oversubscribed, so group turns can begin
-// with such a group.
-std::optional<ClientId> busy_group_leaver(const UtilReading& reading, const Turn& t,
-                                          TimePoint since);
 
 }  // namespace nvshare::daemon::soft_join

@@ -17,10 +17,6 @@ nlohmann::json status_json(const Scheduler& scheduler, size_t connections, TimeP
         json gpus = json::array();
         for (GpuIndex g : c.gpus)
             gpus.push_back(g);
-        json busy = json::array();
-        for (const auto& [g, alone] : c.busy_alone)
-            if (alone)
-                busy.push_back(g);
         const ClientFacts f = client_facts(scheduler, c, now);
         clients.push_back({{"id", id},
                            {"pid", c.info.pid},
@@ -30,7 +26,6 @@ nlohmann::json status_json(const Scheduler& scheduler, size_t connections, TimeP
                            {"command", c.info.command},
                            {"priority", proto::priority_name(c.info.priority)},
                            {"gpus", gpus},
-                           {"busy_gpus", busy},
                            {"state", f.state},
                            {"memory", f.memory},
                            {"pinned_memory", f.pinned},

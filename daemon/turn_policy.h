@@ -48,21 +48,6 @@ inline constexpr Duration kStartupSettle = std::chrono::milliseconds(300);
 inline constexpr uint64_t kStartupGrowthFrom = uint64_t{256} << 20;
 inline constexpr Duration kStartupWindow = std::chrono::seconds(2);
 
-// In group turns, a holder that keeps the GPU busy by itself (NVML's SM
-// utilization of its process, read while it held the GPU alone, at least
-// this share in percent) is not joined by a normal waiter whose bursts are
-// long or not known: processes on one GPU take turns on its SMs, so one
-// that fills them gains nothing from another beside it, which costs both
-// the switches between their contexts (two saturating PyTorch jobs ran a
-// step in 1.24 s together against 0.56 s alone; policy_bench's steady
-// pair, 22.98 s together against 20.74 in turns). Below it, a joiner fills
-// the holder's pauses.
-inline constexpr unsigned kBusyUtil = 90;
-// The host reads utilization every second: where its latest reading of a
-// GPU is older than this (NVML slow or stuck), nobody is held back for
-// busy holders there.
-inline constexpr Duration kBusyReadingFresh = std::chrono::seconds(3);
-
 // 0 interactive, 1 normal, 2 batch: lower goes first.
 int class_rank(Priority p);
 // A waiter's rank: its class's, raised by one for every `aging` it has

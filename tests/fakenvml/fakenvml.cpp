@@ -3,11 +3,7 @@
 // fails when it is unset, as on a host without the driver. The compute
 // processes of each GPU come from the file FAKENVML_PROCESSES names, read at
 // every call (lines "UUID PID BYTES"; a GPU it does not name has none), each
-// call taking FAKENVML_PROCESSES_DELAY_MS (a driver slow to answer). Their
-// SM utilization comes from the file FAKENVML_UTILIZATION names, read at
-// every call (lines "UUID PID PERCENT"): one sample per process, taken at
-// the call.
-#include <sys/time.h>
+// call taking FAKENVML_PROCESSES_DELAY_MS (a driver slow to answer).
 #include <unistd.h>
 
 #include <cstdint>
@@ -33,14 +29,6 @@ struct FakeNvmlProcess {  // nvmlProcessInfo_t (v2/v3)
 };
 FAKE_EXPORT int nvmlDeviceGetComputeRunningProcesses_v3(void* device, unsigned int* count,
                                                         FakeNvmlProcess* infos);
-
-struct FakeNvmlUtilSample {  // nvmlProcessUtilizationSample_t
-    unsigned int pid;
-    unsigned long long timeStamp;
-    unsigned int smUtil, memUtil, encUtil, decUtil;
-};
-FAKE_EXPORT int nvmlDeviceGetProcessUtilization(void* device, FakeNvmlUtilSample* samples,
-                                                unsigned int* count, unsigned long long last_seen);
 
 namespace {
 
@@ -118,36 +106,6 @@ FAKE_EXPORT int nvmlDeviceGetComputeRunningProcesses_v3(void* device, unsigned i
     }
     if (f != nullptr)
         fclose(f);
-    const bool fits = n <= *count;
-    *count = n;
-    return fits ? 0 : 7;  // NVML_ERROR_INSUFFICIENT_SIZE
-}
-
-FAKE_EXPORT int nvmlDeviceGetProcessUtilization(void* device, FakeNvmlUtilSample* samples,
-                                                unsigned int* count, unsigned long long last_seen)
-{
-    if (device == nullptr || count == nullptr)
-        return 2;  // NVML_ERROR_INVALID_ARGUMENT
-    timeval tv{};
-    gettimeofday(&tv, nullptr);
-    const unsigned long long now = static_cast<unsigned long long>(tv.tv_sec) * 1000000ull +
-                                   static_cast<unsigned long long>(tv.tv_usec);
-    const char* path = getenv("FAKENVML_UTILIZATION");
-    FILE* f = path != nullptr ? fopen(path, "r") : nullptr;
-    unsigned int n = 0;
-    char uuid[128];
-    unsigned int pid = 0, sm = 0;
-    while (f != nullptr && now > last_seen && fscanf(f, "%127s %u %u", uuid, &pid, &sm) == 3) {
-        if (strcmp(uuid, static_cast<const char*>(device)) != 0)
-            continue;
-        if (n < *count && samples != nullptr)
-            samples[n] = FakeNvmlUtilSample{pid, now, sm, 0, 0, 0};
-        ++n;
-    }
-    if (f != nullptr)
-        fclose(f);
-    if (n == 0)
-        return 6;  // NVML_ERROR_NOT_FOUND: no sample since last_seen
     const bool fits = n <= *count;
     *count = n;
     return fits ? 0 : 7;  // NVML_ERROR_INSUFFICIENT_SIZE

@@ -600,46 +600,6 @@ class Runner:
                         f"; other {failed or 'ok'}; daemon exit {rc}" +
                         ("" if ok else " | " + outs[0][1][-800:]))
 
-    def busy_holders_take_turns(self):
-        """Three gpu_work processes that keep the SMs busy (kernels back to back)
-        under a --capacity where any two fit together but not all three (group
-        turns). nvshared reads NVML's per-process SM utilization: two that
-        started together in soft turns are split once read busy together, and a
-        holder read busy alone is not joined. Checks that NVML's reading reached
-        the status (busy_gpus), that no two processes' kernels overlapped from
-        7 s after the first kernel on (the starts, two readings and a drain),
-        and every program's results."""
-        name = "busy-holders-take-turns"
-        work = ["--bursts", "300", "--burst-us", "30000", "--gap-us", "0", "--mem-mib", "256"]
-        with tempfile.TemporaryDirectory(dir=self.a.out) as wd:
-            d = Daemon(self.a.nvshared, wd, ["--anti-thrashing", "auto", "--capacity", "640M"])
-            started = [self.start_work(d.sock, wd, str(i), work) for i in range(3)]
-            procs, logs = [p for p, _ in started], [log for _, log in started]
-            busy_seen, t0 = set(), time.time()
-            while any(p.poll() is None for p in procs) and time.time() - t0 < 150:
-                try:
-                    for c in query_status(d.sock)["clients"]:
-                        if c.get("busy_gpus"):
-                            busy_seen.add(c["pid"])
-                except OSError:
-                    pass
-                time.sleep(0.1)
-            outs = self.run_all(procs, 150)
-            rc = d.stop()
-            failed = programs_failed(outs)
-            if failed:
-                self.record(name, False, failed)
-                return
-            iv = [read_intervals(log) for log in logs]
-            settled = min(x[0][0] for x in iv) + 7_000_000_000  # %globaltimer ns
-            late = [[(s, e) for s, e in x if e > settled] for x in iv]
-            n_late = sum(overlaps(late[i], late[j]) for i in range(3) for j in range(i + 1, 3))
-            n_all = sum(overlaps(iv[i], iv[j]) for i in range(3) for j in range(i + 1, 3))
-            ok = rc == 0 and busy_seen and n_late == 0
-            self.record(name, ok, f"{time.time() - t0:.1f}s; read busy alone: {len(busy_seen)} "
-                                  f"of 3; overlapping kernel pairs {n_all}, from 7 s after the "
-                                  f"first kernel {n_late}; daemon exit {rc}")
-
     def nvml_memory(self):
         """Issue 47: nvshared takes each listed GPU's memory size from NVML at
         start, before any client has named it: the status shows what nvidia-smi
@@ -1179,7 +1139,6 @@ def main():
         "allocation-waits-until-mapped": r.allocation_waits_until_mapped,
         "revoked-work-keeps-its-memory": r.revoked_work_keeps_its_memory,
         "nvml-memory": r.nvml_memory,
-        "busy-holders-take-turns": r.busy_holders_take_turns,
         "nvml-confirms-pinned": r.nvml_confirms_pinned,
         "nvml-confirms-swappable": r.nvml_confirms_swappable,
         "contextless-stream-calls": r.contextless_stream_calls,

@@ -7,16 +7,11 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
-#include <fstream>
 #include <memory>
-#include <thread>
 
 #include "common/protocol.h"
 #include "tests/integration/test_client.h"
 #include "tests/support/daemon.h"
-#include "tests/support/temp_dir.h"
-#include "tests/support/test_gpu.h"
 
 namespace nvshare::test {
 namespace {
@@ -310,51 +305,6 @@ TEST(Scheduling, ModeAutoTakesTurnsOfGroupsOnlyWhenMemoryIsOversubscribed)
     EXPECT_EQ(a.finish(), 0);
     EXPECT_TRUE(a.events_named("drop").empty()) << "the first holder was asked to let go";
     EXPECT_TRUE(b.events_named("drop").empty()) << "B fits beside A and C";
-}
-
-// Group turns: a holder that the host's NVML reads as keeping the GPU's SMs
-// busy by itself is not joined by a newcomer that fits beside it; once it
-// reads below nvshared's threshold, the newcomer joins it.
-TEST(Scheduling, GroupTurnsKeepNewcomersOffAHolderThatKeepsTheGpuBusy)
-{
-    TempDir info;
-    const std::string uuid = list_host_gpu(info.path());
-    const std::string util = info.path() + "/utilization";
-    std::ofstream(util).flush();
-    Daemon d;
-    Daemon::Config config;
-    config.args = {"--gpu-info-dir", info.path(), "--anti-thrashing", "auto", "--capacity", "1G"};
-    config.env = {{"LD_LIBRARY_PATH", getenv("NVSHARE_TEST_FAKENVML_DIR")},
-                  {"FAKENVML_MEMORY", uuid + "=" + std::to_string(16ull << 30)},
-                  {"FAKENVML_UTILIZATION", util}};
-    ASSERT_TRUE(d.start(config));
-    // 700M + 400M + 400M in 1G: group turns, A and C fit together. B only
-    // registers its memory.
-    TestClient b(d.socket(), {"--cycles", "0", "--mem", "0=700M"});
-    ASSERT_TRUE(b.wait_for("memory"));
-    TestClient a(d.socket(), {"--hold-until-stdin", "--mem", "0=400M"});
-    ASSERT_TRUE(a.wait_for("grant"));
-    std::ofstream(util) << uuid << " " << a.pid() << " 100\n";
-    ASSERT_EQ(d.wait_status([](const nlohmann::json& st) {
-        return st["gpus"][0]["serializing"] == true;
-    })["gpus"][0]["serializing"],
-              true);
-    TestClient c(d.socket(), {"--hold-until-stdin", "--mem", "0=400M"});
-    ASSERT_FALSE(d.wait_client_state(c.pid(), "waiting").is_null());
-    // Readings come every second; what A does alone is known after two.
-    std::this_thread::sleep_for(std::chrono::seconds(4));
-    EXPECT_EQ(d.status()["gpus"][0]["holders"].size(), 1u) << "C fits beside A";
-    std::ofstream(util) << uuid << " " << a.pid() << " 20\n";
-    const auto gc = c.wait_for("grant");
-    ASSERT_TRUE(gc) << "A leaves the SMs idle now: C joins it";
-    EXPECT_FALSE(has_flag(*gc, proto::kGrantExclusive));
-    EXPECT_TRUE(a.events_named("released").empty());
-    a.proceed();
-    c.proceed();
-    b.close_stdin();
-    EXPECT_EQ(a.finish(), 0);
-    EXPECT_EQ(c.finish(), 0);
-    EXPECT_EQ(b.finish(), 0);
 }
 
 TEST(Scheduling, SeveralGpusAndAMultiGpuClient)
