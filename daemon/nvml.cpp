@@ -3,8 +3,8 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <memory>
 #include <new>
-#include <vector>
 
 namespace nvshare::daemon {
 
@@ -61,34 +61,6 @@ const Nvml& nvml()
     return loaded;
 }
 
-// A list NVML fills (`call(count, entries)`, count in: room, out: how
-// many): entries come and go between calls, so it asks again with room for
-// those that came, a few times. nullopt on any error.
-template <typename Entry, typename Call>
-std::optional<std::vector<Entry>> nvml_list(Call call)
-{
-    unsigned int room = 64;
-    for (int attempt = 0; attempt < 4; ++attempt) {
-        std::vector<Entry> entries;
-        try {
-            entries.resize(room);
-        } catch (const std::bad_alloc&) {
-            return std::nullopt;
-        }
-        unsigned int count = room;
-        const NvmlReturn r = call(&count, entries.data());
-        if (r == kNvmlInsufficientSize) {
-            room = std::max(room * 2, count + 16);
-            continue;
-        }
-        if (r != 0 || count > room)
-            return std::nullopt;
-        entries.resize(count);
-        return entries;
-    }
-    return std::nullopt;
-}
-
 }  // namespace
 
 std::optional<uint64_t> nvml_total_memory(const std::string& uuid)
@@ -109,15 +81,28 @@ std::optional<std::map<int32_t, uint64_t>> nvml_process_memory(const std::string
     NvmlDevice device = nullptr;
     if (!n.ready || n.processes == nullptr || n.by_uuid(uuid.c_str(), &device) != 0)
         return std::nullopt;
-    const auto infos = nvml_list<NvmlProcessInfo>(
-        [&](unsigned int* count, NvmlProcessInfo* out) { return n.processes(device, count, out); });
-    if (!infos)
-        return std::nullopt;
-    std::map<int32_t, uint64_t> used;
-    for (const NvmlProcessInfo& info : *infos)
-        if (info.used != kNvmlNotAvailable)
-            used[static_cast<int32_t>(info.pid)] += info.used;
-    return used;
+    // Processes come and go between the calls: ask again with room for
+    // those that came, a few times.
+    unsigned int room = 64;
+    for (int attempt = 0; attempt < 4; ++attempt) {
+        std::unique_ptr<NvmlProcessInfo[]> infos(new (std::nothrow) NvmlProcessInfo[room]);
+        if (!infos)
+            return std::nullopt;
+        unsigned int count = room;
+        const NvmlReturn r = n.processes(device, &count, infos.get());
+        if (r == kNvmlInsufficientSize) {
+            room = std::max(room * 2, count + 16);
+            continue;
+        }
+        if (r != 0 || count > room)
+            return std::nullopt;
+        std::map<int32_t, uint64_t> used;
+        for (unsigned int i = 0; i < count; ++i)
+            if (infos[i].used != kNvmlNotAvailable)
+                used[static_cast<int32_t>(infos[i].pid)] += infos[i].used;
+        return used;
+    }
+    return std::nullopt;
 }
 
 }  // namespace nvshare::daemon

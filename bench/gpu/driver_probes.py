@@ -782,9 +782,6 @@ class NvmlSample(ctypes.Structure):
 class NvmlUtil:
     """nvmlDeviceGetProcessUtilization of GPU 0, read every `period` s on a thread."""
 
-    NOT_FOUND = 6
-    INSUFFICIENT_SIZE = 7
-
     def __init__(self, period=0.1):
         self.lib = ctypes.CDLL("libnvidia-ml.so.1")
         assert self.lib.nvmlInit_v2() == 0

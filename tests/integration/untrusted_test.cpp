@@ -227,6 +227,18 @@ TEST(Untrusted, ImplausibleGpuMemoryIsRefusedAndALargerClaimChangesNothing)
     b.proceed();
 }
 
+// A --gpu-info-dir in which the host lists one GPU, test_gpu(0)'s, as the
+// NVIDIA driver's /proc files do; returns its UUID.
+std::string list_host_gpu(const TempDir& info)
+{
+    char uuid[kUuidTextSize];
+    format_gpu_uuid(test_gpu(0, 0).uuid, uuid);
+    std::filesystem::create_directory(info / "0000:01:00.0");
+    std::ofstream(info / "0000:01:00.0/information")
+        << "Model: \t\t Test GPU\nGPU UUID: \t " << uuid << "\n";
+    return uuid;
+}
+
 // Issue 47: with the host's NVML, a GPU's size is the host's: another user
 // claiming 256 MiB (or 8 TiB) changes neither its size nor its capacity, and
 // so nothing any other process sees.
@@ -234,7 +246,7 @@ TEST(Untrusted, AClaimChangesNothingOfTheSizeTheHostReports)
 {
     require_root();
     TempDir info;
-    const std::string uuid = list_host_gpu(info.path());
+    const std::string uuid = list_host_gpu(info);
     Daemon d;
     Daemon::Config config;
     config.args = {"--gpu-info-dir", info.path()};
@@ -289,7 +301,7 @@ TEST(Untrusted, PinnedMemoryReachesOthersOnlyAsFarAsNvmlConfirmsIt)
 {
     require_root();
     TempDir info;
-    const std::string uuid = list_host_gpu(info.path());
+    const std::string uuid = list_host_gpu(info);
     const std::string processes = info / "processes";
     std::ofstream(processes).flush();
     Daemon d;
@@ -375,7 +387,7 @@ struct ClaimsHost {
 
     bool start(const std::string& mode, const std::string& tq)
     {
-        uuid = list_host_gpu(info.path());
+        uuid = list_host_gpu(info);
         std::ofstream(processes).flush();
         auto config = nvml_config(info, uuid, processes, mode);
         config.args.insert(config.args.end(), {"--time-quantum", tq});
@@ -500,7 +512,7 @@ TEST(Untrusted, ASwappableClaimBeyondTheGpuCountsAsTheGpu)
 {
     require_root();
     TempDir info;
-    const std::string uuid = list_host_gpu(info.path());
+    const std::string uuid = list_host_gpu(info);
     Daemon d;
     ASSERT_TRUE(d.start(nvml_config(info, uuid, info / "processes", "auto")));
     auto c = welcomed(d.socket(), "big", {test_gpu(0, 16 * kGiB)});
@@ -534,7 +546,7 @@ TEST(Untrusted, ASlowNvmlDelaysNoHandOver)
 {
     require_root();
     TempDir info;
-    const std::string uuid = list_host_gpu(info.path());
+    const std::string uuid = list_host_gpu(info);
     Daemon d;
     ASSERT_TRUE(d.start(nvml_config(info, uuid, info / "processes", "on", 5000)));
     auto a = welcomed(d.socket(), "alpha", {test_gpu(0, 16 * kGiB)});
@@ -621,7 +633,7 @@ TEST(Untrusted, MadeUpGpusDoNotFillTheTable)
 {
     require_root();
     TempDir info;
-    list_host_gpu(info.path());
+    list_host_gpu(info);
     Daemon d;
     ASSERT_TRUE(d.start({"--gpu-info-dir", info.path()}));
     AsUser attacker(kNobody, [&](FILE* out, int stop) {
